@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "dpfs",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "dpfs", targets: ["dpfs"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
+                       providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
+                       providers: [.apt(["libfuse3-dev"])]),
+        .target(name: "DataProtection", dependencies: ["CSodium"]),
+        .target(name: "ItemStore", dependencies: [
+            "DataProtection",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "SandboxFS", dependencies: [
+            "DataProtection", "CFuse",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "Control", dependencies: ["DataProtection", "ItemStore"]),
+        .executableTarget(name: "dpfs", dependencies: [
+            "DataProtection", "SandboxFS", "Control", "ItemStore",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
+        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,118 @@
+// The control socket's wire format (dpfs(5)): every message is one frame,
+//   "DPFC" | version u16 | reserved u16 | json length u32 | secret length u32 | json | secrets
+// all integers big-endian. Secrets (passcodes) travel apart from the JSON so that they
+// go from a SecureBuffer on one side to a SecureBuffer on the other, never through a
+// Swift String or Data. The secret section is a list of u32-length-prefixed secrets.
+import DataProtection
+import Foundation
+import Glibc
+
+public enum ControlProtocol {
+    public static let magic: [UInt8] = Array("DPFC".utf8)
+    public static let version: UInt16 = 1
+    static let headerSize = 16
+    public static let maxJSONSize = 16 << 20
+    public static let maxSecretSize = 8192
+}
+
+public enum FrameError: Error, CustomStringConvertible {
+    case closed
+    case io(Int32)
+    case badMagic
+    case unsupportedVersion(UInt16)
+    case tooLarge(Int)
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case .closed: return "the connection closed"
+        case .io(let code): return "socket error: \(String(cString: strerror(code)))"
+        case .badMagic: return "not a dpfs control frame"
+        case .unsupportedVersion(let v): return "control protocol version \(v) is not supported (this daemon speaks \(ControlProtocol.version))"
+        case .tooLarge(let n): return "frame of \(n) bytes is too large"
+        case .malformed(let why): return "malformed request: \(why)"
+        }
+    }
+}
+
+public struct Frame {
+    public var json: [UInt8]
+    public var secrets: [SecureBuffer]
+
+    public init(json: [UInt8], secrets: [SecureBuffer] = []) {
+        self.json = json
+        self.secrets = secrets
+    }
+
+    public func write(to fd: Int32) throws {
+        let secretLength = secrets.reduce(0) { $0 + 4 + $1.count }
+        var header = ControlProtocol.magic
+        header += [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
+        header += Frame.bigEndian(UInt32(json.count)) + Frame.bigEndian(UInt32(secretLength))
+        try Frame.writeAll(fd, header)
+        try Frame.writeAll(fd, json)
+        for secret in secrets {
+            try Frame.writeAll(fd, Frame.bigEndian(UInt32(secret.count)))
+            try Frame.writeAll(fd, secret.bytes)
+        }
+    }
+
+    public static func read(from fd: Int32) throws -> Frame {
+        var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
+        try header.withUnsafeMutableBytes { try readAll(fd, $0) }
+        guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
+        let version = UInt16(header[4]) << 8 | UInt16(header[5])
+        guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
+        let jsonLength = Int(uint32(header, at: 8))
+        let secretLength = Int(uint32(header, at: 12))
+        guard jsonLength <= ControlProtocol.maxJSONSize else { throw FrameError.tooLarge(jsonLength) }
+        guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
+        var json = [UInt8](repeating: 0, count: jsonLength)
+        try json.withUnsafeMutableBytes { try readAll(fd, $0) }
+        var secrets: [SecureBuffer] = []
+        var remaining = secretLength
+        while remaining > 0 {
+            guard remaining >= 4 else { throw FrameError.malformed("truncated secret section") }
+            var lengthBytes = [UInt8](repeating: 0, count: 4)
+            try lengthBytes.withUnsafeMutableBytes { try readAll(fd, $0) }
+            let length = Int(uint32(lengthBytes, at: 0))
+            guard length <= remaining - 4 else { throw FrameError.malformed("secret longer than its section") }
+            let secret = SecureBuffer(count: length)
+            try readAll(fd, secret.mutableBytes)
+            secrets.append(secret)
+            remaining -= 4 + length
+        }
+        return Frame(json: json, secrets: secrets)
+    }
+
+    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        (0..<4).reduce(0) { $0 << 8 | UInt32(bytes[offset + $1]) }
+    }
+
+    static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try writeAll(fd, $0) }
+    }
+
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = send(fd, buffer.start + done, buffer.count - done, Int32(MSG_NOSIGNAL))
+            if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
+            done += n
+        }
+    }
+
+    static func readAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = recv(fd, buffer.start + done, buffer.count - done, 0)
+            if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
+            if n == 0 { throw done == 0 && buffer.count > 0 ? FrameError.closed : FrameError.malformed("truncated frame") }
+            done += n
+        }
+    }
+}

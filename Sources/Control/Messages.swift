@@ -1,0 +1,48 @@
+// Requests and replies of the control protocol, as the JSON part of a frame.
+import DataProtection
+import Foundation
+import ItemStore
+
+public enum PasscodeAction: String, Codable, Sendable { case set, change, remove }
+
+public enum ControlRequest: Codable, Sendable {
+    case status
+    case lock(now: Bool)
+    /// The passcode travels as the frame's first secret.
+    case unlock
+    case restart
+    /// Secrets: [current] for remove, [new] for set, [current, new] for change.
+    case passcode(PasscodeAction)
+    case events
+    case keychain(KeychainRequest)
+    case appAdd(entitlements: Data)
+}
+
+public struct ControlReply: Codable, Sendable {
+    public var ok: Bool
+    public var error: String?
+    public var message: String?
+    public var status: DeviceStatus?
+    public var keychain: KeychainResponse?
+    public var event: DeviceEvent?
+
+    public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
+                keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {
+        self.ok = ok; self.error = error; self.message = message
+        self.status = status; self.keychain = keychain; self.event = event
+    }
+
+    public static func failure(_ text: String) -> ControlReply { ControlReply(ok: false, error: text) }
+}
+
+enum ControlCoding {
+    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return [UInt8](try encoder.encode(value))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+        try JSONDecoder().decode(type, from: Data(bytes))
+    }
+}

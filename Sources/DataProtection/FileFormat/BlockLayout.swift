@@ -1,0 +1,39 @@
+// Where plaintext bytes live in a backing file: a fixed header, then fixed-size
+// blocks of ciphertext, each nonce ‖ sealed 4 KiB ‖ tag; the last block may be short.
+// The plaintext size follows from the backing size alone, so stat never decrypts.
+
+public enum BlockLayout {
+    public static let headerSize = 512
+    public static let plainBlockSize = 4096
+    public static let blockOverhead = AEAD.overhead  // 24-byte nonce + 16-byte tag
+    public static let cipherBlockSize = plainBlockSize + blockOverhead
+
+    public static func plainSize(backingSize: Int) -> Int {
+        let body = backingSize - headerSize
+        guard body > 0 else { return 0 }
+        let fullBlocks = body / cipherBlockSize
+        let tail = body % cipherBlockSize
+        return fullBlocks * plainBlockSize + max(tail - blockOverhead, 0)
+    }
+
+    public static func backingSize(plainSize: Int) -> Int {
+        let fullBlocks = plainSize / plainBlockSize
+        let tail = plainSize % plainBlockSize
+        return headerSize + fullBlocks * cipherBlockSize + (tail > 0 ? tail + blockOverhead : 0)
+    }
+
+    public static func backingOffset(ofBlock block: Int) -> Int {
+        headerSize + block * cipherBlockSize
+    }
+
+    /// The blocks that plaintext range [offset, offset+count) touches.
+    public static func blocks(offset: Int, count: Int) -> Range<Int> {
+        guard count > 0 else { return offset / plainBlockSize ..< offset / plainBlockSize }
+        return offset / plainBlockSize ..< (offset + count - 1) / plainBlockSize + 1
+    }
+
+    /// Plaintext length of `block` in a file of `plainSize` bytes.
+    public static func plainLength(ofBlock block: Int, plainSize: Int) -> Int {
+        max(0, min(plainBlockSize, plainSize - block * plainBlockSize))
+    }
+}

@@ -1,0 +1,41 @@
+// What the lock-state manager reports, as `dpfs events` prints it (one JSON line each).
+import Foundation
+
+public enum LockPhase: String, Codable, Sendable {
+    case beforeFirstUnlock, unlocked, locking, locked
+}
+
+public struct DeviceEvent: Codable, Sendable {
+    public enum Kind: String, Codable, Sendable {
+        case willBecomeUnavailable, didBecomeUnavailable, didBecomeAvailable
+        case restart, passcodeChanged, attemptFailed, erased
+    }
+
+    public var event: Kind
+    public var state: LockPhase
+    public var timestamp: String
+    public var failedAttempts: Int?
+
+    public init(_ event: Kind, state: LockPhase, failedAttempts: Int? = nil) {
+        self.event = event
+        self.state = state
+        self.failedAttempts = failedAttempts
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        self.timestamp = formatter.string(from: Date())
+    }
+}
+
+/// What `dpfs status` reports.
+public struct DeviceStatus: Codable, Sendable {
+    public var state: LockPhase
+    public var classes: [String: Bool]
+    public var passcodeSet: Bool
+    public var failedAttempts: Int
+    public var retryAfter: Double?
+    public var erased: Bool
+    public var gracePeriod: Double
+    public var defaultProtection: String
+    public var deviceDirectory: String
+    public var pid: Int32
+}

@@ -1,0 +1,307 @@
+// The device's lock state machine: which class keys are in memory, the grace timer
+// between `lock` and the wipe, failed-attempt policy, passcode changes and events.
+// It knows nothing of files: holders of file keys register a revoker and are told
+// which classes to give up before the class keys are wiped.
+import Dispatch
+import Foundation
+import Synchronization
+
+public enum LockError: Error, CustomStringConvertible, Equatable {
+    case wrongPasscode(failedAttempts: Int, wait: TimeInterval?)
+    case mustWait(TimeInterval)
+    case erased
+    case noPasscode
+    case passcodeAlreadySet
+    case unavailable
+
+    public var description: String {
+        switch self {
+        case .wrongPasscode(let attempts, let wait):
+            let suffix = wait.map { "; try again in \(describeWait($0))" } ?? ""
+            return "wrong passcode (\(attempts) failed attempt\(attempts == 1 ? "" : "s"))\(suffix)"
+        case .mustWait(let seconds):
+            return "too many failed attempts; try again in \(describeWait(seconds))"
+        case .erased:
+            return "the device was erased after too many failed attempts; its protected data is gone"
+        case .noPasscode: return "no passcode is set on this device"
+        case .passcodeAlreadySet: return "a passcode is already set; use dpfs passcode change"
+        case .unavailable: return "the device must be unlocked first"
+        }
+    }
+}
+
+public final class LockStateManager: Sendable {
+    public typealias Revoker = @Sendable (_ classes: Set<ProtectionClass>, _ reason: RevokeReason) -> Void
+    public enum RevokeReason: Sendable { case lock, restart }
+
+    private struct Core: ~Copyable {
+        var keys: ClassKeySet
+        var keybag: KeybagFile
+        var phase: LockPhase
+        /// Bumped by every transition so a pending grace timer knows it was cancelled.
+        var generation: UInt64 = 0
+    }
+
+    public let directory: DeviceDirectory
+    public let gracePeriod: TimeInterval
+    /// Test-only factor applied to failed-attempt delays (DPFS_TEST_DELAY_SCALE).
+    let delayScale: Double
+    private let deviceSecret: SecureBuffer
+    private let core: Mutex<Core>
+    /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
+    /// holding `core` across the slow parts (KDF, page-cache invalidation).
+    private let transition = Mutex<Void>(())
+    private let revokers = Mutex<[Revoker]>([])
+    private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
+    private let nextObserver = Atomic<UInt64>(0)
+    public let completeUnlessOpenPublicKey: [UInt8]
+
+    /// Boots the device: reads the keybag and unwraps what needs no passcode.
+    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, delayScale: Double = 1) throws {
+        guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
+        self.directory = directory
+        self.gracePeriod = gracePeriod
+        self.delayScale = delayScale
+        let secret = try AtomicFile.readSecret(directory.deviceSecretPath, count: 32)
+        self.deviceSecret = secret
+        let keybag = try KeybagFile.load(from: directory.keybagPath)
+        self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
+        let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
+        let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
+        self.core = Mutex(Core(keys: keys, keybag: keybag, phase: phase))
+    }
+
+    // MARK: Queries
+
+    public var phase: LockPhase { core.withLock { $0.phase } }
+
+    public var defaultProtection: ProtectionClass { core.withLock { $0.keybag.defaultProtection } }
+
+    public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
+        core.withLock { $0.keys.isAvailable(protectionClass) }
+    }
+
+    /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
+    /// holding it steady; nil when the class is unavailable.
+    public func withClassKey<R>(_ protectionClass: ProtectionClass, _ body: (SecureBuffer) throws -> R) rethrows -> R? {
+        try core.withLock { core in
+            guard let key = core.keys.key(for: protectionClass) else { return nil }
+            return try body(key)
+        }
+    }
+
+    public func status() -> DeviceStatus {
+        core.withLock { core in
+            var classes: [String: Bool] = [:]
+            for protectionClass in ProtectionClass.allCases {
+                classes[protectionClass.name] = core.keys.isAvailable(protectionClass)
+            }
+            return DeviceStatus(state: core.phase, classes: classes, passcodeSet: core.keybag.passcodeSet,
+                                failedAttempts: core.keybag.policy.failedAttempts,
+                                retryAfter: core.keybag.policy.waitRemaining(),
+                                erased: core.keybag.policy.erased, gracePeriod: gracePeriod,
+                                defaultProtection: core.keybag.defaultProtection.name,
+                                deviceDirectory: directory.root, pid: getpid())
+        }
+    }
+
+    // MARK: Subscriptions
+
+    public func addRevoker(_ revoker: @escaping Revoker) {
+        revokers.withLock { $0.append(revoker) }
+    }
+
+    @discardableResult
+    public func observe(_ observer: @escaping @Sendable (DeviceEvent) -> Void) -> UInt64 {
+        let id = nextObserver.add(1, ordering: .relaxed).newValue
+        observers.withLock { $0[id] = observer }
+        return id
+    }
+
+    public func stopObserving(_ id: UInt64) {
+        _ = observers.withLock { $0.removeValue(forKey: id) }
+    }
+
+    private func emit(_ kind: DeviceEvent.Kind, failedAttempts: Int? = nil) {
+        let event = DeviceEvent(kind, state: phase, failedAttempts: failedAttempts)
+        for observer in observers.withLock({ Array($0.values) }) { observer(event) }
+    }
+
+    // MARK: Transitions
+
+    /// Starts locking: state `locking` now, keys wiped after the grace period (or now).
+    /// Returns false when there is no passcode, so nothing becomes unavailable.
+    @discardableResult
+    public func lock(now: Bool = false) -> Bool {
+        let generation: UInt64? = core.withLock { core in
+            guard core.keybag.passcodeSet else { return nil }
+            if core.phase == .beforeFirstUnlock || core.phase == .locked { return nil }
+            if core.phase == .locking && !now { return nil }
+            core.phase = .locking
+            core.generation += 1
+            return core.generation
+        }
+        guard let generation else { return core.withLock { $0.keybag.passcodeSet } }
+        emit(.willBecomeUnavailable)
+        if now || gracePeriod <= 0 {
+            finishLocking(generation: generation)
+        } else {
+            DispatchQueue.global().asyncAfter(deadline: .now() + gracePeriod) { [self] in
+                finishLocking(generation: generation)
+            }
+        }
+        return true
+    }
+
+    private func finishLocking(generation: UInt64) {
+        transition.withLock { _ in
+            guard core.withLock({ $0.generation == generation && $0.phase == .locking }) else { return }
+            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen]
+            for revoke in revokers.withLock({ $0 }) { revoke(wiped, .lock) }
+            core.withLock { core in
+                core.keys.wipe(.complete)
+                core.keys.wipe(.completeUnlessOpen)
+                core.phase = .locked
+            }
+        }
+        emit(.didBecomeUnavailable)
+    }
+
+    /// Simulated reboot: every class key but none's is wiped.
+    public func restart() {
+        let hadPasscode = transition.withLock { _ -> Bool in
+            let passcodeSet = core.withLock { core -> Bool in
+                core.generation += 1
+                return core.keybag.passcodeSet
+            }
+            guard passcodeSet else { return false }
+            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth]
+            for revoke in revokers.withLock({ $0 }) { revoke(wiped, .restart) }
+            core.withLock { core in
+                for protectionClass in wiped { core.keys.wipe(protectionClass) }
+                core.phase = .beforeFirstUnlock
+            }
+            return true
+        }
+        _ = hadPasscode
+        emit(.restart)
+    }
+
+    /// Verifies the passcode and restores the class keys.
+    public func unlock(passcode: SecureBuffer) throws {
+        try transition.withLock { _ in
+            let keybag = core.withLock { $0.keybag }
+            if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
+            guard keybag.passcodeSet else { throw LockError.noPasscode }
+            if let wait = keybag.policy.waitRemaining() { throw LockError.mustWait(wait) }
+            switch try Keybag.unlock(keybag, passcode: passcode, deviceSecret: deviceSecret) {
+            case .wrongPasscode(let fingerprint):
+                try recordFailure(fingerprint: fingerprint)
+            case .unlocked(let keys):
+                var policy = keybag.policy
+                policy.recordSuccess()
+                if policy != keybag.policy {
+                    var updated = keybag
+                    updated.policy = policy
+                    try updated.save(to: directory.keybagPath)
+                }
+                core.withLock { core in
+                    for protectionClass in ProtectionClass.allCases {
+                        if let key = keys.key(for: protectionClass) {
+                            core.keys.insert(key, for: protectionClass)
+                        }
+                    }
+                    core.keybag.policy = policy
+                    core.phase = .unlocked
+                    core.generation += 1
+                }
+                _ = consume keys
+            }
+        }
+        emit(.didBecomeAvailable)
+    }
+
+    private func recordFailure(fingerprint: [UInt8]) throws -> Never {
+        var keybag = core.withLock { $0.keybag }
+        let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, delayScale: delayScale)
+        if outcome == .erase {
+            try eraseKeyMaterial(&keybag)
+        }
+        try keybag.save(to: directory.keybagPath)
+        let attempts = keybag.policy.failedAttempts
+        let wait = keybag.policy.waitRemaining()
+        core.withLock { $0.keybag = keybag }
+        emit(.attemptFailed, failedAttempts: attempts)
+        if outcome == .erase {
+            emit(.erased, failedAttempts: attempts)
+            throw LockError.erased
+        }
+        throw LockError.wrongPasscode(failedAttempts: attempts, wait: wait)
+    }
+
+    /// Crypto-shred: fresh class keys replace the old ones, so every file and item
+    /// sealed before is unrecoverable; the device comes back without a passcode.
+    private func eraseKeyMaterial(_ keybag: inout KeybagFile) throws {
+        var fresh = try Keybag.create(passcode: nil, deviceSecret: deviceSecret,
+                                      defaultProtection: keybag.defaultProtection, eraseAfter: nil,
+                                      kdf: keybag.kdf)
+        fresh.policy = keybag.policy
+        fresh.policy.erased = true
+        fresh.policy.retryAfter = nil
+        fresh.policy.eraseAfter = nil
+        let keys = try Keybag.bootKeys(fresh, deviceSecret: deviceSecret)
+        for revoke in revokers.withLock({ $0 }) { revoke(Set(ProtectionClass.allCases), .restart) }
+        keybag = fresh
+        core.withLock { core in
+            core.keys.wipeAll()
+            for protectionClass in ProtectionClass.allCases {
+                if let key = keys.key(for: protectionClass) { core.keys.insert(key, for: protectionClass) }
+            }
+            core.phase = .unlocked
+            core.generation += 1
+        }
+    }
+
+    // MARK: Passcode lifecycle
+
+    /// Sets, changes or removes the passcode; only the class-key wrapping changes.
+    /// `current` is required whenever a passcode is set now.
+    public func changePasscode(current: SecureBuffer?, new: SecureBuffer?) throws {
+        try transition.withLock { _ in
+            var keybag = core.withLock { $0.keybag }
+            if keybag.passcodeSet {
+                guard let current else { throw LockError.wrongPasscode(failedAttempts: keybag.policy.failedAttempts, wait: nil) }
+                if let wait = keybag.policy.waitRemaining() { throw LockError.mustWait(wait) }
+                switch try Keybag.unlock(keybag, passcode: current, deviceSecret: deviceSecret) {
+                case .wrongPasscode(let fingerprint):
+                    try recordFailure(fingerprint: fingerprint)
+                case .unlocked(let keys):
+                    try Keybag.rewrap(&keybag, keys: keys, newPasscode: new, deviceSecret: deviceSecret)
+                }
+            } else {
+                guard new != nil else { throw LockError.noPasscode }
+                let keys = try Keybag.bootKeys(keybag, deviceSecret: deviceSecret)
+                try Keybag.rewrap(&keybag, keys: keys, newPasscode: new, deviceSecret: deviceSecret)
+            }
+            keybag.policy.recordSuccess()
+            keybag.policy.erased = false
+            try keybag.save(to: directory.keybagPath)
+            let saved = keybag
+            core.withLock { core in
+                core.keybag = saved
+                if !saved.passcodeSet { core.phase = .unlocked }
+            }
+        }
+        if new == nil {
+            // Without a passcode every class is always available.
+            let keys = try Keybag.bootKeys(core.withLock { $0.keybag }, deviceSecret: deviceSecret)
+            core.withLock { core in
+                for protectionClass in ProtectionClass.allCases {
+                    if let key = keys.key(for: protectionClass) { core.keys.insert(key, for: protectionClass) }
+                }
+                core.generation += 1
+            }
+        }
+        emit(.passcodeChanged)
+    }
+}

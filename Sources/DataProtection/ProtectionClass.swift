@@ -1,0 +1,40 @@
+// The four iOS Data Protection classes and every name a user may call them by.
+import Foundation
+
+public enum ProtectionClass: UInt8, CaseIterable, Sendable, Codable, CustomStringConvertible {
+    case none = 0                 // iOS class D
+    case complete = 1             // iOS class A
+    case completeUnlessOpen = 2   // iOS class B
+    case untilFirstAuth = 3       // iOS class C, the iOS default
+
+    public var name: String {
+        switch self {
+        case .none: return "none"
+        case .complete: return "complete"
+        case .completeUnlessOpen: return "completeUnlessOpen"
+        case .untilFirstAuth: return "untilFirstAuth"
+        }
+    }
+
+    public var description: String { name }
+
+    /// Accepts the canonical name, Foundation's constant names and the iOS class letter.
+    public init?(name raw: String) {
+        let name = raw.trimmingCharacters(in: [" ", "\n", "\t", "\0"])
+        switch name {
+        case "none", "NSFileProtectionNone", "D":
+            self = .none
+        case "complete", "NSFileProtectionComplete", "A":
+            self = .complete
+        case "completeUnlessOpen", "NSFileProtectionCompleteUnlessOpen", "B":
+            self = .completeUnlessOpen
+        case "untilFirstAuth", "completeUntilFirstUserAuthentication",
+             "NSFileProtectionCompleteUntilFirstUserAuthentication", "C":
+            self = .untilFirstAuth
+        default:
+            return nil
+        }
+    }
+
+    public static let validNames = "none, complete, completeUnlessOpen, untilFirstAuth"
+}

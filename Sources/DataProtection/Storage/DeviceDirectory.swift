@@ -1,0 +1,53 @@
+// The layout of a device directory, the "disk" of a simulated device (see dpfs(5)).
+import Foundation
+import Glibc
+
+public struct DeviceDirectory: Sendable {
+    public let root: String
+
+    public init(_ path: String) {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        self.root = (absolute as NSString).standardizingPath
+    }
+
+    public var keybagPath: String { root + "/keybag.json" }
+    public var deviceSecretPath: String { root + "/device.secret" }
+    public var sandboxPath: String { root + "/sandbox" }
+    public var itemStorePath: String { root + "/keychain.sqlite" }
+    public var lockPath: String { root + "/mount.lock" }
+
+    /// The directories `init` creates inside the sandbox, parents first.
+    public static let sandboxLayout = [
+        "Documents", "Library", "Library/Caches", "Library/Application Support",
+        "Library/Preferences", "tmp",
+    ]
+
+    public var isInitialised: Bool { FileManager.default.fileExists(atPath: keybagPath) }
+
+    /// Takes the device's exclusive mount lock, held until the process exits.
+    public func takeMountLock() throws -> Int32 {
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemError("open", lockPath) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw DeviceError.alreadyMounted(root)
+        }
+        return fd
+    }
+}
+
+public enum DeviceError: Error, CustomStringConvertible {
+    case alreadyMounted(String)
+    case notInitialised(String)
+    case notEmpty(String)
+    case corruptKeybag(String)
+
+    public var description: String {
+        switch self {
+        case .alreadyMounted(let path): return "device \(path) is already mounted by another dpfs daemon"
+        case .notInitialised(let path): return "\(path) is not a dpfs device directory (run dpfs init first)"
+        case .notEmpty(let path): return "\(path) is not empty; dpfs init needs a new or empty directory"
+        case .corruptKeybag(let why): return "the keybag is damaged: \(why)"
+        }
+    }
+}

@@ -1,0 +1,47 @@
+// What a keychain call asks and answers, as it crosses the control socket.
+import Foundation
+
+public struct KeychainRequest: Codable, Sendable {
+    public enum Operation: String, Codable, Sendable { case add, find, update, delete }
+
+    public var operation: Operation
+    /// Bundle ID of the calling app; nil means the sandbox's own app.
+    public var app: String?
+    /// Query or new-item attributes by SecItem name ("class", "service", "account",
+    /// "server", "protocol", "port", "path", "securityDomain", "authenticationType",
+    /// "accessGroup", "accessible", "synchronizable", "label", …).
+    public var attributes: [String: String]
+    /// The secret for add.
+    public var data: Data?
+    /// For update: attributes to change, and new data.
+    public var updateAttributes: [String: String]
+    public var newData: Data?
+    /// "one" (default) or "all".
+    public var limit: String?
+    /// "data", "attributes" or "both"; nil means data for find.
+    public var returning: String?
+
+    public init(operation: Operation, app: String? = nil, attributes: [String: String] = [:],
+                data: Data? = nil, updateAttributes: [String: String] = [:], newData: Data? = nil,
+                limit: String? = nil, returning: String? = nil) {
+        self.operation = operation; self.app = app; self.attributes = attributes; self.data = data
+        self.updateAttributes = updateAttributes; self.newData = newData
+        self.limit = limit; self.returning = returning
+    }
+}
+
+public struct KeychainResponse: Codable, Sendable {
+    public struct Item: Codable, Sendable {
+        public var attributes: [String: String]?
+        public var data: Data?
+        public init(attributes: [String: String]? = nil, data: Data? = nil) {
+            self.attributes = attributes; self.data = data
+        }
+    }
+
+    /// OSStatus, with Apple's numbers.
+    public var status: Int32
+    public var items: [Item]
+
+    public init(status: Int32, items: [Item] = []) { self.status = status; self.items = items }
+}
