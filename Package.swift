@@ -17,16 +17,17 @@ let package = Package(
                        providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
-        .target(name: "DataProtection", dependencies: ["CSodium"]),
+        .systemLibrary(name: "CLinux"),
+        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux"]),
         .target(name: "ItemStore", dependencies: [
             "DataProtection",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .target(name: "SandboxFS", dependencies: [
-            "DataProtection", "CFuse",
+            "DataProtection", "CFuse", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "Control", dependencies: ["DataProtection", "ItemStore"]),
+        .target(name: "Control", dependencies: ["DataProtection", "ItemStore", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DataProtection", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -6,7 +6,6 @@
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse.h>
 #include <fuse3/fuse_lowlevel.h>
-#include <sys/prctl.h>
 #include <sys/xattr.h>
 #include <sys/file.h>
 #include <sys/statvfs.h>
@@ -29,10 +28,6 @@ static inline int dpfs_fuse_loop_mt(struct fuse *f, unsigned int max_threads) {
     int rc = fuse_loop_mt(f, config);
     fuse_loop_cfg_destroy(config);
     return rc;
-}
-
-static inline int dpfs_set_not_dumpable(void) {
-    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 #endif

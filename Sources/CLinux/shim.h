@@ -1,0 +1,31 @@
+#ifndef DPFS_CLINUX_SHIM_H
+#define DPFS_CLINUX_SHIM_H
+// Linux calls that Glibc's Swift module does not show. _GNU_SOURCE is not defined here
+// (it would change struct layouts other modules see); the few GNU pieces are spelled out.
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/xattr.h>
+#include <sys/prctl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+
+struct dpfs_ucred { pid_t pid; uid_t uid; gid_t gid; };
+
+/// The uid of a Unix socket's peer, or -1.
+static inline long long dpfs_peer_uid(int fd) {
+    struct dpfs_ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    return (long long)cred.uid;
+}
+
+static inline int dpfs_accept_cloexec(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static inline int dpfs_set_not_dumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+#endif

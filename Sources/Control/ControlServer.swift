@@ -1,0 +1,125 @@
+// The daemon's side of the control socket: a Unix socket only the mounting user may
+// use (mode 0600 and a SO_PEERCRED check), one thread per connection, one request per
+// frame. Malformed input gets an error reply and never disturbs the daemon.
+import DataProtection
+import Foundation
+import CLinux
+import Glibc
+import ItemStore
+
+public final class ControlServer: Sendable {
+    public let socketPath: String
+    let device: LockStateManager
+    let items: ItemStore
+    let ownerUID: uid_t
+    let listener: Int32
+
+    public init(socketPath: String, device: LockStateManager, items: ItemStore) throws {
+        self.socketPath = socketPath
+        self.device = device
+        self.items = items
+        self.ownerUID = getuid()
+        unlink(socketPath)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", socketPath) }
+        let previousMask = umask(0o177)
+        var address = UnixAddress(path: socketPath)
+        let bound = address.withSockaddr { bind(fd, $0, $1) }
+        umask(previousMask)
+        guard bound == 0, chmod(socketPath, 0o600) == 0, listen(fd, 16) == 0 else {
+            let error = SystemError("bind", socketPath)
+            close(fd)
+            throw error
+        }
+        self.listener = fd
+    }
+
+    public func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "dpfs-control"
+        thread.start()
+    }
+
+    public func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        unlink(socketPath)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = dpfs_accept_cloexec(listener)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            guard peerIsOwner(connection) else {
+                try? Frame(json: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
+                close(connection)
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(connection)
+                close(connection)
+            }
+            thread.start()
+        }
+    }
+
+    private func peerIsOwner(_ fd: Int32) -> Bool {
+        dpfs_peer_uid(fd) == Int64(ownerUID)
+    }
+
+    private func serve(_ fd: Int32) {
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            let frame: Frame
+            do {
+                frame = try Frame.read(from: fd)
+            } catch FrameError.closed {
+                return
+            } catch {
+                reply(fd, .failure("\(error)"))
+                return  // the stream is out of step after a bad frame; close it
+            }
+            let request: ControlRequest
+            do {
+                request = try ControlCoding.decode(ControlRequest.self, frame.json)
+            } catch {
+                reply(fd, .failure("malformed request: not a valid dpfs control message"))
+                continue
+            }
+            if case .events = request {
+                streamEvents(fd)
+                return
+            }
+            reply(fd, RequestHandler(device: device, items: items).handle(request, secrets: frame.secrets))
+        }
+    }
+
+    private func reply(_ fd: Int32, _ reply: ControlReply) {
+        guard let json = try? ControlCoding.encode(reply) else { return }
+        try? Frame(json: json).write(to: fd)
+    }
+
+    /// Writes one frame per event until the subscriber goes away.
+    private func streamEvents(_ fd: Int32) {
+        let gone = DispatchSemaphore(value: 0)
+        let id = device.observe { event in
+            guard let json = try? ControlCoding.encode(ControlReply(ok: true, event: event)) else { return }
+            do { try Frame(json: json).write(to: fd) } catch { gone.signal() }
+        }
+        reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
+        // Block until the peer hangs up (read returns 0) or a write fails.
+        let watcher = Thread {
+            var byte: UInt8 = 0
+            var noTimeout = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &noTimeout, socklen_t(MemoryLayout<timeval>.size))
+            while recv(fd, &byte, 1, 0) > 0 {}
+            gone.signal()
+        }
+        watcher.start()
+        gone.wait()
+        device.stopObserving(id)
+    }
+}

@@ -1,0 +1,57 @@
+// Turns one control request into calls on the lock-state manager or the item store.
+import DataProtection
+import Foundation
+import ItemStore
+
+struct RequestHandler {
+    let device: LockStateManager
+    let items: ItemStore
+
+    func handle(_ request: ControlRequest, secrets: [SecureBuffer]) -> ControlReply {
+        do {
+            switch request {
+            case .status:
+                return ControlReply(ok: true, status: device.status())
+            case .lock(let now):
+                let locks = device.lock(now: now)
+                let message = locks ? nil : "no passcode is set: protected data stays available"
+                return ControlReply(ok: true, message: message, status: device.status())
+            case .unlock:
+                guard let passcode = secrets.first else { return .failure("no passcode was sent") }
+                try device.unlock(passcode: passcode)
+                return ControlReply(ok: true, status: device.status())
+            case .restart:
+                device.restart()
+                return ControlReply(ok: true, status: device.status())
+            case .passcode(let action):
+                try changePasscode(action, secrets: secrets)
+                return ControlReply(ok: true, status: device.status())
+            case .events:
+                return .failure("events must be the first request on a connection")
+            case .keychain(let keychainRequest):
+                let response = items.perform(keychainRequest)
+                return ControlReply(ok: response.status == 0, keychain: response)
+            case .appAdd(let entitlements):
+                let bundleID = try items.registerApp(entitlements: entitlements)
+                return ControlReply(ok: true, message: "registered \(bundleID)")
+            }
+        } catch {
+            return .failure("\(error)")
+        }
+    }
+
+    private func changePasscode(_ action: PasscodeAction, secrets: [SecureBuffer]) throws {
+        switch action {
+        case .set:
+            guard secrets.count == 1 else { throw FrameError.malformed("passcode set needs the new passcode") }
+            guard !device.status().passcodeSet else { throw LockError.passcodeAlreadySet }
+            try device.changePasscode(current: nil, new: secrets[0])
+        case .change:
+            guard secrets.count == 2 else { throw FrameError.malformed("passcode change needs the old and new passcodes") }
+            try device.changePasscode(current: secrets[0], new: secrets[1])
+        case .remove:
+            guard secrets.count == 1 else { throw FrameError.malformed("passcode remove needs the current passcode") }
+            try device.changePasscode(current: secrets[0], new: nil)
+        }
+    }
+}
