@@ -22,7 +22,7 @@ public enum ControlClientError: Error, CustomStringConvertible {
 
 public final class ControlClient {
     /// The mount root answers this attribute with the path of its control socket.
-    public static let socketAttribute = "user.dpfs.control"
+    public static let socketAttribute = MountAttributes.controlSocket
     let fd: Int32
 
     public init(mountpoint: String) throws {
@@ -39,6 +39,11 @@ public final class ControlClient {
     }
 
     deinit { close(fd) }
+
+    /// Whether a dpfs daemon answers at `mountpoint`.
+    public static func isMounted(_ mountpoint: String) -> Bool {
+        (try? socketPath(of: mountpoint)) != nil
+    }
 
     static func socketPath(of mountpoint: String) throws -> String {
         var buffer = [UInt8](repeating: 0, count: 4096)

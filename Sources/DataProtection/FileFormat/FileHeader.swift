@@ -17,6 +17,12 @@ public struct FileHeader: Sendable, Equatable {
         public var generation: UInt64
         public var protectionClass: ProtectionClass
         public var wrappedKey: [UInt8]
+
+        public init(generation: UInt64, protectionClass: ProtectionClass, wrappedKey: [UInt8]) {
+            self.generation = generation
+            self.protectionClass = protectionClass
+            self.wrappedKey = wrappedKey
+        }
     }
 
     public var fileID: [UInt8]

@@ -1,0 +1,259 @@
+// Opening, creating, reading, writing and truncating regular files: where the
+// protection classes are enforced. Opening needs the file key, and the file key
+// needs its class key, so a file of an unavailable class cannot be opened (EPERM).
+import CFuse
+import CLinux
+import DataProtection
+import Foundation
+import Glibc
+
+extension SandboxFileSystem {
+    // MARK: Headers and keys
+
+    /// Reads and checks a backing file's header; a zero-length backing file (a create
+    /// cut short by a crash) has none.
+    func readHeader(_ fd: Int32) -> Result<FileHeader?, FSErrno> {
+        var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
+        let n = bytes.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
+        if n < 0 { return .failure(FSErrno(Int32(n))) }
+        if n == 0 { return .success(nil) }
+        guard n == BlockLayout.headerSize,
+              let header = try? bytes.withUnsafeBytes({ try FileHeader(parsing: $0) }) else {
+            return .failure(FSErrno(-EIO))
+        }
+        return .success(header)
+    }
+
+    /// A fresh header and key for a new file of `protectionClass`; EPERM when the
+    /// class cannot wrap a key now.
+    func makeHeader(_ protectionClass: ProtectionClass) -> Result<(FileHeader, SecureBuffer), FSErrno> {
+        let fileID = Sodium.randomBytes(FileHeader.fileIDSize)
+        let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
+        guard let wrapped = FileKeyWrap.wrap(key, fileID: fileID, as: protectionClass, device: device) else {
+            return .failure(FSErrno(-EPERM))
+        }
+        let slot = FileHeader.KeySlot(generation: 1, protectionClass: protectionClass, wrappedKey: wrapped)
+        return .success((FileHeader(fileID: fileID, slot: slot), key))
+    }
+
+    func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, FSErrno> {
+        guard let slot = header.current else { return .failure(FSErrno(-EIO)) }
+        do {
+            return .success(try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID,
+                                                   as: slot.protectionClass, device: device))
+        } catch .unavailable {
+            return .failure(FSErrno(-EPERM))
+        } catch {
+            logger.error("file key does not unwrap: damaged header or keybag")
+            return .failure(FSErrno(-EIO))
+        }
+    }
+
+    static func inodeKey(_ fd: Int32) -> InodeKey? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    /// Opens the backing file for I/O: read-write when permitted (writes need
+    /// read-modify-write), else read-only.
+    func openBacking(_ relative: UnsafePointer<CChar>) -> Int32 {
+        let fd = openat(rootFD, relative, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        if fd >= 0 || (errno != EACCES && errno != EROFS && errno != EPERM) { return fd }
+        return openat(rootFD, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    }
+
+    /// The shared entry for an open backing file, loading header and key on first use.
+    /// The key is unwrapped when the entry has none (a revoked complete file).
+    func retainFile(fd: Int32, path: String, parentClass: () -> ProtectionClass) -> Result<OpenFile, FSErrno> {
+        guard let inode = Self.inodeKey(fd) else { return .failure(FSErrno(-errno)) }
+        var created = false
+        do {
+            let file = try files.retain(inode, path: path) { () throws(FSErrno) -> OpenFile in
+                created = true
+                let header: FileHeader
+                var key: SecureBuffer?
+                switch readHeader(fd) {
+                case .failure(let rc): throw rc
+                case .success(let existing?): header = existing
+                case .success(nil):
+                    switch makeHeader(parentClass()) {
+                    case .failure(let rc): throw rc
+                    case .success(let (fresh, freshKey)):
+                        let bytes = fresh.serialized()
+                        let rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
+                        if rc != 0 { throw FSErrno(rc) }
+                        header = fresh
+                        key = freshKey
+                    }
+                }
+                guard let slot = header.current else { throw FSErrno(-EIO) }
+                var st = stat()
+                guard fstat(fd, &st) == 0 else { throw FSErrno(-errno) }
+                return OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: key,
+                                plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size)))
+            }
+            if !created { close(fd) }
+            if let rc = ensureKey(file) {
+                files.release(file)
+                return .failure(FSErrno(rc))
+            }
+            return .success(file)
+        } catch {
+            close(fd)
+            return .failure(error)
+        }
+    }
+
+    /// Unwraps the file key if the entry has none; nil on success, else -errno.
+    func ensureKey(_ file: OpenFile) -> Int32? {
+        if file.reading({ file.key != nil }) { return nil }
+        return file.writing { () -> Int32? in
+            if file.key != nil { return nil }
+            switch unwrapKey(file.header) {
+            case .success(let key): file.key = key; return nil
+            case .failure(let rc): return rc.value
+            }
+        }
+    }
+
+    // MARK: Open, create, release
+
+    func open(_ path: UnsafePointer<CChar>, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
+        let relative = Self.relative(path)
+        let fd = openBacking(relative)
+        guard fd >= 0 else { return -errno }
+        let pathString = String(cString: path)
+        switch retainFile(fd: fd, path: pathString, parentClass: { directoryClass(parentOf: path) }) {
+        case .failure(let rc):
+            return rc.value
+        case .success(let file):
+            if fi.pointee.flags & O_TRUNC != 0 && fi.pointee.flags & O_ACCMODE != O_RDONLY {
+                let rc = file.writing { BlockIO.resize(file, key: file.key, to: 0, pool: pool) }
+                if rc != 0 { files.release(file); return rc }
+            }
+            install(file, fi)
+            return 0
+        }
+    }
+
+    func create(_ path: UnsafePointer<CChar>, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
+        switch createRegular(path, mode: mode) {
+        case .failure(let rc): return rc.value
+        case .success(let (fd, header, key)):
+            guard let inode = Self.inodeKey(fd), let slot = header.current else { close(fd); return -EIO }
+            // The new key goes straight into the entry: a completeUnlessOpen file created
+            // while locked could not unwrap it again.
+            let made = try? files.retain(inode, path: String(cString: path)) { () throws(FSErrno) -> OpenFile in
+                OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: key, plainSize: 0)
+            }
+            guard let file = made else { close(fd); return -EIO }
+            install(file, fi)
+            return 0
+        }
+    }
+
+    /// Creates a backing file with its header, in the class its directory passes on.
+    /// Nothing is created when the class cannot take a new file now (EPERM).
+    func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), FSErrno> {
+        let protectionClass = directoryClass(parentOf: path)
+        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(FSErrno(-EPERM)) }
+        let relative = Self.relative(path)
+        let fd = openat(rootFD, relative, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard fd >= 0 else { return .failure(FSErrno(-errno)) }
+        let bytes = header.serialized()
+        let rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
+        if rc != 0 {
+            close(fd)
+            unlinkat(rootFD, relative, 0)
+            return .failure(FSErrno(rc))
+        }
+        takeOwnership(relative)
+        files.noteClass(protectionClass, path: String(cString: path))
+        return .success((fd, header, key))
+    }
+
+    func install(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
+        let handle = FileHandle(file: file, append: fi.pointee.flags & O_APPEND != 0)
+        fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
+        // The kernel may keep this file's pages across opens: lock revokes them itself.
+        fi.pointee.keep_cache = 1
+    }
+
+    func release(_ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
+        guard let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return 0 }
+        let handle = Unmanaged<FileHandle>.fromOpaque(raw).takeRetainedValue()
+        fi.pointee.fh = 0
+        files.release(handle.file)
+        return 0
+    }
+
+    // MARK: Data
+
+    func read(_ buffer: UnsafeMutablePointer<CChar>, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        guard let handle = Self.handle(fi) else { return -EBADF }
+        let file = handle.file
+        if file.readsBlocked.load(ordering: .acquiring) { return -EPERM }
+        return file.reading {
+            guard let key = file.key else { return -EPERM }
+            let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+            return Int32(BlockIO.read(file, key: key, into: output, offset: Int(offset), pool: pool))
+        }
+    }
+
+    func write(_ data: UnsafePointer<CChar>, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        guard let handle = Self.handle(fi) else { return -EBADF }
+        let file = handle.file
+        return file.writing {
+            guard let key = file.key else { return -EPERM }
+            let at = handle.append ? file.plainSize : Int(offset)
+            let input = UnsafeRawBufferPointer(start: data, count: size)
+            return Int32(BlockIO.write(file, key: key, data: input, offset: at, pool: pool))
+        }
+    }
+
+    func truncate(_ path: UnsafePointer<CChar>?, _ size: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        guard size >= 0 else { return -EINVAL }
+        if let handle = Self.handle(fi) {
+            let file = handle.file
+            return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
+        }
+        guard let path else { return -ENOENT }
+        let fd = openBacking(Self.relative(path))
+        guard fd >= 0 else { return -errno }
+        // The key is needed only when a short last block must be re-sealed.
+        let needsKey = size % off_t(BlockLayout.plainBlockSize) != 0
+            || BlockLayout.plainSize(backingSize: Int(lseek(fd, 0, SEEK_END))) % BlockLayout.plainBlockSize != 0
+        if !needsKey, files.existing(Self.inodeKey(fd) ?? InodeKey(device: 0, inode: 0)) == nil {
+            defer { close(fd) }
+            return Self.result(ftruncate(fd, off_t(BlockLayout.backingSize(plainSize: Int(size)))))
+        }
+        switch retainFile(fd: fd, path: String(cString: path), parentClass: { directoryClass(parentOf: path) }) {
+        case .failure(let rc): return rc.value
+        case .success(let file):
+            defer { files.release(file) }
+            return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
+        }
+    }
+
+    func fsync(_ dataOnly: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        guard let handle = Self.handle(fi) else { return -EBADF }
+        return Self.result(dataOnly != 0 ? fdatasync(handle.file.fd) : Glibc.fsync(handle.file.fd))
+    }
+
+    func fallocate(_ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        guard let handle = Self.handle(fi) else { return -EBADF }
+        let keepSize: Int32 = 0x01  // FALLOC_FL_KEEP_SIZE
+        guard mode & ~keepSize == 0 else { return -EOPNOTSUPP }
+        guard offset >= 0, length > 0 else { return -EINVAL }
+        let file = handle.file
+        return file.writing {
+            let end = Int(offset + length)
+            let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
+            if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
+            guard mode & keepSize == 0, end > file.plainSize else { return 0 }
+            return BlockIO.resize(file, key: file.key, to: end, pool: pool)
+        }
+    }
+}
+

@@ -1,0 +1,84 @@
+// The state of one open regular file, shared by every handle and every hard link to
+// it: the backing descriptor, the file's identity and class, its unwrapped key (while
+// its class allows), its plaintext size, and the readers-writer lock that orders I/O
+// against writes, truncation and key revocation.
+import DataProtection
+import Glibc
+import Synchronization
+
+struct InodeKey: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+}
+
+final class OpenFile: @unchecked Sendable {
+    // @unchecked: every mutable field below is read under `lock` (shared) and written
+    // under `lock` (exclusive); `handles` and `paths` are guarded by the table's mutex.
+    let inode: InodeKey
+    let fd: Int32
+    let fileID: [UInt8]
+    var header: FileHeader
+    var protectionClass: ProtectionClass
+    var key: SecureBuffer?
+    var plainSize: Int
+    /// Set while a lock flushes this file: reads are refused so nothing refills the
+    /// page cache, writes (the kernel writing back mmap pages) still go through.
+    let readsBlocked = Atomic<Bool>(false)
+    private let rwlock: UnsafeMutablePointer<pthread_rwlock_t>
+
+    var handles = 0
+    var paths: Set<String> = []
+
+    init(inode: InodeKey, fd: Int32, header: FileHeader, slot: FileHeader.KeySlot, key: SecureBuffer?, plainSize: Int) {
+        self.inode = inode
+        self.fd = fd
+        self.header = header
+        self.fileID = header.fileID
+        self.protectionClass = slot.protectionClass
+        self.key = key
+        self.plainSize = plainSize
+        rwlock = .allocate(capacity: 1)
+        pthread_rwlock_init(rwlock, nil)
+    }
+
+    deinit {
+        key?.wipe()
+        close(fd)
+        pthread_rwlock_destroy(rwlock)
+        rwlock.deallocate()
+    }
+
+    func reading<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_rwlock_rdlock(rwlock)
+        defer { pthread_rwlock_unlock(rwlock) }
+        return try body()
+    }
+
+    func writing<R>(_ body: () throws -> R) rethrows -> R {
+        pthread_rwlock_wrlock(rwlock)
+        defer { pthread_rwlock_unlock(rwlock) }
+        return try body()
+    }
+
+    /// Wipes the file key: from now on every read and write gets EPERM.
+    func revokeKey() {
+        writing {
+            fsync(fd)
+            key?.wipe()
+            key = nil
+        }
+    }
+}
+
+/// What a FUSE file handle (fi->fh) points to.
+final class FileHandle: @unchecked Sendable {
+    let file: OpenFile
+    let append: Bool
+    init(file: OpenFile, append: Bool) { self.file = file; self.append = append }
+}
+
+/// A negative errno as a thrown or returned error, for the few paths that need one.
+struct FSErrno: Error {
+    let value: Int32
+    init(_ value: Int32) { self.value = value }
+}

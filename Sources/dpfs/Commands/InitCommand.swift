@@ -1,0 +1,98 @@
+// dpfs init: a new device directory with its keybag, device secret, item store and
+// the app sandbox layout.
+import ArgumentParser
+import DataProtection
+import Foundation
+import CLinux
+import Glibc
+import ItemStore
+
+struct Init: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create a device directory: keybag, device secret, item store and sandbox.")
+
+    @Argument(help: "A new or empty directory to hold the device.") var deviceDirectory: String
+    @Option(help: "Read the passcode from the first line of this file.") var passcodeFile: String?
+    @Flag(help: "Create a device without a passcode: every class is always available.") var noPasscode = false
+    @Option(help: "Bundle ID of the sandbox's app.") var app: String?
+    @Option(help: "Apple-style entitlements plist of the sandbox's app.") var entitlements: String?
+    @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth).")
+    var defaultProtection: String?
+    @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
+
+    func validate() throws {
+        if noPasscode && passcodeFile != nil { throw ValidationError("--no-passcode and --passcode-file exclude each other") }
+        if let eraseAfter, eraseAfter < 1 { throw ValidationError("--erase-after needs a positive number") }
+        if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
+            throw ValidationError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
+        }
+    }
+
+    func run() throws {
+        let directory = DeviceDirectory(deviceDirectory)
+        try prepareEmptyDirectory(directory.root)
+        let defaultClass = try resolveDefaultClass()
+        let passcode = noPasscode ? nil : try PasscodeSource.read(file: passcodeFile, prompt: "New passcode: ")
+        do {
+            let secret = SecureBuffer.random(count: 32)
+            try AtomicFile.createSecret(secret, at: directory.deviceSecretPath)
+            let keybag = try Keybag.create(passcode: passcode, deviceSecret: secret,
+                                           defaultProtection: defaultClass, eraseAfter: eraseAfter)
+            try createSandbox(directory, defaultClass: defaultClass)
+            try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
+                                     entitlementsPlist: entitlements.map(absolutePath))
+            // The keybag last: its presence is what marks a device as initialised.
+            try keybag.save(to: directory.keybagPath)
+        } catch {
+            removeContents(of: directory.root)
+            throw CLIError("init failed: \(error)")
+        }
+        print("initialised \(directory.root) (default class \(defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
+    }
+
+    private func resolveDefaultClass() throws -> ProtectionClass {
+        if let defaultProtection, let parsed = ProtectionClass(name: defaultProtection) { return parsed }
+        guard let entitlements else { return .untilFirstAuth }
+        guard let data = FileManager.default.contents(atPath: entitlements),
+              let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else {
+            throw CLIError("cannot read entitlements plist \(entitlements)")
+        }
+        guard let value = plist["com.apple.developer.default-data-protection"] as? String else { return .untilFirstAuth }
+        guard let parsed = ProtectionClass(name: value) else {
+            throw CLIError("entitlements plist \(entitlements): unknown default-data-protection '\(value)'")
+        }
+        return parsed
+    }
+
+    private func prepareEmptyDirectory(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw CLIError("\(path) exists and is not a directory") }
+            let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["?"]
+            guard contents.isEmpty else { throw CLIError(DeviceError.notEmpty(path).description) }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass) throws {
+        let root = directory.sandboxPath
+        guard mkdir(root, 0o755) == 0 else { throw SystemError("mkdir", root) }
+        for path in [root] + DeviceDirectory.sandboxLayout.map({ root + "/" + $0 }) {
+            if path != root, mkdir(path, 0o755) != 0 { throw SystemError("mkdir", path) }
+            let rc = defaultClass.name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
+            guard rc == 0 else { throw SystemError("setxattr (the device directory needs a filesystem with user xattrs)", path) }
+        }
+    }
+
+    private func removeContents(of path: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+        }
+    }
+}

@@ -1,0 +1,235 @@
+// dpfs keychain add|find|update|delete: SecItem calls sent to the daemon of a mount.
+// A failed call prints its OSStatus (`errSecItemNotFound (-25300)`) on stderr and
+// exits 1; --json prints {"status": N, "items": [...]} on stdout as well.
+import ArgumentParser
+import Control
+import Foundation
+import Glibc
+import ItemStore
+
+struct Keychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add, find, update and delete keychain items, with Apple's SecItem semantics.",
+        subcommands: [Add.self, Find.self, Update.self, Delete.self])
+}
+
+extension Keychain {
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an item; its data comes from --data, --data-file or stdin.")
+        @OptionGroup var call: KeychainCall
+        @OptionGroup var item: ItemAttributeOptions
+        @Option(help: "The item's data, as text.") var data: String?
+        @Option(help: "Read the item's data from this file, byte for byte.") var dataFile: String?
+
+        func validate() throws {
+            if data != nil && dataFile != nil { throw ValidationError("give --data or --data-file, not both") }
+        }
+
+        func run() throws {
+            // Without --data or --data-file, a piped stdin is the data; a terminal means none.
+            let secret = try DataSource.read(text: data, file: dataFile, standardInput: isatty(0) == 0)
+            let response = try call.send(KeychainRequest(operation: .add, attributes: item.attributes, data: secret))
+            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+        }
+    }
+
+    struct Find: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Find items; prints the data (raw bytes) by default, or attributes as key: value lines.")
+        @OptionGroup var call: KeychainCall
+        @OptionGroup var item: ItemAttributeOptions
+
+        func run() throws {
+            let response = try call.send(KeychainRequest(operation: .find, attributes: item.attributes))
+            KeychainOutput.printItems(response, json: call.json, returning: call.returning ?? "data")
+        }
+    }
+
+    struct Update: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change the data and/or attributes of every matching item.")
+        @OptionGroup var call: KeychainCall
+        @OptionGroup var item: ItemAttributeOptions
+        @OptionGroup var changes: NewAttributeOptions
+        @Option(help: "The new data, as text.") var newData: String?
+        @Option(help: "Read the new data from this file, byte for byte.") var newDataFile: String?
+
+        func validate() throws {
+            if newData != nil && newDataFile != nil { throw ValidationError("give --new-data or --new-data-file, not both") }
+            if let problem = KeychainAttributes.problem(in: changes.attributes, itemClass: item.itemClass) {
+                throw ValidationError(problem)
+            }
+            if newData == nil && newDataFile == nil && changes.attributes.isEmpty {
+                throw ValidationError("nothing to change: give --new-data, --new-data-file or a --new-… attribute")
+            }
+        }
+
+        func run() throws {
+            let secret = try DataSource.read(text: newData, file: newDataFile, standardInput: false)
+            let response = try call.send(KeychainRequest(operation: .update, attributes: item.attributes,
+                                                         updateAttributes: changes.attributes, newData: secret))
+            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete every matching item.")
+        @OptionGroup var call: KeychainCall
+        @OptionGroup var item: ItemAttributeOptions
+
+        func run() throws {
+            let response = try call.send(KeychainRequest(operation: .delete, attributes: item.attributes))
+            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+        }
+    }
+}
+
+/// Who calls, where, and what comes back: the options every keychain subcommand takes.
+/// Limit and return are passed on even where they make no sense (update, delete), so
+/// that the store answers errSecParam as Apple's does.
+struct KeychainCall: ParsableArguments {
+    @Argument(help: "The mountpoint.") var mountpoint: String
+    @Option(help: "Bundle ID of the calling app (default: the sandbox's own app).") var app: String?
+    @Option(help: "one (default) or all.") var limit: String?
+    @Option(name: .customLong("return"), help: "data (default), attributes or both.") var returning: String?
+    @Flag(help: "Print {\"status\": N, \"items\": [...]} on stdout; data is base64.") var json = false
+
+    func validate() throws {
+        if let limit, !["one", "all"].contains(limit) { throw ValidationError("--limit must be one or all") }
+        if let returning, !["data", "attributes", "both"].contains(returning) {
+            throw ValidationError("--return must be data, attributes or both")
+        }
+    }
+
+    /// Sends the call; a failed status is reported and ends the command with exit 1.
+    func send(_ request: KeychainRequest) throws -> KeychainResponse {
+        var request = request
+        request.app = app
+        request.limit = limit
+        request.returning = returning
+        guard let response = try ControlClient(mountpoint: mountpoint).send(.keychain(request)).keychain else {
+            throw CLIError("the daemon sent no keychain reply")
+        }
+        guard response.status == SecStatus.success else {
+            if json { KeychainOutput.printJSON(response) }
+            let reason = response.message.map { ": \($0)" } ?? ""
+            FileHandle.standardError.write(Data((SecStatus.describe(response.status) + reason + "\n").utf8))
+            throw ExitCode(1)
+        }
+        return response
+    }
+}
+
+/// The item's attributes, as a query or as a new item's attributes.
+struct ItemAttributeOptions: ParsableArguments {
+    @Option(name: .customLong("class"), help: "genp (default) or inet.") var itemClass: String?
+    @Option var service: String?
+    @Option var account: String?
+    @Option(help: "inet: the server's host name.") var server: String?
+    @Option(name: .customLong("protocol"), help: "inet: the protocol (e.g. htps).") var protocolName: String?
+    @Option(help: "inet: the port number.") var port: String?
+    @Option(help: "inet: the path.") var path: String?
+    @Option(help: "inet: the security domain.") var securityDomain: String?
+    @Option(help: "inet: the authentication type.") var authenticationType: String?
+    @Option var label: String?
+    @Option(help: "Access group (default for a new item: the app's first).") var accessGroup: String?
+    @Option(help: "WhenUnlocked (default), AfterFirstUnlock, Always, WhenPasscodeSetThisDeviceOnly, or a ThisDeviceOnly variant.")
+    var accessible: String?
+    @Option(help: "yes, no (default) or any.") var synchronizable: String?
+
+    func validate() throws {
+        if let problem = KeychainAttributes.problem(in: attributes) { throw ValidationError(problem) }
+    }
+
+    var attributes: [String: String] {
+        [("class", itemClass), ("service", service), ("account", account), ("server", server),
+         ("protocol", protocolName), ("port", port), ("path", path), ("securityDomain", securityDomain),
+         ("authenticationType", authenticationType), ("label", label), ("accessGroup", accessGroup),
+         ("accessible", accessible), ("synchronizable", synchronizable)]
+            .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
+    }
+}
+
+/// Update's new attributes: the same names, prefixed with --new-.
+struct NewAttributeOptions: ParsableArguments {
+    @Option var newService: String?
+    @Option var newAccount: String?
+    @Option var newServer: String?
+    @Option(name: .customLong("new-protocol")) var newProtocolName: String?
+    @Option var newPort: String?
+    @Option var newPath: String?
+    @Option var newSecurityDomain: String?
+    @Option var newAuthenticationType: String?
+    @Option var newLabel: String?
+    @Option var newAccessGroup: String?
+    @Option var newAccessible: String?
+    @Option var newSynchronizable: String?
+
+    var attributes: [String: String] {
+        [("service", newService), ("account", newAccount), ("server", newServer), ("protocol", newProtocolName),
+         ("port", newPort), ("path", newPath), ("securityDomain", newSecurityDomain),
+         ("authenticationType", newAuthenticationType), ("label", newLabel), ("accessGroup", newAccessGroup),
+         ("accessible", newAccessible), ("synchronizable", newSynchronizable)]
+            .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
+    }
+}
+
+enum DataSource {
+    /// Text as UTF-8, or a file's bytes, or all of stdin when `standardInput`; nil for none.
+    static func read(text: String?, file: String?, standardInput: Bool) throws -> Data? {
+        if let text { return Data(text.utf8) }
+        if let file {
+            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file)") }
+            return data
+        }
+        return standardInput ? FileHandle.standardInput.readDataToEndOfFile() : nil
+    }
+}
+
+enum KeychainOutput {
+    /// Data alone is written raw (byte-exact; several items one per line); attributes
+    /// as sorted `key: value` lines, items apart by a blank line.
+    static func printItems(_ response: KeychainResponse, json: Bool, returning: String? = nil) {
+        if json { return printJSON(response) }
+        let items = response.items
+        guard !items.isEmpty else { return }
+        if returning == "data" {
+            var out = Data()
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(0x0a) }
+                out.append(item.data ?? Data())
+            }
+            return FileHandle.standardOutput.write(out)
+        }
+        let blocks = items.map { item -> String in
+            var lines = (item.attributes ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            if let data = item.data {
+                // Text stays readable; anything else is shown losslessly as base64.
+                if let text = String(data: data, encoding: .utf8), !text.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) {
+                    lines.append("data: \(text)")
+                } else {
+                    lines.append("data.base64: \(data.base64EncodedString())")
+                }
+            }
+            return lines.joined(separator: "\n") + "\n"
+        }
+        FileHandle.standardOutput.write(Data(blocks.joined(separator: "\n").utf8))
+    }
+
+    static func printJSON(_ response: KeychainResponse) {
+        struct Output: Encodable {
+            let status: Int32
+            let error: String?
+            let message: String?
+            let items: [KeychainResponse.Item]
+        }
+        let output = Output(status: response.status,
+                            error: response.status == SecStatus.success ? nil : SecStatus.name(response.status),
+                            message: response.message, items: response.items)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = (try? encoder.encode(output)) ?? Data("{\"status\": \(response.status)}".utf8)
+        FileHandle.standardOutput.write(json + Data("\n".utf8))
+    }
+}

@@ -1,0 +1,70 @@
+// dpfs mount: boots the device and serves the sandbox. Without --foreground it starts
+// itself again as a daemon in a new session (no fork once the Swift runtime is up) and
+// returns once the mount is ready, or reports why the daemon failed.
+import ArgumentParser
+import DataProtection
+import Foundation
+import Control
+import Glibc
+
+struct Mount: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mount a device's sandbox; it starts before first unlock, like a boot.")
+
+    @Argument(help: "The device directory made by dpfs init.") var deviceDirectory: String
+    @Argument(help: "An existing directory to mount on.") var mountpoint: String
+    @Flag(help: "Stay attached to the terminal instead of running in the background.") var foreground = false
+    @Option(help: "Seconds between lock and the wipe of class keys (default 10).") var gracePeriod: Double = 10
+    @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (allow_other, ro, …).")
+    var options: [String] = []
+    @Option(help: .hidden) var readyFD: Int32?
+
+    func validate() throws {
+        if gracePeriod < 0 || !gracePeriod.isFinite { throw ValidationError("--grace-period needs a non-negative number of seconds") }
+    }
+
+    func run() throws {
+        let directory = DeviceDirectory(deviceDirectory)
+        let target = absolutePath(mountpoint)
+        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root).description) }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("mountpoint \(target) does not exist or is not a directory")
+        }
+        if ControlClient.isMounted(target) {
+            throw CLIError("\(target) already has a dpfs mount")
+        }
+        if foreground {
+            let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
+                                options: options, readyFD: readyFD)
+            throw ExitCode(daemon.run())
+        }
+        try spawnDaemon(directory: directory, mountpoint: target)
+    }
+
+    private func spawnDaemon(directory: DeviceDirectory, mountpoint: String) throws {
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw CLIError("cannot create a pipe: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        var arguments = ["dpfs", "mount", directory.root, mountpoint, "--foreground",
+                         "--grace-period", String(gracePeriod), "--ready-fd", String(writeEnd)]
+        for option in options { arguments += ["-o", option] }
+        let logPath = directory.root + "/daemon.log"
+        let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)
+        close(writeEnd)
+        var reply = [UInt8]()
+        var byte: UInt8 = 0
+        // One line: the daemon's helpers (fusermount3) may hold the pipe open longer.
+        while Glibc.read(readEnd, &byte, 1) == 1 && byte != UInt8(ascii: "\n") { reply.append(byte) }
+        close(readEnd)
+        let text = String(decoding: reply, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text == "ok" {
+            print("mounted \(directory.root) on \(mountpoint) (daemon pid \(pid))")
+            return
+        }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        throw CLIError(text.isEmpty ? "the dpfs daemon exited before the mount was ready; see \(logPath)" : text)
+    }
+}

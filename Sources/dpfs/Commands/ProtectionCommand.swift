@@ -1,0 +1,63 @@
+// dpfs protection get|set: the class of files and directories, through the same
+// extended attribute ordinary tools use.
+import ArgumentParser
+import CLinux
+import DataProtection
+import Foundation
+import Glibc
+
+struct Protection: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read or change the protection class of files and directories.",
+        subcommands: [Get.self, Set.self])
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the class of each path.")
+        @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
+
+        func run() throws {
+            var failed = false
+            for path in paths {
+                var buffer = [UInt8](repeating: 0, count: 64)
+                let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
+                if n < 0 {
+                    failed = true
+                    let reason = errno == ENODATA || errno == ENOTSUP ? "has no protection class (not in a dpfs mount?)"
+                                                                      : String(cString: strerror(errno))
+                    FileHandle.standardError.write(Data("Error: \(path): \(reason)\n".utf8))
+                    continue
+                }
+                let name = String(decoding: buffer[0..<n], as: UTF8.self)
+                print(paths.count == 1 ? name : "\(path): \(name)")
+            }
+            if failed { throw ExitCode.failure }
+        }
+    }
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change the class of each path (a file's key is rewrapped, its content untouched).")
+        @Argument(help: "none, complete, completeUnlessOpen or untilFirstAuth (or an alias).") var protectionClass: String
+        @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
+
+        func validate() throws {
+            guard ProtectionClass(name: protectionClass) != nil else {
+                throw ValidationError("unknown protection class '\(protectionClass)'; valid: \(ProtectionClass.validNames)")
+            }
+        }
+
+        func run() throws {
+            let name = ProtectionClass(name: protectionClass)?.name ?? protectionClass
+            var failed = false
+            for path in paths {
+                let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
+                guard rc != 0 else { continue }
+                failed = true
+                let reason = errno == EPERM ? "the file's class key is not available (device locked?)"
+                                            : String(cString: strerror(errno))
+                FileHandle.standardError.write(Data("Error: \(path): \(reason)\n".utf8))
+            }
+            if failed { throw ExitCode.failure }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+// The device-state commands: lock, unlock, restart, status.
+import ArgumentParser
+import Control
+import DataProtection
+import Foundation
+
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lock the device: complete files and items become unavailable after the grace period.")
+    @Argument(help: "The mountpoint.") var mountpoint: String
+    @Flag(help: "Skip the grace period: wipe the keys now.") var now = false
+
+    func run() throws {
+        let reply = try ControlClient(mountpoint: mountpoint).send(.lock(now: now))
+        if let message = reply.message { print(message) }
+    }
+}
+
+struct Unlock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Unlock the device with its passcode (from a file, stdin or a prompt).")
+    @Argument(help: "The mountpoint.") var mountpoint: String
+    @Option(help: "Read the passcode from the first line of this file.") var passcodeFile: String?
+
+    func run() throws {
+        let client = try ControlClient(mountpoint: mountpoint)
+        let passcode = try PasscodeSource.read(file: passcodeFile)
+        _ = try client.send(.unlock, secrets: [passcode])
+    }
+}
+
+struct Restart: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Simulate a reboot: every class key but none's is wiped; state beforeFirstUnlock.")
+    @Argument(help: "The mountpoint.") var mountpoint: String
+
+    func run() throws {
+        _ = try ControlClient(mountpoint: mountpoint).send(.restart)
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the lock state and which classes are available.")
+    @Argument(help: "The mountpoint.") var mountpoint: String
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        guard let status = try ControlClient(mountpoint: mountpoint).send(.status).status else {
+            throw CLIError("the daemon sent no status")
+        }
+        if json { return try printJSON(status) }
+        print("state: \(status.state.rawValue)")
+        for protectionClass in ProtectionClass.allCases {
+            let available = status.classes[protectionClass.name] == true
+            print("  \(protectionClass.name): \(available ? "available" : "unavailable")")
+        }
+        print("passcode: \(status.passcodeSet ? "set" : "none")")
+        print("failed attempts: \(status.failedAttempts)")
+        if let wait = status.retryAfter { print("next attempt in: \(describeWait(wait))") }
+        if status.erased { print("erased: yes (the keys were destroyed after too many failed attempts)") }
+        print("default class: \(status.defaultProtection)")
+        print("grace period: \(status.gracePeriod) s")
+        print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
+    }
+}

@@ -1,0 +1,32 @@
+// What the subcommands share: the one-line error type and passcode sources.
+import DataProtection
+import Foundation
+
+/// A failure reported as one line on stderr with a non-zero exit.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum PasscodeSource {
+    /// From the file if given, else stdin (not a terminal), else a prompt.
+    static func read(file: String?, prompt: String = "Passcode: ") throws -> SecureBuffer {
+        do {
+            if let file { return try PasscodeInput.read(file: file) }
+            return try PasscodeInput.readStandardInput(prompt: prompt)
+        } catch let error as PasscodeInputError {
+            throw CLIError(error.description)
+        }
+    }
+}
+
+func absolutePath(_ path: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    return (absolute as NSString).standardizingPath
+}
+
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}

@@ -1,0 +1,79 @@
+// The mounted daemon: boots the device (keybag, class keys available without a
+// passcode), opens the item store, starts the control socket and serves the sandbox
+// until unmounted.
+import CLinux
+import Control
+import DataProtection
+import Foundation
+import Glibc
+import ItemStore
+import Logging
+import SandboxFS
+
+struct Daemon {
+    let directory: DeviceDirectory
+    let mountpoint: String
+    let gracePeriod: Double
+    let options: [String]
+    let readyFD: Int32?
+
+    func run() -> Int32 {
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        var logger = Logger(label: "dpfs")
+        logger.logLevel = .info
+        // Keys live in this process: no core dumps, no ptrace by other users.
+        _ = dpfs_set_not_dumpable()
+        if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
+        do {
+            let lockFD = try directory.takeMountLock()
+            defer { close(lockFD) }
+            let scale = ProcessInfo.processInfo.environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init) ?? 1
+            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: scale)
+            let items = try ItemStore(path: directory.itemStorePath, device: device)
+            let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
+            let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
+            let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
+            server.start()
+            logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
+            signalReady("ok")
+            let rc = session.serve()
+            server.stop()
+            logger.info("unmounted \(mountpoint)")
+            return rc == 0 ? 0 : 1
+        } catch {
+            logger.error("\(error)")
+            signalReady("\(error)")
+            return 1
+        }
+    }
+
+    private func signalReady(_ text: String) {
+        guard let readyFD else {
+            if text != "ok" { FileHandle.standardError.write(Data("dpfs: \(text)\n".utf8)) }
+            return
+        }
+        let line = Array((text + "\n").utf8)
+        _ = line.withUnsafeBytes { Glibc.write(readyFD, $0.baseAddress, $0.count) }
+        close(readyFD)
+    }
+
+    /// A private directory for the control socket: /run/dpfs for root, else the
+    /// user's runtime directory, else /tmp/dpfs-UID.
+    static func socketPath() throws -> String {
+        let uid = getuid()
+        let base: String
+        if uid == 0 {
+            base = "/run/dpfs"
+        } else if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            base = runtime + "/dpfs"
+        } else {
+            base = "/tmp/dpfs-\(uid)"
+        }
+        if mkdir(base, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir", base) }
+        var st = stat()
+        guard lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 else {
+            throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700")
+        }
+        return base + "/\(getpid()).sock"
+    }
+}

@@ -1,0 +1,28 @@
+// Starts this executable again as a daemon: a new session, stdin from /dev/null,
+// output to the device's log, and only the readiness pipe inherited.
+import Foundation
+import Glibc
+
+enum DaemonSpawner {
+    static let setSessionFlag: Int16 = 0x80  // POSIX_SPAWN_SETSID, hidden behind _GNU_SOURCE
+
+    static func spawn(arguments: [String], logPath: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, setSessionFlag)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        defer { for argument in argv { free(argument) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ)
+        guard rc == 0 else { throw CLIError("cannot start the dpfs daemon: \(String(cString: strerror(rc)))") }
+        return pid
+    }
+}

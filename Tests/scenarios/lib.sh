@@ -1,0 +1,83 @@
+# Shared helpers for the mount scenarios: a private temporary device and mountpoint
+# per scenario, always unmounted and removed on exit, even when a check fails.
+# Usage: source this file, call setup_device, then check/expect_eq, then finish.
+set -u
+
+: "${DPFS:?set DPFS to the dpfs binary}"
+PASSES=0
+FAILS=0
+SCENARIO=$(basename "$0" .sh)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpfs-$SCENARIO.XXXXXX")
+DEV="$WORK/device"
+MNT="$WORK/mnt"
+PASS="$WORK/pass.txt"
+mkdir -p "$MNT"
+printf '1234\n' > "$PASS"
+
+cleanup() {
+    local pid=""
+    if grep -qs " $MNT fuse" /proc/mounts; then
+        pid=$("$DPFS" status "$MNT" --json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+        "$DPFS" unmount "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
+        # The daemon we started must not outlive the scenario.
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null; fi
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '  %s\n' "$*"; }
+
+pass() { PASSES=$((PASSES + 1)); printf 'ok   %s: %s\n' "$SCENARIO" "$1"; }
+fail() { FAILS=$((FAILS + 1)); printf 'FAIL %s: %s\n' "$SCENARIO" "$1"; [ -n "${2:-}" ] && printf '     %s\n' "$2"; }
+
+# check "what" command...: the command must succeed.
+check() {
+    local what=$1; shift
+    local out
+    if out=$("$@" 2>&1); then pass "$what"; else fail "$what" "exit $?: $(printf '%s' "$out" | head -3)"; fi
+}
+
+# check_fails "what" command...: the command must fail.
+check_fails() {
+    local what=$1; shift
+    local out
+    if out=$("$@" 2>&1); then fail "$what" "succeeded, expected failure: $(printf '%s' "$out" | head -3)"; else pass "$what"; fi
+}
+
+# check_errno "what" "Operation not permitted" command...: must fail with that message.
+check_error() {
+    local what=$1 message=$2; shift 2
+    local out
+    if out=$("$@" 2>&1); then fail "$what" "succeeded, expected '$message'"
+    elif printf '%s' "$out" | grep -q "$message"; then pass "$what"
+    else fail "$what" "failed, but without '$message': $(printf '%s' "$out" | head -3)"; fi
+}
+
+expect_eq() {
+    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', expected '$3'"; fi
+}
+
+setup_device() {
+    "$DPFS" init "$DEV" --passcode-file "$PASS" "$@" >/dev/null || { fail "init"; finish; }
+    mount_device
+}
+
+mount_device() {
+    "$DPFS" mount "$DEV" "$MNT" ${MOUNT_ARGS:-} >/dev/null || { fail "mount"; finish; }
+}
+
+unlock_device() {
+    "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+}
+
+state_of() {
+    "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
+}
+
+finish() {
+    printf '%s: %d passed, %d failed\n' "$SCENARIO" "$PASSES" "$FAILS"
+    [ "$FAILS" -eq 0 ]
+    exit $?
+}
