@@ -16,7 +16,7 @@ head -c 300000 /dev/urandom > "$WORK/report.pdf"
 check "cp a file in" cp "$WORK/report.pdf" "$MNT/Documents/"
 check "content is byte-exact" cmp "$WORK/report.pdf" "$MNT/Documents/report.pdf"
 expect_eq "default class is untilFirstAuth" \
-    "$(getfattr --only-values -n user.dpfs.protection "$MNT/Documents/report.pdf" 2>/dev/null)" "untilFirstAuth"
+    "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$MNT/Documents/report.pdf" 2>/dev/null)" "untilFirstAuth"
 check "setfattr makes it complete" setfattr -n user.dpfs.protection -v complete "$MNT/Documents/report.pdf"
 expect_eq "dpfs protection get shows complete" "$("$DPFS" protection get "$MNT/Documents/report.pdf")" "complete"
 check "still readable while unlocked" cmp "$WORK/report.pdf" "$MNT/Documents/report.pdf"

@@ -154,36 +154,37 @@ public final class LockStateManager: Sendable {
     }
 
     private func finishLocking(generation: UInt64) {
-        transition.withLock { _ in
-            guard core.withLock({ $0.generation == generation && $0.phase == .locking }) else { return }
-            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen]
-            for revoke in revokers.withLock({ $0 }) { revoke(wiped, .lock) }
+        let wiped = transition.withLock { _ -> Bool in
+            // An unlock or restart since the lock began cancels this wipe.
+            guard core.withLock({ $0.generation == generation && $0.phase == .locking }) else { return false }
+            // Class keys first, so no open can unwrap a file key while files are revoked.
             core.withLock { core in
                 core.keys.wipe(.complete)
                 core.keys.wipe(.completeUnlessOpen)
-                core.phase = .locked
             }
+            for revoke in revokers.withLock({ $0 }) { revoke([.complete, .completeUnlessOpen], .lock) }
+            core.withLock { $0.phase = .locked }
+            return true
         }
-        emit(.didBecomeUnavailable)
+        if wiped { emit(.didBecomeUnavailable) }
     }
 
     /// Simulated reboot: every class key but none's is wiped.
     public func restart() {
-        let hadPasscode = transition.withLock { _ -> Bool in
+        transition.withLock { _ in
             let passcodeSet = core.withLock { core -> Bool in
                 core.generation += 1
                 return core.keybag.passcodeSet
             }
-            guard passcodeSet else { return false }
+            // Without a passcode every class stays available, as on a device with none.
+            guard passcodeSet else { return }
             let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth]
-            for revoke in revokers.withLock({ $0 }) { revoke(wiped, .restart) }
             core.withLock { core in
                 for protectionClass in wiped { core.keys.wipe(protectionClass) }
-                core.phase = .beforeFirstUnlock
             }
-            return true
+            for revoke in revokers.withLock({ $0 }) { revoke(wiped, .restart) }
+            core.withLock { $0.phase = .beforeFirstUnlock }
         }
-        _ = hadPasscode
         emit(.restart)
     }
 
