@@ -23,12 +23,12 @@ struct Init: ParsableCommand {
     func validate() throws {
         if noPasscode && passcodeFile != nil { throw ValidationError("--no-passcode and --passcode-file exclude each other") }
         if let eraseAfter, eraseAfter < 1 { throw ValidationError("--erase-after needs a positive number") }
-        if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
-            throw ValidationError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
-        }
     }
 
     func run() throws {
+        if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
+            throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
+        }
         let directory = DeviceDirectory(deviceDirectory)
         try prepareEmptyDirectory(directory.root)
         let defaultClass = try resolveDefaultClass()

@@ -40,14 +40,10 @@ struct Protection: ParsableCommand {
         @Argument(help: "none, complete, completeUnlessOpen or untilFirstAuth (or an alias).") var protectionClass: String
         @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
 
-        func validate() throws {
-            guard ProtectionClass(name: protectionClass) != nil else {
-                throw ValidationError("unknown protection class '\(protectionClass)'; valid: \(ProtectionClass.validNames)")
-            }
-        }
-
         func run() throws {
-            let name = ProtectionClass(name: protectionClass)?.name ?? protectionClass
+            guard let name = ProtectionClass(name: protectionClass)?.name else {
+                throw CLIError("unknown protection class '\(protectionClass)'; valid: \(ProtectionClass.validNames)")
+            }
             var failed = false
             for path in paths {
                 let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }

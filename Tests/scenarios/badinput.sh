@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Bad input gets one clear line on stderr and a non-zero exit, and changes nothing.
+source "$(dirname "$0")/lib.sh"
+
+one_line_error() {  # what, command...: fails with exactly one line on stderr
+    local what=$1; shift
+    local err
+    if "$@" >/dev/null 2>"$WORK/err"; then fail "$what" "succeeded"; return; fi
+    err=$(cat "$WORK/err")
+    if [ "$(wc -l < "$WORK/err")" -eq 1 ] && [ -n "$err" ]; then pass "$what: $err"
+    else fail "$what" "stderr was: $err"; fi
+}
+
+mkdir -p "$WORK/full"; touch "$WORK/full/something"
+one_line_error "init into a non-empty directory" "$DPFS" init "$WORK/full" --passcode-file "$PASS"
+expect_eq "non-empty directory left alone" "$(ls "$WORK/full")" "something"
+one_line_error "init with an unknown default class" "$DPFS" init "$WORK/x1" --passcode-file "$PASS" --default-protection bogus
+[ -e "$WORK/x1/keybag.json" ] && fail "nothing created for a bad class" || pass "nothing created for a bad class"
+: > "$WORK/empty-pass"
+one_line_error "init with an empty passcode file" "$DPFS" init "$WORK/x2" --passcode-file "$WORK/empty-pass"
+one_line_error "init with a missing passcode file" "$DPFS" init "$WORK/x3" --passcode-file "$WORK/nope"
+cp "$PASS" "$WORK/open-pass"; chmod 666 "$WORK/open-pass"
+one_line_error "a world-writable passcode file is refused" "$DPFS" init "$WORK/x4" --passcode-file "$WORK/open-pass"
+
+setup_device
+
+mkdir -p "$WORK/mnt2"
+one_line_error "mounting the same device twice (existing mountpoint)" "$DPFS" mount "$DEV" "$WORK/mnt2"
+grep -qs " $WORK/mnt2 fuse" /proc/mounts && fail "no second mount" || pass "no second mount"
+one_line_error "mount on a missing mountpoint" "$DPFS" mount "$DEV" "$WORK/does-not-exist"
+one_line_error "mount of a non-device" "$DPFS" mount "$WORK/full" "$WORK/mnt2"
+
+printf 'wrong\n' > "$WORK/wrong"
+one_line_error "wrong passcode" "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong"
+expect_eq "wrong passcode leaves the device before first unlock" "$(state_of)" "beforeFirstUnlock"
+"$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" 2>"$WORK/err"
+grep -q "wrong passcode" "$WORK/err" && pass "the error says the passcode was wrong" || fail "the error says the passcode was wrong" "$(cat "$WORK/err")"
+grep -q "wrong" "$DEV/daemon.log" && fail "the passcode never reaches the log" || pass "the passcode never reaches the log"
+
+one_line_error "status of a directory that is not a mount" "$DPFS" status "$WORK/full"
+one_line_error "lock of a missing mountpoint" "$DPFS" lock "$WORK/does-not-exist"
+one_line_error "unmount of a directory that is not a mount" "$DPFS" unmount "$WORK/full"
+check "unlock with the right passcode still works" unlock_device
+one_line_error "protection set with an unknown class" "$DPFS" protection set bogus "$MNT/Documents"
+expect_eq "unknown class changes nothing" "$("$DPFS" protection get "$MNT/Documents")" "untilFirstAuth"
+one_line_error "protection get outside a mount" "$DPFS" protection get "$WORK/full/something"
+finish

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPEC §5 on disk: no plaintext and no key in the device directory; every block bound
+# to its file and position (tampering reads as EIO, never as wrong plaintext); a class
+# change rewraps the key without touching the content.
+source "$(dirname "$0")/lib.sh"
+
+setup_device
+unlock_device
+D="$MNT/Documents"
+MARKER="PLAINTEXT-MARKER-$$-dpfs"
+for c in none complete completeUnlessOpen untilFirstAuth; do
+    { for i in $(seq 1 3000); do echo "$MARKER $c line $i"; done; } > "$D/$c.txt"
+    setfattr -n user.dpfs.protection -v "$c" "$D/$c.txt"
+done
+sync
+if grep -rqa "$MARKER" "$DEV"; then fail "no plaintext of any class in the device directory"
+else pass "no plaintext of any class in the device directory"; fi
+grep -qa '1234' "$DEV/keybag.json" && fail "passcode not in the keybag" || pass "passcode not in the keybag"
+
+backing="$DEV/sandbox/Documents/none.txt"
+expect_eq "backing file starts with the DPFS magic" "$(head -c 4 "$backing")" "DPFS"
+size=$(stat -c %s "$D/none.txt")
+expect_eq "backing size = 512 + blocks × 4136 (+ short tail)" "$(stat -c %s "$backing")" \
+    "$((512 + size / 4096 * 4136 + (size % 4096 > 0 ? size % 4096 + 40 : 0)))"
+
+# A class change rewraps only: every content byte of the backing file stays the same.
+tail -c +513 "$DEV/sandbox/Documents/untilFirstAuth.txt" | sha256sum > "$WORK/before"
+check "class change untilFirstAuth → complete" setfattr -n user.dpfs.protection -v complete "$D/untilFirstAuth.txt"
+tail -c +513 "$DEV/sandbox/Documents/untilFirstAuth.txt" | sha256sum > "$WORK/after"
+check "class change leaves the ciphertext unchanged" cmp "$WORK/before" "$WORK/after"
+
+# Tampering: work on copies so each case starts from a good file.
+cp "$D/none.txt" "$WORK/good.txt"
+make_victim() { cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; }
+VB="$DEV/sandbox/Documents/victim.txt"
+
+make_victim
+printf '\xff' | dd of="$VB" bs=1 seek=$((512 + 4136 + 100)) conv=notrunc status=none
+check_error "a flipped bit reads as EIO" "Input/output error" cat "$D/victim.txt"
+check "the blocks before the damage still read" sh -c "head -c 4096 '$D/victim.txt' | cmp - '$WORK/good.txt' -n 4096"
+
+make_victim
+dd if="$VB" of="$WORK/b0" bs=1 skip=512 count=4136 status=none
+dd if="$VB" of="$WORK/b1" bs=1 skip=$((512 + 4136)) count=4136 status=none
+dd if="$WORK/b1" of="$VB" bs=1 seek=512 conv=notrunc status=none
+dd if="$WORK/b0" of="$VB" bs=1 seek=$((512 + 4136)) conv=notrunc status=none
+check_error "two swapped blocks read as EIO" "Input/output error" cat "$D/victim.txt"
+
+make_victim
+dd if="$DEV/sandbox/Documents/complete.txt" of="$VB" bs=1 skip=$((512 + 4136)) seek=$((512 + 4136)) count=4136 conv=notrunc status=none
+check_error "a block moved from another file reads as EIO" "Input/output error" cat "$D/victim.txt"
+
+make_victim
+truncate -s $((512 + 4136 + 2000)) "$VB"
+check_error "a ciphertext cut mid-block reads as EIO" "Input/output error" cat "$D/victim.txt"
+
+cp "$WORK/good.txt" "$D/other.txt"; make_victim
+OB="$DEV/sandbox/Documents/other.txt"
+dd if="$VB" of="$WORK/h1" bs=512 count=1 status=none
+dd if="$OB" of="$VB" bs=512 count=1 conv=notrunc status=none
+dd if="$WORK/h1" of="$OB" bs=512 count=1 conv=notrunc status=none
+sync; echo 3 > /proc/sys/vm/drop_caches
+check_error "swapped headers read as EIO" "Input/output error" cat "$D/victim.txt"
+
+expect_eq "the daemon keeps serving other files" "$(head -1 "$D/none.txt")" "$MARKER none line 1"
+finish
