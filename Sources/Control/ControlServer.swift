@@ -80,7 +80,8 @@ public final class ControlServer: Sendable {
                 return
             } catch {
                 reply(fd, .failure("\(error)"))
-                return  // the stream is out of step after a bad frame; close it
+                drain(fd)  // the stream is out of step after a bad frame; end it cleanly
+                return
             }
             let request: ControlRequest
             do {
@@ -94,6 +95,21 @@ public final class ControlServer: Sendable {
                 return
             }
             reply(fd, RequestHandler(device: device, items: items).handle(request, secrets: frame.secrets))
+        }
+    }
+
+    /// Reads and drops what the peer still sends (briefly), so closing does not reset
+    /// the connection before the peer has read the error reply.
+    private func drain(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        var budget = 1 << 20
+        while budget > 0 {
+            let n = recv(fd, &scratch, scratch.count, 0)
+            if n <= 0 { return }
+            budget -= n
         }
     }
 
