@@ -1,7 +1,7 @@
 // The four iOS Data Protection classes and every name a user may call them by.
 import Foundation
 
-public enum ProtectionClass: UInt8, CaseIterable, Sendable, Codable, CustomStringConvertible {
+public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case none = 0                 // iOS class D
     case complete = 1             // iOS class A
     case completeUnlessOpen = 2   // iOS class B
@@ -37,4 +37,21 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Codable, CustomStrin
     }
 
     public static let validNames = "none, complete, completeUnlessOpen, untilFirstAuth"
+}
+
+/// Stored by canonical name (keybag.json), read by any accepted name.
+extension ProtectionClass: Codable {
+    public init(from decoder: Decoder) throws {
+        let name = try decoder.singleValueContainer().decode(String.self)
+        guard let parsed = ProtectionClass(name: name) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                    debugDescription: "unknown protection class \(name)"))
+        }
+        self = parsed
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
 }

@@ -228,20 +228,19 @@ enum BlockIO {
 
     // MARK: Truncate
 
-    /// Sets the plaintext size. Needs the key only when a short last block must be
-    /// re-sealed; `key` nil then gives EPERM.
+    /// Sets the plaintext size. A content change: without the file key (its class is
+    /// unavailable), EPERM.
     static func resize(_ file: OpenFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
+        guard let key else { return -EPERM }
         let size = file.plainSize
         guard newSize != size else { return 0 }
         if newSize > size {
             if size % blockSize != 0 {
-                guard let key else { return -EPERM }
                 let lastStart = (size - 1) / blockSize * blockSize
                 let rc = resizeLastBlock(file, key: key, size: size, newLength: min(blockSize, newSize - lastStart), pool: pool)
                 if rc != 0 { return rc }
             }
         } else if newSize % blockSize != 0 {
-            guard let key else { return -EPERM }
             let rc = pool.withBuffer { buffer -> Int32 in
                 let block = newSize / blockSize
                 let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])

@@ -221,13 +221,7 @@ extension SandboxFileSystem {
         guard let path else { return -ENOENT }
         let fd = openBacking(Self.relative(path))
         guard fd >= 0 else { return -errno }
-        // The key is needed only when a short last block must be re-sealed.
-        let needsKey = size % off_t(BlockLayout.plainBlockSize) != 0
-            || BlockLayout.plainSize(backingSize: Int(lseek(fd, 0, SEEK_END))) % BlockLayout.plainBlockSize != 0
-        if !needsKey, files.existing(Self.inodeKey(fd) ?? InodeKey(device: 0, inode: 0)) == nil {
-            defer { close(fd) }
-            return Self.result(ftruncate(fd, off_t(BlockLayout.backingSize(plainSize: Int(size)))))
-        }
+        // Content changes need the file key, as on iOS: a locked file cannot be truncated.
         switch retainFile(fd: fd, path: String(cString: path), parentClass: { directoryClass(parentOf: path) }) {
         case .failure(let rc): return rc.value
         case .success(let file):

@@ -63,6 +63,9 @@ check_error "locked: class change of a complete file → EPERM" "Operation not p
 check_error "locked: making a file complete → EPERM" "Operation not permitted" \
     setfattr -n user.dpfs.protection -v complete "$D/none.txt"
 
+check_error "locked: truncate of a complete file → EPERM" "Operation not permitted" truncate -s 0 "$D/complete.txt"
+check_error "locked: truncate(2) by path to an aligned size → EPERM" "Operation not permitted" \
+    python3 -c "import os; os.truncate('$D/complete.txt', 0)"
 exec 3<&- 4<&- 5<&- 6<&- 7>&- 8>&-
 check_error "locked: completeUnlessOpen not reopenable after last close" "Operation not permitted" \
     cat "$D/completeUnlessOpen.txt"

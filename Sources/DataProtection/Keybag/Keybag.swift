@@ -52,7 +52,7 @@ public enum Keybag {
     public static func rewrap(_ file: inout KeybagFile, keys: borrowing ClassKeySet,
                               newPasscode: SecureBuffer?, deviceSecret: SecureBuffer) throws {
         var kdf = file.kdf
-        kdf.salt = Sodium.randomBytes(kdf.salt.count)
+        kdf.salt = Bytes(Sodium.randomBytes(kdf.salt.value.count))
         let wrappingKey = try newPasscode.map {
             try PasscodeKDF.deriveKey(passcode: $0, parameters: kdf, deviceSecret: deviceSecret)
         } ?? noPasscodeKey(deviceSecret)

@@ -133,16 +133,17 @@ public final class LockStateManager: Sendable {
     /// Returns false when there is no passcode, so nothing becomes unavailable.
     @discardableResult
     public func lock(now: Bool = false) -> Bool {
-        let generation: UInt64? = core.withLock { core in
+        let started: (UInt64, Bool)? = core.withLock { core in
             guard core.keybag.passcodeSet else { return nil }
             if core.phase == .beforeFirstUnlock || core.phase == .locked { return nil }
             if core.phase == .locking && !now { return nil }
+            let alreadyLocking = core.phase == .locking
             core.phase = .locking
             core.generation += 1
-            return core.generation
+            return (core.generation, alreadyLocking)
         }
-        guard let generation else { return core.withLock { $0.keybag.passcodeSet } }
-        emit(.willBecomeUnavailable)
+        guard let (generation, alreadyLocking) = started else { return core.withLock { $0.keybag.passcodeSet } }
+        if !alreadyLocking { emit(.willBecomeUnavailable) }
         if now || gracePeriod <= 0 {
             finishLocking(generation: generation)
         } else {

@@ -7,13 +7,13 @@ public struct KDFParameters: Codable, Sendable, Equatable {
     public var algorithm: String = "argon2id13"
     public var opsLimit: UInt64
     public var memLimit: Int
-    public var salt: [UInt8]
+    public var salt: Bytes
 
     /// About a quarter of a second per guess on a current core (measured on the CI machine).
     public static func standard() -> KDFParameters {
         KDFParameters(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE) + 1,
                       memLimit: Int(crypto_pwhash_MEMLIMIT_INTERACTIVE),
-                      salt: Sodium.randomBytes(Int(crypto_pwhash_SALTBYTES)))
+                      salt: Bytes(Sodium.randomBytes(Int(crypto_pwhash_SALTBYTES))))
     }
 }
 
@@ -23,7 +23,7 @@ public enum PasscodeKDF {
     public static func deriveKey(passcode: SecureBuffer, parameters: KDFParameters,
                                  deviceSecret: SecureBuffer) throws -> SecureBuffer {
         let stretched = SecureBuffer(count: 32)
-        let rc = parameters.salt.withUnsafeBytes { salt in
+        let rc = parameters.salt.value.withUnsafeBytes { salt in
             crypto_pwhash(stretched.mutableBytes.start, 32,
                           UnsafeRawPointer(passcode.bytes.start).assumingMemoryBound(to: CChar.self),
                           UInt64(passcode.count),
