@@ -1,17 +1,115 @@
-// PLACEHOLDER until the item store lands: every call answers errSecNotAvailable.
+// The device's keychain (SPEC §8): a SQLite database beside the sandbox whose item
+// secrets are sealed under the class key of each item's accessibility. This file is
+// the entry point; each operation lives in its own file.
 import DataProtection
 import Foundation
+import GRDB
+import Synchronization
 
 public final class ItemStore: Sendable {
-    public init(path: String, device: LockStateManager) throws {}
+    let pool: DatabasePool
+    let device: LockStateManager
+    private let observerID: UInt64
+    /// Callers' access scopes by bundle ID ("" for the sandbox's app). Only this store
+    /// registers apps while the device runs, so it knows when to forget them.
+    private let callers = Mutex<[String: AccessScope]>([:])
 
-    /// Creates the database in a new device directory and registers the sandbox's app.
-    public static func initialize(path: String, appBundleID: String?, entitlementsPlist: String?) throws {}
-
-    public func perform(_ request: KeychainRequest) -> KeychainResponse {
-        KeychainResponse(status: -25291)
+    /// Opens (creating if needed) the store of a running device.
+    public init(path: String, device: LockStateManager) throws {
+        let pool = try Schema.open(path)
+        self.pool = pool
+        self.device = device
+        observerID = device.observe { [weak device] event in
+            switch event.event {
+            case .passcodeChanged:
+                if device?.status().passcodeSet == false { try? Self.destroyPasscodeItems(pool) }
+            case .erased:
+                // The class keys were replaced: every sealed secret is unreadable now.
+                try? pool.write { try $0.execute(sql: "DELETE FROM items") }
+            default:
+                break
+            }
+        }
+        // The passcode may have gone while no store was listening.
+        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool) }
     }
 
-    /// Registers another app identity from an entitlements plist; returns its bundle ID.
-    public func registerApp(entitlements: Data) throws -> String { "" }
+    deinit { device.stopObserving(observerID) }
+
+    /// Creates the database of a new device directory and registers the sandbox's
+    /// own app: from its entitlements plist, else as `appBundleID` (default
+    /// com.example.app) of team XXXXXXXXXX whose only group is TEAMID.bundleID.
+    public static func initialize(path: String, appBundleID: String?, entitlementsPlist: String?) throws {
+        let app: Entitlements
+        var plist: Data?
+        if let entitlementsPlist {
+            guard let data = FileManager.default.contents(atPath: entitlementsPlist) else {
+                throw ItemStoreError("cannot read the entitlements \(entitlementsPlist)")
+            }
+            app = try Entitlements(plist: data, bundleID: appBundleID)
+            plist = data
+        } else {
+            app = Entitlements(bundleID: appBundleID ?? Entitlements.placeholderBundleID)
+        }
+        let pool = try Schema.open(path)
+        try pool.write { try AppRegistry.register(app, plist: plist, isSandboxApp: true, in: $0) }
+    }
+
+    /// Registers another app (or re-registers one with new entitlements); returns its bundle ID.
+    public func registerApp(entitlements: Data) throws -> String {
+        let app = try Entitlements(plist: entitlements)
+        try pool.write { try AppRegistry.register(app, plist: entitlements, isSandboxApp: false, in: $0) }
+        callers.withLock { $0.removeAll() }
+        return app.bundleID
+    }
+
+    /// The entitlements of a registered app (nil: the sandbox's own), e.g. for its
+    /// default data protection.
+    public func entitlements(of bundleID: String?) throws -> Entitlements {
+        try pool.read { try AppRegistry.caller(bundleID, in: $0) }
+    }
+
+    /// Destroys every WhenPasscodeSetThisDeviceOnly item; called when the passcode is removed.
+    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool) }
+
+    private static func destroyPasscodeItems(_ pool: DatabasePool) throws {
+        try pool.write {
+            try $0.execute(sql: "DELETE FROM items WHERE accessible = ?",
+                           arguments: [Accessibility.whenPasscodeSetThisDeviceOnly.rawValue])
+        }
+    }
+
+    /// Runs one SecItem call. Never throws: every failure is an OSStatus.
+    public func perform(_ request: KeychainRequest) -> KeychainResponse {
+        do {
+            let caller = try scope(of: request.app)
+            switch request.operation {
+            case .add: return try add(request, caller: caller)
+            case .find: return try find(request, caller: caller)
+            case .update: return try update(request, caller: caller)
+            case .delete: return try delete(request, caller: caller)
+            }
+        } catch let error as SecError {
+            return KeychainResponse(status: error.status, message: error.reason)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            // Only the identity index can refuse a write: an update made two items alike.
+            return KeychainResponse(status: SecStatus.duplicateItem, message: "the change would make two items alike")
+        } catch {
+            return KeychainResponse(status: SecStatus.io, message: "the item store failed: \(error)")
+        }
+    }
+
+    private func scope(of bundleID: String?) throws -> AccessScope {
+        if let known = callers.withLock({ $0[bundleID ?? ""] }) { return known }
+        let scope = AccessScope(try entitlements(of: bundleID))
+        callers.withLock { $0[bundleID ?? ""] = scope }
+        return scope
+    }
+
+    var crypto: ItemCrypto { ItemCrypto(device: device) }
+    var passcodeSet: Bool { device.status().passcodeSet }
+
+    func isAvailable(_ accessibility: Accessibility) -> Bool {
+        device.isAvailable(accessibility.protectionClass)
+    }
 }

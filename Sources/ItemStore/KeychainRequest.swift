@@ -42,6 +42,10 @@ public struct KeychainResponse: Codable, Sendable {
     /// OSStatus, with Apple's numbers.
     public var status: Int32
     public var items: [Item]
+    /// Why a call failed, when the status alone would leave the caller guessing.
+    public var message: String?
 
-    public init(status: Int32, items: [Item] = []) { self.status = status; self.items = items }
+    public init(status: Int32, items: [Item] = [], message: String? = nil) {
+        self.status = status; self.items = items; self.message = message
+    }
 }
