@@ -1,0 +1,111 @@
+// The attribute vocabulary of a keychain call (request keys, as SecItem names them)
+// and its parsing into typed values. Parsing checks each value and that it belongs to
+// the item class; which attributes an operation may carry is the operation's call.
+import Foundation
+
+enum ItemClass: String, Sendable {
+    case genp, inet
+
+    init?(name: String) {
+        switch name {
+        case "genp", "kSecClassGenericPassword", "GenericPassword": self = .genp
+        case "inet", "kSecClassInternetPassword", "InternetPassword": self = .inet
+        default: return nil
+        }
+    }
+
+    /// Apple's uniqueness key, besides access group and synchronizable.
+    var keyAttributes: [KeyAttribute] {
+        switch self {
+        case .genp: return [.service, .account]
+        case .inet: return [.server, .protocolType, .port, .path, .account, .securityDomain, .authenticationType]
+        }
+    }
+}
+
+/// Attributes that are part of an item's identity; their raw value is both the request
+/// key and the column name.
+enum KeyAttribute: String, CaseIterable, Sendable {
+    case service, account, server, protocolType = "protocol", port, path, securityDomain, authenticationType
+
+    /// The stored value of an absent attribute: Apple treats absent as empty.
+    var absent: String { self == .port ? "0" : "" }
+}
+
+enum SyncFilter: Sendable, Equatable {
+    case no, yes, any
+
+    init?(name: String) {
+        switch name.lowercased() {
+        case "no", "false", "0": self = .no
+        case "yes", "true", "1": self = .yes
+        case "any", "ksecattrsynchronizableany": self = .any
+        default: return nil
+        }
+    }
+}
+
+struct ParsedAttributes {
+    var itemClass: ItemClass?
+    var keys: [KeyAttribute: String] = [:]
+    var label: String?
+    var accessGroup: String?
+    var accessible: Accessibility?
+    var synchronizable: SyncFilter?
+
+    /// `classContext` is the class the attributes apply to when they carry none
+    /// (update's new attributes apply to the query's class).
+    init(_ raw: [String: String], classContext: ItemClass? = nil) throws {
+        for (name, value) in raw {
+            switch name {
+            case "class":
+                guard let parsed = ItemClass(name: value) else { throw SecError(SecStatus.param, "class must be genp or inet") }
+                itemClass = parsed
+            case "label": label = value
+            case "accessGroup":
+                guard !value.isEmpty else { throw SecError(SecStatus.param, "the access group may not be empty") }
+                accessGroup = value
+            case "accessible":
+                guard let parsed = Accessibility(name: value) else {
+                    throw SecError(SecStatus.param, "accessible must be one of \(Accessibility.validNames)")
+                }
+                accessible = parsed
+            case "synchronizable":
+                guard let parsed = SyncFilter(name: value) else { throw SecError(SecStatus.param, "synchronizable must be yes, no or any") }
+                synchronizable = parsed
+            default:
+                guard let key = KeyAttribute(rawValue: name) else { throw SecError(SecStatus.param, "unknown attribute \(name)") }
+                keys[key] = try Self.canonical(key, value)
+            }
+        }
+        let effectiveClass = itemClass ?? classContext ?? .genp
+        for key in keys.keys where !effectiveClass.keyAttributes.contains(key) {
+            throw SecError(SecStatus.param, "\(key.rawValue) is not an attribute of \(effectiveClass.rawValue) items")
+        }
+    }
+
+    /// Ports compare as numbers, so "0443" finds the item added as "443".
+    private static func canonical(_ key: KeyAttribute, _ value: String) throws -> String {
+        guard key == .port else { return value }
+        guard let port = Int(value), (0...65535).contains(port) else {
+            throw SecError(SecStatus.param, "port must be a number from 0 to 65535")
+        }
+        return String(port)
+    }
+}
+
+/// Lets a client (the CLI) check attribute values before sending a call.
+public enum KeychainAttributes {
+    /// Why these attributes would be refused with errSecParam, or nil when they parse.
+    /// `itemClass` is the class they apply to when they name none.
+    public static func problem(in attributes: [String: String], itemClass: String? = nil) -> String? {
+        do {
+            _ = try ParsedAttributes(attributes, classContext: itemClass.flatMap(ItemClass.init(name:)))
+            return nil
+        } catch let error as SecError {
+            return error.reason ?? SecStatus.describe(error.status)
+        } catch {
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// SecItemAdd: a new item in the caller's first access group (or the one it names),
+// its secret sealed under its accessibility's class key.
+import DataProtection
+import Foundation
+import GRDB
+
+extension ItemStore {
+    func add(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
+        guard request.limit == nil, request.updateAttributes.isEmpty, request.newData == nil else {
+            throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
+        }
+        let shape = try ReturnShape.parse(request.returning)
+        let attributes = try ParsedAttributes(request.attributes)
+        let group = attributes.accessGroup ?? caller.defaultGroup
+        guard caller.allows(group) else {
+            throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
+        }
+        let synchronizable: Bool
+        switch attributes.synchronizable ?? .no {
+        case .no: synchronizable = false
+        case .yes: synchronizable = true
+        case .any: throw SecError(SecStatus.param, "a new item is synchronizable or not, never any")
+        }
+        let accessibility = attributes.accessible ?? .default
+        try Self.checkSynchronizable(synchronizable, accessibility)
+        if accessibility == .whenPasscodeSetThisDeviceOnly && !passcodeSet {
+            throw SecError(SecStatus.notAvailable, "WhenPasscodeSetThisDeviceOnly items need a passcode")
+        }
+        guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
+        let identity = ItemIdentity(itemClass: attributes.itemClass ?? .genp, given: attributes.keys,
+                                    accessGroup: group, synchronizable: synchronizable)
+        let secret = request.data ?? Data()
+        let now = Date().timeIntervalSince1970
+        let item = try pool.write { db in
+            try checkNoDuplicate(identity, db)
+            let columns = identity.columns + [("label", attributes.label), ("accessible", accessibility.rawValue),
+                                              ("created", now), ("modified", now), ("secret", Data())]
+            try db.execute(sql: "INSERT INTO items (\(columns.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
+                               + "VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))",
+                           arguments: StatementArguments(columns.map(\.1)))
+            // The row id is part of the additional data, so seal once the row exists.
+            let id = db.lastInsertedRowID
+            let sealed = try secret.withUnsafeBytes {
+                try crypto.seal($0, id: id, identity: identity, accessibility: accessibility)
+            }
+            try db.execute(sql: "UPDATE items SET secret = ? WHERE id = ?", arguments: [sealed, id])
+            return StoredItem(id: id, identity: identity, label: attributes.label, accessibility: accessibility,
+                              created: now, modified: now, secret: nil)
+        }
+        guard let shape else { return KeychainResponse(status: SecStatus.success) }
+        let returned = KeychainResponse.Item(attributes: shape.includesAttributes ? item.attributes : nil,
+                                             data: shape.includesData ? secret : nil)
+        return KeychainResponse(status: SecStatus.success, items: [returned])
+    }
+
+    /// An existing item with this identity is a duplicate, unless its class is
+    /// unavailable: then even its existence is not the caller's to learn.
+    private func checkNoDuplicate(_ identity: ItemIdentity, _ db: Database) throws {
+        let columns = identity.columns
+        let condition = columns.map { "\"\($0.0)\" = ?" }.joined(separator: " AND ")
+        guard let existing = try String.fetchOne(db, sql: "SELECT accessible FROM items WHERE \(condition)",
+                                                 arguments: StatementArguments(columns.map(\.1))) else { return }
+        if let accessibility = Accessibility(rawValue: existing), !isAvailable(accessibility) {
+            throw ItemCrypto.unavailable(accessibility)
+        }
+        throw SecError(SecStatus.duplicateItem)
+    }
+
+    static func checkSynchronizable(_ synchronizable: Bool, _ accessibility: Accessibility) throws {
+        if synchronizable && accessibility.isThisDeviceOnly {
+            throw SecError(SecStatus.param, "a synchronizable item cannot be \(accessibility.rawValue)")
+        }
+    }
+}

@@ -1,0 +1,33 @@
+// SecItemCopyMatching: the first match, or every match with limit all. A secret is
+// decrypted only for items whose data is returned; an unavailable class fails the
+// call even for attributes, as on iOS.
+import DataProtection
+import Foundation
+
+extension ItemStore {
+    func find(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
+        guard request.data == nil, request.updateAttributes.isEmpty, request.newData == nil else {
+            throw SecError(SecStatus.param, "find takes no data and no new attributes")
+        }
+        let limit = try MatchLimit.parse(request.limit, default: .one)
+        let shape = try ReturnShape.parse(request.returning) ?? .data
+        let query = try ItemQuery(ParsedAttributes(request.attributes), scope: caller, passcodeSet: passcodeSet)
+        let matches = try pool.read { try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one) }
+        guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
+        try checkAvailable(matches)
+        let items = try matches.map { item in
+            KeychainResponse.Item(attributes: shape.includesAttributes ? item.attributes : nil,
+                                  data: shape.includesData ? try crypto.openForReply(item) : nil)
+        }
+        return KeychainResponse(status: SecStatus.success, items: items)
+    }
+
+    /// Fails with errSecInteractionNotAllowed if any item's class is unavailable,
+    /// before anything is decrypted or changed.
+    func checkAvailable(_ items: [StoredItem]) throws {
+        for item in items {
+            guard let accessibility = item.accessibility else { throw StoredItem.damaged }
+            guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+// The database file and its tables (documented in dpfs(5)). Opened in WAL mode with
+// full sync: every call is one transaction, so a kill -9 or power cut leaves each
+// call wholly done or not done, and a reported success is on disk.
+import Foundation
+import Glibc
+import GRDB
+
+enum Schema {
+    static func open(_ path: String) throws -> DatabasePool {
+        // Create the file 0600 before SQLite does: its -wal and -shm take the same mode,
+        // and item attributes (service and account names) are nobody else's business.
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ItemStoreError("cannot open the item store \(path): \(String(cString: strerror(errno)))") }
+        close(fd)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Freed pages are zeroed, so a deleted item's sealed secret leaves no trace.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try migrator.migrate(pool)
+        return pool
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE apps (
+                    bundleID TEXT PRIMARY KEY NOT NULL,
+                    teamID TEXT NOT NULL,
+                    accessGroups TEXT NOT NULL,
+                    defaultDataProtection TEXT,
+                    isSandboxApp INTEGER NOT NULL DEFAULT 0,
+                    entitlements BLOB
+                );
+                CREATE TABLE items (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    class TEXT NOT NULL,
+                    service TEXT NOT NULL DEFAULT '',
+                    server TEXT NOT NULL DEFAULT '',
+                    account TEXT NOT NULL DEFAULT '',
+                    protocol TEXT NOT NULL DEFAULT '',
+                    port INTEGER NOT NULL DEFAULT 0,
+                    path TEXT NOT NULL DEFAULT '',
+                    securityDomain TEXT NOT NULL DEFAULT '',
+                    authenticationType TEXT NOT NULL DEFAULT '',
+                    accessGroup TEXT NOT NULL,
+                    synchronizable INTEGER NOT NULL,
+                    label TEXT,
+                    accessible TEXT NOT NULL,
+                    created REAL NOT NULL,
+                    modified REAL NOT NULL,
+                    secret BLOB NOT NULL
+                );
+                -- Apple's uniqueness key. service then server first: a genp query names
+                -- service (server is always ''), an inet query server (service is ''),
+                -- so both find their rows through a prefix of this one index.
+                CREATE UNIQUE INDEX items_identity ON items(
+                    class, service, server, account, protocol, port, path,
+                    securityDomain, authenticationType, accessGroup, synchronizable);
+                """)
+        }
+        return migrator
+    }
+}
+
+public struct ItemStoreError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,43 @@
+// Parsing of Apple entitlements plists.
+import DataProtection
+import Foundation
+import Testing
+@testable import ItemStore
+
+@Suite struct EntitlementsTests {
+    @Test func readsWhatCodesignPrints() throws {
+        let plist = entitlementsPlist(appID: "ABCDE12345.com.example.mail",
+                                      groups: ["ABCDE12345.com.example.shared", "ABCDE12345.*"],
+                                      appGroups: ["group.com.example"], protection: "NSFileProtectionComplete")
+        let app = try Entitlements(plist: Data(plist.utf8))
+        #expect(app.teamID == "ABCDE12345" && app.bundleID == "com.example.mail")
+        // Apple's order: keychain-access-groups, application identifier, app groups.
+        #expect(app.accessGroups == ["ABCDE12345.com.example.shared", "ABCDE12345.*",
+                                     "ABCDE12345.com.example.mail", "group.com.example"])
+        #expect(app.defaultDataProtection == .complete)
+        let scope = AccessScope(app)
+        #expect(scope.defaultGroup == "ABCDE12345.com.example.shared")
+        #expect(scope.allows("ABCDE12345.anything") && scope.allows("group.com.example"))
+        #expect(!scope.allows("ZZZZZ99999.com.example.shared") && !scope.allows("group.other"))
+    }
+
+    @Test func expandsXcodeBuildSettings() throws {
+        let plist = entitlementsPlist(appID: "ABCDE12345.com.example.mail", groups: ["$(AppIdentifierPrefix)com.example.shared"])
+        #expect(try Entitlements(plist: Data(plist.utf8)).accessGroups.first == "ABCDE12345.com.example.shared")
+    }
+
+    @Test func refusesWhatIsNotAnAppIdentity() {
+        let bad = [
+            "not a plist",
+            entitlementsPlist(appID: "nodot", groups: []),
+            entitlementsPlist(appID: "ABCDE12345.com.x", groups: ["OTHER12345.group"]),
+            entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], protection: "NSFileProtectionSometimes"),
+            entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], appGroups: ["com.x"]),
+        ]
+        for text in bad {
+            #expect(throws: EntitlementsError.self) { try Entitlements(plist: Data(text.utf8)) }
+        }
+        let plist = entitlementsPlist(appID: "ABCDE12345.com.x", groups: [])
+        #expect(throws: EntitlementsError.self) { try Entitlements(plist: Data(plist.utf8), bundleID: "com.y") }
+    }
+}
