@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <malloc.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -27,6 +28,12 @@ static inline long long dpfs_peer_uid(int fd) {
 
 static inline int dpfs_accept_cloexec(int fd) {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+/// Has glibc overwrite every freed heap block, so plaintext that passed through a
+/// freed buffer (libfuse's read replies) does not linger after a lock.
+static inline int dpfs_scrub_freed_memory(void) {
+    return mallopt(M_PERTURB, 0xa5);
 }
 
 static inline int dpfs_set_not_dumpable(void) {

@@ -16,6 +16,15 @@ final class BufferPool: Sendable {
         return try body(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address), count: size))
     }
 
+    /// Zeroes every idle buffer: they may hold plaintext of partial blocks.
+    func scrub() {
+        free.withLock { addresses in
+            for address in addresses {
+                if let buffer = UnsafeMutableRawPointer(bitPattern: address) { memset(buffer, 0, size) }
+            }
+        }
+    }
+
     private static func allocate(_ size: Int) -> UInt {
         var memory: UnsafeMutableRawPointer?
         guard posix_memalign(&memory, 4096, size) == 0, let memory else {

@@ -23,6 +23,7 @@ extension SandboxFileSystem {
         for path in files.takeCachedPaths(of: revokedFiles) where !invalidated.contains(path) {
             invalidate(path)
         }
+        pool.scrub()
         logger.info("revoked keys of classes \(revokedFiles.map(\.name).sorted())")
     }
 

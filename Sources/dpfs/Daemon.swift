@@ -23,6 +23,7 @@ struct Daemon {
         logger.logLevel = .info
         // Keys live in this process: no core dumps, no ptrace by other users.
         _ = dpfs_set_not_dumpable()
+        _ = dpfs_scrub_freed_memory()
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         do {
             let lockFD = try directory.takeMountLock()

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issue 7, secret hygiene: after lock and the grace period the daemon's memory holds
+# neither the complete class key, nor the completeUnlessOpen private key, nor a
+# complete file's key, nor plaintext of a complete file read before the lock; after
+# restart no class key but none's. The search is checked against the unlocked state
+# first, where the keys must be found.
+source "$(dirname "$0")/lib.sh"
+SCAN="$(dirname "$0")/../tools/memscan.py"
+
+setup_device
+unlock_device
+D="$MNT/Documents"
+MARK="HYGIENE-$$-$RANDOM-PLAINTEXT"
+{ for i in $(seq 1 2000); do echo "$MARK $i"; done; } > "$D/c.txt"
+setfattr -n user.dpfs.protection -v complete "$D/c.txt"
+echo "ufa" > "$D/u.txt"
+# A fresh daemon, so what it holds of the plaintext comes from reading it.
+"$DPFS" unmount "$MNT" && mount_device && unlock_device
+PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+exec 4<"$D/c.txt"
+cat "$D/c.txt" > /dev/null
+echo 3 > /proc/sys/vm/drop_caches   # the next read must go through the daemon
+cat "$D/c.txt" > /dev/null
+
+scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$DEV/sandbox/Documents/c.txt" --file "$DEV/sandbox/Documents/u.txt" --text "$MARK"; }
+scan > "$WORK/unlocked"
+for secret in "class key complete" "class key untilFirstAuth" "class key completeUnlessOpenPrivate" "file key c.txt"; do
+    grep -q "^$secret present" "$WORK/unlocked" && pass "unlocked: the scan finds $secret (the search works)" \
+        || fail "unlocked: the scan finds $secret" "$(cat "$WORK/unlocked")"
+done
+
+"$DPFS" lock "$MNT" --now
+scan > "$WORK/locked"
+for secret in "class key complete" "class key completeUnlessOpenPrivate" "file key c.txt" "text $MARK"; do
+    grep -q "^$secret absent" "$WORK/locked" && pass "locked: $secret is gone from daemon memory" \
+        || fail "locked: $secret is gone from daemon memory" "$(grep "^$secret" "$WORK/locked")"
+done
+grep -q "^class key untilFirstAuth present" "$WORK/locked" && pass "locked: untilFirstAuth stays" || fail "locked: untilFirstAuth stays"
+exec 4<&-
+
+check "unlock" unlock_device
+cat "$D/u.txt" >/dev/null
+"$DPFS" restart "$MNT"
+scan > "$WORK/restarted"
+for secret in "class key complete" "class key completeUnlessOpenPrivate" "class key untilFirstAuth" "file key u.txt"; do
+    grep -q "^$secret absent" "$WORK/restarted" && pass "restarted: $secret is gone" \
+        || fail "restarted: $secret is gone" "$(grep "^$secret" "$WORK/restarted")"
+done
+grep -q "^class key none present" "$WORK/restarted" && pass "restarted: only none's key remains" || fail "restarted: none's key remains"
+if tr '\0' '\n' < /proc/$PID/cmdline | grep -q 1234 || tr '\0' '\n' < /proc/$PID/environ | grep -q 1234 || grep -q 1234 "$DEV/daemon.log"; then
+    fail "the passcode is not in the daemon's argv, environment or log"
+else
+    pass "the passcode is not in the daemon's argv, environment or log"
+fi
+finish
