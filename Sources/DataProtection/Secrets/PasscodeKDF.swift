@@ -9,6 +9,12 @@ public struct KDFParameters: Codable, Sendable, Equatable {
     public var memLimit: Int
     public var salt: Bytes
 
+    public init(opsLimit: UInt64, memLimit: Int, salt: Bytes) {
+        self.opsLimit = opsLimit
+        self.memLimit = memLimit
+        self.salt = salt
+    }
+
     /// About a quarter of a second per guess on a current core (measured on the CI machine).
     public static func standard() -> KDFParameters {
         KDFParameters(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE) + 1,

@@ -1,0 +1,141 @@
+import DataProtection
+import Synchronization
+import XCTest
+
+final class KeybagTests: XCTestCase {
+    func testUnlockWithRightAndWrongPasscode() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        XCTAssertEqual(manager.phase, .beforeFirstUnlock)
+        XCTAssertTrue(manager.isAvailable(.none))
+        XCTAssertFalse(manager.isAvailable(.untilFirstAuth))
+        XCTAssertThrowsError(try manager.unlock(passcode: TestDevice.secret("0000"))) {
+            XCTAssertEqual($0 as? LockError, .wrongPasscode(failedAttempts: 1, wait: nil))
+        }
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        XCTAssertEqual(manager.phase, .unlocked)
+        XCTAssertTrue(ProtectionClass.allCases.allSatisfy(manager.isAvailable))
+        XCTAssertEqual(manager.status().failedAttempts, 0, "success resets the counter")
+    }
+
+    func testLockWipesCompleteAndCompleteUnlessOpenOnly() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        let revoked = Mutex<Set<ProtectionClass>>([])
+        manager.addRevoker { classes, _ in revoked.withLock { $0 = classes } }
+        XCTAssertTrue(manager.lock(now: true))
+        XCTAssertEqual(manager.phase, .locked)
+        XCTAssertEqual(revoked.withLock { $0 }, [.complete, .completeUnlessOpen])
+        XCTAssertFalse(manager.isAvailable(.complete))
+        XCTAssertFalse(manager.isAvailable(.completeUnlessOpen))
+        XCTAssertTrue(manager.isAvailable(.untilFirstAuth))
+        manager.restart()
+        XCTAssertEqual(manager.phase, .beforeFirstUnlock)
+        XCTAssertFalse(manager.isAvailable(.untilFirstAuth))
+        XCTAssertTrue(manager.isAvailable(.none))
+    }
+
+    func testGracePeriodWipesLaterAndUnlockCancels() throws {
+        let device = try TestDevice()
+        let manager = try device.boot(gracePeriod: 0.3)
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        manager.lock()
+        XCTAssertEqual(manager.phase, .locking)
+        XCTAssertTrue(manager.isAvailable(.complete), "still available during the grace period")
+        Thread.sleep(forTimeInterval: 0.6)
+        XCTAssertEqual(manager.phase, .locked)
+        XCTAssertFalse(manager.isAvailable(.complete))
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        manager.lock()
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        Thread.sleep(forTimeInterval: 0.6)
+        XCTAssertEqual(manager.phase, .unlocked, "an unlock during the grace period cancels the wipe")
+    }
+
+    func testPasscodeChangeRewrapsAndSurvivesReboot() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        try manager.changePasscode(current: TestDevice.secret("1234"), new: TestDevice.secret("5678"))
+        let rebooted = try device.boot()
+        XCTAssertThrowsError(try rebooted.unlock(passcode: TestDevice.secret("1234")))
+        try rebooted.unlock(passcode: TestDevice.secret("5678"))
+        XCTAssertThrowsError(try rebooted.changePasscode(current: TestDevice.secret("nope"), new: nil))
+        try rebooted.changePasscode(current: TestDevice.secret("5678"), new: nil)
+        let open = try device.boot()
+        XCTAssertEqual(open.phase, .unlocked, "without a passcode the device boots available")
+        XCTAssertTrue(ProtectionClass.allCases.allSatisfy(open.isAvailable))
+        XCTAssertFalse(open.lock(now: true), "nothing to lock without a passcode")
+    }
+
+    func testFailedAttemptsPersistAndRepeatsCountOnce() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        for guess in ["1", "2", "2", "3"] { _ = try? manager.unlock(passcode: TestDevice.secret(guess)) }
+        XCTAssertEqual(manager.status().failedAttempts, 3)
+        XCTAssertEqual(try device.boot().status().failedAttempts, 3, "the counter survives a reboot")
+    }
+
+    func testEraseAfterDestroysTheKeys() throws {
+        let device = try TestDevice(eraseAfter: 2)
+        let manager = try device.boot()
+        _ = try? manager.unlock(passcode: TestDevice.secret("1"))
+        XCTAssertThrowsError(try manager.unlock(passcode: TestDevice.secret("2"))) {
+            XCTAssertEqual($0 as? LockError, .erased)
+        }
+        XCTAssertTrue(manager.status().erased)
+        let rebooted = try device.boot()
+        XCTAssertTrue(rebooted.status().erased)
+        XCTAssertFalse(rebooted.status().passcodeSet)
+        XCTAssertThrowsError(try rebooted.unlock(passcode: TestDevice.secret("1234")))
+    }
+}
+
+final class PasscodePolicyTests: XCTestCase {
+    func testIOSDelayTable() {
+        let delays = (1...10).map { PasscodePolicy.delay(afterFailures: $0) }
+        XCTAssertEqual(delays, [0, 0, 0, 0, 60, 300, 900, 900, 3600, 3600])
+    }
+
+    func testRecordFailure() {
+        var policy = PasscodePolicy(eraseAfter: 10)
+        let now = Date(timeIntervalSince1970: 1000)
+        for i in 0..<5 { XCTAssertEqual(policy.recordFailure(fingerprint: [UInt8(i)], now: now), .counted) }
+        XCTAssertEqual(policy.retryAfter, 1060)
+        XCTAssertEqual(policy.recordFailure(fingerprint: [4], now: now), .repeated)
+        XCTAssertEqual(policy.failedAttempts, 5)
+        policy.recordSuccess()
+        XCTAssertEqual(policy.failedAttempts, 0)
+        XCTAssertNil(policy.retryAfter)
+    }
+}
+
+final class FileKeyWrapTests: XCTestCase {
+    func testEachClassWrapsAndUnwrapsWhenAvailable() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        let fileID = Sodium.randomBytes(16)
+        for protectionClass in ProtectionClass.allCases {
+            let key = SecureBuffer.random(count: 32)
+            let wrapped = try XCTUnwrap(FileKeyWrap.wrap(key, fileID: fileID, as: protectionClass, device: manager))
+            let unwrapped = try FileKeyWrap.unwrap(wrapped, fileID: fileID, as: protectionClass, device: manager)
+            XCTAssertTrue(Sodium.equal(unwrapped.bytes, key.bytes), "\(protectionClass)")
+            XCTAssertThrowsError(try FileKeyWrap.unwrap(wrapped, fileID: Sodium.randomBytes(16), as: protectionClass, device: manager),
+                                 "a key bound to another file does not unwrap (\(protectionClass))")
+        }
+    }
+
+    func testCompleteUnlessOpenWrapsWhileLocked() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        let fileID = Sodium.randomBytes(16)
+        let key = SecureBuffer.random(count: 32)
+        XCTAssertNil(FileKeyWrap.wrap(key, fileID: fileID, as: .complete, device: manager), "complete cannot wrap before unlock")
+        let wrapped = try XCTUnwrap(FileKeyWrap.wrap(key, fileID: fileID, as: .completeUnlessOpen, device: manager))
+        XCTAssertThrowsError(try FileKeyWrap.unwrap(wrapped, fileID: fileID, as: .completeUnlessOpen, device: manager))
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        let unwrapped = try FileKeyWrap.unwrap(wrapped, fileID: fileID, as: .completeUnlessOpen, device: manager)
+        XCTAssertTrue(Sodium.equal(unwrapped.bytes, key.bytes))
+    }
+}

@@ -1,0 +1,32 @@
+// A device directory in a temporary folder, made the way dpfs init makes one.
+import DataProtection
+import Foundation
+
+final class TestDevice {
+    let directory: DeviceDirectory
+    let passcode: SecureBuffer?
+
+    /// Fast KDF parameters: unit tests exercise the logic, not Argon2's cost.
+    static let fastKDF = KDFParameters(opsLimit: 1, memLimit: 8192 * 1024, salt: Bytes(Sodium.randomBytes(16)))
+
+    init(passcode text: String? = "1234", eraseAfter: Int? = nil, defaultProtection: ProtectionClass = .untilFirstAuth) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("dpfs-unit-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        directory = DeviceDirectory(root)
+        passcode = text.map(TestDevice.secret)
+        let deviceSecret = SecureBuffer.random(count: 32)
+        try AtomicFile.createSecret(deviceSecret, at: directory.deviceSecretPath)
+        try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: defaultProtection,
+                          eraseAfter: eraseAfter, kdf: Self.fastKDF).save(to: directory.keybagPath)
+    }
+
+    static func secret(_ text: String) -> SecureBuffer {
+        Array(text.utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
+    }
+
+    func boot(gracePeriod: TimeInterval = 0) throws -> LockStateManager {
+        try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: 0)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory.root) }
+}
