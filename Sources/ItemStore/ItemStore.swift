@@ -10,9 +10,9 @@ public final class ItemStore: Sendable {
     let pool: DatabasePool
     let device: LockStateManager
     private let observerID: UInt64
-    /// Callers' access scopes by bundle ID ("" for the sandbox's app). Only this store
+    /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
-    private let callers = Mutex<[String: AccessScope]>([:])
+    private let callers = Mutex<[String?: AccessScope]>([:])
 
     /// Opens (creating if needed) the store of a running device.
     public init(path: String, device: LockStateManager) throws {
@@ -100,10 +100,14 @@ public final class ItemStore: Sendable {
     }
 
     private func scope(of bundleID: String?) throws -> AccessScope {
-        if let known = callers.withLock({ $0[bundleID ?? ""] }) { return known }
-        let scope = AccessScope(try entitlements(of: bundleID))
-        callers.withLock { $0[bundleID ?? ""] = scope }
-        return scope
+        // The lookup holds the lock, so a registration (which clears the cache after
+        // its commit) can never be overtaken by a scope read before it.
+        try callers.withLock { cache in
+            if let known = cache[bundleID] { return known }
+            let scope = AccessScope(try entitlements(of: bundleID))
+            cache[bundleID] = scope
+            return scope
+        }
     }
 
     var crypto: ItemCrypto { ItemCrypto(device: device) }

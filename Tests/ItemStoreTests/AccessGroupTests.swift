@@ -82,6 +82,8 @@ import Testing
         let t = try TestDevice()
         #expect(t.find([:], app: "com.nobody").status == SecStatus.missingEntitlement)
         #expect(t.add(["service": "s"], app: "com.nobody").status == SecStatus.missingEntitlement)
+        // An empty bundle ID is nobody, not the sandbox's app.
+        #expect(t.find([:], app: "").status == SecStatus.missingEntitlement)
     }
 
     @Test func reRegisteringReplacesTheEntitlements() throws {
