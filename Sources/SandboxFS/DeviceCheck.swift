@@ -1,0 +1,132 @@
+// dpfs fsck's engine: walks a device's backing tree with the keys of an unlocked
+// device and checks every file: header, key slots, file key, every block, the tail.
+// With a salvage directory, it copies out every block that still opens; a damaged
+// block becomes a hole of zeros there.
+import DataProtection
+import Foundation
+import Glibc
+
+public struct DeviceCheck {
+    public struct Damage: Sendable, CustomStringConvertible {
+        public let path: String
+        public let problem: String
+        public var description: String { "\(path): \(problem)" }
+    }
+
+    public struct Report: Sendable {
+        public var files = 0
+        public var blocks = 0
+        public var damage: [Damage] = []
+        public var salvaged = 0
+    }
+
+    let device: LockStateManager
+    let pool = BufferPool(size: 4 * BlockLayout.cipherBlockSize)
+
+    public init(device: LockStateManager) { self.device = device }
+
+    public func run(salvageInto salvage: String?) -> Report {
+        var report = Report()
+        let root = device.directory.sandboxPath
+        guard let walker = FileManager.default.enumerator(atPath: root) else {
+            report.damage.append(Damage(path: root, problem: "cannot be read"))
+            return report
+        }
+        while let relative = walker.nextObject() as? String {
+            let path = root + "/" + relative
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            let target = salvage.map { $0 + "/" + relative }
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR:
+                if let target { try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true) }
+            case S_IFREG:
+                report.files += 1
+                check(path, relative: relative, salvage: target, into: &report)
+            default:
+                continue
+            }
+        }
+        return report
+    }
+
+    private func check(_ path: String, relative: String, salvage: String?, into report: inout Report) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            report.damage.append(Damage(path: relative, problem: String(cString: strerror(errno))))
+            return
+        }
+        var st = stat()
+        fstat(fd, &st)
+        let header: FileHeader
+        switch HeaderIO.read(fd) {
+        case .success(nil):
+            close(fd)
+            if let salvage { _ = FileManager.default.createFile(atPath: salvage, contents: Data()) }
+            return
+        case .failure:
+            close(fd)
+            report.damage.append(Damage(path: relative, problem: "header damaged; the file cannot be read"))
+            return
+        case .success(let parsed?):
+            header = parsed
+        }
+        guard let slot = header.current else { close(fd); return }
+        let key: SecureBuffer
+        do {
+            key = try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID, as: slot.protectionClass, device: device)
+        } catch {
+            close(fd)
+            let why = error == .unavailable ? "class \(slot.protectionClass.name) is not available" : "file key does not unwrap (damaged)"
+            report.damage.append(Damage(path: relative, problem: why))
+            return
+        }
+        let backingSize = Int(st.st_size)
+        let tail = (backingSize - BlockLayout.headerSize) % BlockLayout.cipherBlockSize
+        if tail > 0 && tail <= BlockLayout.blockOverhead {
+            report.damage.append(Damage(path: relative, problem: "cut short inside a block (\(tail) stray bytes at the end)"))
+        }
+        let plainSize = BlockLayout.plainSize(backingSize: backingSize)
+        let file = OpenFile(inode: InodeKey(device: 0, inode: 0), fd: fd, header: header, slot: slot, key: key, plainSize: plainSize)
+        let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1
+        defer { if output >= 0 { ftruncate(output, off_t(plainSize)); close(output) } }
+        var damaged: [Int] = []
+        let blockCount = (plainSize + BlockLayout.plainBlockSize - 1) / BlockLayout.plainBlockSize
+        pool.withBuffer { buffer in
+            let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<BlockLayout.plainBlockSize])
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[BlockLayout.plainBlockSize...])
+            for block in 0..<blockCount {
+                report.blocks += 1
+                let rc = BlockIO.readBlock(file, key: key, block: block, size: plainSize, sealedScratch: sealed, into: plain)
+                if rc != 0 { damaged.append(block); continue }
+                if output >= 0 {
+                    let length = BlockLayout.plainLength(ofBlock: block, plainSize: plainSize)
+                    _ = BlockIO.pwriteAll(output, UnsafeRawBufferPointer(rebasing: plain[0..<length]),
+                                          at: block * BlockLayout.plainBlockSize)
+                }
+            }
+            plain.initializeMemory(as: UInt8.self, repeating: 0)
+        }
+        if !damaged.isEmpty {
+            let list = damaged.prefix(10).map(String.init).joined(separator: ", ") + (damaged.count > 10 ? ", …" : "")
+            report.damage.append(Damage(path: relative, problem: "\(damaged.count) damaged block\(damaged.count == 1 ? "" : "s") (\(list)) of \(blockCount)"))
+        }
+        if output >= 0 { report.salvaged += 1 }
+    }
+}
+
+/// Reading a backing file's header, shared by the mount and fsck.
+enum HeaderIO {
+    /// The parsed header; nil for a zero-length file (a create cut short by a crash).
+    static func read(_ fd: Int32) -> Result<FileHeader?, FSErrno> {
+        var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
+        let n = bytes.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
+        if n < 0 { return .failure(FSErrno(Int32(n))) }
+        if n == 0 { return .success(nil) }
+        guard n == BlockLayout.headerSize,
+              let header = try? bytes.withUnsafeBytes({ try FileHeader(parsing: $0) }) else {
+            return .failure(FSErrno(-EIO))
+        }
+        return .success(header)
+    }
+}

@@ -1,0 +1,42 @@
+// dpfs fsck: checks an unmounted device with its passcode; --salvage copies out what
+// still reads. Exit 0: no damage; 1: damage found (or the check could not run).
+import ArgumentParser
+import DataProtection
+import Foundation
+import Glibc
+import SandboxFS
+
+struct Fsck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check every file of an unmounted device; optionally salvage what still reads.")
+    @Argument(help: "The device directory.") var deviceDirectory: String
+    @Option(help: "Read the passcode from the first line of this file (else stdin or a prompt).") var passcodeFile: String?
+    @Option(help: "Copy every readable file (damaged blocks as zeros) into this new directory.") var salvage: String?
+
+    func run() throws {
+        let directory = DeviceDirectory(deviceDirectory)
+        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root).description) }
+        let lock: Int32
+        do { lock = try directory.takeMountLock() } catch { throw CLIError("\(error); unmount it first") }
+        defer { close(lock) }
+        let device: LockStateManager
+        do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError("\(error)") }
+        if device.status().passcodeSet {
+            let passcode = try PasscodeSource.read(file: passcodeFile)
+            do { try device.unlock(passcode: passcode) } catch { throw CLIError("\(error)") }
+        }
+        if let salvage {
+            let target = absolutePath(salvage)
+            if let contents = try? FileManager.default.contentsOfDirectory(atPath: target), !contents.isEmpty {
+                throw CLIError("salvage directory \(target) is not empty")
+            }
+            try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        }
+        let report = DeviceCheck(device: device).run(salvageInto: salvage.map(absolutePath))
+        for damage in report.damage { print(damage) }
+        let verdict = report.damage.isEmpty ? "clean" : "\(report.damage.count) problem\(report.damage.count == 1 ? "" : "s")"
+        print("checked \(report.files) files, \(report.blocks) blocks: \(verdict)"
+              + (salvage != nil ? "; salvaged \(report.salvaged) files into \(absolutePath(salvage ?? ""))" : ""))
+        if !report.damage.isEmpty { throw ExitCode.failure }
+    }
+}
