@@ -91,6 +91,27 @@ final class KeybagTests: XCTestCase {
     }
 }
 
+final class KeybagTamperTests: XCTestCase {
+    func testAnEditedKeybagIsRefused() throws {
+        let device = try TestDevice()
+        _ = try device.boot()
+        let path = device.directory.keybagPath
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try text.replacingOccurrences(of: "\"passcodeSet\" : true", with: "\"passcodeSet\" : false")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try device.boot()) { XCTAssertTrue("\($0)".contains("MAC")) }
+    }
+
+    func testAnOlderKeybagIsRefused() throws {
+        let device = try TestDevice()
+        let old = try Data(contentsOf: URL(fileURLWithPath: device.directory.keybagPath))
+        let manager = try device.boot()
+        try manager.changePasscode(current: TestDevice.secret("1234"), new: TestDevice.secret("9999"))
+        try old.write(to: URL(fileURLWithPath: device.directory.keybagPath))
+        XCTAssertThrowsError(try device.boot()) { XCTAssertTrue("\($0)".contains("older")) }
+    }
+}
+
 final class PasscodePolicyTests: XCTestCase {
     func testIOSDelayTable() {
         let delays = (1...10).map { PasscodePolicy.delay(afterFailures: $0) }

@@ -16,8 +16,9 @@ final class TestDevice {
         passcode = text.map(TestDevice.secret)
         let deviceSecret = SecureBuffer.random(count: 32)
         try AtomicFile.createSecret(deviceSecret, at: directory.deviceSecretPath)
-        try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: defaultProtection,
-                          eraseAfter: eraseAfter, kdf: Self.fastKDF).save(to: directory.keybagPath)
+        var keybag = try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: defaultProtection,
+                                       eraseAfter: eraseAfter, kdf: Self.fastKDF)
+        try keybag.save(in: directory, deviceSecret: deviceSecret)
     }
 
     static func secret(_ text: String) -> SecureBuffer {

@@ -24,9 +24,9 @@ final class TestDevice {
         var kdf = KDFParameters.standard()
         kdf.opsLimit = 1
         kdf.memLimit = 8192
-        let keybag = try Keybag.create(passcode: passcode ? Self.secret(Self.passcode) : nil, deviceSecret: secret,
+        var keybag = try Keybag.create(passcode: passcode ? Self.secret(Self.passcode) : nil, deviceSecret: secret,
                                        defaultProtection: .untilFirstAuth, eraseAfter: eraseAfter, kdf: kdf)
-        try keybag.save(to: directory.keybagPath)
+        try keybag.save(in: directory, deviceSecret: secret)
         var plistPath: String?
         if let entitlements {
             plistPath = root + "/sandbox.entitlements"

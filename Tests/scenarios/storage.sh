@@ -63,4 +63,17 @@ sync; echo 3 > /proc/sys/vm/drop_caches
 check_error "swapped headers read as EIO" "Input/output error" cat "$D/victim.txt"
 
 expect_eq "the daemon keeps serving other files" "$(head -1 "$D/none.txt")" "$MARKER none line 1"
+
+# The keybag: an older copy put back, or an edited one, is refused at mount.
+cp "$DEV/keybag.json" "$WORK/keybag.old"
+printf 'other\n' > "$WORK/new-pass"
+check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new-pass"
+"$DPFS" unmount "$MNT"
+cp "$DEV/keybag.json" "$WORK/keybag.new"
+cp "$WORK/keybag.old" "$DEV/keybag.json"
+check_error "an older keybag put back is refused" "older" "$DPFS" mount "$DEV" "$MNT"
+sed 's/"failedAttempts" : 0/"failedAttempts" : 1/' "$WORK/keybag.new" > "$DEV/keybag.json"
+check_error "an edited keybag is refused" "MAC" "$DPFS" mount "$DEV" "$MNT"
+cp "$WORK/keybag.new" "$DEV/keybag.json"
+check "the current keybag mounts" "$DPFS" mount "$DEV" "$MNT"
 finish

@@ -1,6 +1,9 @@
 // The on-disk keybag (keybag.json, see dpfs(5)): KDF parameters, the class keys wrapped
 // by the passcode key or the device key, the completeUnlessOpen public key, and the
-// passcode policy state. It holds no secret in clear.
+// passcode policy state. It holds no secret in clear. It carries a MAC under a key
+// derived from the device secret (an edited keybag — a reset failure counter — is
+// refused) and a generation, mirrored in keybag.seq, so an older copy put back in
+// its place (a rollback to an old passcode) is refused too.
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
@@ -14,26 +17,54 @@ public struct KeybagFile: Codable, Sendable {
     public var completeUnlessOpenPublicKey: Bytes
     public var defaultProtection: ProtectionClass
     public var policy: PasscodePolicy
+    public var generation = 0
+    public var mac: Bytes?
 
-    public static func load(from path: String) throws -> KeybagFile {
-        let bytes = try AtomicFile.read(path)
+    public static func load(from directory: DeviceDirectory, deviceSecret: SecureBuffer) throws -> KeybagFile {
+        let bytes = try AtomicFile.read(directory.keybagPath)
+        let file: KeybagFile
         do {
-            let file = try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
-            guard file.formatVersion == currentVersion else {
-                throw DeviceError.corruptKeybag("format version \(file.formatVersion) is not supported")
-            }
-            return file
-        } catch let error as DeviceError {
-            throw error
+            file = try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
         } catch {
-            throw DeviceError.corruptKeybag("\(path) cannot be parsed")
+            throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
         }
+        guard file.formatVersion == currentVersion else {
+            throw DeviceError.corruptKeybag("format version \(file.formatVersion) is not supported")
+        }
+        guard let mac = file.mac, try file.authenticator(deviceSecret) == mac.value else {
+            throw DeviceError.corruptKeybag("its MAC does not verify: it was altered or belongs to another device")
+        }
+        if let text = try? String(contentsOfFile: directory.keybagSequencePath, encoding: .utf8),
+           let recorded = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), file.generation < recorded {
+            throw DeviceError.corruptKeybag("it is older (generation \(file.generation)) than the device's record (\(recorded)): an old copy was put back")
+        }
+        return file
     }
 
-    public func save(to path: String) throws {
+    /// Saves atomically as the next generation.
+    public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer) throws {
+        generation += 1
+        mac = Bytes(try authenticator(deviceSecret))
+        try AtomicFile.write(try Self.encode(self), to: directory.keybagPath)
+        // Written after the keybag: a crash between leaves the record behind, never ahead.
+        try AtomicFile.write(Array("\(generation)\n".utf8), to: directory.keybagSequencePath)
+    }
+
+    static func encode(_ file: KeybagFile) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try AtomicFile.write([UInt8](try encoder.encode(self)), to: path)
+        return [UInt8](try encoder.encode(file))
+    }
+
+    /// Keyed BLAKE2b of the keybag without its MAC.
+    func authenticator(_ deviceSecret: SecureBuffer) throws -> [UInt8] {
+        var unsigned = self
+        unsigned.mac = nil
+        let body = try Self.encode(unsigned)
+        let key = PasscodeKDF.deviceKey(deviceSecret: deviceSecret, purpose: "dpfs.keybag-mac.v1")
+        var digest = [UInt8](repeating: 0, count: 32)
+        body.withUnsafeBytes { message in digest.withUnsafeMutableBytes { Sodium.hash(message, key: key.bytes, into: $0) } }
+        return digest
     }
 }
 

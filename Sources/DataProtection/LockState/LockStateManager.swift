@@ -64,7 +64,7 @@ public final class LockStateManager: Sendable {
         self.delayScale = delayScale
         let secret = try AtomicFile.readSecret(directory.deviceSecretPath, count: 32)
         self.deviceSecret = secret
-        let keybag = try KeybagFile.load(from: directory.keybagPath)
+        let keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
@@ -202,10 +202,10 @@ public final class LockStateManager: Sendable {
             case .unlocked(let keys):
                 var policy = keybag.policy
                 policy.recordSuccess()
+                var saved = keybag
                 if policy != keybag.policy {
-                    var updated = keybag
-                    updated.policy = policy
-                    try updated.save(to: directory.keybagPath)
+                    saved.policy = policy
+                    try saved.save(in: directory, deviceSecret: deviceSecret)
                 }
                 core.withLock { core in
                     for protectionClass in ProtectionClass.allCases {
@@ -213,7 +213,7 @@ public final class LockStateManager: Sendable {
                             core.keys.insert(key, for: protectionClass)
                         }
                     }
-                    core.keybag.policy = policy
+                    core.keybag = saved
                     core.phase = .unlocked
                     core.generation += 1
                 }
@@ -229,7 +229,7 @@ public final class LockStateManager: Sendable {
         if outcome == .erase {
             try eraseKeyMaterial(&keybag)
         }
-        try keybag.save(to: directory.keybagPath)
+        try keybag.save(in: directory, deviceSecret: deviceSecret)
         let attempts = keybag.policy.failedAttempts
         let wait = keybag.policy.waitRemaining()
         core.withLock { $0.keybag = keybag }
@@ -248,6 +248,7 @@ public final class LockStateManager: Sendable {
                                       defaultProtection: keybag.defaultProtection, eraseAfter: nil,
                                       kdf: keybag.kdf)
         fresh.policy = keybag.policy
+        fresh.generation = keybag.generation
         fresh.policy.erased = true
         fresh.policy.retryAfter = nil
         fresh.policy.eraseAfter = nil
@@ -287,7 +288,7 @@ public final class LockStateManager: Sendable {
             }
             keybag.policy.recordSuccess()
             keybag.policy.erased = false
-            try keybag.save(to: directory.keybagPath)
+            try keybag.save(in: directory, deviceSecret: deviceSecret)
             let saved = keybag
             core.withLock { core in
                 core.keybag = saved

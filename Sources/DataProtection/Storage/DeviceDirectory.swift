@@ -11,6 +11,7 @@ public struct DeviceDirectory: Sendable {
     }
 
     public var keybagPath: String { root + "/keybag.json" }
+    public var keybagSequencePath: String { root + "/keybag.seq" }
     public var deviceSecretPath: String { root + "/device.secret" }
     public var sandboxPath: String { root + "/sandbox" }
     public var itemStorePath: String { root + "/keychain.sqlite" }

@@ -36,13 +36,13 @@ struct Init: ParsableCommand {
         do {
             let secret = SecureBuffer.random(count: 32)
             try AtomicFile.createSecret(secret, at: directory.deviceSecretPath)
-            let keybag = try Keybag.create(passcode: passcode, deviceSecret: secret,
+            var keybag = try Keybag.create(passcode: passcode, deviceSecret: secret,
                                            defaultProtection: defaultClass, eraseAfter: eraseAfter)
             try createSandbox(directory, defaultClass: defaultClass)
             try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
                                      entitlementsPlist: entitlements.map(absolutePath))
             // The keybag last: its presence is what marks a device as initialised.
-            try keybag.save(to: directory.keybagPath)
+            try keybag.save(in: directory, deviceSecret: secret)
         } catch {
             removeContents(of: directory.root)
             throw CLIError("init failed: \(error)")
