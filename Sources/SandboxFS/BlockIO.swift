@@ -142,6 +142,9 @@ enum BlockIO {
         guard data.count > 0 else { return 0 }
         let size = file.plainSize
         let end = offset + data.count
+        // Space first: a full disk must fail the write before any block changes.
+        let reserve = reserveSpace(file, plainSize: max(size, end))
+        if reserve != 0 { return Int(reserve) }
         // A short last block that the write leaves behind must become a full block.
         if offset > size && size % blockSize != 0 && size / blockSize < offset / blockSize {
             let rc = resizeLastBlock(file, key: key, size: size, newLength: blockSize, pool: pool)
@@ -149,8 +152,6 @@ enum BlockIO {
         }
         let oldSize = file.plainSize
         let newSize = max(oldSize, end)
-        let reserve = reserveSpace(file, plainSize: newSize)
-        if reserve != 0 { return Int(reserve) }
         let blocks = BlockLayout.blocks(offset: offset, count: data.count)
         return pool.withBuffer { buffer -> Int in
             let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[(buffer.count - 2 * cipherSize)...])
@@ -202,7 +203,9 @@ enum BlockIO {
         let current = BlockLayout.backingSize(plainSize: file.plainSize)
         let needed = BlockLayout.backingSize(plainSize: plainSize)
         guard needed > current else { return 0 }
-        if fallocate(file.fd, 0, off_t(current), off_t(needed - current)) != 0 {
+        // KEEP_SIZE: ext4 grows i_size as it allocates, so a plain fallocate that
+        // fails halfway would leave a size that no longer matches the blocks.
+        if fallocate(file.fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, off_t(current), off_t(needed - current)) != 0 {
             if errno == ENOSPC || errno == EDQUOT { return -errno }
         }
         return 0
@@ -237,7 +240,10 @@ enum BlockIO {
         if newSize > size {
             if size % blockSize != 0 {
                 let lastStart = (size - 1) / blockSize * blockSize
-                let rc = resizeLastBlock(file, key: key, size: size, newLength: min(blockSize, newSize - lastStart), pool: pool)
+                let newLength = min(blockSize, newSize - lastStart)
+                let reserve = reserveSpace(file, plainSize: lastStart + newLength)
+                if reserve != 0 { return reserve }
+                let rc = resizeLastBlock(file, key: key, size: size, newLength: newLength, pool: pool)
                 if rc != 0 { return rc }
             }
         } else if newSize % blockSize != 0 {
