@@ -6,6 +6,9 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "dpfs", targets: ["dpfs"]),
+        // Libraries for the separate Fuzz/ and Benchmarks/ packages.
+        .library(name: "DataProtection", targets: ["DataProtection"]),
+        .library(name: "Control", targets: ["Control"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
