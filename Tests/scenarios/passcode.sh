@@ -18,6 +18,11 @@ echo "ufa data" > "$D/u.txt"
 sync
 sum_before=$(tail -c +513 "$DEV/sandbox/Documents/c.txt" | sha256sum)
 
+# A third subscriber that goes away early must not disturb the daemon or the others.
+"$DPFS" events "$MNT" > /dev/null &
+E3=$!
+sleep 0.2
+kill -9 $E3; wait $E3 2>/dev/null
 check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
 expect_eq "content ciphertext unchanged by a passcode change" "$(tail -c +513 "$DEV/sandbox/Documents/c.txt" | sha256sum)" "$sum_before"
 check "lock --now" "$DPFS" lock "$MNT" --now
