@@ -1,8 +1,9 @@
 // Extended attributes. `user.dpfs.protection` is the file's class (read from its
 // header) or a directory's class for new children; setting it on a file rewraps the
 // file key only. The mount root also answers `user.dpfs.control` with the path of the
-// control socket, so the CLI finds the daemon from the mountpoint. Other attributes
-// are stored on the backing node as they are.
+// control socket, so the CLI finds the daemon from the mountpoint. Other user.*
+// attributes are stored sealed (SealedAttributes.swift); the other namespaces
+// (system.*, trusted.*, security.*) are stored on the backing node as they are.
 import CFuse
 import CLinux
 import DataProtection
@@ -10,10 +11,6 @@ import Glibc
 
 extension SandboxFileSystem {
     static let reservedPrefix = "user.dpfs."
-
-    func backingPath(_ path: UnsafePointer<CChar>) -> String {
-        device.directory.sandboxPath + String(cString: path)
-    }
 
     /// Copies `text` out as an attribute value, or reports its size when `size` is 0.
     static func reply(_ text: String, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
@@ -26,13 +23,15 @@ extension SandboxFileSystem {
 
     func nodeType(_ path: UnsafePointer<CChar>) -> mode_t? {
         var st = stat()
-        guard fstatat(rootFD, Self.relative(path), &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        guard at(path, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return nil }
         return st.st_mode & S_IFMT
     }
 
     /// The class of a regular file, read from its header.
     func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
-        let fd = openat(rootFD, Self.relative(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NOATIME: reading the class is not reading the file.
+        var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME) }
+        if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
         defer { close(fd) }
         switch readHeader(fd) {
@@ -53,7 +52,7 @@ extension SandboxFileSystem {
         if attribute == Self.protectionAttribute {
             switch nodeType(path) {
             case nil: return -errno
-            case S_IFDIR: return Self.reply(directoryClass(Self.relative(path)).name, value, size)
+            case S_IFDIR: return Self.reply(directoryClass(path).name, value, size)
             case S_IFREG:
                 switch fileClass(path) {
                 case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
@@ -63,7 +62,8 @@ extension SandboxFileSystem {
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
-        let n = lgetxattr(backingPath(path), name, value, size)
+        if Self.isSealed(attribute) { return getSealedAttribute(path, name, value, size) }
+        let n = withNodePath(path) { $1 ? CLinux.getxattr($0, name, value, size) : lgetxattr($0, name, value, size) }
         return n < 0 ? -errno : Int32(n)
     }
 
@@ -75,21 +75,30 @@ extension SandboxFileSystem {
             guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else { return -EINVAL }
             switch nodeType(path) {
             case nil: return -errno
-            case S_IFDIR: return setDirectoryClass(Self.relative(path), protectionClass)
+            case S_IFDIR: return setDirectoryClass(path, protectionClass)
             case S_IFREG: return setFileClass(path, protectionClass)
             default: return -EPERM
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
-        return Self.result(lsetxattr(backingPath(path), name, value, size, flags))
+        if Self.isSealed(attribute) { return setSealedAttribute(path, name, value, size, flags) }
+        let rc = withNodePath(path) { $1 ? CLinux.setxattr($0, name, value, size, flags) : lsetxattr($0, name, value, size, flags) }
+        guard rc == 0 else { return -errno }
+        if attribute.hasPrefix("system.posix_acl") { invalidate(String(cString: path)) }
+        return 0
     }
 
     func listxattr(_ path: UnsafePointer<CChar>, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
-        let backing = backingPath(path)
-        let needed = llistxattr(backing, nil, 0)
-        guard needed >= 0 else { return -errno }
-        var names = [CChar](repeating: 0, count: needed)
-        let got = needed == 0 ? 0 : llistxattr(backing, &names, needed)
+        var names: [CChar] = []
+        let got = withNodePath(path) { backing, follow -> Int in
+            let list = { (buffer: UnsafeMutablePointer<CChar>?, count: Int) in
+                follow ? CLinux.listxattr(backing, buffer, count) : llistxattr(backing, buffer, count)
+            }
+            let needed = list(nil, 0)
+            guard needed > 0 else { return needed }
+            names = [CChar](repeating: 0, count: needed)
+            return list(&names, needed)
+        }
         guard got >= 0 else { return -errno }
         var stored = Array(names[0..<got])
         let type = nodeType(path)
@@ -105,18 +114,27 @@ extension SandboxFileSystem {
     func removexattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Int32 {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
-            // A file always has a class; a directory falls back to the sandbox default.
-            guard nodeType(path) == S_IFDIR else { return -EPERM }
-            return Self.result(lremovexattr(backingPath(path), name))
+            // A directory falls back to the sandbox default. A file always has a class:
+            // removing the attribute gives it the class its directory passes on (so
+            // rsync -X and cp --preserve=xattr from a filesystem without it work).
+            switch nodeType(path) {
+            case S_IFDIR: break
+            case S_IFREG: return setFileClass(path, directoryClass(parentOf: path))
+            default: return -ENODATA
+            }
+        } else if attribute.hasPrefix(Self.reservedPrefix) {
+            return -ENODATA
         }
-        if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
-        return Self.result(lremovexattr(backingPath(path), name))
+        let rc = withNodePath(path) { $1 ? CLinux.removexattr($0, name) : lremovexattr($0, name) }
+        guard rc == 0 else { return -errno }
+        if attribute.hasPrefix("system.posix_acl") { invalidate(String(cString: path)) }
+        return 0
     }
 
     /// Rewraps the file key under `newClass`, writing the spare header slot and
     /// syncing it; the content is never re-encrypted. Needs the current key (EPERM).
     func setFileClass(_ path: UnsafePointer<CChar>, _ newClass: ProtectionClass) -> Int32 {
-        let fd = openBacking(Self.relative(path))
+        let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         let pathString = String(cString: path)
         switch retainFile(fd: fd, path: pathString, parentClass: { directoryClass(parentOf: path) }) {

@@ -1,8 +1,11 @@
 // The data path: plaintext byte ranges to sealed blocks and back. Every block is
 // sealed with a fresh random nonce and bound to the file's identity and its block
-// number, so a block moved, swapped or altered fails to open and reads as EIO.
-// A block of all zero bytes is a hole (a sparse region never written) and reads as
-// zeros. One pread or pwrite per request; buffers come from the pool.
+// number (associated data file ID ‖ block number), so a block moved, swapped or
+// altered fails to open and reads as EIO. Each file's blocks take the cipher its
+// header names (BlockCipher). A block of all zero bytes is a hole (a sparse region
+// never written) and reads as zeros. One pread or pwrite per request; the buffer, the
+// request's expanded key and its nonces come from a pool slot, and the blocks of a
+// large request are sealed or opened on every core (BlockWorkers).
 import CLinux
 import DataProtection
 import Glibc
@@ -10,14 +13,26 @@ import Glibc
 enum BlockIO {
     static let blockSize = BlockLayout.plainBlockSize
     static let cipherSize = BlockLayout.cipherBlockSize
+    static let overhead = BlockLayout.blockOverhead
+    static let nonceField = BlockCipher.nonceFieldSize
 
-    /// Additional data for a block: file identity ‖ block number (little-endian).
-    @inline(__always)
-    static func withAdditionalData<R>(_ file: OpenFile, block: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        withUnsafeTemporaryAllocation(byteCount: 24, alignment: 8) { ad in
-            file.fileID.withUnsafeBytes { ad.baseAddress?.copyMemory(from: $0.start, byteCount: 16) }
-            ad.storeBytes(of: UInt64(block).littleEndian, toByteOffset: 16, as: UInt64.self)
-            return body(UnsafeRawBufferPointer(ad))
+    /// Additional data for a file's blocks: file identity ‖ block number (little-endian),
+    /// built once per request, on the stack.
+    struct AdditionalData {
+        static let count = 24
+        private var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
+
+        init(_ fileID: [UInt8]) {
+            fileID.withUnsafeBytes { id in
+                withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: id.prefix(16))) }
+            }
+        }
+
+        @inline(__always)
+        func with<R>(block: Int, _ body: (UnsafeRawPointer) -> R) -> R {
+            var words = self.words
+            words.2 = UInt64(block).littleEndian
+            return withUnsafeBytes(of: &words) { body($0.baseAddress!) }
         }
     }
 
@@ -33,10 +48,11 @@ enum BlockIO {
     }
 
     /// Opens one sealed block into `output`; false when it is forged or damaged.
-    static func openBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
-                          sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
-        let ok = withAdditionalData(file, block: block) {
-            AEAD.open(sealed, additionalData: $0, key: key.pointer, into: output)
+    @inline(__always)
+    static func open(_ sealer: BlockSealer, _ ad: AdditionalData, block: Int,
+                     sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
+        let ok = ad.with(block: block) {
+            sealer.open(sealed, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
         }
         if ok { return true }
         guard isAllZero(sealed) else { return false }
@@ -44,11 +60,28 @@ enum BlockIO {
         return true
     }
 
+    /// Seals one block into `output`, whose nonce field already holds its nonce.
+    @inline(__always)
+    static func seal(_ sealer: BlockSealer, _ ad: AdditionalData, block: Int,
+                     plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        ad.with(block: block) {
+            sealer.seal(plain, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
+        }
+    }
+
+    /// Opens one sealed block with the file's key alone (no request context).
+    static func openBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
+                          sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
+        open(BlockSealer(cipher: file.header.cipher, key: key.pointer), AdditionalData(file.fileID),
+             block: block, sealed: sealed, into: output)
+    }
+
+    /// Seals one block with the file's key alone and a nonce from the system generator.
     static func sealBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
                           plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
-        withAdditionalData(file, block: block) {
-            AEAD.seal(plain, additionalData: $0, key: key.pointer, into: output)
-        }
+        let sealer = BlockSealer(cipher: file.header.cipher, key: key.pointer)
+        Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
+        seal(sealer, AdditionalData(file.fileID), block: block, plain: plain, into: output)
     }
 
     static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
@@ -81,56 +114,85 @@ enum BlockIO {
         let size = file.plainSize
         guard offset < size else { return 0 }
         let count = min(output.count, size - offset)
+        let end = offset + count
         let blocks = BlockLayout.blocks(offset: offset, count: count)
-        return pool.withBuffer { buffer -> Int in
-            var produced = 0
+        let ad = AdditionalData(file.fileID)
+        let cipher = file.header.cipher
+        return pool.withSlot { slot -> Int in
+            let buffer = slot.buffer
+            let sealer = slot.sealer(cipher, key: key)
+            defer { sealer.finish() }
+            // [sealed blocks of one batch … | one plaintext block of scratch]
+            let capacity = (buffer.count - blockSize) / cipherSize
+            let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[(capacity * cipherSize)..<(capacity * cipherSize + blockSize)])
             var block = blocks.lowerBound
             while block < blocks.upperBound {
                 // As many blocks as fit in one buffer, in one pread.
-                let batchEnd = min(blocks.upperBound, block + (buffer.count - blockSize) / cipherSize)
-                let backingStart = BlockLayout.backingOffset(ofBlock: block)
+                let first = block
+                let batchEnd = min(blocks.upperBound, block + capacity)
                 let lastLength = BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: size)
-                let wanted = (batchEnd - 1 - block) * cipherSize + lastLength + BlockLayout.blockOverhead
-                let got = preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: backingStart)
+                let wanted = (batchEnd - 1 - first) * cipherSize + lastLength + overhead
+                let got = preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]),
+                                   at: BlockLayout.backingOffset(ofBlock: first))
                 if got < 0 { return got }
                 guard got == wanted else { return -Int(EIO) }
-                let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[(buffer.count - blockSize)...])
-                for current in block..<batchEnd {
+
+                // Opens block `current`: straight into the output when the request
+                // covers all of it, else through the scratch block (edges only).
+                func openOne(_ current: Int) -> Bool {
                     let plainLength = BlockLayout.plainLength(ofBlock: current, plainSize: size)
-                    let sealedStart = (current - block) * cipherSize
-                    let sealed = UnsafeRawBufferPointer(rebasing: buffer[sealedStart..<sealedStart + plainLength + BlockLayout.blockOverhead])
+                    let sealedStart = (current - first) * cipherSize
+                    let sealed = UnsafeRawBufferPointer(rebasing: buffer[sealedStart..<sealedStart + plainLength + overhead])
                     let blockStart = current * blockSize
                     let from = max(offset, blockStart) - blockStart
-                    let to = min(offset + count, blockStart + plainLength) - blockStart
-                    let destination = max(offset, blockStart) - offset
+                    let to = min(end, blockStart + plainLength) - blockStart
+                    let destination = blockStart + from - offset
                     if from == 0 && to == plainLength {
                         let target = UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + plainLength])
-                        guard openBlock(file, key: key, block: current, sealed: sealed, into: target) else { return -Int(EIO) }
-                    } else {
-                        let target = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plainLength])
-                        guard openBlock(file, key: key, block: current, sealed: sealed, into: target) else { return -Int(EIO) }
-                        UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + to - from])
-                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[from..<to]))
+                        return open(sealer, ad, block: current, sealed: sealed, into: target)
                     }
-                    produced += to - from
+                    let target = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plainLength])
+                    guard open(sealer, ad, block: current, sealed: sealed, into: target) else { return false }
+                    UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + to - from])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[from..<to]))
+                    return true
                 }
+                func isWhole(_ current: Int) -> Bool {
+                    current * blockSize >= offset && min(size, (current + 1) * blockSize) <= end
+                }
+                var lower = first, upper = batchEnd
+                if !isWhole(lower) {
+                    guard openOne(lower) else { return -Int(EIO) }
+                    lower += 1
+                }
+                if upper > lower && !isWhole(upper - 1) {
+                    guard openOne(upper - 1) else { return -Int(EIO) }
+                    upper -= 1
+                }
+                let ok = BlockWorkers.shared.run(lower..<upper) { part in
+                    for current in part where !openOne(current) { return false }
+                    return true
+                }
+                guard ok else { return -Int(EIO) }
                 block = batchEnd
             }
-            return produced
+            return count
         }
     }
 
-    /// Decrypts one existing block into `output` (its plain length); false when damaged.
+    /// Decrypts one existing block into `output` (its plain length); -EIO when damaged.
     static func readBlock(_ file: OpenFile, key: SecureBuffer, block: Int, size: Int,
-                          sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int32 {
+                          sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+                          sealer: BlockSealer? = nil) -> Int32 {
         let plainLength = BlockLayout.plainLength(ofBlock: block, plainSize: size)
         guard plainLength > 0 else { return 0 }
-        let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + BlockLayout.blockOverhead])
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + overhead])
         let got = preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))
         if got < 0 { return Int32(got) }
         guard got == sealed.count else { return -EIO }
         let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<plainLength])
-        return openBlock(file, key: key, block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+        let context = sealer ?? BlockSealer(cipher: file.header.cipher, key: key.pointer)
+        return open(context, AdditionalData(file.fileID), block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
     }
 
     // MARK: Write
@@ -142,9 +204,6 @@ enum BlockIO {
         guard data.count > 0 else { return 0 }
         let size = file.plainSize
         let end = offset + data.count
-        // Space first: a full disk must fail the write before any block changes.
-        let reserve = reserveSpace(file, plainSize: max(size, end))
-        if reserve != 0 { return Int(reserve) }
         // A short last block that the write leaves behind must become a full block.
         if offset > size && size % blockSize != 0 && size / blockSize < offset / blockSize {
             let rc = resizeLastBlock(file, key: key, size: size, newLength: blockSize, pool: pool)
@@ -152,55 +211,95 @@ enum BlockIO {
         }
         let oldSize = file.plainSize
         let newSize = max(oldSize, end)
+        let reserve = reserveSpace(file, plainSize: newSize, from: offset / blockSize)
+        if reserve != 0 { return Int(reserve) }
         let blocks = BlockLayout.blocks(offset: offset, count: data.count)
-        return pool.withBuffer { buffer -> Int in
-            let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[(buffer.count - 2 * cipherSize)...])
-            let plainScratch = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<blockSize])
-            let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: scratch[blockSize...])
-            let capacity = (buffer.count - 2 * cipherSize) / cipherSize
+        let ad = AdditionalData(file.fileID)
+        let cipher = file.header.cipher
+        return pool.withSlot { slot -> Int in
+            let buffer = slot.buffer
+            let sealer = slot.sealer(cipher, key: key)
+            defer { sealer.finish() }
+            // [sealed blocks of one batch … | their nonces | plaintext scratch | sealed scratch]
+            let capacity = (buffer.count - blockSize - cipherSize) / (cipherSize + nonceField)
+            let nonces = buffer.baseAddress! + capacity * cipherSize
+            let scratchStart = capacity * (cipherSize + nonceField)
+            let plainScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[scratchStart..<scratchStart + blockSize])
+            let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[scratchStart + blockSize..<scratchStart + blockSize + cipherSize])
             var block = blocks.lowerBound
-            var consumed = 0
             while block < blocks.upperBound {
+                let first = block
                 let batchEnd = min(blocks.upperBound, block + capacity)
-                var used = 0
-                for current in block..<batchEnd {
+                slot.nonces.fill(nonces, count: (batchEnd - first) * nonceField)
+
+                func sealed(_ current: Int) -> UnsafeMutableRawBufferPointer {
+                    let start = (current - first) * cipherSize
+                    let length = BlockLayout.plainLength(ofBlock: current, plainSize: newSize) + overhead
+                    let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<start + length])
+                    target.baseAddress!.copyMemory(from: nonces + (current - first) * nonceField, byteCount: cipher.nonceSize)
+                    return target
+                }
+                func isWhole(_ current: Int) -> Bool {
+                    current * blockSize >= offset && min(newSize, (current + 1) * blockSize) <= end
+                }
+                // A block the write covers whole is sealed straight from the data.
+                func sealWhole(_ current: Int) {
+                    let blockStart = current * blockSize
+                    let length = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
+                    let source = UnsafeRawBufferPointer(rebasing: data[(blockStart - offset)..<(blockStart - offset + length)])
+                    seal(sealer, ad, block: current, plain: source, into: sealed(current))
+                }
+                // A block it covers in part is read, patched and sealed again.
+                func patch(_ current: Int) -> Int32 {
                     let blockStart = current * blockSize
                     let existing = BlockLayout.plainLength(ofBlock: current, plainSize: oldSize)
                     let newLength = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
                     let from = max(offset, blockStart) - blockStart
                     let to = min(end, blockStart + blockSize) - blockStart
-                    let source = UnsafeRawBufferPointer(rebasing: data[(blockStart + from - offset)..<(blockStart + to - offset)])
-                    let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[used..<used + newLength + BlockLayout.blockOverhead])
-                    if from == 0 && to == newLength {
-                        sealBlock(file, key: key, block: current, plain: source, into: sealed)
-                    } else {
-                        let plain = UnsafeMutableRawBufferPointer(rebasing: plainScratch[0..<newLength])
-                        plain.initializeMemory(as: UInt8.self, repeating: 0)
-                        if existing > 0 {
-                            let rc = readBlock(file, key: key, block: current, size: oldSize,
-                                               sealedScratch: sealedScratch, into: plainScratch)
-                            if rc != 0 { return Int(rc) }
-                        }
-                        UnsafeMutableRawBufferPointer(rebasing: plain[from..<to]).copyMemory(from: source)
-                        sealBlock(file, key: key, block: current, plain: UnsafeRawBufferPointer(plain), into: sealed)
+                    let plain = UnsafeMutableRawBufferPointer(rebasing: plainScratch[0..<newLength])
+                    plain.initializeMemory(as: UInt8.self, repeating: 0)
+                    if existing > 0 {
+                        let rc = readBlock(file, key: key, block: current, size: oldSize,
+                                           sealedScratch: sealedScratch, into: plainScratch, sealer: sealer)
+                        if rc != 0 { return rc }
                     }
-                    used += sealed.count
-                    consumed += to - from
+                    UnsafeMutableRawBufferPointer(rebasing: plain[from..<to])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[(blockStart + from - offset)..<(blockStart + to - offset)]))
+                    seal(sealer, ad, block: current, plain: UnsafeRawBufferPointer(plain), into: sealed(current))
+                    return 0
                 }
+                var lower = first, upper = batchEnd
+                if !isWhole(lower) {
+                    let rc = patch(lower)
+                    if rc != 0 { return Int(rc) }
+                    lower += 1
+                }
+                if upper > lower && !isWhole(upper - 1) {
+                    let rc = patch(upper - 1)
+                    if rc != 0 { return Int(rc) }
+                    upper -= 1
+                }
+                _ = BlockWorkers.shared.run(lower..<upper) { part in
+                    for current in part { sealWhole(current) }
+                    return true
+                }
+                let used = (batchEnd - 1 - first) * cipherSize
+                    + BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: newSize) + overhead
                 let rc = pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
-                                   at: BlockLayout.backingOffset(ofBlock: block))
+                                   at: BlockLayout.backingOffset(ofBlock: first))
                 if rc != 0 { return Int(rc) }
                 file.plainSize = max(file.plainSize, min(end, batchEnd * blockSize))
                 block = batchEnd
             }
-            return consumed
+            return data.count
         }
     }
 
     /// Reserves backing space before growing, so a full disk fails the write before
-    /// anything is overwritten.
-    static func reserveSpace(_ file: OpenFile, plainSize: Int) -> Int32 {
-        let current = BlockLayout.backingSize(plainSize: file.plainSize)
+    /// anything is overwritten. Only from block `from` on: a gap a write leaves before
+    /// it stays a hole, as in a sparse file on a local disk.
+    static func reserveSpace(_ file: OpenFile, plainSize: Int, from block: Int = 0) -> Int32 {
+        let current = max(BlockLayout.backingSize(plainSize: file.plainSize), BlockLayout.backingOffset(ofBlock: block))
         let needed = BlockLayout.backingSize(plainSize: plainSize)
         guard needed > current else { return 0 }
         // KEEP_SIZE: ext4 grows i_size as it allocates, so a plain fallocate that

@@ -1,35 +1,56 @@
 // Reusable page-aligned buffers for the I/O path, so that a read or write allocates
-// nothing: a request takes one buffer for ciphertext and returns it when done.
+// nothing: a request takes one slot and returns it when done. A slot is a buffer for
+// ciphertext (and the request's scratch), a small locked buffer for the request's
+// expanded file key (wiped at the end of every request, see BlockSealer), and the
+// nonce generator of the requests that use the slot.
+import DataProtection
 import Glibc
 import Synchronization
 
-final class BufferPool: Sendable {
-    let size: Int
-    // Addresses are stored as integers: raw pointers are not Sendable.
-    private let free = Mutex<[UInt]>([])
+final class IOSlot: @unchecked Sendable {
+    // @unchecked: a slot belongs to one request at a time (the pool hands it out once).
+    let buffer: UnsafeMutableRawBufferPointer
+    /// sodium_malloc'd, BlockCipher.stateSize bytes: key material only during a request.
+    let keyState = SecureBuffer(count: BlockCipher.stateSize)
+    let nonces = NonceSource()
 
-    init(size: Int) { self.size = size }
-
-    func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        let address = free.withLock { $0.popLast() } ?? Self.allocate(size)
-        defer { free.withLock { $0.append(address) } }
-        return try body(UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(bitPattern: address), count: size))
-    }
-
-    /// Zeroes every idle buffer: they may hold plaintext of partial blocks.
-    func scrub() {
-        free.withLock { addresses in
-            for address in addresses {
-                if let buffer = UnsafeMutableRawPointer(bitPattern: address) { memset(buffer, 0, size) }
-            }
-        }
-    }
-
-    private static func allocate(_ size: Int) -> UInt {
+    init(size: Int) {
         var memory: UnsafeMutableRawPointer?
         guard posix_memalign(&memory, 4096, size) == 0, let memory else {
             fatalError("out of memory allocating an I/O buffer of \(size) bytes")
         }
-        return UInt(bitPattern: memory)
+        buffer = UnsafeMutableRawBufferPointer(start: memory, count: size)
+    }
+
+    /// A sealing context for `key` for the length of one request; call finish() on it.
+    func sealer(_ cipher: BlockCipher, key: SecureBuffer) -> BlockSealer {
+        BlockSealer(cipher: cipher, key: key.pointer, state: keyState.mutableBytes.baseAddress)
+    }
+}
+
+final class BufferPool: Sendable {
+    let size: Int
+    private let free = Mutex<[IOSlot]>([])
+
+    init(size: Int) { self.size = size }
+
+    func withSlot<R>(_ body: (IOSlot) throws -> R) rethrows -> R {
+        let slot = free.withLock { $0.popLast() } ?? IOSlot(size: size)
+        defer { free.withLock { $0.append(slot) } }
+        return try body(slot)
+    }
+
+    func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try withSlot { try body($0.buffer) }
+    }
+
+    /// Zeroes every idle buffer: they may hold plaintext of partial blocks.
+    func scrub() {
+        free.withLock { slots in
+            for slot in slots {
+                if let base = slot.buffer.baseAddress { memset(base, 0, slot.buffer.count) }
+                slot.keyState.wipe()
+            }
+        }
     }
 }

@@ -55,12 +55,19 @@ extension SandboxFileSystem {
         return InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
-    /// Opens the backing file for I/O: read-write when permitted (writes need
-    /// read-modify-write), else read-only.
-    func openBacking(_ relative: UnsafePointer<CChar>) -> Int32 {
-        let fd = openat(rootFD, relative, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        if fd >= 0 || (errno != EACCES && errno != EROFS && errno != EPERM) { return fd }
-        return openat(rootFD, relative, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// Opens the backing file of a FUSE path for I/O: read-write when permitted (writes
+    /// need read-modify-write), else read-only. O_NOATIME where allowed, so reading the
+    /// header is not an access; retainFile clears it for the data path.
+    func openBacking(_ path: UnsafePointer<CChar>) -> Int32 {
+        at(path) { directory, name in
+            func open(_ flags: Int32) -> Int32 {
+                let fd = openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NOATIME)
+                return fd >= 0 || errno != EPERM ? fd : openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW)
+            }
+            let fd = open(O_RDWR)
+            if fd >= 0 || (errno != EACCES && errno != EROFS && errno != EPERM) { return fd }
+            return open(O_RDONLY)
+        }
     }
 
     /// The shared entry for an open backing file, loading header and key on first use.
@@ -73,7 +80,10 @@ extension SandboxFileSystem {
                 created = true
                 let header: FileHeader
                 var key: SecureBuffer?
-                switch readHeader(fd) {
+                let stored = readHeader(fd)
+                let statusFlags = fcntl(fd, F_GETFL)
+                if statusFlags >= 0 && statusFlags & O_NOATIME != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~O_NOATIME) }
+                switch stored {
                 case .failure(let rc): throw rc
                 case .success(let existing?): header = existing
                 case .success(nil):
@@ -120,19 +130,26 @@ extension SandboxFileSystem {
     // MARK: Open, create, release
 
     func open(_ path: UnsafePointer<CChar>, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        let relative = Self.relative(path)
-        let fd = openBacking(relative)
+        let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         let pathString = String(cString: path)
         switch retainFile(fd: fd, path: pathString, parentClass: { directoryClass(parentOf: path) }) {
         case .failure(let rc):
             return rc.value
         case .success(let file):
-            if fi.pointee.flags & O_TRUNC != 0 && fi.pointee.flags & O_ACCMODE != O_RDONLY {
+            // Linux truncates on O_TRUNC whatever the access mode (the kernel has
+            // checked write permission).
+            if fi.pointee.flags & O_TRUNC != 0 {
                 let rc = file.writing { BlockIO.resize(file, key: file.key, to: 0, pool: pool) }
                 if rc != 0 { files.release(file); return rc }
             }
             install(file, fi)
+            // Another hard link is another kernel inode: what was written through it
+            // must not be hidden behind this name's cached size and pages.
+            // (Not with O_TRUNC: the kernel drops the pages itself, and holds write-back
+            // off until this open returns.)
+            var st = stat()
+            if fi.pointee.flags & O_TRUNC == 0 && fstat(file.fd, &st) == 0 && st.st_nlink > 1 { invalidate(pathString) }
             return 0
         }
     }
@@ -156,19 +173,19 @@ extension SandboxFileSystem {
     /// Creates a backing file with its header, in the class its directory passes on.
     /// Nothing is created when the class cannot take a new file now (EPERM).
     func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), FSErrno> {
+        if Self.isReservedName(path) { return .failure(FSErrno(-EPERM)) }
         let protectionClass = directoryClass(parentOf: path)
         guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(FSErrno(-EPERM)) }
-        let relative = Self.relative(path)
-        let fd = openat(rootFD, relative, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+        let fd = at(path) { openat($0, $1, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode) }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
         let bytes = header.serialized()
         let rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
         if rc != 0 {
             close(fd)
-            unlinkat(rootFD, relative, 0)
+            _ = at(path) { unlinkat($0, $1, 0) }
             return .failure(FSErrno(rc))
         }
-        takeOwnership(relative)
+        takeOwnership(path)
         files.noteClass(protectionClass, path: String(cString: path))
         return .success((fd, header, key))
     }
@@ -176,8 +193,9 @@ extension SandboxFileSystem {
     func install(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let handle = FileHandle(file: file, append: fi.pointee.flags & O_APPEND != 0)
         fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
-        // The kernel may keep this file's pages across opens: lock revokes them itself.
-        fi.pointee.keep_cache = 1
+        // Whether the kernel keeps this file's pages across opens is libfuse's auto_cache
+        // (kept while size and mtime are unchanged: a write through another hard link,
+        // which is another kernel inode, drops them). Lock revokes them itself.
     }
 
     func release(_ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
@@ -219,7 +237,7 @@ extension SandboxFileSystem {
             return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
         }
         guard let path else { return -ENOENT }
-        let fd = openBacking(Self.relative(path))
+        let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         // Content changes need the file key, as on iOS: a locked file cannot be truncated.
         switch retainFile(fd: fd, path: String(cString: path), parentClass: { directoryClass(parentOf: path) }) {
@@ -238,9 +256,19 @@ extension SandboxFileSystem {
     func fallocate(_ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         guard let handle = Self.handle(fi) else { return -EBADF }
         let keepSize: Int32 = 0x01  // FALLOC_FL_KEEP_SIZE
-        guard mode & ~keepSize == 0 else { return -EOPNOTSUPP }
+        let punchHole: Int32 = 0x02  // FALLOC_FL_PUNCH_HOLE
+        let zeroRange: Int32 = 0x10  // FALLOC_FL_ZERO_RANGE
+        // Collapse and insert range would move blocks, which are bound to their number.
+        guard mode & ~(keepSize | punchHole | zeroRange) == 0 else { return -EOPNOTSUPP }
         guard offset >= 0, length > 0 else { return -EINVAL }
         let file = handle.file
+        if mode & (punchHole | zeroRange) != 0 {
+            return file.writing {
+                guard let key = file.key else { return -EPERM }
+                return BlockIO.zeroRange(file, key: key, offset: Int(offset), length: Int(length),
+                                         extend: mode & keepSize == 0, pool: pool)
+            }
+        }
         return file.writing {
             let end = Int(offset + length)
             let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))

@@ -87,6 +87,7 @@ func makeOperations() -> fuse_operations {
     }
     ops.utimens = { path, times, fi in fs().utimens(path, times, fi) }
     ops.fallocate = { _, mode, offset, length, fi in fs().fallocate(mode, offset, length, fi) }
+    ops.lseek = { _, offset, whence, fi in fs().lseek(offset, whence, fi) }
     return ops
 }
 
@@ -97,14 +98,24 @@ private func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>?, _ config: 
         config.pointee.use_ino = 1           // backing inode numbers: tar and hard links need them stable
         config.pointee.readdir_ino = 1
         config.pointee.nullpath_ok = 1       // I/O on unlinked open files goes by handle
-        config.pointee.hard_remove = 1       // no .fuse_hidden files
+        // An unlinked open file is renamed to a hidden name (kept in the orphan
+        // directory, see BackingPaths.swift) so fstat and fchmod on it still work;
+        // hard_remove would answer them ESTALE.
+        config.pointee.hard_remove = 0
+        // Keep a file's cached pages across opens only while its size and mtime are
+        // unchanged, checked at every open: hard links are separate kernel inodes.
+        config.pointee.auto_cache = 1
+        config.pointee.ac_attr_timeout_set = 1
+        config.pointee.ac_attr_timeout = 0
         config.pointee.entry_timeout = 1
         config.pointee.attr_timeout = 1
         config.pointee.negative_timeout = 1
     }
     if let conn {
         conn.pointee.max_write = 1 << 20
-        conn.pointee.max_readahead = 1 << 20
+        // The kernel keeps the smaller of this and the mount's read_ahead_kb, which
+        // MountSession raises to the same 4 MiB (the kernel starts a mount at 128 KiB).
+        conn.pointee.max_readahead = UInt32(MountSession.readAheadKB * 1024)
         let wanted = UInt32(FUSE_CAP_PARALLEL_DIROPS) | UInt32(FUSE_CAP_ASYNC_READ)
             | UInt32(FUSE_CAP_READDIRPLUS) | UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         conn.pointee.want |= wanted & conn.pointee.capable

@@ -21,6 +21,14 @@ public final class SandboxFileSystem: @unchecked Sendable {
     /// Whether the daemon runs as root and so must give new files the caller's owner.
     let ownsForCallers = geteuid() == 0
     var fuse: OpaquePointer?
+    /// The orphan directory for libfuse's hidden files, opened on first use (BackingPaths.swift).
+    let orphans = Mutex<Int32>(-1)
+    /// Orphans no handle has open, by name, and since when (BackingPaths.swift).
+    let idleOrphans = Mutex<[String: (inode: InodeKey, time: Double)]>([:])
+    /// Paths seen for regular files with more than one link, by inode: libfuse gives
+    /// each name its own kernel inode, so a change through one name must invalidate
+    /// the others' cached attributes (link counts) and pages.
+    let linkedPaths = Mutex<[InodeKey: Set<String>]>([:])
 
     public init(device: LockStateManager, controlSocketPath: String, logger: Logger) throws {
         let fd = Glibc.open(device.directory.sandboxPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -29,6 +37,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
         self.device = device
         self.controlSocketPath = controlSocketPath
         self.logger = logger
+        removeStaleOrphans()
         device.addRevoker { [unowned self] classes, reason in self.revoke(classes, reason: reason) }
     }
 
@@ -55,8 +64,9 @@ public final class SandboxFileSystem: @unchecked Sendable {
             return 0
         }
         guard let path else { return -ENOENT }
-        guard fstatat(rootFD, Self.relative(path), st, AT_SYMLINK_NOFOLLOW) == 0 else { return -errno }
+        guard at(path, { fstatat($0, $1, st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return -errno }
         Self.presentSize(st)
+        if st.pointee.st_nlink > 1 && st.pointee.st_mode & S_IFMT == S_IFREG { noteLinked(st.pointee, path) }
         return 0
     }
 
@@ -68,20 +78,27 @@ public final class SandboxFileSystem: @unchecked Sendable {
         }
     }
 
-    /// Gives a new node to the calling user, as a local filesystem does.
-    func takeOwnership(_ relativePath: UnsafePointer<CChar>) {
+    /// Gives a new node to the calling user, as a local filesystem does; in a setgid
+    /// directory the node keeps the directory's group, which the backing node inherited.
+    func takeOwnership(_ path: UnsafePointer<CChar>) {
         guard ownsForCallers, let context = fuse_get_context() else { return }
-        fchownat(rootFD, relativePath, context.pointee.uid, context.pointee.gid, AT_SYMLINK_NOFOLLOW)
+        var parent = stat()
+        let setgid = Self.parentPath(path).withCString { parentPath in
+            at(parentPath) { fstatat($0, $1, &parent, 0) } == 0 && parent.st_mode & S_ISGID != 0
+        }
+        let gid = setgid ? gid_t.max : context.pointee.gid
+        _ = at(path) { fchownat($0, $1, context.pointee.uid, gid, AT_SYMLINK_NOFOLLOW) }
     }
 
     func readlink(_ path: UnsafePointer<CChar>, _ buffer: UnsafeMutablePointer<CChar>, _ size: Int) -> Int32 {
-        let n = readlinkat(rootFD, Self.relative(path), buffer, size - 1)
+        let n = at(path) { readlinkat($0, $1, buffer, size - 1) }
         guard n >= 0 else { return -errno }
         buffer[n] = 0
         return 0
     }
 
     func mknod(_ path: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) -> Int32 {
+        if Self.isReservedName(path) { return -EPERM }
         if mode & S_IFMT == S_IFREG {
             // A regular file made by mknod still needs a header and a key.
             switch createRegular(path, mode: mode) {
@@ -92,60 +109,104 @@ public final class SandboxFileSystem: @unchecked Sendable {
                 return 0
             }
         }
-        guard mknodat(rootFD, Self.relative(path), mode, rdev) == 0 else { return -errno }
-        takeOwnership(Self.relative(path))
+        guard at(path, { mknodat($0, $1, mode, rdev) }) == 0 else { return -errno }
+        takeOwnership(path)
         return 0
     }
 
     func mkdir(_ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32 {
-        let relative = Self.relative(path)
+        if Self.isReservedName(path) { return -EPERM }
         let inherited = directoryClass(parentOf: path)
-        guard mkdirat(rootFD, relative, mode) == 0 else { return -errno }
-        setDirectoryClass(relative, inherited)
-        takeOwnership(relative)
+        guard at(path, { mkdirat($0, $1, mode) }) == 0 else { return -errno }
+        setDirectoryClass(path, inherited)
+        takeOwnership(path)
         return 0
     }
 
     func unlink(_ path: UnsafePointer<CChar>) -> Int32 {
-        Self.result(unlinkat(rootFD, Self.relative(path), 0))
+        if Self.isReservedName(path) { return removeOrphan(path) }
+        var st = stat()
+        let linked = at(path) { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) } == 0
+            && st.st_nlink > 1 && st.st_mode & S_IFMT == S_IFREG
+        guard at(path, { unlinkat($0, $1, 0) }) == 0 else { return -errno }
+        if linked { linkCountChanged(st, except: String(cString: path), removed: true) }
+        return 0
     }
 
     func rmdir(_ path: UnsafePointer<CChar>) -> Int32 {
-        Self.result(unlinkat(rootFD, Self.relative(path), AT_REMOVEDIR))
+        Self.result(at(path) { unlinkat($0, $1, AT_REMOVEDIR) })
     }
 
     func symlink(_ target: UnsafePointer<CChar>, _ path: UnsafePointer<CChar>) -> Int32 {
-        guard symlinkat(target, rootFD, Self.relative(path)) == 0 else { return -errno }
-        takeOwnership(Self.relative(path))
+        if Self.isReservedName(path) { return -EPERM }
+        guard at(path, { symlinkat(target, $0, $1) }) == 0 else { return -errno }
+        takeOwnership(path)
         return 0
     }
 
     func rename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>, _ flags: UInt32) -> Int32 {
-        guard renameat2(rootFD, Self.relative(from), rootFD, Self.relative(to), flags) == 0 else { return -errno }
+        let rc = at(from) { fromDirectory, fromName in
+            at(to) { renameat2(fromDirectory, fromName, $0, $1, flags) }
+        }
+        guard rc == 0 else { return -errno }
         files.renamed(from: String(cString: from), to: String(cString: to))
+        if Self.isReservedName(to) { scheduleOrphanSweep() }  // libfuse hid an open file
         return 0
     }
 
     func link(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>) -> Int32 {
-        Self.result(linkat(rootFD, Self.relative(from), rootFD, Self.relative(to), 0))
+        if Self.isReservedName(to) { return -EPERM }
+        let rc = at(from) { fromDirectory, fromName in
+            at(to) { linkat(fromDirectory, fromName, $0, $1, 0) }
+        }
+        guard rc == 0 else { return -errno }
+        // The kernel knows the new name as a new inode: the old names' link counts are stale.
+        var st = stat()
+        if at(to, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 && st.st_mode & S_IFMT == S_IFREG {
+            noteLinked(st, from)
+            linkCountChanged(st, except: String(cString: to), removed: false)
+        }
+        return 0
     }
 
     func chmod(_ path: UnsafePointer<CChar>?, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         if let handle = Self.handle(fi) { return Self.result(fchmod(handle.file.fd, mode)) }
         guard let path else { return -ENOENT }
-        return Self.result(fchmodat(rootFD, Self.relative(path), mode, 0))
+        return Self.result(at(path) { fchmodat($0, $1, mode, 0) })
     }
 
     func chown(_ path: UnsafePointer<CChar>?, _ uid: uid_t, _ gid: gid_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         if let handle = Self.handle(fi) { return Self.result(fchown(handle.file.fd, uid, gid)) }
         guard let path else { return -ENOENT }
-        return Self.result(fchownat(rootFD, Self.relative(path), uid, gid, AT_SYMLINK_NOFOLLOW))
+        return Self.result(at(path) { fchownat($0, $1, uid, gid, AT_SYMLINK_NOFOLLOW) })
     }
 
     func utimens(_ path: UnsafePointer<CChar>?, _ times: UnsafePointer<timespec>?, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         if let handle = Self.handle(fi) { return Self.result(futimens(handle.file.fd, times)) }
         guard let path else { return -ENOENT }
-        return Self.result(utimensat(rootFD, Self.relative(path), times, AT_SYMLINK_NOFOLLOW))
+        return Self.result(at(path) { utimensat($0, $1, times, AT_SYMLINK_NOFOLLOW) })
+    }
+
+    // MARK: Hard links
+
+    func noteLinked(_ st: stat, _ path: UnsafePointer<CChar>) {
+        let inode = InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        let text = String(cString: path)
+        linkedPaths.withLock { table in
+            if table.count > 4096 { table.removeAll() }  // hints only: forget rather than grow
+            table[inode, default: []].insert(text)
+        }
+    }
+
+    /// After a link or unlink of a multiply linked file: drops the cached attributes
+    /// (and pages) of its other known names, so their link counts read true at once.
+    func linkCountChanged(_ st: stat, except path: String, removed: Bool) {
+        let inode = InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        let others = linkedPaths.withLock { table -> Set<String> in
+            if removed { table[inode]?.remove(path) }
+            return (table[inode] ?? []).subtracting([path])
+        }
+        for other in others { invalidate(other) }
     }
 
     func statfs(_ st: UnsafeMutablePointer<statvfs>) -> Int32 {
@@ -155,7 +216,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
     // MARK: Directories
 
     func opendir(_ path: UnsafePointer<CChar>, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        let fd = openat(rootFD, Self.relative(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return -errno }
         guard let stream = fdopendir(fd) else { close(fd); return -errno }
         fi.pointee.fh = UInt64(UInt(bitPattern: stream) | Self.directoryTag)
@@ -174,6 +235,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
             guard let entry = Glibc.readdir(stream) else { return errno == 0 ? 0 : -errno }
             let full = withUnsafePointer(to: &entry.pointee.d_name) { namePointer -> Int32 in
                 namePointer.withMemoryRebound(to: CChar.self, capacity: 256) { name -> Int32 in
+                    if Self.isHidden(name) { return 0 }  // libfuse's hidden files (BackingPaths.swift)
                     var fillFlags = fuse_fill_dir_flags(0)
                     if plus, fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 {
                         Self.presentSize(&st)
@@ -204,10 +266,11 @@ public final class SandboxFileSystem: @unchecked Sendable {
 
     static let protectionAttribute = MountAttributes.protection
 
-    /// The class a directory passes to new children: its stored class, else the default.
-    func directoryClass(_ relativePath: UnsafePointer<CChar>) -> ProtectionClass {
+    /// The class a directory (a FUSE path) passes to new children: its stored class,
+    /// else the default.
+    func directoryClass(_ path: UnsafePointer<CChar>) -> ProtectionClass {
         var buffer = [CChar](repeating: 0, count: 64)
-        let fd = openat(rootFD, relativePath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return device.defaultProtection }
         defer { close(fd) }
         let n = fgetxattr(fd, Self.protectionAttribute, &buffer, buffer.count - 1)
@@ -217,14 +280,12 @@ public final class SandboxFileSystem: @unchecked Sendable {
     }
 
     func directoryClass(parentOf path: UnsafePointer<CChar>) -> ProtectionClass {
-        let text = String(cString: path)
-        guard let slash = text.lastIndex(of: "/"), slash != text.startIndex else { return directoryClass(Self.dotPath) }
-        return String(text[text.index(after: text.startIndex)..<slash]).withCString { directoryClass($0) }
+        Self.parentPath(path).withCString { directoryClass($0) }
     }
 
     @discardableResult
-    func setDirectoryClass(_ relativePath: UnsafePointer<CChar>, _ protectionClass: ProtectionClass) -> Int32 {
-        let fd = openat(rootFD, relativePath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+    func setDirectoryClass(_ path: UnsafePointer<CChar>, _ protectionClass: ProtectionClass) -> Int32 {
+        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         return protectionClass.name.withCString {

@@ -5,7 +5,7 @@
 public enum BlockLayout {
     public static let headerSize = 512
     public static let plainBlockSize = 4096
-    public static let blockOverhead = AEAD.overhead  // 24-byte nonce + 16-byte tag
+    public static let blockOverhead = BlockCipher.overhead  // 24-byte nonce field + 16-byte tag, any cipher
     public static let cipherBlockSize = plainBlockSize + blockOverhead
 
     public static func plainSize(backingSize: Int) -> Int {

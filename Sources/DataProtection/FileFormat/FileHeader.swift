@@ -1,12 +1,14 @@
 // The header of every backing file (dpfs(5)): magic, format version, the file's random
 // identity (bound into every block), and two key slots. A class change writes the slot
 // not in use with a higher generation; a torn write fails that slot's checksum and the
-// other slot still stands, so the change is atomic.
+// other slot still stands, so the change is atomic. Byte 6 names the cipher of the
+// file's blocks (BlockCipher); a class change never touches it.
 
 public struct FileHeader: Sendable, Equatable {
     public static let magic: [UInt8] = Array("DPFS".utf8)
     public static let version: UInt16 = 1
-    public static let cipherXChaCha20Poly1305: UInt8 = 1
+    public static let cipherXChaCha20Poly1305: UInt8 = BlockCipher.xchacha20Poly1305.rawValue
+    public static let cipherAES256GCM: UInt8 = BlockCipher.aes256GCM.rawValue
     public static let fileIDSize = 16
     static let slotOffset = 24
     static let slotSize = 128
@@ -27,10 +29,14 @@ public struct FileHeader: Sendable, Equatable {
 
     public var fileID: [UInt8]
     public var slots: [KeySlot?]  // always two entries
+    public var cipher: BlockCipher
 
-    public init(fileID: [UInt8], slot: KeySlot) {
+    /// A new file's header: its blocks take `cipher` (by default AES-256-GCM where the
+    /// CPU accelerates it, else XChaCha20-Poly1305).
+    public init(fileID: [UInt8], slot: KeySlot, cipher: BlockCipher = .forNewFiles) {
         self.fileID = fileID
         self.slots = [slot, nil]
+        self.cipher = cipher
     }
 
     /// The slot in force: the valid one with the highest generation.
@@ -44,15 +50,18 @@ public struct FileHeader: Sendable, Equatable {
         return first.generation < second.generation ? 0 : 1
     }
 
-    public enum ParseError: Error { case tooShort, badMagic, unsupportedVersion(UInt16), noValidSlot }
+    public enum ParseError: Error { case tooShort, badMagic, unsupportedVersion(UInt16), unsupportedCipher(UInt8), noValidSlot }
 
     public init(parsing bytes: UnsafeRawBufferPointer) throws {
         guard bytes.count >= BlockLayout.headerSize else { throw ParseError.tooShort }
         guard Array(bytes[0..<4]) == Self.magic else { throw ParseError.badMagic }
         let version = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
-        guard version == Self.version, bytes[6] == Self.cipherXChaCha20Poly1305 else {
-            throw ParseError.unsupportedVersion(version)
+        guard version == Self.version else { throw ParseError.unsupportedVersion(version) }
+        // A cipher this CPU cannot run (AES-256-GCM without AES-NI) is unsupported too.
+        guard let cipher = BlockCipher(rawValue: bytes[6]), cipher.isUsable else {
+            throw ParseError.unsupportedCipher(bytes[6])
         }
+        self.cipher = cipher
         fileID = Array(bytes[8..<24])
         slots = (0..<2).map { index in
             let start = Self.slotOffset + index * Self.slotSize
@@ -88,7 +97,7 @@ public struct FileHeader: Sendable, Equatable {
         bytes.replaceSubrange(0..<4, with: Self.magic)
         bytes[4] = UInt8(Self.version & 0xff)
         bytes[5] = UInt8(Self.version >> 8)
-        bytes[6] = Self.cipherXChaCha20Poly1305
+        bytes[6] = cipher.rawValue
         bytes.replaceSubrange(8..<24, with: fileID)
         for index in 0..<2 {
             if let slot = slots[index] {

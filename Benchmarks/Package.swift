@@ -1,0 +1,27 @@
+// swift-tools-version:6.1
+// Micro-benchmarks of dpfs's core (ordo-one/benchmark), kept out of the main build
+// and test run: block seal and open per GiB for both block ciphers, per-file key
+// unwrap, and the passcode KDF.
+// Run: Scripts/bench-micro [benchmark filter]
+import PackageDescription
+
+let package = Package(
+    name: "dpfs-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "dpfs", path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1",
+                 traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CoreBenchmarks",
+            dependencies: [
+                .product(name: "DataProtection", package: "dpfs"),
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "Benchmarks/CoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+    ]
+)

@@ -1,0 +1,69 @@
+// fallocate PUNCH_HOLE and ZERO_RANGE. A sealed block that is all zero bytes on disk
+// reads as zeros (BlockIO.openBlock), so every block the range covers whole becomes a
+// hole in the backing file (its sealed bytes punched out); a block it covers in part
+// is rewritten with zeros in that part. Where the backing filesystem cannot punch,
+// the whole blocks are written as sealed zeros instead.
+import CLinux
+import DataProtection
+import Glibc
+
+extension BlockIO {
+    /// Zeroes plaintext [offset, offset+length) of the file; `extend` (ZERO_RANGE
+    /// without KEEP_SIZE) grows the file to the end of the range. Caller holds the
+    /// file's lock (exclusive) and has checked the key.
+    static func zeroRange(_ file: OpenFile, key: SecureBuffer, offset: Int, length: Int, extend: Bool,
+                          pool: BufferPool) -> Int32 {
+        let size = file.plainSize
+        let end = offset + length
+        let inside = min(end, size)
+        if offset < inside {
+            // Whole blocks: a short last block counts as whole when the range reaches EOF.
+            let firstWhole = (offset + blockSize - 1) / blockSize
+            let wholeEnd = inside == size ? (size + blockSize - 1) / blockSize : inside / blockSize
+            if firstWhole >= wholeEnd {
+                let rc = writeZeros(file, key: key, at: offset, count: inside - offset, pool: pool)
+                if rc != 0 { return rc }
+            } else {
+                let head = firstWhole * blockSize
+                if offset < head {
+                    let rc = writeZeros(file, key: key, at: offset, count: head - offset, pool: pool)
+                    if rc != 0 { return rc }
+                }
+                let from = BlockLayout.backingOffset(ofBlock: firstWhole)
+                let to = min(BlockLayout.backingOffset(ofBlock: wholeEnd), BlockLayout.backingSize(plainSize: size))
+                let punch: Int32 = 0x02 | 0x01  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                if CLinux.fallocate(file.fd, punch, off_t(from), off_t(to - from)) != 0 {
+                    guard errno == EOPNOTSUPP || errno == ENOSYS else { return -errno }
+                    let rc = writeZeros(file, key: key, at: head, count: min(wholeEnd * blockSize, size) - head, pool: pool)
+                    if rc != 0 { return rc }
+                }
+                let tail = wholeEnd * blockSize
+                if tail < inside {
+                    let rc = writeZeros(file, key: key, at: tail, count: inside - tail, pool: pool)
+                    if rc != 0 { return rc }
+                }
+            }
+        }
+        if extend && end > file.plainSize {
+            return resize(file, key: key, to: end, pool: pool)
+        }
+        return 0
+    }
+
+    /// Writes `count` zero bytes at plaintext `offset`, a megabyte at a time.
+    static func writeZeros(_ file: OpenFile, key: SecureBuffer, at offset: Int, count: Int, pool: BufferPool) -> Int32 {
+        guard count > 0 else { return 0 }
+        let chunk = min(count, 1 << 20)
+        let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { zeros.deallocate() }
+        zeros.initializeMemory(as: UInt8.self, repeating: 0)
+        var done = 0
+        while done < count {
+            let n = min(chunk, count - done)
+            let written = write(file, key: key, data: UnsafeRawBufferPointer(rebasing: zeros[0..<n]), offset: offset + done, pool: pool)
+            if written < 0 { return Int32(written) }
+            done += n
+        }
+        return 0
+    }
+}

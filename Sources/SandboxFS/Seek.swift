@@ -1,0 +1,68 @@
+// lseek SEEK_DATA and SEEK_HOLE, so cp, tar -S and rsync --sparse see a sparse file's
+// holes. A plaintext block is a hole when its whole sealed region in the backing file
+// is a hole there (never written, or punched: it reads as zeros, see BlockIO.openBlock).
+// A block that shares an allocated filesystem block with a neighbour counts as data:
+// the answer may call zeros data, never data a hole. Dirty mmap pages the kernel has
+// not written back yet are written back first, so they are not taken for holes.
+import CFuse
+import DataProtection
+import Glibc
+
+extension SandboxFileSystem {
+    func lseek(_ offset: off_t, _ whence: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> off_t {
+        guard let handle = Self.handle(fi) else { return off_t(-EBADF) }
+        guard whence == SEEK_DATA || whence == SEEK_HOLE else { return off_t(-EINVAL) }
+        let file = handle.file
+        guard offset >= 0 else { return off_t(-ENXIO) }
+        // Written-back first, outside the file's lock (the write-back comes as writes).
+        for path in files.withPaths(of: file) { invalidate(path) }
+        return file.reading { () -> off_t in
+            let size = file.plainSize
+            guard Int(offset) < size else { return off_t(-ENXIO) }
+            let start = Int(offset) / BlockIO.blockSize
+            let found = whence == SEEK_DATA ? Self.firstDataBlock(file, from: start, size: size)
+                                            : Self.firstHoleBlock(file, from: start, size: size)
+            switch found {
+            case .failure(let rc): return off_t(rc.value)
+            case .success(let block):
+                let position = block * BlockIO.blockSize
+                if whence == SEEK_DATA { return position < size ? off_t(max(Int(offset), position)) : off_t(-ENXIO) }
+                return off_t(min(size, max(Int(offset), position)))
+            }
+        }
+    }
+
+    /// The block whose sealed region holds backing offset `offset`.
+    static func block(atBacking offset: Int) -> Int {
+        max(0, (offset - BlockLayout.headerSize) / BlockIO.cipherSize)
+    }
+
+    /// The first block at or after `from` with allocated sealed bytes (Int.max: none).
+    static func firstDataBlock(_ file: OpenFile, from: Int, size: Int) -> Result<Int, FSErrno> {
+        let data = Glibc.lseek(file.fd, off_t(BlockLayout.backingOffset(ofBlock: from)), SEEK_DATA)
+        if data < 0 { return errno == ENXIO ? .success(Int.max / BlockIO.blockSize) : .failure(FSErrno(-errno)) }
+        return .success(max(from, block(atBacking: Int(data))))
+    }
+
+    /// The first block at or after `from` whose whole sealed region is a backing hole
+    /// (the end of the file when there is none).
+    static func firstHoleBlock(_ file: OpenFile, from: Int, size: Int) -> Result<Int, FSErrno> {
+        let blocks = (size + BlockIO.blockSize - 1) / BlockIO.blockSize
+        var candidate = from
+        while candidate < blocks {
+            let hole = Glibc.lseek(file.fd, off_t(BlockLayout.backingOffset(ofBlock: candidate)), SEEK_HOLE)
+            if hole < 0 { return .failure(FSErrno(-errno)) }
+            // The first block that starts inside (or after the start of) that hole.
+            let first = block(atBacking: Int(hole) + BlockIO.cipherSize - 1)
+            candidate = max(candidate, first)
+            guard candidate < blocks else { break }
+            let regionStart = BlockLayout.backingOffset(ofBlock: candidate)
+            let regionEnd = regionStart + BlockLayout.plainLength(ofBlock: candidate, plainSize: size) + BlockLayout.blockOverhead
+            let data = Glibc.lseek(file.fd, off_t(regionStart), SEEK_DATA)
+            if data < 0 && errno != ENXIO { return .failure(FSErrno(-errno)) }
+            if data < 0 || Int(data) >= regionEnd { return .success(candidate) }
+            candidate += 1
+        }
+        return .success(blocks)
+    }
+}
