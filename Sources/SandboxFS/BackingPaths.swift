@@ -16,7 +16,8 @@
 //   for a few seconds (sweepOrphans). An unlinked file's space comes back that much
 //   later than on a local disk.
 //   Names beginning with ".fuse_hidden" are therefore libfuse's: making a node of
-//   such a name gives EPERM, and such names are never listed.
+//   such a name, or renaming a directory (or anything to another form of it), gives
+//   EPERM, and such names are never listed.
 // - Paths of PATH_MAX bytes or more (deep trees): the parent directory is opened a
 //   few components at a time, as a local filesystem serves a tree walked relatively.
 import CLinux
@@ -53,6 +54,19 @@ extension SandboxFileSystem {
     @inline(__always)
     static func isReservedName(_ path: UnsafePointer<CChar>) -> Bool {
         isHidden(lastComponent(path))
+    }
+
+    /// Whether a rename may take this target name: any name but the hidden ones, and
+    /// those only in libfuse's own form (".fuse_hidden" and 16 hex digits) for a node
+    /// that is not a directory (libfuse hides open files only). Anything else there
+    /// would be swept away as an orphan.
+    func mayRename(_ from: UnsafePointer<CChar>, to: UnsafePointer<CChar>) -> Bool {
+        let name = Self.lastComponent(to)
+        guard Self.isHidden(name) else { return true }
+        guard strlen(name) == 28 else { return false }
+        for index in 12..<28 where isxdigit(Int32(UInt8(bitPattern: name[index]))) == 0 { return false }
+        var st = stat()
+        return at(from) { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) } == 0 && st.st_mode & S_IFMT != S_IFDIR
     }
 
     /// Runs `body` with the directory descriptor and name that reach `path` in the

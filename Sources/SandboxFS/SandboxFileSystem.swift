@@ -145,6 +145,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
     }
 
     func rename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>, _ flags: UInt32) -> Int32 {
+        guard mayRename(from, to: to) else { return -EPERM }
         let rc = at(from) { fromDirectory, fromName in
             at(to) { renameat2(fromDirectory, fromName, $0, $1, flags) }
         }
