@@ -54,6 +54,10 @@ func makeOperations() -> fuse_operations {
         guard let data else { return -EINVAL }
         return fs().write(data, size, offset, fi)
     }
+    ops.write_buf = { _, bufv, offset, fi in
+        guard let bufv else { return -EINVAL }
+        return fs().writeBuffer(bufv, offset, fi)
+    }
     ops.statfs = { _, st in st.map { fs().statfs($0) } ?? -EINVAL }
     ops.flush = { _, _ in 0 }
     ops.release = { _, fi in fi.map { fs().release($0) } ?? 0 }
@@ -119,5 +123,6 @@ private func configure(_ conn: UnsafeMutablePointer<fuse_conn_info>?, _ config: 
         let wanted = UInt32(FUSE_CAP_PARALLEL_DIROPS) | UInt32(FUSE_CAP_ASYNC_READ)
             | UInt32(FUSE_CAP_READDIRPLUS) | UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         conn.pointee.want |= wanted & conn.pointee.capable
+        if getenv("DPFS_EXP_WBC") != nil { conn.pointee.want |= UInt32(FUSE_CAP_WRITEBACK_CACHE) & conn.pointee.capable }  // EXPERIMENT
     }
 }

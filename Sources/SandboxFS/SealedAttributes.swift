@@ -101,7 +101,7 @@ extension SandboxFileSystem {
         var sealed = [UInt8](repeating: 0, count: size + Self.sealedOverhead)
         sealed[0] = Self.sealedMarker
         let plain = UnsafeRawBufferPointer(start: value.map { UnsafeRawPointer($0) }, count: value == nil ? 0 : size)
-        let done = device.withClassKey(.none) { key in
+        let done: Void? = device.withClassKey(.none) { key in
             binding.withUnsafeBytes { ad in
                 sealed.withUnsafeMutableBytes { output in
                     AEAD.seal(plain, additionalData: ad, key: key.pointer,

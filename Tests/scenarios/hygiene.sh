@@ -17,12 +17,16 @@ echo "ufa" > "$D/u.txt"
 # A fresh daemon, so what it holds of the plaintext comes from reading it.
 "$DPFS" unmount "$MNT" && mount_device && unlock_device
 PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+WMARK="WRITTEN-$$-$RANDOM-PLAINTEXT"
 exec 4<"$D/c.txt"
+# Plaintext written through this daemon to a complete file, in one request.
+python3 -c "import sys; sys.stdout.write(('$WMARK ' * 2000)[:65536])" > "$D/w.txt" && setfattr -n user.dpfs.protection -v complete "$D/w.txt"
+python3 -c "import sys; sys.stdout.write(('$WMARK ' * 2000)[:65536])" > "$D/w.txt"
 cat "$D/c.txt" > /dev/null
 echo 3 > /proc/sys/vm/drop_caches   # the next read must go through the daemon
 cat "$D/c.txt" > /dev/null
 
-scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$DEV/sandbox/Documents/c.txt" --file "$DEV/sandbox/Documents/u.txt" --text "$MARK"; }
+scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$DEV/sandbox/Documents/c.txt" --file "$DEV/sandbox/Documents/u.txt" --text "$MARK" --text "$WMARK"; }
 scan > "$WORK/unlocked"
 for secret in "class key complete" "class key untilFirstAuth" "class key completeUnlessOpenPrivate" "file key c.txt"; do
     grep -q "^$secret present" "$WORK/unlocked" && pass "unlocked: the scan finds $secret (the search works)" \
@@ -31,7 +35,7 @@ done
 
 "$DPFS" lock "$MNT" --now
 scan > "$WORK/locked"
-for secret in "class key complete" "class key completeUnlessOpenPrivate" "file key c.txt" "text $MARK"; do
+for secret in "class key complete" "class key completeUnlessOpenPrivate" "file key c.txt" "text $MARK" "text $WMARK"; do
     grep -q "^$secret absent" "$WORK/locked" && pass "locked: $secret is gone from daemon memory" \
         || fail "locked: $secret is gone from daemon memory" "$(grep "^$secret" "$WORK/locked")"
 done
