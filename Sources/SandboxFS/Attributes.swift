@@ -34,7 +34,7 @@ extension SandboxFileSystem {
         if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
         defer { close(fd) }
-        switch readHeader(fd) {
+        switch HeaderIO.read(fd) {
         case .failure(let rc): return .failure(rc)
         case .success(nil): return .success(directoryClass(parentOf: path))
         case .success(let header?):

@@ -10,20 +10,6 @@ import Glibc
 extension SandboxFileSystem {
     // MARK: Headers and keys
 
-    /// Reads and checks a backing file's header; a zero-length backing file (a create
-    /// cut short by a crash) has none.
-    func readHeader(_ fd: Int32) -> Result<FileHeader?, FSErrno> {
-        var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
-        let n = bytes.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
-        if n < 0 { return .failure(FSErrno(Int32(n))) }
-        if n == 0 { return .success(nil) }
-        guard n == BlockLayout.headerSize,
-              let header = try? bytes.withUnsafeBytes({ try FileHeader(parsing: $0) }) else {
-            return .failure(FSErrno(-EIO))
-        }
-        return .success(header)
-    }
-
     /// A fresh header and key for a new file of `protectionClass`; EPERM when the
     /// class cannot wrap a key now.
     func makeHeader(_ protectionClass: ProtectionClass) -> Result<(FileHeader, SecureBuffer), FSErrno> {
@@ -80,7 +66,7 @@ extension SandboxFileSystem {
                 created = true
                 let header: FileHeader
                 var key: SecureBuffer?
-                let stored = readHeader(fd)
+                let stored = HeaderIO.read(fd)
                 let statusFlags = fcntl(fd, F_GETFL)
                 if statusFlags >= 0 && statusFlags & O_NOATIME != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~O_NOATIME) }
                 switch stored {
