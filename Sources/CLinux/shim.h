@@ -14,6 +14,7 @@ extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
                      unsigned int flags);
 extern int fallocate(int fd, int mode, off_t offset, off_t len);
 extern int syncfs(int fd);
+extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 
 struct dpfs_ucred { pid_t pid; uid_t uid; gid_t gid; };

@@ -49,10 +49,10 @@ enum BlockIO {
 
     /// Opens one sealed block into `output`; false when it is forged or damaged.
     @inline(__always)
-    static func open(_ sealer: BlockSealer, _ ad: AdditionalData, block: Int,
+    static func open(_ session: BlockSession, _ ad: AdditionalData, block: Int,
                      sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
         let ok = ad.with(block: block) {
-            sealer.open(sealed, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
+            session.open(sealed, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
         }
         if ok { return true }
         guard isAllZero(sealed) else { return false }
@@ -62,18 +62,19 @@ enum BlockIO {
 
     /// Seals one block into `output`, whose nonce field already holds its nonce.
     @inline(__always)
-    static func seal(_ sealer: BlockSealer, _ ad: AdditionalData, block: Int,
+    static func seal(_ session: BlockSession, _ ad: AdditionalData, block: Int,
                      plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         ad.with(block: block) {
-            sealer.seal(plain, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
+            session.seal(plain, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
         }
     }
 
     /// Opens one sealed block with the file's key alone (no request context).
     static func openBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
                           sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
-        open(BlockSealer(cipher: file.header.cipher, key: key.pointer), AdditionalData(file.fileID),
-             block: block, sealed: sealed, into: output)
+        BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
+            open($0, AdditionalData(file.fileID), block: block, sealed: sealed, into: output)
+        }
     }
 
     /// Seals one block with the file's key alone and a nonce from the system generator.
@@ -81,7 +82,7 @@ enum BlockIO {
                           plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         let sealer = BlockSealer(cipher: file.header.cipher, key: key.pointer)
         Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
-        seal(sealer, AdditionalData(file.fileID), block: block, plain: plain, into: output)
+        sealer.withSession { seal($0, AdditionalData(file.fileID), block: block, plain: plain, into: output) }
     }
 
     static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
@@ -122,9 +123,12 @@ enum BlockIO {
             let buffer = slot.buffer
             let sealer = slot.sealer(cipher, key: key)
             defer { sealer.finish() }
-            // [sealed blocks of one batch … | one plaintext block of scratch]
-            let capacity = (buffer.count - blockSize) / cipherSize
-            let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[(capacity * cipherSize)..<(capacity * cipherSize + blockSize)])
+            // [sealed blocks of one batch, from a page boundary … | one plaintext block of scratch]
+            let capacity = (buffer.count - blockSize - 2 * directAlignment) / cipherSize
+            let scratchStart = buffer.count - blockSize
+            let scratch = UnsafeMutableRawBufferPointer(rebasing: buffer[scratchStart..<scratchStart + blockSize])
+            let direct = blocks.count >= directReadBlocks ? DirectReader(file.fd) : nil
+            defer { direct?.close() }
             var block = blocks.lowerBound
             while block < blocks.upperBound {
                 // As many blocks as fit in one buffer, in one pread.
@@ -132,16 +136,26 @@ enum BlockIO {
                 let batchEnd = min(blocks.upperBound, block + capacity)
                 let lastLength = BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: size)
                 let wanted = (batchEnd - 1 - first) * cipherSize + lastLength + overhead
-                let got = preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]),
-                                   at: BlockLayout.backingOffset(ofBlock: first))
-                if got < 0 { return got }
-                guard got == wanted else { return -Int(EIO) }
+                let backingStart = BlockLayout.backingOffset(ofBlock: first)
+                var base = -1
+                if let direct {
+                    // EINVAL: the backing filesystem wants another alignment; read as usual.
+                    let got = direct.read(into: buffer, at: backingStart, count: wanted)
+                    if got < 0 && got != -Int(EINVAL) { return got }
+                    base = got
+                }
+                if base < 0 {
+                    let got = preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: backingStart)
+                    if got < 0 { return got }
+                    guard got == wanted else { return -Int(EIO) }
+                    base = 0
+                }
 
                 // Opens block `current`: straight into the output when the request
                 // covers all of it, else through the scratch block (edges only).
-                func openOne(_ current: Int) -> Bool {
+                func openOne(_ session: BlockSession, _ current: Int) -> Bool {
                     let plainLength = BlockLayout.plainLength(ofBlock: current, plainSize: size)
-                    let sealedStart = (current - first) * cipherSize
+                    let sealedStart = base + (current - first) * cipherSize
                     let sealed = UnsafeRawBufferPointer(rebasing: buffer[sealedStart..<sealedStart + plainLength + overhead])
                     let blockStart = current * blockSize
                     let from = max(offset, blockStart) - blockStart
@@ -149,10 +163,10 @@ enum BlockIO {
                     let destination = blockStart + from - offset
                     if from == 0 && to == plainLength {
                         let target = UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + plainLength])
-                        return open(sealer, ad, block: current, sealed: sealed, into: target)
+                        return open(session, ad, block: current, sealed: sealed, into: target)
                     }
                     let target = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plainLength])
-                    guard open(sealer, ad, block: current, sealed: sealed, into: target) else { return false }
+                    guard open(session, ad, block: current, sealed: sealed, into: target) else { return false }
                     UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + to - from])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[from..<to]))
                     return true
@@ -161,17 +175,23 @@ enum BlockIO {
                     current * blockSize >= offset && min(size, (current + 1) * blockSize) <= end
                 }
                 var lower = first, upper = batchEnd
-                if !isWhole(lower) {
-                    guard openOne(lower) else { return -Int(EIO) }
-                    lower += 1
-                }
-                if upper > lower && !isWhole(upper - 1) {
-                    guard openOne(upper - 1) else { return -Int(EIO) }
-                    upper -= 1
-                }
-                let ok = BlockWorkers.shared.run(lower..<upper) { part in
-                    for current in part where !openOne(current) { return false }
+                let edgesOpen = sealer.withSession { session -> Bool in
+                    if !isWhole(lower) {
+                        guard openOne(session, lower) else { return false }
+                        lower += 1
+                    }
+                    if upper > lower && !isWhole(upper - 1) {
+                        guard openOne(session, upper - 1) else { return false }
+                        upper -= 1
+                    }
                     return true
+                }
+                guard edgesOpen else { return -Int(EIO) }
+                let ok = BlockWorkers.shared.run(lower..<upper) { part in
+                    sealer.withSession { session in
+                        for current in part where !openOne(session, current) { return false }
+                        return true
+                    }
                 }
                 guard ok else { return -Int(EIO) }
                 block = batchEnd
@@ -180,10 +200,49 @@ enum BlockIO {
         }
     }
 
+    // MARK: Direct reads
+
+    /// Requests of at least this many blocks (a sequential read: the kernel's read-ahead)
+    /// read the backing file with O_DIRECT, straight into the request's buffer: no second
+    /// copy of the ciphertext in the page cache, and no copy out of it.
+    static let directReadBlocks = 128
+    static let directAlignment = 4096
+    #if arch(arm64) || arch(arm)
+    static let O_DIRECT: Int32 = 0o200000  // GNU; Glibc's module does not show it
+    #else
+    static let O_DIRECT: Int32 = 0o40000
+    #endif
+
+    /// An O_DIRECT descriptor of a backing file for one request (reopened through
+    /// /proc/self/fd, as O_DIRECT is a flag of the open file, shared by every thread).
+    struct DirectReader {
+        let fd: Int32
+
+        init?(_ backing: Int32) {
+            let path = "/proc/self/fd/\(backing)"
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | BlockIO.O_DIRECT)
+            guard fd >= 0 else { return nil }
+            self.fd = fd
+        }
+
+        func close() { _ = Glibc.close(fd) }
+
+        /// Reads backing bytes [offset, offset+count) into `buffer` through aligned
+        /// O_DIRECT reads; returns where in `buffer` they start, or -errno.
+        func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, count: Int) -> Int {
+            let start = offset & ~(directAlignment - 1)
+            let end = (offset + count + directAlignment - 1) & ~(directAlignment - 1)
+            let got = preadAll(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end - start]), at: start)
+            if got < 0 { return got }
+            guard got >= offset + count - start else { return -Int(EIO) }
+            return offset - start
+        }
+    }
+
     /// Decrypts one existing block into `output` (its plain length); -EIO when damaged.
     static func readBlock(_ file: OpenFile, key: SecureBuffer, block: Int, size: Int,
                           sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
-                          sealer: BlockSealer? = nil) -> Int32 {
+                          session: BlockSession? = nil) -> Int32 {
         let plainLength = BlockLayout.plainLength(ofBlock: block, plainSize: size)
         guard plainLength > 0 else { return 0 }
         let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + overhead])
@@ -191,8 +250,13 @@ enum BlockIO {
         if got < 0 { return Int32(got) }
         guard got == sealed.count else { return -EIO }
         let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<plainLength])
-        let context = sealer ?? BlockSealer(cipher: file.header.cipher, key: key.pointer)
-        return open(context, AdditionalData(file.fileID), block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+        let ad = AdditionalData(file.fileID)
+        if let session {
+            return open(session, ad, block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+        }
+        return BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
+            open($0, ad, block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+        }
     }
 
     // MARK: Write
@@ -211,9 +275,17 @@ enum BlockIO {
         }
         let oldSize = file.plainSize
         let newSize = max(oldSize, end)
-        let reserve = reserveSpace(file, plainSize: newSize, from: offset / blockSize)
-        if reserve != 0 { return Int(reserve) }
         let blocks = BlockLayout.blocks(offset: offset, count: data.count)
+        // A write that only adds blocks after the existing ones (an append, a copy, an
+        // extraction) overwrites nothing: while the disk has room, instead of reserving
+        // space first (fallocate, costly on every small write) a failed write is cut
+        // off again below. Near full, every write reserves, so a full disk stays full.
+        let appendsOnly = blocks.lowerBound * blockSize >= oldSize
+            && hasRoom(file.fd, for: BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingSize(plainSize: oldSize))
+        if !appendsOnly {
+            let reserve = reserveSpace(file, plainSize: newSize, from: offset / blockSize)
+            if reserve != 0 { return Int(reserve) }
+        }
         let ad = AdditionalData(file.fileID)
         let cipher = file.header.cipher
         return pool.withSlot { slot -> Int in
@@ -243,14 +315,14 @@ enum BlockIO {
                     current * blockSize >= offset && min(newSize, (current + 1) * blockSize) <= end
                 }
                 // A block the write covers whole is sealed straight from the data.
-                func sealWhole(_ current: Int) {
+                func sealWhole(_ session: BlockSession, _ current: Int) {
                     let blockStart = current * blockSize
                     let length = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
                     let source = UnsafeRawBufferPointer(rebasing: data[(blockStart - offset)..<(blockStart - offset + length)])
-                    seal(sealer, ad, block: current, plain: source, into: sealed(current))
+                    seal(session, ad, block: current, plain: source, into: sealed(current))
                 }
                 // A block it covers in part is read, patched and sealed again.
-                func patch(_ current: Int) -> Int32 {
+                func patch(_ session: BlockSession, _ current: Int) -> Int32 {
                     let blockStart = current * blockSize
                     let existing = BlockLayout.plainLength(ofBlock: current, plainSize: oldSize)
                     let newLength = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
@@ -260,39 +332,67 @@ enum BlockIO {
                     plain.initializeMemory(as: UInt8.self, repeating: 0)
                     if existing > 0 {
                         let rc = readBlock(file, key: key, block: current, size: oldSize,
-                                           sealedScratch: sealedScratch, into: plainScratch, sealer: sealer)
+                                           sealedScratch: sealedScratch, into: plainScratch, session: session)
                         if rc != 0 { return rc }
                     }
                     UnsafeMutableRawBufferPointer(rebasing: plain[from..<to])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[(blockStart + from - offset)..<(blockStart + to - offset)]))
-                    seal(sealer, ad, block: current, plain: UnsafeRawBufferPointer(plain), into: sealed(current))
+                    seal(session, ad, block: current, plain: UnsafeRawBufferPointer(plain), into: sealed(current))
                     return 0
                 }
                 var lower = first, upper = batchEnd
-                if !isWhole(lower) {
-                    let rc = patch(lower)
-                    if rc != 0 { return Int(rc) }
-                    lower += 1
+                let patched = sealer.withSession { session -> Int32 in
+                    if !isWhole(lower) {
+                        let rc = patch(session, lower)
+                        if rc != 0 { return rc }
+                        lower += 1
+                    }
+                    if upper > lower && !isWhole(upper - 1) {
+                        let rc = patch(session, upper - 1)
+                        if rc != 0 { return rc }
+                        upper -= 1
+                    }
+                    return 0
                 }
-                if upper > lower && !isWhole(upper - 1) {
-                    let rc = patch(upper - 1)
-                    if rc != 0 { return Int(rc) }
-                    upper -= 1
-                }
+                if patched != 0 { return Int(patched) }
                 _ = BlockWorkers.shared.run(lower..<upper) { part in
-                    for current in part { sealWhole(current) }
-                    return true
+                    sealer.withSession { session in
+                        for current in part { sealWhole(session, current) }
+                        return true
+                    }
                 }
                 let used = (batchEnd - 1 - first) * cipherSize
                     + BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: newSize) + overhead
                 let rc = pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
                                    at: BlockLayout.backingOffset(ofBlock: first))
-                if rc != 0 { return Int(rc) }
+                if rc != 0 {
+                    // No torn block left behind (a full disk): back to the size before.
+                    if appendsOnly { _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: file.plainSize))) }
+                    return Int(rc)
+                }
                 file.plainSize = max(file.plainSize, min(end, batchEnd * blockSize))
+                file.unsynced = true
+                if used >= startWritebackBytes {
+                    // A large write: have the disk start on it now, while the next
+                    // requests are sealed, rather than all of it at the fsync or later.
+                    _ = sync_file_range(file.fd, off_t(BlockLayout.backingOffset(ofBlock: first)), off_t(used),
+                                        syncFileRangeWrite)
+                }
                 block = batchEnd
             }
             return data.count
         }
+    }
+
+    /// Writes of at least this many backing bytes start their own writeback.
+    static let startWritebackBytes = 512 * 1024
+    static let syncFileRangeWrite: UInt32 = 2  // SYNC_FILE_RANGE_WRITE: start, do not wait
+
+    /// Whether the backing filesystem has `bytes` free and a wide margin besides.
+    static func hasRoom(_ fd: Int32, for bytes: Int) -> Bool {
+        var st = statvfs()
+        guard fstatvfs(fd, &st) == 0 else { return false }
+        return UInt64(st.f_bavail) &* UInt64(st.f_frsize) > UInt64(max(bytes, 0)) + (256 << 20)
     }
 
     /// Reserves backing space before growing, so a full disk fails the write before
@@ -324,6 +424,7 @@ enum BlockIO {
             let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: last))
             if written != 0 { return written }
             file.plainSize = last * blockSize + newLength
+            file.unsynced = true
             return 0
         }
     }
@@ -336,6 +437,7 @@ enum BlockIO {
         guard let key else { return -EPERM }
         let size = file.plainSize
         guard newSize != size else { return 0 }
+        file.unsynced = true
         if newSize > size {
             if size % blockSize != 0 {
                 let lastStart = (size - 1) / blockSize * blockSize

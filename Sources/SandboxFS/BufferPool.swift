@@ -4,6 +4,7 @@
 // expanded file key (wiped at the end of every request, see BlockSealer), and the
 // nonce generator of the requests that use the slot.
 import DataProtection
+import Foundation
 import Glibc
 import Synchronization
 
@@ -15,28 +16,43 @@ final class IOSlot: @unchecked Sendable {
     let nonces = NonceSource()
 
     init(size: Int) {
-        var memory: UnsafeMutableRawPointer?
-        guard posix_memalign(&memory, 4096, size) == 0, let memory else {
+        // A mapping of its own, so that a slot the pool lets go gives its memory back.
+        guard let memory = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              memory != MAP_FAILED else {
             fatalError("out of memory allocating an I/O buffer of \(size) bytes")
         }
         buffer = UnsafeMutableRawBufferPointer(start: memory, count: size)
     }
 
+    deinit {
+        keyState.wipe()
+        munmap(buffer.baseAddress, buffer.count)
+    }
+
     /// A sealing context for `key` for the length of one request; call finish() on it.
+    /// (libsodium's AES state only when libsodium does the work.)
     func sealer(_ cipher: BlockCipher, key: SecureBuffer) -> BlockSealer {
-        BlockSealer(cipher: cipher, key: key.pointer, state: keyState.mutableBytes.baseAddress)
+        BlockSealer(cipher: cipher, key: key.pointer,
+                    state: LibCrypto.shared == nil ? keyState.mutableBytes.baseAddress : nil)
     }
 }
 
 final class BufferPool: Sendable {
     let size: Int
     private let free = Mutex<[IOSlot]>([])
+    /// Idle slots kept for the next requests; a burst of more concurrent requests makes
+    /// more, which are unmapped when done, so the daemon's memory comes back down.
+    let idleLimit = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
 
     init(size: Int) { self.size = size }
 
     func withSlot<R>(_ body: (IOSlot) throws -> R) rethrows -> R {
         let slot = free.withLock { $0.popLast() } ?? IOSlot(size: size)
-        defer { free.withLock { $0.append(slot) } }
+        defer {
+            free.withLock { slots in
+                if slots.count < idleLimit { slots.append(slot) }
+            }
+        }
         return try body(slot)
     }
 

@@ -1,4 +1,5 @@
-// Owns secret bytes: allocated by libsodium in locked, guarded pages and zeroed on wipe.
+// Owns secret bytes: allocated by libsodium in locked, guarded pages (small ones in a
+// shared locked arena, below) and zeroed on wipe.
 // Secrets in dpfs never live in Swift Array, Data or String; they live here.
 import CSodium
 import Glibc
@@ -10,14 +11,24 @@ public final class SecureBuffer: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer
     public private(set) var isWiped = false
 
+    /// Whether the bytes are a slot of the small-secret arena rather than their own
+    /// sodium_malloc allocation.
+    private let inArena: Bool
+
     public init(count: Int) {
         precondition(Sodium.ready, "libsodium failed to initialise")
-        guard let memory = sodium_malloc(max(count, 1)) else {
-            fatalError("sodium_malloc failed: out of locked memory")
+        if count <= SmallSecretArena.slotSize, let slot = SmallSecretArena.shared.take() {
+            self.base = slot
+            self.inArena = true
+        } else {
+            guard let memory = sodium_malloc(max(count, 1)) else {
+                fatalError("sodium_malloc failed: out of locked memory")
+            }
+            self.base = memory
+            self.inArena = false
         }
         self.count = count
-        self.base = memory
-        sodium_memzero(memory, max(count, 1))
+        sodium_memzero(base, max(count, 1))
     }
 
     /// A new buffer filled with random bytes.
@@ -46,6 +57,51 @@ public final class SecureBuffer: @unchecked Sendable {
     }
 
     deinit {
-        sodium_free(base)  // sodium_free zeroes before unlocking and unmapping
+        if inArena {
+            SmallSecretArena.shared.give(base)  // zeroes the slot first
+        } else {
+            sodium_free(base)  // sodium_free zeroes before unlocking and unmapping
+        }
+    }
+}
+
+/// Locked memory for small secrets (keys: at most 64 bytes), carved out of 64 KiB
+/// sodium_malloc regions: a file key per open file would otherwise cost a mapping of
+/// its own, each allocation and free about nine system calls (mmap, mlock, mprotect
+/// of two guard pages, …) and, in a threaded daemon, TLB shootdowns on every core.
+/// A region is locked, guarded at both ends and never unmapped; a free slot is always
+/// zero (it is zeroed when given back).
+final class SmallSecretArena: @unchecked Sendable {
+    // @unchecked: `free` and `regions` are guarded by `mutex`.
+    static let shared = SmallSecretArena()
+    static let slotSize = 64
+    static let regionSize = 65536
+
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var free: [UnsafeMutableRawPointer] = []
+
+    private init() { pthread_mutex_init(mutex, nil) }
+
+    /// A zeroed slot, or nil when no more locked memory can be had.
+    func take() -> UnsafeMutableRawPointer? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        if free.isEmpty {
+            guard let region = sodium_malloc(Self.regionSize) else { return nil }
+            sodium_memzero(region, Self.regionSize)
+            let slots = Self.regionSize / Self.slotSize
+            free.reserveCapacity(free.count + slots)
+            for index in stride(from: slots - 1, through: 0, by: -1) {
+                free.append(region + index * Self.slotSize)
+            }
+        }
+        return free.popLast()
+    }
+
+    func give(_ slot: UnsafeMutableRawPointer) {
+        sodium_memzero(slot, Self.slotSize)
+        pthread_mutex_lock(mutex)
+        free.append(slot)
+        pthread_mutex_unlock(mutex)
     }
 }
