@@ -33,7 +33,7 @@ final class IOSlot: @unchecked Sendable {
     /// (libsodium's AES state only when libsodium does the work.)
     func sealer(_ cipher: BlockCipher, key: SecureBuffer) -> BlockSealer {
         BlockSealer(cipher: cipher, key: key.pointer,
-                    state: LibCrypto.shared == nil ? keyState.mutableBytes.baseAddress : nil)
+                    state: keyState.mutableBytes.baseAddress)
     }
 }
 

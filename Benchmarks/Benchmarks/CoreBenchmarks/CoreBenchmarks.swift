@@ -1,6 +1,6 @@
 // Micro-benchmarks of the core, as the data path uses it: blocks of 4,096 bytes sealed
 // and opened a megabyte (one FUSE request) at a time with a request's sealing context
-// and nonces, by each implementation (OpenSSL's libcrypto when present, libsodium);
+// and nonces (libsodium);
 // a file key unwrapped under each kind of class key; the passcode KDF at the
 // parameters `dpfs init` uses. One iteration of a block benchmark is 1 GiB, so its
 // wall-clock time is the cost per GiB on one core.
@@ -29,15 +29,10 @@ final class RequestBuffers: @unchecked Sendable {
         BlockSealer(cipher: cipher, key: key.pointer, state: precomputed ? state.mutableBytes.baseAddress : nil)
     }
 
-    /// Runs `body` in a session of the chosen implementation, as one request does.
-    func session<R>(_ sealer: BlockSealer, _ backend: Backend, _ body: (BlockSession) -> R) -> R {
-        backend == .libsodium ? sealer.withSodiumSession(body) : sealer.withSession(body)
-    }
-
     /// Seals one request's blocks (what BlockIO.write does between pread and pwrite).
-    func sealRequest(_ sealer: BlockSealer, _ backend: Backend, firstBlock: Int) {
+    func sealRequest(_ sealer: BlockSealer, firstBlock: Int) {
         nonces.fill(nonceArea, count: blocksPerRequest * BlockCipher.nonceFieldSize)
-        session(sealer, backend) { session in
+        sealer.withSession { session in
             for index in 0..<blocksPerRequest {
                 let output = UnsafeMutableRawBufferPointer(rebasing: sealed[(index * cipherBlockSize)..<((index + 1) * cipherBlockSize)])
                 output.baseAddress!.copyMemory(from: nonceArea + index * BlockCipher.nonceFieldSize, byteCount: sealer.cipher.nonceSize)
@@ -51,8 +46,8 @@ final class RequestBuffers: @unchecked Sendable {
     }
 
     /// Opens one request's blocks (what BlockIO.read does after its pread).
-    func openRequest(_ sealer: BlockSealer, _ backend: Backend, firstBlock: Int) -> Bool {
-        session(sealer, backend) { session in
+    func openRequest(_ sealer: BlockSealer, firstBlock: Int) -> Bool {
+        sealer.withSession { session in
             var ok = true
             for index in 0..<blocksPerRequest {
                 ad.2 = UInt64(firstBlock + index).littleEndian
@@ -66,10 +61,6 @@ final class RequestBuffers: @unchecked Sendable {
         }
     }
 }
-
-/// Who computes the cipher: OpenSSL's libcrypto (what the daemon uses when the system
-/// has it) or libsodium (its fallback); both give the same bytes.
-enum Backend: String { case libcrypto, libsodium }
 
 /// A device made the way `dpfs init` makes one, booted and unlocked, in a temporary
 /// directory; the KDF here is the cheapest (this is about unwrapping file keys).
@@ -99,23 +90,19 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .cpuTotal], warmupIterations: 1,
                                            maxDuration: .seconds(10), maxIterations: 5)
 
-    var variants: [(String, BlockCipher, Backend, Bool)] = [
-        ("AES-256-GCM, libsodium", .aes256GCM, .libsodium, true),
-        ("AES-256-GCM, libsodium, key expanded per block", .aes256GCM, .libsodium, false),
-        ("XChaCha20-Poly1305, libsodium", .xchacha20Poly1305, .libsodium, false),
+    let variants: [(String, BlockCipher, Bool)] = [
+        ("AES-256-GCM", .aes256GCM, true),
+        ("AES-256-GCM, key expanded per block", .aes256GCM, false),
+        ("XChaCha20-Poly1305", .xchacha20Poly1305, false),
     ]
-    if LibCrypto.shared != nil {
-        variants = [("AES-256-GCM, libcrypto", .aes256GCM, .libcrypto, false),
-                    ("XChaCha20-Poly1305, libcrypto", .xchacha20Poly1305, .libcrypto, false)] + variants
-    }
-    for (name, cipher, backend, precomputed) in variants {
+    for (name, cipher, precomputed) in variants {
         if cipher == .aes256GCM && !BlockCipher.aes256GCMAvailable { continue }
         Benchmark("Block seal 1 GiB, \(name)") { benchmark in
             let buffers = RequestBuffers()
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
                 let sealer = buffers.sealer(cipher, precomputed: precomputed)
-                for request in 0..<requestsPerGiB { buffers.sealRequest(sealer, backend, firstBlock: request * blocksPerRequest) }
+                for request in 0..<requestsPerGiB { buffers.sealRequest(sealer, firstBlock: request * blocksPerRequest) }
                 sealer.finish()
             }
             benchmark.stopMeasurement()
@@ -123,12 +110,12 @@ let benchmarks: @Sendable () -> Void = {
         Benchmark("Block open 1 GiB, \(name)") { benchmark in
             let buffers = RequestBuffers()
             let sealer = buffers.sealer(cipher, precomputed: precomputed)
-            buffers.sealRequest(sealer, backend, firstBlock: 0)
+            buffers.sealRequest(sealer, firstBlock: 0)
             benchmark.startMeasurement()
             for _ in benchmark.scaledIterations {
                 var ok = true
                 // The same request's blocks each time: block numbers must match the seal.
-                for _ in 0..<requestsPerGiB { ok = buffers.openRequest(sealer, backend, firstBlock: 0) && ok }
+                for _ in 0..<requestsPerGiB { ok = buffers.openRequest(sealer, firstBlock: 0) && ok }
                 precondition(ok, "a sealed block did not open")
             }
             benchmark.stopMeasurement()
