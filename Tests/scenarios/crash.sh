@@ -24,7 +24,7 @@ for seed in $(seq 1 "$SEEDS"); do
     sleep "$(awk -v s="$seed" 'BEGIN { srand(s); printf "%.2f", 0.5 + rand() * 2 }')"
     kill -9 "$pid"
     wait "$load" 2>/dev/null
-    for _ in $(seq 1 150); do grep -qs " $MNT fuse" /proc/mounts || break; sleep 0.1; done
+    for _ in $(seq 1 300); do grep -qs " $MNT fuse" /proc/mounts || break; sleep 0.1; done
     if grep -qs " $MNT fuse" /proc/mounts; then
         fail "seed $seed: the dead daemon's mount was cleaned up (auto_unmount)"
         fusermount3 -uz "$MNT"
