@@ -27,14 +27,19 @@ extension SandboxFileSystem {
         return st.st_mode & S_IFMT
     }
 
-    /// The class of a regular file, read from its header.
-    func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
-        // O_NOATIME: reading the class is not reading the file.
+    /// The header of the regular file at `path` (nil for a zero-length file).
+    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader?, FSErrno> {
+        // O_NOATIME: reading metadata from the header is not reading the file.
         var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME) }
         if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
         defer { close(fd) }
-        switch HeaderIO.read(fd) {
+        return HeaderIO.read(fd)
+    }
+
+    /// The class of a regular file, read from its header.
+    func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
+        switch header(at: path) {
         case .failure(let rc): return .failure(rc)
         case .success(nil): return .success(directoryClass(parentOf: path))
         case .success(let header?):

@@ -30,11 +30,7 @@ extension SandboxFileSystem {
     func attributeBinding(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Result<[UInt8], FSErrno> {
         var binding = Array("dpfs-xattr-1".utf8) + [0]
         if nodeType(path) == S_IFREG {
-            var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME) }
-            if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
-            guard fd >= 0 else { return .failure(FSErrno(-errno)) }
-            defer { close(fd) }
-            switch HeaderIO.read(fd) {
+            switch header(at: path) {
             case .failure(let rc): return .failure(rc)
             case .success(let header?): binding += header.fileID
             case .success(nil): break
