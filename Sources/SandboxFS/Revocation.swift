@@ -17,6 +17,9 @@ extension SandboxFileSystem {
             for path in paths { invalidate(path) }
             invalidated.formUnion(paths)
             file.revokeKey()
+            // A write that finished between the first invalidation and the wipe may have
+            // left a (clean) plaintext page behind: drop the pages once more.
+            for path in paths { invalidate(path) }
             file.readsBlocked.store(false, ordering: .releasing)
         }
         // Closed files may still have pages in the kernel's cache.
