@@ -89,6 +89,7 @@ extension SandboxFileSystem {
         if Self.isSealed(attribute) { return setSealedAttribute(path, name, value, size, flags) }
         let rc = withNodePath(path) { $1 ? CLinux.setxattr($0, name, value, size, flags) : lsetxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
+        if attribute == Self.capabilityAttribute { notePrivilegeGranted() }
         if attribute.hasPrefix("system.posix_acl") { invalidate(String(cString: path)) }
         return 0
     }

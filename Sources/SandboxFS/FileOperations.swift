@@ -126,6 +126,7 @@ extension SandboxFileSystem {
             // Linux truncates on O_TRUNC whatever the access mode (the kernel has
             // checked write permission).
             if fi.pointee.flags & O_TRUNC != 0 {
+                dropPrivileges(file)
                 let rc = file.writing { BlockIO.resize(file, key: file.key, to: 0, pool: pool) }
                 if rc != 0 { files.release(file); return rc }
             }
@@ -208,6 +209,7 @@ extension SandboxFileSystem {
     func write(_ data: UnsafePointer<CChar>, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         guard let handle = Self.handle(fi) else { return -EBADF }
         let file = handle.file
+        dropPrivileges(file)
         return file.writing {
             guard let key = file.key else { return -EPERM }
             let at = handle.append ? file.plainSize : Int(offset)
@@ -220,6 +222,7 @@ extension SandboxFileSystem {
         guard size >= 0 else { return -EINVAL }
         if let handle = Self.handle(fi) {
             let file = handle.file
+            dropPrivileges(file)
             return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
         }
         guard let path else { return -ENOENT }
@@ -230,6 +233,7 @@ extension SandboxFileSystem {
         case .failure(let rc): return rc.value
         case .success(let file):
             defer { files.release(file) }
+            dropPrivileges(file)
             return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
         }
     }

@@ -50,6 +50,8 @@ public final class MountSession {
             fuse_destroy(made)
             throw MountError.mount(mountpoint)
         }
+        // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
+        _ = KernelChannel.install(on: fuse_get_session(made))
         _ = fuse_set_signal_handlers(fuse_get_session(made))
         Self.raiseReadAhead(mountpoint)
     }

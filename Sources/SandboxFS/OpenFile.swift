@@ -27,6 +27,9 @@ final class OpenFile: @unchecked Sendable {
     /// Set while a lock flushes this file: reads are refused so nothing refills the
     /// page cache, writes (the kernel writing back mmap pages) still go through.
     let readsBlocked = Atomic<Bool>(false)
+    /// The privilege epoch at which this file last had nothing a write must remove
+    /// (Privileges.swift); 0: not checked yet.
+    let privilegesCleanAt = Atomic<UInt64>(0)
     private let rwlock: UnsafeMutablePointer<pthread_rwlock_t>
 
     var handles = 0

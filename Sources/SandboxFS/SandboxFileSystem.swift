@@ -20,6 +20,8 @@ public final class SandboxFileSystem: @unchecked Sendable {
     public let controlSocketPath: String
     /// Whether the daemon runs as root and so must give new files the caller's owner.
     let ownsForCallers = geteuid() == 0
+    let daemonUID = geteuid()
+    let daemonGID = getegid()
     var fuse: OpaquePointer?
     /// The orphan directory for libfuse's hidden files, opened on first use (BackingPaths.swift).
     let orphans = Mutex<Int32>(-1)
@@ -29,6 +31,8 @@ public final class SandboxFileSystem: @unchecked Sendable {
     /// each name its own kernel inode, so a change through one name must invalidate
     /// the others' cached attributes (link counts) and pages.
     let linkedPaths = Mutex<[InodeKey: Set<String>]>([:])
+    /// Counts grants of set-ID bits and file capabilities through the mount (Privileges.swift).
+    let privilegeEpoch = Atomic<UInt64>(1)
 
     public init(device: LockStateManager, controlSocketPath: String, logger: Logger) throws {
         let fd = Glibc.open(device.directory.sandboxPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -82,6 +86,9 @@ public final class SandboxFileSystem: @unchecked Sendable {
     /// directory the node keeps the directory's group, which the backing node inherited.
     func takeOwnership(_ path: UnsafePointer<CChar>) {
         guard ownsForCallers, let context = fuse_get_context() else { return }
+        // Made by the daemon's own user and group, the node is the caller's already (in
+        // a setgid directory it has the directory's group, which it keeps either way).
+        if context.pointee.uid == daemonUID && context.pointee.gid == daemonGID { return }
         var parent = stat()
         let setgid = Self.parentPath(path).withCString { parentPath in
             at(parentPath) { fstatat($0, $1, &parent, 0) } == 0 && parent.st_mode & S_ISGID != 0
@@ -171,6 +178,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
     }
 
     func chmod(_ path: UnsafePointer<CChar>?, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        if mode & (S_ISUID | S_ISGID) != 0 { notePrivilegeGranted() }
         if let handle = Self.handle(fi) { return Self.result(fchmod(handle.file.fd, mode)) }
         guard let path else { return -ENOENT }
         return Self.result(at(path) { fchmodat($0, $1, mode, 0) })
@@ -271,10 +279,11 @@ public final class SandboxFileSystem: @unchecked Sendable {
     /// else the default.
     func directoryClass(_ path: UnsafePointer<CChar>) -> ProtectionClass {
         var buffer = [CChar](repeating: 0, count: 64)
-        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
-        guard fd >= 0 else { return device.defaultProtection }
-        defer { close(fd) }
-        let n = fgetxattr(fd, Self.protectionAttribute, &buffer, buffer.count - 1)
+        // One lgetxattr, not open + fgetxattr + close: a create asks this every time.
+        let n = withNodePath(path) { backing, follow in
+            follow ? CLinux.getxattr(backing, Self.protectionAttribute, &buffer, buffer.count - 1)
+                : lgetxattr(backing, Self.protectionAttribute, &buffer, buffer.count - 1)
+        }
         guard n > 0 else { return device.defaultProtection }
         let name = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return ProtectionClass(name: name) ?? device.defaultProtection

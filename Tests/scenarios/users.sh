@@ -25,6 +25,34 @@ check_error "a user cannot chown to another" "Operation not permitted" as 1001 c
 check "root can chown" chown 1002:1002 "$S/a"
 expect_eq "chown took effect" "$(stat -c %u:%g "$S/a")" "1002:1002"
 
+# A write or truncation takes set-ID bits and file capabilities away as on a local
+# filesystem (dpfs does it itself: the kernel asks no security.capability per write).
+privileged() {  # name: a group-writable setuid+setgid executable owned by 1001
+    printf 'x' > "$1" && chown 1001:1003 "$1" && chmod 6775 "$1"
+}
+privileged "$S/p1"
+check "uid 1003 (the group) writes to a setuid file" as 1003 sh -c "echo more >> '$S/p1'"
+expect_eq "the write by another user took both set-ID bits" "$(stat -c %a "$S/p1")" "775"
+privileged "$S/p2"
+check "root writes to a setuid file" sh -c "echo more >> '$S/p2'"
+expect_eq "a write by root keeps them" "$(stat -c %a "$S/p2")" "6775"
+check "then uid 1003 writes to it" as 1003 sh -c "echo again >> '$S/p2'"
+expect_eq "which takes them" "$(stat -c %a "$S/p2")" "775"
+privileged "$S/p3"
+check "uid 1003 truncates a setuid file" as 1003 truncate -s 0 "$S/p3"
+expect_eq "truncation took them" "$(stat -c %a "$S/p3")" "775"
+privileged "$S/p4"
+exec 7>>"$S/p4"
+check "root holds the file open for writing, then sets setuid again" chmod 6775 "$S/p4"
+check "uid 1003 writes through its own descriptor" as 1003 sh -c "echo x >> '$S/p4'"
+expect_eq "the bits set while open are taken too" "$(stat -c %a "$S/p4")" "775"
+exec 7>&-
+printf 'x' > "$S/c1"
+check "a file capability can be set" setcap cap_net_raw+ep "$S/c1"
+expect_eq "and read back" "$(getcap "$S/c1" | grep -c cap_net_raw)" "1"
+check "a write by root" sh -c "echo more >> '$S/c1'"
+expect_eq "takes the capability, as on ext4" "$(getcap "$S/c1")" ""
+
 # Many users at once.
 for uid in 1011 1012 1013 1014; do
     as "$uid" sh -c "for i in \$(seq 1 40); do echo \$i > '$S/u$uid-'\$i; done" &

@@ -1,0 +1,110 @@
+// The session's device I/O, read and written through here for two things libfuse 3.14's
+// high-level API does not give.
+//
+// 1. Asks the kernel to leave set-user-ID, set-group-ID and file-capability removal to the
+// filesystem (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 (Debian 12) cannot ask for.
+// Without it the kernel sends a getxattr of security.capability before a file's first
+// write after any attribute refresh and before every chown: one round trip each (a
+// random 4 KiB write was two), for an attribute no sandbox file carries. With it the
+// kernel marks the mount SB_NOSEC and the filesystem drops those privileges itself
+// (Privileges.swift).
+//
+// libfuse builds its INIT reply from the capabilities it knows, so the flag is added on
+// the way out: the two functions below note the INIT request's id and whether the
+// kernel offers the flag, and set the flag in that one reply.
+//
+// 2. The kernel node of the request a worker thread is serving (libfuse's loop reads a
+// request and serves it on the same thread), so a handler can tell the kernel that
+// node's attributes changed. fuse_invalidate_path would also drop cached pages, which
+// waits for the pages a write in progress holds: from inside that write, a deadlock.
+import CFuse
+import Glibc
+import Synchronization
+
+enum KernelChannel {
+    // From the FUSE ABI (linux/fuse.h): opcode and unique of fuse_in_header, flags of
+    // fuse_init_in after it; error and unique of fuse_out_header, flags of fuse_init_out.
+    private static let inHeaderSize = 40
+    private static let opcodeOffset = 4
+    private static let uniqueOffset = 8
+    private static let nodeOffset = 16
+    private static let initOpcode: UInt32 = 26
+    private static let initInFlagsOffset = 12
+    private static let outErrorOffset = 4
+    private static let initOutFlagsOffset = 12
+    static let handleKillPrivV2: UInt32 = 1 << 28
+
+    /// The INIT request's id while its reply is due; 0 before INIT, `settled` after.
+    private static let pendingInit = Atomic<UInt64>(0)
+    private static let settled = UInt64.max
+    /// Whether the kernel took the flag: only then must the filesystem drop privileges.
+    static let negotiated = Atomic<Bool>(false)
+
+    /// The session, for notifications; set once by `install`, before the loop starts.
+    nonisolated(unsafe) private static var session: OpaquePointer?
+    /// Per worker thread: the node id of the request being served.
+    private static let currentNode: pthread_key_t? = {
+        var key = pthread_key_t()
+        return pthread_key_create(&key, nil) == 0 ? key : nil
+    }()
+
+    /// Routes the session's device reads and replies through here; call after
+    /// fuse_mount and before the loop. False if libfuse refused (nothing changes then).
+    static func install(on session: OpaquePointer) -> Bool {
+        Self.session = session
+        _ = currentNode
+        var io = fuse_custom_io()
+        io.read = { fd, buffer, length, _ in
+            let n = Glibc.read(fd, buffer, length)
+            if n >= KernelChannel.inHeaderSize, let buffer {
+                let request = UnsafeRawPointer(buffer)
+                if let key = KernelChannel.currentNode {
+                    let node = request.loadUnaligned(fromByteOffset: KernelChannel.nodeOffset, as: UInt64.self)
+                    pthread_setspecific(key, UnsafeRawPointer(bitPattern: UInt(node)))
+                }
+                if n >= KernelChannel.inHeaderSize + 16, KernelChannel.pendingInit.load(ordering: .relaxed) == 0 {
+                    KernelChannel.noteRequest(request)
+                }
+            }
+            return n
+        }
+        io.writev = { fd, iov, count, _ in
+            if let iov, count >= 2, KernelChannel.pendingInit.load(ordering: .relaxed) != KernelChannel.settled {
+                KernelChannel.amendReply(iov)
+            }
+            return Glibc.writev(fd, iov, count)
+        }
+        return fuse_session_custom_io(session, &io, fuse_session_fd(session)) == 0
+    }
+
+    /// Tells the kernel to fetch the attributes of the node the calling request is about
+    /// before it uses them again (its cached pages stay). Safe inside any handler.
+    static func attributesChanged() {
+        guard let session, let key = currentNode else { return }
+        let node = UInt64(UInt(bitPattern: pthread_getspecific(key)))
+        guard node != 0 else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, node, -1, 0)
+    }
+
+    private static func noteRequest(_ request: UnsafeRawPointer) {
+        guard request.loadUnaligned(fromByteOffset: opcodeOffset, as: UInt32.self) == initOpcode else { return }
+        let offered = request.loadUnaligned(fromByteOffset: inHeaderSize + initInFlagsOffset, as: UInt32.self)
+        guard offered & handleKillPrivV2 != 0 else {
+            pendingInit.store(settled, ordering: .relaxed)
+            return
+        }
+        pendingInit.store(request.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self), ordering: .relaxed)
+    }
+
+    private static func amendReply(_ iov: UnsafeMutablePointer<iovec>) {
+        let pending = pendingInit.load(ordering: .relaxed)
+        guard pending != 0, let header = iov[0].iov_base, iov[0].iov_len >= 16,
+              header.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self) == pending else { return }
+        pendingInit.store(settled, ordering: .relaxed)
+        guard header.loadUnaligned(fromByteOffset: outErrorOffset, as: Int32.self) == 0,
+              let reply = iov[1].iov_base, iov[1].iov_len >= initOutFlagsOffset + 4 else { return }
+        let flags = reply.loadUnaligned(fromByteOffset: initOutFlagsOffset, as: UInt32.self)
+        reply.storeBytes(of: flags | handleKillPrivV2, toByteOffset: initOutFlagsOffset, as: UInt32.self)
+        negotiated.store(true, ordering: .releasing)
+    }
+}

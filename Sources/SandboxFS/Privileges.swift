@@ -1,0 +1,46 @@
+// What a write or a truncation takes from a file, as a local filesystem does: the
+// set-user-ID bit, and set-group-ID when the group may execute, unless the caller has
+// CAP_FSETID (here: is root, the kernel does not say more); and a file capability
+// (security.capability) whoever writes. The kernel leaves this to us once the
+// handshake (KernelChannel.swift) has taken FUSE_HANDLE_KILLPRIV_V2.
+//
+// A file is checked once per open entry and again only after something through the
+// mount could have given it such a privilege (a chmod adding set-ID bits, a setxattr of
+// security.capability): `privilegeEpoch` counts those, each entry keeps the epoch it
+// last found clean, so an ordinary write costs one atomic load.
+import CFuse
+import Glibc
+import Synchronization
+
+extension SandboxFileSystem {
+    static let capabilityAttribute = "security.capability"
+
+    /// Notes that a file may have gained a privilege a write must remove.
+    func notePrivilegeGranted() {
+        privilegeEpoch.add(1, ordering: .releasing)
+    }
+
+    /// Drops what a write or truncation by the calling process removes from `file`.
+    func dropPrivileges(_ file: OpenFile) {
+        guard KernelChannel.negotiated.load(ordering: .relaxed) else { return }
+        let epoch = privilegeEpoch.load(ordering: .acquiring)
+        if file.privilegesCleanAt.load(ordering: .relaxed) == epoch { return }
+        var st = stat()
+        guard fstat(file.fd, &st) == 0 else { return }
+        var kill = st.st_mode & S_ISUID
+        if st.st_mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP { kill |= S_ISGID }
+        var clean = true
+        if kill != 0 {
+            let privileged = fuse_get_context().map { $0.pointee.uid == 0 } ?? true
+            if privileged {
+                clean = false  // kept for root, checked again for the next writer
+            } else if fchmod(file.fd, st.st_mode & 0o7777 & ~kill) == 0 {
+                KernelChannel.attributesChanged()  // the kernel would show the old mode until its attributes expire
+            } else {
+                clean = false
+            }
+        }
+        if fremovexattr(file.fd, Self.capabilityAttribute) != 0 && errno != ENODATA && errno != EOPNOTSUPP { clean = false }
+        if clean { file.privilegesCleanAt.store(epoch, ordering: .relaxed) }
+    }
+}
