@@ -58,6 +58,7 @@ func makeOperations() -> fuse_operations {
         guard let bufv else { return -EINVAL }
         return fs().writeBuffer(bufv, offset, fi)
     }
+    ops.access = { path, mask in path.map { fs().access($0, mask) } ?? -EINVAL }
     ops.statfs = { _, st in st.map { fs().statfs($0) } ?? -EINVAL }
     // No flush: libfuse answers FLUSH with ENOSYS and the kernel stops sending it, one
     // round trip less per close (there is nothing to flush: writes go straight through).

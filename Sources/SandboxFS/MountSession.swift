@@ -29,7 +29,8 @@ public final class MountSession {
         self.fileSystem = fileSystem
         self.mountpoint = mountpoint
         let device = fileSystem.device.directory.root
-        var all = ["default_permissions", "fsname=dpfs:\(device)", "subtype=dpfs"]
+        var all = ["fsname=dpfs:\(device)", "subtype=dpfs"]
+        if Self.needsKernelPermissionChecks(options) { all.append("default_permissions") }
         if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
             all.append("auto_unmount")  // a killed daemon leaves no dead mount behind
         }
@@ -54,6 +55,18 @@ public final class MountSession {
         _ = KernelChannel.install(on: fuse_get_session(made))
         _ = fuse_set_signal_handlers(fuse_get_session(made))
         Self.raiseReadAhead(mountpoint)
+    }
+
+    /// Whether the kernel must check permissions (default_permissions). Only processes
+    /// of the mount's owner reach a mount without allow_other or allow_root; when that
+    /// owner is root, the kernel's checks are the ones root passes anyway (the daemon,
+    /// as root, meets the same on the backing files), but each costs a round trip: a
+    /// directory's attributes go stale at every create or unlink in it, and the next
+    /// check fetches them again. Executing a file without an x bit is still refused by
+    /// the kernel, and access(2) is answered for root (SandboxFileSystem.access).
+    static func needsKernelPermissionChecks(_ options: [String]) -> Bool {
+        let given = options.flatMap { $0.split(separator: ",") }
+        return geteuid() != 0 || given.contains { $0 == "allow_other" || $0 == "allow_root" || $0 == "default_permissions" }
     }
 
     /// Read-ahead of the mount, in KiB. The kernel starts a FUSE mount at 128 KiB

@@ -218,6 +218,12 @@ public final class SandboxFileSystem: @unchecked Sendable {
         for other in others { invalidate(other) }
     }
 
+    /// access(2) and chdir on a mount without default_permissions (MountSession): the
+    /// answer the backing node gives the daemon, which is root, as the caller is.
+    func access(_ path: UnsafePointer<CChar>, _ mask: Int32) -> Int32 {
+        Self.result(at(path) { faccessat($0, $1, mask, AT_EACCESS) })
+    }
+
     func statfs(_ st: UnsafeMutablePointer<statvfs>) -> Int32 {
         Self.result(fstatvfs(rootFD, st))
     }

@@ -238,6 +238,14 @@ documented "chattr / lsattr flags are not supported" 'echo 1 > f && lsattr f >/d
 same "ln of a directory is EPERM" 'mkdir d && ln d e; echo $?'
 
 # ---------------------------------------------------------------- attributes
+# A root-only mount leaves out default_permissions (MountSession): root must still get
+# exactly what it gets on ext4: access(2) answers, no exec without an x bit, reads and
+# writes of files whose mode forbids them, a search of a 000 directory.
+same "what root may do, asked with access(2) and done" 'echo "#!/bin/sh
+echo ran" > s && cp s x && chmod 644 s && chmod 100 x && echo 1 > r && chmod 000 r && mkdir d && echo in > d/f && chmod 000 d
+for f in s x r d d/f; do printf "%s" "$f:"; for t in -r -w -x; do test $t "$f" && printf " %s" "$t"; done; echo; done
+./s; echo "exec 644: $?"; ./x; echo "exec 100: $?"; cat r; echo more >> r && cat r; cat d/f; ls d
+py "import os; print([os.access(n, m) for n in (\"s\", \"x\", \"r\", \"d\") for m in (os.R_OK, os.W_OK, os.X_OK)])"'
 same "chmod" 'echo 1 > f && for m in 0 400 644 755 1777 2755 4755 7777; do chmod $m f && stat -c %a f; done; mkdir d && chmod 1777 d && stat -c %a d'
 same "chown (root)" 'echo 1 > f && chown 1234:5678 f && stat -c "%u %g" f && chown :99 f && stat -c "%u %g" f && ln -s f l && chown -h 7:8 l && stat -c "%u %g" l f'
 same "chown clears setuid" 'echo 1 > f && chmod 6755 f && chown 1:1 f && stat -c %a f'

@@ -10,6 +10,8 @@ S="$MNT/Documents/shared"
 mkdir "$S" && chmod 1777 "$S"
 chmod 755 "$WORK" "$MNT"
 as() { local uid=$1; shift; setpriv --reuid="$uid" --regid="$uid" --clear-groups "$@"; }
+expect_eq "a mount other users reach has the kernel check permissions" \
+    "$(findmnt -no OPTIONS "$MNT" | tr , '\n' | grep -cx default_permissions)" "1"
 
 check "uid 1001 creates a file" as 1001 sh -c "echo mine > '$S/a'"
 expect_eq "it belongs to 1001:1001" "$(stat -c %u:%g "$S/a")" "1001:1001"
