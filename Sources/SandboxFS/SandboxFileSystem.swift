@@ -33,6 +33,8 @@ public final class SandboxFileSystem: @unchecked Sendable {
     let linkedPaths = Mutex<[InodeKey: Set<String>]>([:])
     /// Counts grants of set-ID bits and file capabilities through the mount (Privileges.swift).
     let privilegeEpoch = Atomic<UInt64>(1)
+    /// Frees removed files off the request's path (NodeReaper.swift), once started.
+    let reaper = Mutex<NodeReaper?>(nil)
 
     public init(device: LockStateManager, controlSocketPath: String, logger: Logger) throws {
         let fd = Glibc.open(device.directory.sandboxPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -133,11 +135,26 @@ public final class SandboxFileSystem: @unchecked Sendable {
     func unlink(_ path: UnsafePointer<CChar>) -> Int32 {
         if Self.isReservedName(path) { return removeOrphan(path) }
         var st = stat()
-        let linked = at(path) { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) } == 0
-            && st.st_nlink > 1 && st.st_mode & S_IFMT == S_IFREG
+        guard at(path, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return -errno }
+        let type = st.st_mode & S_IFMT
+        // A last link is freed by the reapers; a directory gets unlinkat's EISDIR.
+        if st.st_nlink == 1 && type != S_IFDIR, let reaper = nodeReaper(), at(path, { reaper.remove($0, $1) }) {
+            return 0
+        }
         guard at(path, { unlinkat($0, $1, 0) }) == 0 else { return -errno }
-        if linked { linkCountChanged(st, except: String(cString: path), removed: true) }
+        if st.st_nlink > 1 && type == S_IFREG { linkCountChanged(st, except: String(cString: path), removed: true) }
         return 0
+    }
+
+    /// The reapers of removed files, started at the first unlink (NodeReaper.swift).
+    func nodeReaper() -> NodeReaper? {
+        reaper.withLock { reaper in
+            if let reaper { return reaper }
+            let orphans = orphanDirectory()
+            guard orphans >= 0 else { return nil }
+            reaper = NodeReaper(orphans: orphans)
+            return reaper
+        }
     }
 
     func rmdir(_ path: UnsafePointer<CChar>) -> Int32 {
