@@ -37,6 +37,14 @@ static inline int dpfs_scrub_freed_memory(void) {
     return mallopt(M_PERTURB, 0xa5);
 }
 
+/// Has every thread allocate from a few shared malloc arenas instead of one each:
+/// each libfuse worker frees a 1 MiB reply buffer per read, and a per-thread arena
+/// keeps what its thread freed (after a sequential read of 1 GiB the daemon kept 66 MiB
+/// with an arena per thread, 57 MiB with two).
+static inline int dpfs_share_malloc_arenas(int arenas) {
+    return mallopt(M_ARENA_MAX, arenas);
+}
+
 static inline int dpfs_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }

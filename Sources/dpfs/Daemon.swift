@@ -24,6 +24,7 @@ struct Daemon {
         // Keys live in this process: no core dumps, no ptrace by other users.
         _ = dpfs_set_not_dumpable()
         _ = dpfs_scrub_freed_memory()
+        _ = dpfs_share_malloc_arenas(2)
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         do {
             let lockFD = try directory.takeMountLock()
