@@ -245,6 +245,7 @@ extension SandboxFileSystem {
 
     func fallocate(_ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         guard let handle = Self.handle(fi) else { return -EBADF }
+        dropPrivileges(handle.file)
         let keepSize: Int32 = 0x01  // FALLOC_FL_KEEP_SIZE
         let punchHole: Int32 = 0x02  // FALLOC_FL_PUNCH_HOLE
         let zeroRange: Int32 = 0x10  // FALLOC_FL_ZERO_RANGE

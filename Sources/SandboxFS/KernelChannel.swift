@@ -13,9 +13,11 @@
 // the way out: the two functions below note the INIT request's id and whether the
 // kernel offers the flag, and set the flag in that one reply.
 //
-// 2. The kernel node of the request a worker thread is serving (libfuse's loop reads a
-// request and serves it on the same thread), so a handler can tell the kernel that
-// node's attributes changed. fuse_invalidate_path would also drop cached pages, which
+// 2. About the request a worker thread is serving (libfuse's loop reads a request and
+// serves it on the same thread): its kernel node, so a handler can tell the kernel
+// that node's attributes changed; and whether the kernel asks for set-ID bits to go
+// (it sets that flag when the caller lacks CAP_FSETID, which the high-level API does
+// not pass on). fuse_invalidate_path would also drop cached pages, which
 // waits for the pages a write in progress holds: from inside that write, a deadlock.
 import CFuse
 import Glibc
@@ -28,6 +30,9 @@ enum KernelChannel {
     private static let opcodeOffset = 4
     private static let uniqueOffset = 8
     private static let nodeOffset = 16
+    private static let writeOpcode: UInt32 = 16, writeFlagsOffset = 20, writeKillsSetID: UInt32 = 1 << 2
+    private static let setattrOpcode: UInt32 = 4, setattrValidOffset = 0, setattrKillsSetID: UInt32 = 1 << 11
+    private static let openOpcode: UInt32 = 14, openFlagsOffset = 4, openKillsSetID: UInt32 = 1 << 0
     private static let initOpcode: UInt32 = 26
     private static let initInFlagsOffset = 12
     private static let outErrorOffset = 4
@@ -43,25 +48,27 @@ enum KernelChannel {
     /// The session, for notifications; set once by `install`, before the loop starts.
     nonisolated(unsafe) private static var session: OpaquePointer?
     /// Per worker thread: the node id of the request being served.
-    private static let currentNode: pthread_key_t? = {
+    private static let currentNode = makeKey()
+    /// Per worker thread: 1 if the request asks for set-ID bits to go, 2 if it says
+    /// they stay, nil if it says nothing either way.
+    private static let currentKillsSetID = makeKey()
+
+    private static func makeKey() -> pthread_key_t? {
         var key = pthread_key_t()
         return pthread_key_create(&key, nil) == 0 ? key : nil
-    }()
+    }
 
     /// Routes the session's device reads and replies through here; call after
     /// fuse_mount and before the loop. False if libfuse refused (nothing changes then).
     static func install(on session: OpaquePointer) -> Bool {
         Self.session = session
-        _ = currentNode
+        _ = (currentNode, currentKillsSetID)
         var io = fuse_custom_io()
         io.read = { fd, buffer, length, _ in
             let n = Glibc.read(fd, buffer, length)
             if n >= KernelChannel.inHeaderSize, let buffer {
                 let request = UnsafeRawPointer(buffer)
-                if let key = KernelChannel.currentNode {
-                    let node = request.loadUnaligned(fromByteOffset: KernelChannel.nodeOffset, as: UInt64.self)
-                    pthread_setspecific(key, UnsafeRawPointer(bitPattern: UInt(node)))
-                }
+                KernelChannel.noteServing(request, length: n)
                 if n >= KernelChannel.inHeaderSize + 16, KernelChannel.pendingInit.load(ordering: .relaxed) == 0 {
                     KernelChannel.noteRequest(request)
                 }
@@ -75,6 +82,34 @@ enum KernelChannel {
             return Glibc.writev(fd, iov, count)
         }
         return fuse_session_custom_io(session, &io, fuse_session_fd(session)) == 0
+    }
+
+    private static func noteServing(_ request: UnsafeRawPointer, length: Int) {
+        if let key = currentNode {
+            let node = request.loadUnaligned(fromByteOffset: nodeOffset, as: UInt64.self)
+            pthread_setspecific(key, UnsafeRawPointer(bitPattern: UInt(node)))
+        }
+        guard let key = currentKillsSetID else { return }
+        func flag(_ offset: Int, _ bit: UInt32) -> UInt {
+            guard length >= inHeaderSize + offset + 4 else { return 0 }
+            return request.loadUnaligned(fromByteOffset: inHeaderSize + offset, as: UInt32.self) & bit != 0 ? 1 : 2
+        }
+        let verdict: UInt
+        switch request.loadUnaligned(fromByteOffset: opcodeOffset, as: UInt32.self) {
+        case writeOpcode: verdict = flag(writeFlagsOffset, writeKillsSetID)
+        case setattrOpcode: verdict = flag(setattrValidOffset, setattrKillsSetID)
+        case openOpcode: verdict = flag(openFlagsOffset, openKillsSetID)
+        default: verdict = 0
+        }
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: verdict))
+    }
+
+    /// Whether the request being served takes set-ID bits away: as the kernel said, or,
+    /// for a request that says nothing (fallocate), unless the caller is root.
+    static func requestDropsPrivileges() -> Bool {
+        let said = currentKillsSetID.map { UInt(bitPattern: pthread_getspecific($0)) } ?? 0
+        if said != 0 { return said == 1 }
+        return fuse_get_context().map { $0.pointee.uid != 0 } ?? false
     }
 
     /// Tells the kernel to fetch the attributes of the node the calling request is about

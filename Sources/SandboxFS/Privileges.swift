@@ -1,7 +1,7 @@
-// What a write or a truncation takes from a file, as a local filesystem does: the
-// set-user-ID bit, and set-group-ID when the group may execute, unless the caller has
-// CAP_FSETID (here: is root, the kernel does not say more); and a file capability
-// (security.capability) whoever writes. The kernel leaves this to us once the
+// What a write, a truncation or an fallocate takes from a file, as a local filesystem
+// does: the set-user-ID bit, and set-group-ID when the group may execute, unless the
+// caller has CAP_FSETID (the kernel says so in the request, KernelChannel.swift); and
+// a file capability (security.capability) whoever writes. The kernel leaves this to us once the
 // handshake (KernelChannel.swift) has taken FUSE_HANDLE_KILLPRIV_V2.
 //
 // A file is checked once per open entry and again only after something through the
@@ -9,6 +9,7 @@
 // security.capability): `privilegeEpoch` counts those, each entry keeps the epoch it
 // last found clean, so an ordinary write costs one atomic load.
 import CFuse
+import Foundation
 import Glibc
 import Synchronization
 
@@ -31,11 +32,16 @@ extension SandboxFileSystem {
         if st.st_mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP { kill |= S_ISGID }
         var clean = true
         if kill != 0 {
-            let privileged = fuse_get_context().map { $0.pointee.uid == 0 } ?? true
-            if privileged {
-                clean = false  // kept for root, checked again for the next writer
+            if !KernelChannel.requestDropsPrivileges() {
+                clean = false  // kept for this caller, checked again for the next writer
             } else if fchmod(file.fd, st.st_mode & 0o7777 & ~kill) == 0 {
-                KernelChannel.attributesChanged()  // the kernel would show the old mode until its attributes expire
+                // The kernel would show the old mode until its attributes expire, under
+                // this name and (each is a kernel inode of its own) under the others.
+                KernelChannel.attributesChanged()
+                if st.st_nlink > 1 {
+                    let inode = file.inode
+                    DispatchQueue.global().async { [self] in linkChanged(inode, except: "", removed: false) }
+                }
             } else {
                 clean = false
             }

@@ -157,6 +157,11 @@ public final class SandboxFileSystem: @unchecked Sendable {
         }
     }
 
+    /// Unlinks the removed files the reapers have not reached yet (at unmount).
+    func finishRemovals() {
+        reaper.withLock { $0 }?.drain()
+    }
+
     func rmdir(_ path: UnsafePointer<CChar>) -> Int32 {
         Self.result(at(path) { unlinkat($0, $1, AT_REMOVEDIR) })
     }
@@ -195,10 +200,16 @@ public final class SandboxFileSystem: @unchecked Sendable {
     }
 
     func chmod(_ path: UnsafePointer<CChar>?, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        if mode & (S_ISUID | S_ISGID) != 0 { notePrivilegeGranted() }
-        if let handle = Self.handle(fi) { return Self.result(fchmod(handle.file.fd, mode)) }
-        guard let path else { return -ENOENT }
-        return Self.result(at(path) { fchmodat($0, $1, mode, 0) })
+        let rc: Int32
+        if let handle = Self.handle(fi) {
+            rc = Self.result(fchmod(handle.file.fd, mode))
+        } else {
+            guard let path else { return -ENOENT }
+            rc = Self.result(at(path) { fchmodat($0, $1, mode, 0) })
+        }
+        // After the change: a writer that checked before it must not count as clean.
+        if rc == 0 && mode & (S_ISUID | S_ISGID) != 0 { notePrivilegeGranted() }
+        return rc
     }
 
     func chown(_ path: UnsafePointer<CChar>?, _ uid: uid_t, _ gid: gid_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
@@ -227,7 +238,10 @@ public final class SandboxFileSystem: @unchecked Sendable {
     /// After a link or unlink of a multiply linked file: drops the cached attributes
     /// (and pages) of its other known names, so their link counts read true at once.
     func linkCountChanged(_ st: stat, except path: String, removed: Bool) {
-        let inode = InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        linkChanged(InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)), except: path, removed: removed)
+    }
+
+    func linkChanged(_ inode: InodeKey, except path: String, removed: Bool) {
         let others = linkedPaths.withLock { table -> Set<String> in
             if removed { table[inode]?.remove(path) }
             return (table[inode] ?? []).subtracting([path])
