@@ -66,7 +66,8 @@ public final class MountSession {
     /// the kernel, and access(2) is answered for root (SandboxFileSystem.access).
     static func needsKernelPermissionChecks(_ options: [String]) -> Bool {
         let given = options.flatMap { $0.split(separator: ",") }
-        return geteuid() != 0 || given.contains { $0 == "allow_other" || $0 == "allow_root" || $0 == "default_permissions" }
+        // libfuse makes the mount's owner the real user (getuid), not the effective one.
+        return getuid() != 0 || given.contains { $0 == "allow_other" || $0 == "allow_root" || $0 == "default_permissions" }
     }
 
     /// Read-ahead of the mount, in KiB. The kernel starts a FUSE mount at 128 KiB
@@ -117,6 +118,7 @@ public final class MountSession {
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
         let rc = dpfs_fuse_loop_mt(fuse, 16)
+        fileSystem.finishRemovals()
         fuse_remove_signal_handlers(fuse_get_session(fuse))
         fuse_unmount(fuse)
         fuse_destroy(fuse)

@@ -7,8 +7,9 @@
 // there, several at a time. (Holding the file open across the unlinkat instead would
 // keep its dentry under the directory, and the rmdir that follows would spin until
 // the reapers caught up.) At most `backlog` files wait: beyond that a remover waits
-// for a slot, so the space comes back within milliseconds of the rm. A file left
-// there by a crash goes when the next mount clears the orphan directory.
+// for a slot, so the space comes back within milliseconds of the rm. Unmounting
+// unlinks whatever still waits; a file left there by a crash goes when the next
+// mount clears the orphan directory.
 import CLinux
 import Foundation
 import Glibc
@@ -54,8 +55,19 @@ final class NodeReaper: Sendable {
     private func loop() {
         while true {
             queued.wait()
-            if let name = pending.withLock({ $0.popLast() }) { unlinkat(orphans, name, 0) }
+            let name = pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            if let name { unlinkat(orphans, name, 0) }
             slots.signal()
         }
+    }
+
+    /// Unlinks every file still waiting, on the calling thread: at unmount, so that
+    /// nothing removed outlives the mount.
+    func drain() {
+        let names = pending.withLock { names in
+            defer { names.removeAll() }
+            return names
+        }
+        for name in names { unlinkat(orphans, name, 0) }
     }
 }

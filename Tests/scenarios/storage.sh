@@ -83,6 +83,16 @@ check_error "swapped headers read as EIO" "Input/output error" cat "$D/victim.tx
 
 expect_eq "the daemon keeps serving other files" "$(head -1 "$D/none.txt")" "$MARKER none line 1"
 
+# Unmounting right after an rm -rf leaves no removed file waiting in the device.
+mkdir "$D/gone"
+for i in $(seq 1 300); do echo "$i" > "$D/gone/f$i"; done
+rm -rf "$D/gone"
+"$DPFS" unmount "$MNT"
+expect_eq "an unmount right after an rm -rf leaves no removed file behind" \
+    "$(find "$DEV/sandbox/.fuse_hidden-orphans" -name 'reaped-*' 2>/dev/null | wc -l)" "0"
+check "mounts again" "$DPFS" mount "$DEV" "$MNT"
+unlock_device
+
 # The keybag: an older copy put back, or an edited one, is refused at mount.
 cp "$DEV/keybag.json" "$WORK/keybag.old"
 printf 'other\n' > "$WORK/new-pass"
