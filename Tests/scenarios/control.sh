@@ -66,7 +66,16 @@ try:
     s.sendall(b'DPFC' + struct.pack('>HHII', 1, 0, len(body), 0) + body)
 except BrokenPipeError:
     pass  # the daemon answers and hangs up at once
-print(s.recv(4096)[16:].decode(errors='replace'))" 2>&1)
+reply = b''
+while True:  # the header and the body may come in separate reads
+    try:
+        chunk = s.recv(4096)
+    except ConnectionResetError:
+        break
+    if not chunk:
+        break
+    reply += chunk
+print(reply[16:].decode(errors='replace'))" 2>&1)
 chmod 600 "$SOCK"; chmod 700 "$(dirname "$SOCK")"
 case "$out" in *"permission denied"*) pass "another uid is refused by the peer check" ;;
                *) fail "another uid is refused by the peer check" "$out" ;; esac
