@@ -1,8 +1,8 @@
 // What a write, a truncation or an fallocate takes from a file, as a local filesystem
 // does: the set-user-ID bit, and set-group-ID when the group may execute, unless the
-// caller has CAP_FSETID (the kernel says so in the request, KernelChannel.swift); and
-// a file capability (security.capability) whoever writes. The kernel leaves this to us once the
-// handshake (KernelChannel.swift) has taken FUSE_HANDLE_KILLPRIV_V2.
+// caller has CAP_FSETID; and a file capability (security.capability) whoever writes.
+// The kernel leaves this to us once the handshake has taken FUSE_HANDLE_KILLPRIV_V2,
+// and says in each request whether the caller has CAP_FSETID (KernelChannel.swift).
 //
 // A file is checked once per open entry and again only after something through the
 // mount could have given it such a privilege (a chmod adding set-ID bits, a setxattr of
@@ -21,7 +21,7 @@ extension SandboxFileSystem {
         privilegeEpoch.add(1, ordering: .releasing)
     }
 
-    /// Drops what a write or truncation by the calling process removes from `file`.
+    /// Drops what a write, truncation or fallocate by the calling process removes from `file`.
     func dropPrivileges(_ file: OpenFile) {
         guard KernelChannel.negotiated.load(ordering: .relaxed) else { return }
         let epoch = privilegeEpoch.load(ordering: .acquiring)

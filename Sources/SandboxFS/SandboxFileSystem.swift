@@ -19,9 +19,9 @@ public final class SandboxFileSystem: @unchecked Sendable {
     let logger: Logger
     public let controlSocketPath: String
     /// Whether the daemon runs as root and so must give new files the caller's owner.
-    let ownsForCallers = geteuid() == 0
     let daemonUID = geteuid()
     let daemonGID = getegid()
+    var ownsForCallers: Bool { daemonUID == 0 }
     var fuse: OpaquePointer?
     /// The orphan directory for libfuse's hidden files, opened on first use (BackingPaths.swift).
     let orphans = Mutex<Int32>(-1)
