@@ -159,16 +159,7 @@ extension SandboxFileSystem {
     func sweepOrphans() {
         let orphans = orphanDirectory()
         guard orphans >= 0 else { return }
-        let listing = openat(orphans, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard listing >= 0, let stream = fdopendir(listing) else { if listing >= 0 { close(listing) }; return }
-        var names: [String] = []
-        while let entry = Glibc.readdir(stream) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        closedir(stream)
+        guard let names = Self.entryNames(of: orphans) else { return }
         let now = Self.monotonicNow()
         let remaining = idleOrphans.withLock { idle -> Int in
             var left = 0
@@ -207,7 +198,19 @@ extension SandboxFileSystem {
     /// unlinked while open when the daemon stopped), then the directory itself.
     func removeStaleOrphans() {
         let fd = openat(rootFD, Self.orphanDirectoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0, let stream = fdopendir(fd) else { if fd >= 0 { close(fd) }; return }
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        for name in Self.entryNames(of: fd) ?? [] { unlinkat(fd, name, 0) }
+        unlinkat(rootFD, Self.orphanDirectoryName, AT_REMOVEDIR)
+    }
+
+    /// The names in the directory open as `directory` (without "." and ".."), read
+    /// through a descriptor of its own so `directory` stays open; nil if unreadable.
+    static func entryNames(of directory: Int32) -> [String]? {
+        let listing = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard listing >= 0 else { return nil }
+        guard let stream = fdopendir(listing) else { close(listing); return nil }
+        defer { closedir(stream) }
         var names: [String] = []
         while let entry = Glibc.readdir(stream) {
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
@@ -215,9 +218,7 @@ extension SandboxFileSystem {
             }
             if name != "." && name != ".." { names.append(name) }
         }
-        for name in names { unlinkat(dirfd(stream), name, 0) }
-        closedir(stream)
-        unlinkat(rootFD, Self.orphanDirectoryName, AT_REMOVEDIR)
+        return names
     }
 
     /// The FUSE path of the directory holding `path` ("/" for top-level names).
