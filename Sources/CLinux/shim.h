@@ -45,6 +45,15 @@ static inline int dpfs_share_malloc_arenas(int arenas) {
     return mallopt(M_ARENA_MAX, arenas);
 }
 
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+/// An unnamed regular file in directory `dirfd` (O_TMPFILE): a new file gets its
+/// header before it has a name, so no reader ever meets a file without one.
+static inline int dpfs_open_tmpfile(int dirfd, const char *directory, mode_t mode) {
+    return openat(dirfd, directory, __O_TMPFILE | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode);
+}
+
 static inline int dpfs_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }

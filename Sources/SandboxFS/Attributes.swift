@@ -27,22 +27,21 @@ extension SandboxFileSystem {
         return st.st_mode & S_IFMT
     }
 
-    /// The header of the regular file at `path` (nil for a zero-length file).
-    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader?, FSErrno> {
+    /// The authenticated header of the regular file at `path`.
+    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader, FSErrno> {
         // O_NOATIME: reading metadata from the header is not reading the file.
         var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME) }
         if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
         defer { close(fd) }
-        return HeaderIO.read(fd)
+        return HeaderIO.read(fd, metadataKey: device.metadataKey)
     }
 
     /// The class of a regular file, read from its header.
     func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
         switch header(at: path) {
         case .failure(let rc): return .failure(rc)
-        case .success(nil): return .success(directoryClass(parentOf: path))
-        case .success(let header?):
+        case .success(let header):
             guard let slot = header.current else { return .failure(FSErrno(-EIO)) }
             return .success(slot.protectionClass)
         }
@@ -57,7 +56,11 @@ extension SandboxFileSystem {
         if attribute == Self.protectionAttribute {
             switch nodeType(path) {
             case nil: return -errno
-            case S_IFDIR: return Self.reply(directoryClass(path).name, value, size)
+            case S_IFDIR:
+                switch directoryClass(path) {
+                case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
+                case .failure(let rc): return rc.value
+                }
             case S_IFREG:
                 switch fileClass(path) {
                 case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
@@ -120,12 +123,16 @@ extension SandboxFileSystem {
     func removexattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Int32 {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
-            // A directory falls back to the sandbox default. A file always has a class:
+            // A directory goes back to the sandbox default. A file always has a class:
             // removing the attribute gives it the class its directory passes on (so
             // rsync -X and cp --preserve=xattr from a filesystem without it work).
             switch nodeType(path) {
-            case S_IFDIR: break
-            case S_IFREG: return setFileClass(path, directoryClass(parentOf: path))
+            case S_IFDIR: return setDirectoryClass(path, device.defaultProtection)
+            case S_IFREG:
+                switch directoryClass(parentOf: path) {
+                case .success(let inherited): return setFileClass(path, inherited)
+                case .failure(let rc): return rc.value
+                }
             default: return -ENODATA
             }
         } else if attribute.hasPrefix(Self.reservedPrefix) {
@@ -143,7 +150,7 @@ extension SandboxFileSystem {
         let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         let pathString = String(cString: path)
-        switch retainFile(fd: fd, path: pathString, parentClass: { directoryClass(parentOf: path) }) {
+        switch retainFile(fd: fd, path: pathString) {
         case .failure(let rc): return rc.value
         case .success(let file):
             defer { files.release(file) }
@@ -155,13 +162,17 @@ extension SandboxFileSystem {
                 }
                 let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
                 let index = file.header.spareSlotIndex
-                let bytes = file.header.serializedSlot(slot)
+                let bytes = file.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
                 let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(file.fd, $0, at: FileHeader.slotOffset(index)) }
                 if written != 0 { return written }
                 guard fdatasync(file.fd) == 0 else { return -errno }
                 file.header.slots[index] = slot
                 file.protectionClass = newClass
-                return 0
+                // The new slot is durable: the old one, wrapped under the old class,
+                // must not outlive it (it would open the file under the old class).
+                let stale = 1 - index
+                file.header.slots[stale] = nil
+                return HeaderIO.eraseSlot(file.fd, index: stale)
             }
             if rc == 0 { files.noteClass(newClass, path: pathString) }
             return rc

@@ -1,9 +1,10 @@
 // The data path: plaintext byte ranges to sealed blocks and back. Every block is
-// sealed with a fresh random nonce and bound to the file's identity and its block
-// number (associated data file ID ‖ block number), so a block moved, swapped or
-// altered fails to open and reads as EIO. Each file's blocks take the cipher its
-// header names (BlockCipher). A block of all zero bytes is a hole (a sparse region
-// never written) and reads as zeros. One pread or pwrite per request; the buffer, the
+// sealed with a fresh random nonce and bound to the file's identity, its block number
+// and whether it is the file's last block (associated data file ID ‖ block number,
+// top bit set for the last), so a block moved, swapped or altered, or a file cut
+// short by whole blocks, fails to open and reads as EIO. Each file's blocks take the
+// cipher its header names (BlockCipher). A block of all zero bytes before the last is
+// a hole (a sparse region never written) and reads as zeros. One pread or pwrite per request; the buffer, the
 // request's expanded key and its nonces come from a pool slot, and the blocks of a
 // large request are sealed or opened on every core (BlockWorkers).
 import CLinux
@@ -16,8 +17,8 @@ enum BlockIO {
     static let overhead = BlockLayout.blockOverhead
     static let nonceField = BlockCipher.nonceFieldSize
 
-    /// Additional data for a file's blocks: file identity ‖ block number (little-endian),
-    /// built once per request, on the stack.
+    /// Additional data for a file's blocks: file identity ‖ block number (little-endian,
+    /// top bit set for the file's last block), built once per request, on the stack.
     struct AdditionalData {
         static let count = 24
         private var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
@@ -28,10 +29,12 @@ enum BlockIO {
             }
         }
 
+        static let lastBlockFlag: UInt64 = 1 << 63
+
         @inline(__always)
-        func with<R>(block: Int, _ body: (UnsafeRawPointer) -> R) -> R {
+        func with<R>(block: Int, last: Bool, _ body: (UnsafeRawPointer) -> R) -> R {
             var words = self.words
-            words.2 = UInt64(block).littleEndian
+            words.2 = (UInt64(block) | (last ? Self.lastBlockFlag : 0)).littleEndian
             return withUnsafeBytes(of: &words) { body($0.baseAddress!) }
         }
     }
@@ -47,42 +50,58 @@ enum BlockIO {
         return true
     }
 
-    /// Opens one sealed block into `output`; false when it is forged or damaged.
+    /// Opens one sealed block into `output`; false when it is forged or damaged. The
+    /// last block must be sealed as the last and cannot be a hole. Before the last, a
+    /// block sealed as the last is accepted too: an extending write seals the new last
+    /// block before it seals the old one again, and a kill in between leaves that.
     @inline(__always)
-    static func open(_ session: BlockSession, _ ad: AdditionalData, block: Int,
+    static func open(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
                      sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
-        let ok = ad.with(block: block) {
-            session.open(sealed, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
+        func attempt(_ asLast: Bool) -> Bool {
+            ad.with(block: block, last: asLast) {
+                session.open(sealed, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
+            }
         }
-        if ok { return true }
-        guard isAllZero(sealed) else { return false }
-        output.initializeMemory(as: UInt8.self, repeating: 0)
-        return true
+        if attempt(last) { return true }
+        if last { return false }
+        if isAllZero(sealed) {
+            output.initializeMemory(as: UInt8.self, repeating: 0)
+            return true
+        }
+        return attempt(true)
     }
 
     /// Seals one block into `output`, whose nonce field already holds its nonce.
     @inline(__always)
-    static func seal(_ session: BlockSession, _ ad: AdditionalData, block: Int,
+    static func seal(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
                      plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
-        ad.with(block: block) {
+        ad.with(block: block, last: last) {
             session.seal(plain, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
         }
     }
 
-    /// Opens one sealed block with the file's key alone (no request context).
-    static func openBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
-                          sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
-        BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
-            open($0, AdditionalData(file.fileID), block: block, sealed: sealed, into: output)
-        }
+    /// Seals one block with the file's key alone and a nonce from the system generator.
+    static func sealBlock(cipher: BlockCipher, fileID: [UInt8], key: SecureBuffer, block: Int, last: Bool,
+                          plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        let sealer = BlockSealer(cipher: cipher, key: key.pointer)
+        Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
+        sealer.withSession { seal($0, AdditionalData(fileID), block: block, last: last, plain: plain, into: output) }
     }
 
-    /// Seals one block with the file's key alone and a nonce from the system generator.
-    static func sealBlock(_ file: OpenFile, key: SecureBuffer, block: Int,
+    static func sealBlock(_ file: OpenFile, key: SecureBuffer, block: Int, last: Bool,
                           plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
-        let sealer = BlockSealer(cipher: file.header.cipher, key: key.pointer)
-        Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
-        sealer.withSession { seal($0, AdditionalData(file.fileID), block: block, plain: plain, into: output) }
+        sealBlock(cipher: file.header.cipher, fileID: file.fileID, key: key, block: block, last: last,
+                  plain: plain, into: output)
+    }
+
+    /// Writes the empty last block of a new, empty file (its header already written).
+    static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) -> Int32 {
+        var sealed = [UInt8](repeating: 0, count: overhead)
+        sealed.withUnsafeMutableBytes { output in
+            sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
+                      plain: UnsafeRawBufferPointer(start: nil, count: 0), into: output)
+        }
+        return sealed.withUnsafeBytes { pwriteAll(fd, $0, at: BlockLayout.headerSize) }
     }
 
     static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
@@ -117,6 +136,7 @@ enum BlockIO {
         let count = min(output.count, size - offset)
         let end = offset + count
         let blocks = BlockLayout.blocks(offset: offset, count: count)
+        let lastBlock = BlockLayout.lastBlock(plainSize: size)
         let ad = AdditionalData(file.fileID)
         let cipher = file.header.cipher
         return pool.withSlot { slot -> Int in
@@ -161,12 +181,13 @@ enum BlockIO {
                     let from = max(offset, blockStart) - blockStart
                     let to = min(end, blockStart + plainLength) - blockStart
                     let destination = blockStart + from - offset
+                    let last = current == lastBlock
                     if from == 0 && to == plainLength {
                         let target = UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + plainLength])
-                        return open(session, ad, block: current, sealed: sealed, into: target)
+                        return open(session, ad, block: current, last: last, sealed: sealed, into: target)
                     }
                     let target = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<plainLength])
-                    guard open(session, ad, block: current, sealed: sealed, into: target) else { return false }
+                    guard open(session, ad, block: current, last: last, sealed: sealed, into: target) else { return false }
                     UnsafeMutableRawBufferPointer(rebasing: output[destination..<destination + to - from])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[from..<to]))
                     return true
@@ -244,7 +265,9 @@ enum BlockIO {
                           sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
                           session: BlockSession? = nil) -> Int32 {
         let plainLength = BlockLayout.plainLength(ofBlock: block, plainSize: size)
+        // The empty last block of an empty file is checked where the file is opened.
         guard plainLength > 0 else { return 0 }
+        let last = block == BlockLayout.lastBlock(plainSize: size)
         let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + overhead])
         let got = preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))
         if got < 0 { return Int32(got) }
@@ -252,10 +275,10 @@ enum BlockIO {
         let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<plainLength])
         let ad = AdditionalData(file.fileID)
         if let session {
-            return open(session, ad, block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+            return open(session, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
         }
         return BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
-            open($0, ad, block: block, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+            open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
         }
     }
 
@@ -267,14 +290,40 @@ enum BlockIO {
                       pool: BufferPool) -> Int {
         guard data.count > 0 else { return 0 }
         let size = file.plainSize
-        let end = offset + data.count
-        // A short last block that the write leaves behind must become a full block.
-        if offset > size && size % blockSize != 0 && size / blockSize < offset / blockSize {
-            let rc = resizeLastBlock(file, key: key, size: size, newLength: blockSize, pool: pool)
+        // A write that starts past the last block leaves that block behind as an
+        // ordinary one; else the write itself seals it again.
+        if offset + data.count > size && offset / blockSize > BlockLayout.lastBlock(plainSize: size) {
+            return growPast(file, key: key, pool: pool) {
+                writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
+            }
+        }
+        return writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
+    }
+
+    /// Grows a file past its last block L with `body`, which writes the new last block:
+    /// first L is padded to a full block if short (still sealed as the last: a kill here
+    /// leaves a valid file, zero-padded), then `body` runs, then L is sealed again as an
+    /// ordinary block. Returns what `body` returns, or -errno.
+    static func growPast(_ file: OpenFile, key: SecureBuffer, pool: BufferPool, _ body: () -> Int) -> Int {
+        let last = BlockLayout.lastBlock(plainSize: file.plainSize)
+        if file.plainSize == 0 || file.plainSize % blockSize != 0 {
+            let rc = resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
             if rc != 0 { return Int(rc) }
         }
+        let result = body()
+        if result < 0 { return result }
+        let rc = resealBlock(file, key: key, block: last, newLength: blockSize, last: false, pool: pool)
+        return rc != 0 ? Int(rc) : result
+    }
+
+    /// Seals the blocks `data` covers at plaintext `offset` (the file's last block, old
+    /// or new, among them when the write reaches it).
+    static func writeBlocks(_ file: OpenFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
+                            pool: BufferPool) -> Int {
+        let end = offset + data.count
         let oldSize = file.plainSize
         let newSize = max(oldSize, end)
+        let newLast = BlockLayout.lastBlock(plainSize: newSize)
         let blocks = BlockLayout.blocks(offset: offset, count: data.count)
         // A write that only adds blocks after the existing ones (an append, a copy, an
         // extraction) overwrites nothing: while the disk has room, instead of reserving
@@ -319,7 +368,7 @@ enum BlockIO {
                     let blockStart = current * blockSize
                     let length = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
                     let source = UnsafeRawBufferPointer(rebasing: data[(blockStart - offset)..<(blockStart - offset + length)])
-                    seal(session, ad, block: current, plain: source, into: sealed(current))
+                    seal(session, ad, block: current, last: current == newLast, plain: source, into: sealed(current))
                 }
                 // A block it covers in part is read, patched and sealed again.
                 func patch(_ session: BlockSession, _ current: Int) -> Int32 {
@@ -337,7 +386,8 @@ enum BlockIO {
                     }
                     UnsafeMutableRawBufferPointer(rebasing: plain[from..<to])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[(blockStart + from - offset)..<(blockStart + to - offset)]))
-                    seal(session, ad, block: current, plain: UnsafeRawBufferPointer(plain), into: sealed(current))
+                    seal(session, ad, block: current, last: current == newLast, plain: UnsafeRawBufferPointer(plain),
+                         into: sealed(current))
                     return 0
                 }
                 var lower = first, upper = batchEnd
@@ -410,60 +460,94 @@ enum BlockIO {
         return 0
     }
 
-    /// Re-seals the last (short) block with a new plaintext length, zero-padded.
-    static func resizeLastBlock(_ file: OpenFile, key: SecureBuffer, size: Int, newLength: Int, pool: BufferPool) -> Int32 {
-        let last = (size - 1) / blockSize
-        return pool.withBuffer { buffer -> Int32 in
+    /// Seals block `block` again with plaintext length `newLength` (cut, or padded with
+    /// zeros) and the given place (last or not); the file's size follows when it is the
+    /// last block.
+    static func resealBlock(_ file: OpenFile, key: SecureBuffer, block: Int, newLength: Int, last: Bool,
+                            pool: BufferPool) -> Int32 {
+        pool.withBuffer { buffer -> Int32 in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])
             plain.initializeMemory(as: UInt8.self, repeating: 0)
             let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + cipherSize])
-            let rc = readBlock(file, key: key, block: last, size: size, sealedScratch: sealedScratch, into: plain)
+            let rc = readBlock(file, key: key, block: block, size: file.plainSize, sealedScratch: sealedScratch, into: plain)
             if rc != 0 { return rc }
-            let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize + cipherSize..<blockSize + cipherSize + newLength + BlockLayout.blockOverhead])
-            sealBlock(file, key: key, block: last, plain: UnsafeRawBufferPointer(rebasing: plain[0..<newLength]), into: sealed)
-            let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: last))
+            let end = blockSize + cipherSize + newLength + overhead
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize + cipherSize..<end])
+            sealBlock(file, key: key, block: block, last: last, plain: UnsafeRawBufferPointer(rebasing: plain[0..<newLength]),
+                      into: sealed)
+            plain.initializeMemory(as: UInt8.self, repeating: 0)
+            let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
             if written != 0 { return written }
-            file.plainSize = last * blockSize + newLength
+            if last { file.plainSize = block * blockSize + newLength }
             file.unsynced = true
             return 0
         }
     }
 
+    /// Writes block `block` as the file's new last block: `length` zero bytes, sealed.
+    static func writeZeroLastBlock(_ file: OpenFile, key: SecureBuffer, block: Int, length: Int, pool: BufferPool) -> Int32 {
+        pool.withBuffer { buffer -> Int32 in
+            let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
+            plain.initializeMemory(as: UInt8.self, repeating: 0)
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + length + overhead])
+            sealBlock(file, key: key, block: block, last: true, plain: UnsafeRawBufferPointer(plain), into: sealed)
+            let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
+            if written != 0 { return written }
+            file.plainSize = block * blockSize + length
+            file.unsynced = true
+            return 0
+        }
+    }
+
+    /// Whether `sealed` is an empty file's one block: empty, sealed as the last.
+    static func openEmptyBlock(_ file: OpenFile, key: SecureBuffer, sealed: [UInt8]) -> Bool {
+        BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession { session in
+            sealed.withUnsafeBytes {
+                open(session, AdditionalData(file.fileID), block: 0, last: true, sealed: $0,
+                     into: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+            }
+        }
+    }
+
+    /// Reads and checks an empty file's one block (fsck). 0, or -EIO.
+    static func checkEmptyFile(_ file: OpenFile, key: SecureBuffer) -> Int32 {
+        var sealed = [UInt8](repeating: 0, count: overhead)
+        let got = sealed.withUnsafeMutableBytes { preadAll(file.fd, $0, at: BlockLayout.headerSize) }
+        guard got == overhead else { return -EIO }
+        return openEmptyBlock(file, key: key, sealed: sealed) ? 0 : -EIO
+    }
+
     // MARK: Truncate
 
     /// Sets the plaintext size. A content change: without the file key (its class is
-    /// unavailable), EPERM.
+    /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
     static func resize(_ file: OpenFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
         guard let key else { return -EPERM }
         let size = file.plainSize
         guard newSize != size else { return 0 }
         file.unsynced = true
+        let oldLast = BlockLayout.lastBlock(plainSize: size)
+        let newLast = BlockLayout.lastBlock(plainSize: newSize)
+        let newLength = newSize - newLast * blockSize
         if newSize > size {
-            if size % blockSize != 0 {
-                let lastStart = (size - 1) / blockSize * blockSize
-                let newLength = min(blockSize, newSize - lastStart)
-                let reserve = reserveSpace(file, plainSize: lastStart + newLength)
-                if reserve != 0 { return reserve }
-                let rc = resizeLastBlock(file, key: key, size: size, newLength: newLength, pool: pool)
-                if rc != 0 { return rc }
+            let reserve = reserveSpace(file, plainSize: newSize, from: oldLast)
+            if reserve != 0 { return reserve }
+            if newLast == oldLast {
+                return resealBlock(file, key: key, block: oldLast, newLength: newLength, last: true, pool: pool)
             }
-        } else if newSize % blockSize != 0 {
-            let rc = pool.withBuffer { buffer -> Int32 in
-                let block = newSize / blockSize
-                let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])
-                let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + cipherSize])
-                let rc = readBlock(file, key: key, block: block, size: size, sealedScratch: sealedScratch, into: plain)
-                if rc != 0 { return rc }
-                let newLength = newSize - block * blockSize
-                let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize + cipherSize..<blockSize + cipherSize + newLength + BlockLayout.blockOverhead])
-                sealBlock(file, key: key, block: block, plain: UnsafeRawBufferPointer(rebasing: plain[0..<newLength]), into: sealed)
-                guard ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))) == 0 else { return -errno }
-                return pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
+            let rc = growPast(file, key: key, pool: pool) {
+                Int(writeZeroLastBlock(file, key: key, block: newLast, length: newLength, pool: pool))
             }
-            if rc != 0 { return rc }
-            file.plainSize = newSize
-            return 0
+            return Int32(rc)
         }
+        // Shrinking: the new last block is sealed as the last, then the rest cut off.
+        if newSize == 0 {
+            guard ftruncate(file.fd, off_t(BlockLayout.headerSize)) == 0 else { return -errno }
+            file.plainSize = 0
+            return writeZeroLastBlock(file, key: key, block: 0, length: 0, pool: pool)
+        }
+        let rc = resealBlock(file, key: key, block: newLast, newLength: newLength, last: true, pool: pool)
+        if rc != 0 { return rc }
         guard ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))) == 0 else { return -errno }
         file.plainSize = newSize
         return 0

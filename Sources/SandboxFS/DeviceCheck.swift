@@ -2,6 +2,7 @@
 // device and checks every file: header, key slots, file key, every block, the tail.
 // With a salvage directory, it copies out every block that still opens; a damaged
 // block becomes a hole of zeros there.
+import CLinux
 import DataProtection
 import Foundation
 import Glibc
@@ -40,6 +41,7 @@ public struct DeviceCheck {
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
                 if let target { try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true) }
+                checkDirectoryClass(path, relative: relative, into: &report)
             case S_IFREG:
                 report.files += 1
                 check(path, relative: relative, salvage: target, into: &report)
@@ -59,19 +61,21 @@ public struct DeviceCheck {
         var st = stat()
         fstat(fd, &st)
         let header: FileHeader
-        switch HeaderIO.read(fd) {
-        case .success(nil):
-            close(fd)
-            if let salvage { _ = FileManager.default.createFile(atPath: salvage, contents: Data()) }
-            return
+        switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
         case .failure:
             close(fd)
-            report.damage.append(Damage(path: relative, problem: "header damaged; the file cannot be read"))
+            let problem = st.st_size < BlockLayout.headerSize
+                ? "backing file is \(st.st_size) bytes, shorter than a header: cut short"
+                : "header damaged or forged (no key slot verifies); the file cannot be read"
+            report.damage.append(Damage(path: relative, problem: problem))
             return
-        case .success(let parsed?):
+        case .success(let parsed):
             header = parsed
         }
         guard let slot = header.current else { close(fd); return }
+        if header.staleSlotIndex != nil {
+            report.damage.append(Damage(path: relative, problem: "a superseded key slot is still present (a class change was cut short; opening the file through the mount clears it)"))
+        }
         let key: SecureBuffer
         do {
             key = try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID, as: slot.protectionClass, device: device)
@@ -82,12 +86,14 @@ public struct DeviceCheck {
             return
         }
         let backingSize = Int(st.st_size)
-        let tail = (backingSize - BlockLayout.headerSize) % BlockLayout.cipherBlockSize
-        if tail > 0 && tail <= BlockLayout.blockOverhead {
-            report.damage.append(Damage(path: relative, problem: "cut short inside a block (\(tail) stray bytes at the end)"))
+        if !BlockLayout.isWholeBacking(backingSize) {
+            report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
         }
         let plainSize = BlockLayout.plainSize(backingSize: backingSize)
         let file = OpenFile(inode: InodeKey(device: 0, inode: 0), fd: fd, header: header, slot: slot, key: key, plainSize: plainSize)
+        if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0 {
+            report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
+        }
         let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1
         defer { if output >= 0 { ftruncate(output, off_t(plainSize)); close(output) } }
         var damaged: [Int] = []
@@ -112,5 +118,13 @@ public struct DeviceCheck {
             report.damage.append(Damage(path: relative, problem: "\(damaged.count) damaged block\(damaged.count == 1 ? "" : "s") (\(list)) of \(blockCount)"))
         }
         if output >= 0 { report.salvaged += 1 }
+    }
+
+    private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) {
+        var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
+        let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
+        if n > 0, DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) != nil { return }
+        report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
+                                    problem: "directory class record missing or forged; no file can be created in it"))
     }
 }

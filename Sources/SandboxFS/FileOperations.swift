@@ -58,36 +58,41 @@ extension SandboxFileSystem {
 
     /// The shared entry for an open backing file, loading header and key on first use.
     /// The key is unwrapped when the entry has none (a revoked complete file).
-    func retainFile(fd: Int32, path: String, parentClass: () -> ProtectionClass) -> Result<OpenFile, FSErrno> {
+    func retainFile(fd: Int32, path: String) -> Result<OpenFile, FSErrno> {
         guard let inode = Self.inodeKey(fd) else { return .failure(FSErrno(-errno)) }
         var created = false
         do {
             let file = try files.retain(inode, path: path) { () throws(FSErrno) -> OpenFile in
                 created = true
-                let header: FileHeader
-                var key: SecureBuffer?
-                let stored = HeaderIO.read(fd)
                 let statusFlags = fcntl(fd, F_GETFL)
-                if statusFlags >= 0 && statusFlags & O_NOATIME != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~O_NOATIME) }
-                switch stored {
+                // Reading the header (and an empty file's block) is not an access.
+                defer { if statusFlags >= 0 && statusFlags & O_NOATIME != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~O_NOATIME) } }
+                var header: FileHeader
+                switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
                 case .failure(let rc): throw rc
-                case .success(let existing?): header = existing
-                case .success(nil):
-                    switch makeHeader(parentClass()) {
-                    case .failure(let rc): throw rc
-                    case .success(let (fresh, freshKey)):
-                        let bytes = fresh.serialized()
-                        let rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
-                        if rc != 0 { throw FSErrno(rc) }
-                        header = fresh
-                        key = freshKey
-                    }
+                case .success(let stored): header = stored
+                }
+                // A class change cut short after its new slot was synced: finish it.
+                if let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
+                   HeaderIO.eraseSlot(fd, index: stale) == 0 {
+                    header.slots[stale] = nil
                 }
                 guard let slot = header.current else { throw FSErrno(-EIO) }
                 var st = stat()
                 guard fstat(fd, &st) == 0 else { throw FSErrno(-errno) }
-                return OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: key,
-                                plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size)))
+                guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
+                    logger.error("a backing file is cut short: it reads as EIO")
+                    throw FSErrno(-EIO)
+                }
+                let file = OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: nil,
+                                    plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size)))
+                if file.plainSize == 0 {
+                    var sealed = [UInt8](repeating: 0, count: BlockLayout.blockOverhead)
+                    let got = sealed.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: BlockLayout.headerSize) }
+                    guard got == sealed.count else { throw FSErrno(-EIO) }
+                    file.uncheckedEmptyBlock = sealed
+                }
+                return file
             }
             if !created { close(fd) }
             if let rc = ensureKey(file) {
@@ -119,12 +124,17 @@ extension SandboxFileSystem {
         let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         let pathString = String(cString: path)
-        switch retainFile(fd: fd, path: pathString, parentClass: { directoryClass(parentOf: path) }) {
+        switch retainFile(fd: fd, path: pathString) {
         case .failure(let rc):
             return rc.value
         case .success(let file):
             // Linux truncates on O_TRUNC whatever the access mode (the kernel has
             // checked write permission).
+            // An empty file is never read (the kernel knows its size): check its block now.
+            if let rc = checkEmptyBlock(file), rc != 0 {
+                files.release(file)
+                return rc
+            }
             if fi.pointee.flags & O_TRUNC != 0 {
                 dropPrivileges(file)
                 let rc = file.writing { BlockIO.resize(file, key: file.key, to: 0, pool: pool) }
@@ -161,20 +171,47 @@ extension SandboxFileSystem {
     /// Nothing is created when the class cannot take a new file now (EPERM).
     func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), FSErrno> {
         if Self.isReservedName(path) { return .failure(FSErrno(-EPERM)) }
-        let protectionClass = directoryClass(parentOf: path)
+        let protectionClass: ProtectionClass
+        switch directoryClass(parentOf: path) {
+        case .failure(let rc): return .failure(rc)
+        case .success(let inherited): protectionClass = inherited
+        }
         guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(FSErrno(-EPERM)) }
-        let fd = at(path) { openat($0, $1, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode) }
+        // Unnamed until its header and empty last block are written (O_TMPFILE), then
+        // linked in: a file without a header is always damage, never a new file.
+        let fd = Self.parentPath(path).withCString { parent in at(parent) { dpfs_open_tmpfile($0, $1, mode) } }
         guard fd >= 0 else { return .failure(FSErrno(-errno)) }
-        let bytes = header.serialized()
-        let rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
+        let bytes = header.serialized(metadataKey: device.metadataKey)
+        var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
+        if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
+        if rc == 0 {
+            let linked = "/proc/self/fd/\(fd)".withCString { source in
+                at(path) { linkat(AT_FDCWD, source, $0, $1, AT_SYMLINK_FOLLOW) }
+            }
+            if linked != 0 { rc = -errno }
+        }
         if rc != 0 {
             close(fd)
-            _ = at(path) { unlinkat($0, $1, 0) }
+            key.wipe()
             return .failure(FSErrno(rc))
         }
         takeOwnership(path)
         files.noteClass(protectionClass, path: String(cString: path))
         return .success((fd, header, key))
+    }
+
+    /// Opens an empty file's block, read with its header, once the key is there: a
+    /// file cut down to its first bytes would read as empty otherwise. nil: nothing to check.
+    func checkEmptyBlock(_ file: OpenFile) -> Int32? {
+        file.writing { () -> Int32? in
+            guard let sealed = file.uncheckedEmptyBlock, let key = file.key else { return nil }
+            guard file.plainSize == 0, BlockIO.openEmptyBlock(file, key: key, sealed: sealed) else {
+                logger.error("an empty file's block does not open: cut short or altered")
+                return -EIO
+            }
+            file.uncheckedEmptyBlock = nil
+            return 0
+        }
     }
 
     func install(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -229,7 +266,7 @@ extension SandboxFileSystem {
         let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         // Content changes need the file key, as on iOS: a locked file cannot be truncated.
-        switch retainFile(fd: fd, path: String(cString: path), parentClass: { directoryClass(parentOf: path) }) {
+        switch retainFile(fd: fd, path: String(cString: path)) {
         case .failure(let rc): return rc.value
         case .success(let file):
             defer { files.release(file) }

@@ -1,5 +1,5 @@
-// fallocate PUNCH_HOLE and ZERO_RANGE. A sealed block that is all zero bytes on disk
-// reads as zeros (BlockIO.openBlock), so every block the range covers whole becomes a
+// fallocate PUNCH_HOLE and ZERO_RANGE. A sealed block before the last that is all zero
+// bytes on disk reads as zeros (BlockIO.open), so every such block the range covers whole becomes a
 // hole in the backing file (its sealed bytes punched out); a block it covers in part
 // is rewritten with zeros in that part. Where the backing filesystem cannot punch,
 // the whole blocks are written as sealed zeros instead.
@@ -19,7 +19,9 @@ extension BlockIO {
         if offset < inside {
             // Whole blocks: a short last block counts as whole when the range reaches EOF.
             let firstWhole = (offset + blockSize - 1) / blockSize
-            let wholeEnd = inside == size ? (size + blockSize - 1) / blockSize : inside / blockSize
+            // The last block is never punched: it must stay sealed as the last.
+            let wholeEnd = min(inside == size ? (size + blockSize - 1) / blockSize : inside / blockSize,
+                               BlockLayout.lastBlock(plainSize: size))
             if firstWhole >= wholeEnd {
                 let rc = writeZeros(file, key: key, at: offset, count: inside - offset, pool: pool)
                 if rc != 0 { return rc }

@@ -24,6 +24,9 @@ final class OpenFile: @unchecked Sendable {
     /// Whether this entry wrote to the backing file since it was opened (BlockIO sets
     /// it): only then does revoking the key sync the file first.
     var unsynced = false
+    /// An empty file's one sealed block, read with the header (so the read is no access),
+    /// until the first open with the key checks it (BlockIO.checkEmptyFile).
+    var uncheckedEmptyBlock: [UInt8]?
     /// Set while a lock flushes this file: reads are refused so nothing refills the
     /// page cache, writes (the kernel writing back mmap pages) still go through.
     let readsBlocked = Atomic<Bool>(false)

@@ -1,7 +1,8 @@
 // The sandbox as a filesystem: each FUSE path maps to the same relative path in the
 // device's backing tree (names, modes, times and links are stored as they are; file
 // contents are sealed). This file holds the state and the metadata operations;
-// FileOperations.swift the data path, Attributes.swift the extended attributes.
+// FileOperations.swift the data path, Attributes.swift the extended attributes,
+// DirectoryClasses.swift the class a directory passes on.
 import CFuse
 import CLinux
 import DataProtection
@@ -125,9 +126,13 @@ public final class SandboxFileSystem: @unchecked Sendable {
 
     func mkdir(_ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32 {
         if Self.isReservedName(path) { return -EPERM }
-        let inherited = directoryClass(parentOf: path)
+        let inherited: ProtectionClass
+        switch directoryClass(parentOf: path) {
+        case .failure(let rc): return rc.value
+        case .success(let parentClass): inherited = parentClass
+        }
         guard at(path, { mkdirat($0, $1, mode) }) == 0 else { return -errno }
-        setDirectoryClass(path, inherited)
+        storeDirectoryClass(path, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
         takeOwnership(path)
         return 0
     }
@@ -306,38 +311,6 @@ public final class SandboxFileSystem: @unchecked Sendable {
     func fsyncdir(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         guard let fi, let stream = Self.directoryStream(fi) else { return -EBADF }
         return Self.result(Glibc.fsync(dirfd(stream)))
-    }
-
-    // MARK: Directory classes
-
-    static let protectionAttribute = MountAttributes.protection
-
-    /// The class a directory (a FUSE path) passes to new children: its stored class,
-    /// else the default.
-    func directoryClass(_ path: UnsafePointer<CChar>) -> ProtectionClass {
-        var buffer = [CChar](repeating: 0, count: 64)
-        // One lgetxattr, not open + fgetxattr + close: a create asks this every time.
-        let n = withNodePath(path) { backing, follow in
-            follow ? CLinux.getxattr(backing, Self.protectionAttribute, &buffer, buffer.count - 1)
-                : lgetxattr(backing, Self.protectionAttribute, &buffer, buffer.count - 1)
-        }
-        guard n > 0 else { return device.defaultProtection }
-        let name = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return ProtectionClass(name: name) ?? device.defaultProtection
-    }
-
-    func directoryClass(parentOf path: UnsafePointer<CChar>) -> ProtectionClass {
-        Self.parentPath(path).withCString { directoryClass($0) }
-    }
-
-    @discardableResult
-    func setDirectoryClass(_ path: UnsafePointer<CChar>, _ protectionClass: ProtectionClass) -> Int32 {
-        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
-        guard fd >= 0 else { return -errno }
-        defer { close(fd) }
-        return protectionClass.name.withCString {
-            Self.result(fsetxattr(fd, Self.protectionAttribute, $0, strlen($0), 0))
-        }
     }
 
     /// Directory handles carry this bit in fi->fh, file handles never do (both are

@@ -32,8 +32,7 @@ extension SandboxFileSystem {
         if nodeType(path) == S_IFREG {
             switch header(at: path) {
             case .failure(let rc): return .failure(rc)
-            case .success(let header?): binding += header.fileID
-            case .success(nil): break
+            case .success(let header): binding += header.fileID
             }
         }
         binding += Array(String(cString: name).utf8)

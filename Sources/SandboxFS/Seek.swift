@@ -2,8 +2,10 @@
 // holes. A plaintext block is a hole when its whole sealed region in the backing file
 // is a hole there (never written, or punched: it reads as zeros, see BlockIO.openBlock).
 // A block that shares an allocated filesystem block with a neighbour counts as data:
-// the answer may call zeros data, never data a hole. Dirty mmap pages the kernel has
-// not written back yet are written back first, so they are not taken for holes.
+// the answer may call zeros data, never data a hole. The last block is always sealed
+// (it marks the end), so it counts as a hole when it opens to zeros only. Dirty mmap
+// pages the kernel has not written back yet are written back first, so they are not
+// taken for holes.
 import CFuse
 import DataProtection
 import Glibc
@@ -20,8 +22,9 @@ extension SandboxFileSystem {
             let size = file.plainSize
             guard Int(offset) < size else { return off_t(-ENXIO) }
             let start = Int(offset) / BlockIO.blockSize
-            let found = whence == SEEK_DATA ? Self.firstDataBlock(file, from: start, size: size)
-                                            : Self.firstHoleBlock(file, from: start, size: size)
+            let zeroLast = lastBlockIsZeros(file, size: size)
+            let found = whence == SEEK_DATA ? Self.firstDataBlock(file, from: start, size: size, zeroLast: zeroLast)
+                                            : Self.firstHoleBlock(file, from: start, size: size, zeroLast: zeroLast)
             switch found {
             case .failure(let rc): return off_t(rc.value)
             case .success(let block):
@@ -32,22 +35,42 @@ extension SandboxFileSystem {
         }
     }
 
+    /// Whether the last block opens to zeros only (a sparse file's tail, sealed).
+    func lastBlockIsZeros(_ file: OpenFile, size: Int) -> Bool {
+        guard let key = file.key else { return false }
+        let last = BlockLayout.lastBlock(plainSize: size)
+        return pool.withBuffer { buffer -> Bool in
+            let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<BlockIO.blockSize])
+            let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[BlockIO.blockSize..<BlockIO.blockSize + BlockIO.cipherSize])
+            guard BlockIO.readBlock(file, key: key, block: last, size: size, sealedScratch: sealed, into: plain) == 0 else {
+                return false
+            }
+            let length = BlockLayout.plainLength(ofBlock: last, plainSize: size)
+            let zeros = BlockIO.isAllZero(UnsafeRawBufferPointer(rebasing: plain[0..<length]))
+            plain.initializeMemory(as: UInt8.self, repeating: 0)
+            return zeros
+        }
+    }
+
     /// The block whose sealed region holds backing offset `offset`.
     static func block(atBacking offset: Int) -> Int {
         max(0, (offset - BlockLayout.headerSize) / BlockIO.cipherSize)
     }
 
     /// The first block at or after `from` with allocated sealed bytes (Int.max: none).
-    static func firstDataBlock(_ file: OpenFile, from: Int, size: Int) -> Result<Int, FSErrno> {
+    static func firstDataBlock(_ file: OpenFile, from: Int, size: Int, zeroLast: Bool) -> Result<Int, FSErrno> {
+        let none = Int.max / BlockIO.blockSize
         let data = Glibc.lseek(file.fd, off_t(BlockLayout.backingOffset(ofBlock: from)), SEEK_DATA)
-        if data < 0 { return errno == ENXIO ? .success(Int.max / BlockIO.blockSize) : .failure(FSErrno(-errno)) }
-        return .success(max(from, block(atBacking: Int(data))))
+        if data < 0 { return errno == ENXIO ? .success(none) : .failure(FSErrno(-errno)) }
+        let found = max(from, block(atBacking: Int(data)))
+        return .success(zeroLast && found >= BlockLayout.lastBlock(plainSize: size) ? none : found)
     }
 
     /// The first block at or after `from` whose whole sealed region is a backing hole
     /// (the end of the file when there is none).
-    static func firstHoleBlock(_ file: OpenFile, from: Int, size: Int) -> Result<Int, FSErrno> {
-        let blocks = (size + BlockIO.blockSize - 1) / BlockIO.blockSize
+    static func firstHoleBlock(_ file: OpenFile, from: Int, size: Int, zeroLast: Bool) -> Result<Int, FSErrno> {
+        let last = BlockLayout.lastBlock(plainSize: size)
+        let blocks = zeroLast ? last : (size + BlockIO.blockSize - 1) / BlockIO.blockSize
         var candidate = from
         while candidate < blocks {
             let hole = Glibc.lseek(file.fd, off_t(BlockLayout.backingOffset(ofBlock: candidate)), SEEK_HOLE)

@@ -70,15 +70,16 @@ final class BlockCipherTests: XCTestCase {
 
     func testHeaderKeepsItsCipher() throws {
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: .complete, wrappedKey: Sodium.randomBytes(72))
+        let key = SecureBuffer.random(count: 32)
         for cipher in ciphers {
             let header = FileHeader(fileID: Sodium.randomBytes(16), slot: slot, cipher: cipher)
-            let bytes = header.serialized()
+            let bytes = header.serialized(metadataKey: key)
             XCTAssertEqual(bytes[6], cipher.rawValue)
-            XCTAssertEqual(try bytes.withUnsafeBytes { try FileHeader(parsing: $0) }.cipher, cipher)
+            XCTAssertEqual(try bytes.withUnsafeBytes { try FileHeader(parsing: $0, metadataKey: key) }.cipher, cipher)
         }
-        var unknown = FileHeader(fileID: Sodium.randomBytes(16), slot: slot).serialized()
+        var unknown = FileHeader(fileID: Sodium.randomBytes(16), slot: slot).serialized(metadataKey: key)
         unknown[6] = 9
-        XCTAssertThrowsError(try unknown.withUnsafeBytes { try FileHeader(parsing: $0) })
+        XCTAssertThrowsError(try unknown.withUnsafeBytes { try FileHeader(parsing: $0, metadataKey: key) })
     }
 
     func testNoncesDoNotRepeat() {

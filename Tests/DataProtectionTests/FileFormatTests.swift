@@ -6,9 +6,22 @@ final class BlockLayoutTests: XCTestCase {
         for size in [0, 1, 4095, 4096, 4097, 8191, 8192, 8193, 1 << 20, (5 << 30) + 17] {
             XCTAssertEqual(BlockLayout.plainSize(backingSize: BlockLayout.backingSize(plainSize: size)), size, "size \(size)")
         }
-        XCTAssertEqual(BlockLayout.backingSize(plainSize: 0), BlockLayout.headerSize)
+        XCTAssertEqual(BlockLayout.backingSize(plainSize: 0), BlockLayout.headerSize + 40, "an empty file keeps an empty last block")
         XCTAssertEqual(BlockLayout.backingSize(plainSize: 4096), 512 + 4136)
         XCTAssertEqual(BlockLayout.backingSize(plainSize: 1), 512 + 41)
+    }
+
+    func testWholeBackingSizes() {
+        XCTAssertFalse(BlockLayout.isWholeBacking(0), "no header")
+        XCTAssertFalse(BlockLayout.isWholeBacking(512), "header without the empty last block")
+        XCTAssertTrue(BlockLayout.isWholeBacking(512 + 40), "empty file")
+        XCTAssertTrue(BlockLayout.isWholeBacking(512 + 4136), "one full block")
+        XCTAssertTrue(BlockLayout.isWholeBacking(512 + 4136 + 41), "a full block and one byte")
+        XCTAssertFalse(BlockLayout.isWholeBacking(512 + 4136 + 40), "an empty block after a full one")
+        XCTAssertFalse(BlockLayout.isWholeBacking(512 + 4136 + 7), "a block cut inside its nonce")
+        XCTAssertEqual(BlockLayout.lastBlock(plainSize: 0), 0)
+        XCTAssertEqual(BlockLayout.lastBlock(plainSize: 4096), 0)
+        XCTAssertEqual(BlockLayout.lastBlock(plainSize: 4097), 1)
     }
 
     func testBlockRanges() {
@@ -28,11 +41,53 @@ final class FileHeaderTests: XCTestCase {
                                                wrappedKey: Sodium.randomBytes(72)))
     }
 
-    func parse(_ bytes: [UInt8]) throws -> FileHeader { try bytes.withUnsafeBytes { try FileHeader(parsing: $0) } }
+    let metadataKey = SecureBuffer.random(count: 32)
+
+    func parse(_ bytes: [UInt8], key: SecureBuffer? = nil) throws -> FileHeader {
+        try bytes.withUnsafeBytes { try FileHeader(parsing: $0, metadataKey: key ?? metadataKey) }
+    }
 
     func testRoundTrip() throws {
         let original = header()
-        XCTAssertEqual(try parse(original.serialized()), original)
+        XCTAssertEqual(try parse(original.serialized(metadataKey: metadataKey)), original)
+    }
+
+    func testAnotherDevicesKeyVerifiesNothing() {
+        XCTAssertThrowsError(try parse(header().serialized(metadataKey: metadataKey), key: SecureBuffer.random(count: 32)))
+    }
+
+    /// Issue 12, attack 2: every single-byte change to the first KiB of a header holding a
+    /// current complete slot and a superseded untilFirstAuth slot (two values per byte)
+    /// must leave the complete slot in force or fail: never promote the old slot.
+    func testNoByteFlipPromotesTheSupersededSlot() throws {
+        var both = header(generation: 1, .untilFirstAuth)
+        both.slots[1] = .init(generation: 2, protectionClass: .complete, wrappedKey: Sodium.randomBytes(72))
+        var original = both.serialized(metadataKey: metadataKey)
+        original += [UInt8](repeating: 0, count: 1024 - original.count)
+        var promoted = 0
+        for offset in 0..<1024 {
+            for value in [original[offset] ^ 0x01, original[offset] &+ 0x80] {
+                var bytes = original
+                bytes[offset] = value
+                guard let parsed = try? parse(bytes) else { continue }
+                if parsed.current?.protectionClass != .complete { promoted += 1 }
+            }
+        }
+        XCTAssertEqual(promoted, 0)
+    }
+
+    func testForgedClassByteIsRefused() throws {
+        var bytes = header(generation: 1, .complete).serialized(metadataKey: metadataKey)
+        bytes[FileHeader.slotOffset(0) + 8] = ProtectionClass.none.rawValue
+        XCTAssertThrowsError(try parse(bytes), "the slot no longer verifies: no valid slot")
+    }
+
+    func testOlderVersionIsRefused() {
+        var bytes = header().serialized(metadataKey: metadataKey)
+        bytes[4] = 1
+        XCTAssertThrowsError(try parse(bytes)) { error in
+            XCTAssertEqual(error as? FileHeader.ParseError, .unsupportedVersion(1))
+        }
     }
 
     func testNewerSlotWinsAndTornSlotFallsBack() throws {
@@ -40,7 +95,8 @@ final class FileHeaderTests: XCTestCase {
         let newer = FileHeader.KeySlot(generation: 2, protectionClass: .none, wrappedKey: Sodium.randomBytes(72))
         XCTAssertEqual(updated.spareSlotIndex, 1)
         updated.slots[1] = newer
-        var bytes = updated.serialized()
+        var bytes = updated.serialized(metadataKey: metadataKey)
+        XCTAssertEqual(updated.staleSlotIndex, 0, "the older slot is to be zeroed")
         XCTAssertEqual(try parse(bytes).current?.protectionClass, ProtectionClass.none)
         // Tear the newer slot: the older one stands.
         bytes[FileHeader.slotOffset(1) + 20] ^= 0xff
@@ -49,13 +105,30 @@ final class FileHeaderTests: XCTestCase {
     }
 
     func testDamageIsRefused() {
-        var bytes = header().serialized()
+        var bytes = header().serialized(metadataKey: metadataKey)
         bytes[0] = UInt8(ascii: "X")
         XCTAssertThrowsError(try parse(bytes))
-        var both = header().serialized()
+        var both = header().serialized(metadataKey: metadataKey)
         both[FileHeader.slotOffset(0) + 3] ^= 1
         XCTAssertThrowsError(try parse(both), "no valid slot")
-        XCTAssertThrowsError(try parse(Array(header().serialized()[0..<100])))
+        XCTAssertThrowsError(try parse(Array(header().serialized(metadataKey: metadataKey)[0..<100])))
+    }
+}
+
+final class DirectoryClassRecordTests: XCTestCase {
+    let key = SecureBuffer.random(count: 32)
+
+    func testRoundTripAndForgery() {
+        let id = DirectoryClassRecord.newDirectoryID()
+        let record = DirectoryClassRecord.encode(.complete, directoryID: id, metadataKey: key)
+        XCTAssertEqual(DirectoryClassRecord.decode(record, metadataKey: key),
+                       .init(protectionClass: .complete, directoryID: id))
+        var lowered = record
+        lowered[0] = ProtectionClass.none.rawValue
+        XCTAssertNil(DirectoryClassRecord.decode(lowered, metadataKey: key), "class byte edited")
+        XCTAssertNil(DirectoryClassRecord.decode(Array("none".utf8), metadataKey: key), "a class name in clear")
+        XCTAssertNil(DirectoryClassRecord.decode(record, metadataKey: SecureBuffer.random(count: 32)), "another device")
+        XCTAssertNil(DirectoryClassRecord.decode(record.dropLast(), metadataKey: key), "cut short")
     }
 }
 

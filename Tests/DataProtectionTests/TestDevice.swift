@@ -5,6 +5,8 @@ import Foundation
 final class TestDevice {
     let directory: DeviceDirectory
     let passcode: SecureBuffer?
+    /// The file secret store's directory, beside the device directory (never inside it).
+    let secretStore: String
 
     /// Fast KDF parameters: unit tests exercise the logic, not Argon2's cost.
     static let fastKDF = KDFParameters(opsLimit: 1, memLimit: 8192 * 1024, salt: Bytes(Sodium.randomBytes(16)))
@@ -14,11 +16,11 @@ final class TestDevice {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         directory = DeviceDirectory(root)
         passcode = text.map(TestDevice.secret)
-        let deviceSecret = SecureBuffer.random(count: 32)
-        try AtomicFile.createSecret(deviceSecret, at: directory.deviceSecretPath)
-        var keybag = try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: defaultProtection,
-                                       eraseAfter: eraseAfter, kdf: Self.fastKDF)
-        try keybag.save(in: directory, deviceSecret: deviceSecret)
+        secretStore = root + "-secrets"
+        var made = try DeviceProvisioning.create(store: .file(directory: secretStore), passcode: passcode,
+                                                 defaultProtection: defaultProtection, eraseAfter: eraseAfter, kdf: Self.fastKDF)
+        try made.keybag.save(in: directory, deviceSecret: made.secret)
+        made.secret.wipe()
     }
 
     static func secret(_ text: String) -> SecureBuffer {
@@ -29,5 +31,8 @@ final class TestDevice {
         try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: 0)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: directory.root) }
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory.root)
+        try? FileManager.default.removeItem(atPath: secretStore)
+    }
 }

@@ -18,15 +18,15 @@ final class TestDevice {
         root = NSTemporaryDirectory() + "dpfs-itemstore-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         directory = DeviceDirectory(root)
-        try AtomicFile.createSecret(SecureBuffer.random(count: 32), at: directory.deviceSecretPath)
-        let secret = try AtomicFile.readSecret(directory.deviceSecretPath, count: 32)
         // The cheapest Argon2id: these tests are about the keychain, not passcode cost.
         var kdf = KDFParameters.standard()
         kdf.opsLimit = 1
         kdf.memLimit = 8192
-        var keybag = try Keybag.create(passcode: passcode ? Self.secret(Self.passcode) : nil, deviceSecret: secret,
-                                       defaultProtection: .untilFirstAuth, eraseAfter: eraseAfter, kdf: kdf)
-        try keybag.save(in: directory, deviceSecret: secret)
+        var made = try DeviceProvisioning.create(store: .file(directory: root + "-secrets"),
+                                                 passcode: passcode ? Self.secret(Self.passcode) : nil,
+                                                 defaultProtection: .untilFirstAuth, eraseAfter: eraseAfter, kdf: kdf)
+        try made.keybag.save(in: directory, deviceSecret: made.secret)
+        made.secret.wipe()
         var plistPath: String?
         if let entitlements {
             plistPath = root + "/sandbox.entitlements"
@@ -38,7 +38,10 @@ final class TestDevice {
         if passcode && unlocked { try unlock() }
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    deinit {
+        try? FileManager.default.removeItem(atPath: root)
+        try? FileManager.default.removeItem(atPath: root + "-secrets")
+    }
 
     static func secret(_ text: String) -> SecureBuffer {
         Array(text.utf8).withUnsafeBytes { SecureBuffer(copying: $0) }

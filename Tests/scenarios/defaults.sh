@@ -30,7 +30,7 @@ expect_eq "new directories and their files inherit it" "$("$DPFS" protection get
 "$DPFS" unmount "$MNT"
 
 rm -rf "$DEV"
-"$DPFS" init "$DEV" --passcode-file "$PASS" --default-protection completeUnlessOpen \
+"$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection completeUnlessOpen \
     --entitlements "$WORK/app.entitlements" >/dev/null
 mount_device; unlock_device
 echo z > "$MNT/tmp/z"
@@ -38,7 +38,7 @@ expect_eq "--default-protection wins over the plist" "$("$DPFS" protection get "
 "$DPFS" unmount "$MNT"
 
 rm -rf "$DEV"
-"$DPFS" init "$DEV" --no-passcode >/dev/null
+"$DPFS" init "$DEV" --no-passcode --secret-store "file:$SECRETS" >/dev/null
 mount_device
 expect_eq "without a passcode the device boots unlocked" "$(state_of)" "unlocked"
 echo w > "$MNT/Documents/w"

@@ -11,6 +11,8 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpfs-$SCENARIO.XXXXXX")
 DEV="$WORK/device"
 MNT="$WORK/mnt"
 PASS="$WORK/pass.txt"
+# The device secret's store (SPEC §11), outside the device directory and removed with it.
+SECRETS="$WORK/secrets"
 mkdir -p "$MNT"
 printf '1234\n' > "$PASS"
 
@@ -60,7 +62,7 @@ expect_eq() {
 }
 
 setup_device() {
-    "$DPFS" init "$DEV" --passcode-file "$PASS" "$@" >/dev/null || { fail "init"; finish; }
+    "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" "$@" >/dev/null || { fail "init"; finish; }
     mount_device
 }
 

@@ -73,17 +73,19 @@ final class BenchDevice: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let directory = DeviceDirectory(root)
         let passcode = Array("1234".utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
-        let deviceSecret = SecureBuffer.random(count: 32)
-        try AtomicFile.createSecret(deviceSecret, at: directory.deviceSecretPath)
         let kdf = KDFParameters(opsLimit: 1, memLimit: 8192 * 1024, salt: Bytes(Sodium.randomBytes(16)))
-        var keybag = try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: .untilFirstAuth,
-                                       eraseAfter: nil, kdf: kdf)
-        try keybag.save(in: directory, deviceSecret: deviceSecret)
+        var made = try DeviceProvisioning.create(store: .file(directory: root + "-secrets"), passcode: passcode,
+                                                 defaultProtection: .untilFirstAuth, eraseAfter: nil, kdf: kdf)
+        try made.keybag.save(in: directory, deviceSecret: made.secret)
+        made.secret.wipe()
         manager = try LockStateManager(directory: directory, gracePeriod: 0, delayScale: 0)
         try manager.unlock(passcode: passcode)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    deinit {
+        try? FileManager.default.removeItem(atPath: root)
+        try? FileManager.default.removeItem(atPath: root + "-secrets")
+    }
 }
 
 let benchmarks: @Sendable () -> Void = {

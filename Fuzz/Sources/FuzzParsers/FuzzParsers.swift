@@ -16,6 +16,7 @@ let device: DeviceDirectory = {
     return DeviceDirectory(root)
 }()
 let deviceSecret = SecureBuffer.random(count: 32)
+let metadataKey = MetadataKey.derive(from: deviceSecret)
 
 // SwiftPM links an executable's entry point as <module>_main; this one hands the
 // process to libFuzzer's driver (libFuzzer's own main is then not linked in).
@@ -39,9 +40,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     switch target {
     case .header:
-        if let header = try? FileHeader(parsing: bytes) {
+        if let header = try? FileHeader(parsing: bytes, metadataKey: metadataKey) {
             // Whatever parses must serialise back to a header that parses the same.
-            let again = header.serialized().withUnsafeBytes { try? FileHeader(parsing: $0) }
+            let again = header.serialized(metadataKey: metadataKey).withUnsafeBytes {
+                try? FileHeader(parsing: $0, metadataKey: metadataKey)
+            }
             precondition(again?.current == header.current, "header round trip differs")
         }
     case .keybag:

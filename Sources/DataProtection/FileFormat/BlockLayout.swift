@@ -1,6 +1,8 @@
 // Where plaintext bytes live in a backing file: a fixed header, then fixed-size
-// blocks of ciphertext, each nonce ‖ sealed 4 KiB ‖ tag; the last block may be short.
-// The plaintext size follows from the backing size alone, so stat never decrypts.
+// blocks of ciphertext, each nonce ‖ sealed 4 KiB ‖ tag; the last block may be short,
+// and an empty file has one empty last block, so every file ends in a block sealed as
+// the last (cutting blocks off the end reads as EIO). The plaintext size follows from
+// the backing size alone, so stat never decrypts.
 
 public enum BlockLayout {
     public static let headerSize = 512
@@ -17,6 +19,7 @@ public enum BlockLayout {
     }
 
     public static func backingSize(plainSize: Int) -> Int {
+        guard plainSize > 0 else { return headerSize + blockOverhead }
         let fullBlocks = plainSize / plainBlockSize
         let tail = plainSize % plainBlockSize
         return headerSize + fullBlocks * cipherBlockSize + (tail > 0 ? tail + blockOverhead : 0)
@@ -30,6 +33,20 @@ public enum BlockLayout {
     public static func blocks(offset: Int, count: Int) -> Range<Int> {
         guard count > 0 else { return offset / plainBlockSize ..< offset / plainBlockSize }
         return offset / plainBlockSize ..< (offset + count - 1) / plainBlockSize + 1
+    }
+
+    /// The block sealed as the last one: for an empty file, block 0 (empty).
+    public static func lastBlock(plainSize: Int) -> Int {
+        plainSize > 0 ? (plainSize - 1) / plainBlockSize : 0
+    }
+
+    /// Whether a backing file of this size ends where a block ends and holds at least
+    /// the empty last block: anything else was cut short.
+    public static func isWholeBacking(_ backingSize: Int) -> Bool {
+        let body = backingSize - headerSize
+        guard body >= blockOverhead else { return false }
+        let tail = body % cipherBlockSize
+        return tail == 0 || tail > blockOverhead || body == blockOverhead
     }
 
     /// Plaintext length of `block` in a file of `plainSize` bytes.

@@ -1,19 +1,22 @@
-// The header of every backing file (dpfs(5)): magic, format version, the file's random
-// identity (bound into every block), and two key slots. A class change writes the slot
-// not in use with a higher generation; a torn write fails that slot's checksum and the
-// other slot still stands, so the change is atomic. Byte 6 names the cipher of the
-// file's blocks (BlockCipher); a class change never touches it.
+// The header of every backing file (dpfs(5)): magic, format version, the cipher of the
+// file's blocks, the file's random identity (bound into every block), and two key
+// slots. Each slot carries a MAC under the metadata key over the header's first 24
+// bytes, its own index and its contents, so neither the slot in force nor the class
+// can be changed by editing the file. A class change writes the slot not in use with
+// a higher generation, syncs, then zeroes the superseded slot and syncs again: at
+// every instant at least one valid slot stands, and afterwards only the new one.
 
 public struct FileHeader: Sendable, Equatable {
     public static let magic: [UInt8] = Array("DPFS".utf8)
-    public static let version: UInt16 = 1
+    public static let version: UInt16 = 2
     public static let cipherXChaCha20Poly1305: UInt8 = BlockCipher.xchacha20Poly1305.rawValue
     public static let cipherAES256GCM: UInt8 = BlockCipher.aes256GCM.rawValue
     public static let fileIDSize = 16
+    static let prefixSize = 24
     static let slotOffset = 24
     static let slotSize = 128
-    static let checksumSize = 16
-    static let maxWrappedKeySize = slotSize - 10 - checksumSize
+    static let macSize = MetadataKey.macSize
+    static let maxWrappedKeySize = slotSize - 10 - macSize
 
     public struct KeySlot: Sendable, Equatable {
         public var generation: UInt64
@@ -50,30 +53,40 @@ public struct FileHeader: Sendable, Equatable {
         return first.generation < second.generation ? 0 : 1
     }
 
-    public enum ParseError: Error { case tooShort, badMagic, unsupportedVersion(UInt16), unsupportedCipher(UInt8), noValidSlot }
+    /// A superseded slot still standing (a class change cut short by a crash), to be zeroed.
+    public var staleSlotIndex: Int? {
+        slots[0] != nil && slots[1] != nil ? spareSlotIndex : nil
+    }
 
-    public init(parsing bytes: UnsafeRawBufferPointer) throws {
-        guard bytes.count >= BlockLayout.headerSize else { throw ParseError.tooShort }
-        guard Array(bytes[0..<4]) == Self.magic else { throw ParseError.badMagic }
+    public enum ParseError: Error, Equatable {
+        case tooShort, badMagic, unsupportedVersion(UInt16), unsupportedCipher(UInt8), noValidSlot
+    }
+
+    /// Parses and authenticates a header; a slot whose MAC fails is empty.
+    public init(parsing bytes: UnsafeRawBufferPointer, metadataKey: SecureBuffer) throws(ParseError) {
+        guard bytes.count >= BlockLayout.headerSize else { throw .tooShort }
+        guard Array(bytes[0..<4]) == Self.magic else { throw .badMagic }
         let version = UInt16(bytes[4]) | UInt16(bytes[5]) << 8
-        guard version == Self.version else { throw ParseError.unsupportedVersion(version) }
+        guard version == Self.version else { throw .unsupportedVersion(version) }
         // A cipher this CPU cannot run (AES-256-GCM without AES-NI) is unsupported too.
         guard let cipher = BlockCipher(rawValue: bytes[6]), cipher.isUsable else {
-            throw ParseError.unsupportedCipher(bytes[6])
+            throw .unsupportedCipher(bytes[6])
         }
         self.cipher = cipher
         fileID = Array(bytes[8..<24])
+        let prefix = Array(bytes[0..<Self.prefixSize])
         slots = (0..<2).map { index in
-            let start = Self.slotOffset + index * Self.slotSize
-            return Self.parseSlot(UnsafeRawBufferPointer(rebasing: bytes[start..<start + Self.slotSize]),
-                                  fileID: Array(bytes[8..<24]))
+            let start = Self.slotOffset(index)
+            return Self.parseSlot(Array(bytes[start..<start + Self.slotSize]), index: index,
+                                  prefix: prefix, metadataKey: metadataKey)
         }
-        guard current != nil else { throw ParseError.noValidSlot }
+        guard current != nil else { throw .noValidSlot }
     }
 
-    static func parseSlot(_ raw: UnsafeRawBufferPointer, fileID: [UInt8]) -> KeySlot? {
-        let body = UnsafeRawBufferPointer(rebasing: raw[0..<slotSize - checksumSize])
-        guard checksum(body, fileID: fileID) == Array(raw[(slotSize - checksumSize)...]) else { return nil }
+    static func parseSlot(_ raw: [UInt8], index: Int, prefix: [UInt8], metadataKey: SecureBuffer) -> KeySlot? {
+        let body = Array(raw[0..<slotSize - macSize])
+        guard MetadataKey.matches(mac(prefix: prefix, index: index, body: body, key: metadataKey),
+                                  raw[(slotSize - macSize)...]) else { return nil }
         var generation: UInt64 = 0
         for i in 0..<8 { generation |= UInt64(body[i]) << (8 * UInt64(i)) }
         guard generation > 0, let protectionClass = ProtectionClass(rawValue: body[8]) else { return nil }
@@ -83,42 +96,44 @@ public struct FileHeader: Sendable, Equatable {
                        wrappedKey: Array(body[10..<10 + length]))
     }
 
-    static func checksum(_ body: UnsafeRawBufferPointer, fileID: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: checksumSize)
-        fileID.withUnsafeBytes { key in
-            digest.withUnsafeMutableBytes { Sodium.hash(body, key: key, into: $0) }
-        }
-        return digest
+    static func mac(prefix: [UInt8], index: Int, body: [UInt8], key: SecureBuffer) -> [UInt8] {
+        MetadataKey.mac(Array("dpfs.header-slot.v2".utf8) + prefix + [UInt8(index)] + body, key: key)
+    }
+
+    /// The header's first 24 bytes: magic, version, cipher, file ID.
+    var prefix: [UInt8] {
+        var bytes = Self.magic + [UInt8(Self.version & 0xff), UInt8(Self.version >> 8), cipher.rawValue, 0]
+        bytes += fileID
+        return bytes
     }
 
     /// The whole header block as written at offset 0.
-    public func serialized() -> [UInt8] {
+    public func serialized(metadataKey: SecureBuffer) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
-        bytes.replaceSubrange(0..<4, with: Self.magic)
-        bytes[4] = UInt8(Self.version & 0xff)
-        bytes[5] = UInt8(Self.version >> 8)
-        bytes[6] = cipher.rawValue
-        bytes.replaceSubrange(8..<24, with: fileID)
+        bytes.replaceSubrange(0..<Self.prefixSize, with: prefix)
         for index in 0..<2 {
             if let slot = slots[index] {
-                let start = Self.slotOffset + index * Self.slotSize
-                bytes.replaceSubrange(start..<start + Self.slotSize, with: serializedSlot(slot))
+                let start = Self.slotOffset(index)
+                bytes.replaceSubrange(start..<start + Self.slotSize,
+                                      with: serializedSlot(slot, index: index, metadataKey: metadataKey))
             }
         }
         return bytes
     }
 
-    /// One slot's bytes, for writing the spare slot alone.
-    public func serializedSlot(_ slot: KeySlot) -> [UInt8] {
+    /// One slot's bytes at `index`, for writing the spare slot alone.
+    public func serializedSlot(_ slot: KeySlot, index: Int, metadataKey: SecureBuffer) -> [UInt8] {
         precondition(slot.wrappedKey.count <= Self.maxWrappedKeySize)
-        var body = [UInt8](repeating: 0, count: Self.slotSize - Self.checksumSize)
+        var body = [UInt8](repeating: 0, count: Self.slotSize - Self.macSize)
         for i in 0..<8 { body[i] = UInt8(truncatingIfNeeded: slot.generation >> (8 * UInt64(i))) }
         body[8] = slot.protectionClass.rawValue
         body[9] = UInt8(slot.wrappedKey.count)
         body.replaceSubrange(10..<10 + slot.wrappedKey.count, with: slot.wrappedKey)
-        let sum = body.withUnsafeBytes { Self.checksum($0, fileID: fileID) }
-        return body + sum
+        return body + Self.mac(prefix: prefix, index: index, body: body, key: metadataKey)
     }
+
+    /// What an empty (zeroed) slot looks like on disk.
+    public static let emptySlot = [UInt8](repeating: 0, count: slotSize)
 
     public static func slotOffset(_ index: Int) -> Int { slotOffset + index * slotSize }
 }

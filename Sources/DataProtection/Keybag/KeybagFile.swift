@@ -3,11 +3,12 @@
 // passcode policy state. It holds no secret in clear. It carries a MAC under a key
 // derived from the device secret (an edited keybag — a reset failure counter — is
 // refused) and a generation, mirrored in keybag.seq, so an older copy put back in
-// its place (a rollback to an old passcode) is refused too.
+// its place (a rollback to an old passcode) is refused too. It names the device (a
+// UUID) and the secret store that holds the device secret (SecretStoreLocation).
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
-    public static let currentVersion = 1
+    public static let currentVersion = 2
 
     public var formatVersion = KeybagFile.currentVersion
     public var kdf: KDFParameters
@@ -17,20 +18,43 @@ public struct KeybagFile: Codable, Sendable {
     public var completeUnlessOpenPublicKey: Bytes
     public var defaultProtection: ProtectionClass
     public var policy: PasscodePolicy
+    /// The device's identity, by which its secret store names the device secret.
+    public var deviceUUID = ""
+    /// Where the device secret lives: `file:DIR` (SecretStoreLocation's description).
+    public var secretStore = ""
     public var generation = 0
     public var mac: Bytes?
 
-    public static func load(from directory: DeviceDirectory, deviceSecret: SecureBuffer) throws -> KeybagFile {
+    /// The keybag as stored, not yet authenticated: what a device needs to find its secret.
+    static func decode(from directory: DeviceDirectory) throws -> KeybagFile {
         let bytes = try AtomicFile.read(directory.keybagPath)
-        let file: KeybagFile
+        // The version alone first: an older format is named as such, not as damage.
+        struct Version: Decodable { var formatVersion: Int }
+        guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
+            throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
+        }
+        guard version.formatVersion == currentVersion else {
+            throw DeviceError.unsupportedFormat(directory.root, version.formatVersion)
+        }
         do {
-            file = try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
+            return try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
         } catch {
             throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
         }
-        guard file.formatVersion == currentVersion else {
-            throw DeviceError.corruptKeybag("format version \(file.formatVersion) is not supported")
+    }
+
+    /// The device's secret, from the store its keybag names.
+    public static func loadDeviceSecret(of directory: DeviceDirectory) throws -> SecureBuffer {
+        let file = try decode(from: directory)
+        guard !file.deviceUUID.isEmpty, let location = try? SecretStoreLocation(parsing: file.secretStore),
+              file.secretStore.hasPrefix("file:") else {
+            throw DeviceError.corruptKeybag("it names no valid secret store")
         }
+        return try DeviceSecretStore.load(for: file.deviceUUID, from: location)
+    }
+
+    public static func load(from directory: DeviceDirectory, deviceSecret: SecureBuffer) throws -> KeybagFile {
+        let file = try decode(from: directory)
         guard let mac = file.mac, try file.authenticator(deviceSecret) == mac.value else {
             throw DeviceError.corruptKeybag("its MAC does not verify: it was altered or belongs to another device")
         }

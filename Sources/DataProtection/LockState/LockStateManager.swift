@@ -47,6 +47,9 @@ public final class LockStateManager: Sendable {
     /// Test-only factor applied to failed-attempt delays (DPFS_TEST_DELAY_SCALE).
     let delayScale: Double
     private let deviceSecret: SecureBuffer
+    /// Authenticates file headers and directory classes (MetadataKey.swift). Derived
+    /// from the device secret alone, so it is there in every lock state, as metadata is.
+    public let metadataKey: SecureBuffer
     private let core: Mutex<Core>
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
     /// holding `core` across the slow parts (KDF, page-cache invalidation).
@@ -62,8 +65,9 @@ public final class LockStateManager: Sendable {
         self.directory = directory
         self.gracePeriod = gracePeriod
         self.delayScale = delayScale
-        let secret = try AtomicFile.readSecret(directory.deviceSecretPath, count: 32)
+        let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
+        self.metadataKey = MetadataKey.derive(from: secret)
         let keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)

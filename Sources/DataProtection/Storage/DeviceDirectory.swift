@@ -12,7 +12,6 @@ public struct DeviceDirectory: Sendable {
 
     public var keybagPath: String { root + "/keybag.json" }
     public var keybagSequencePath: String { root + "/keybag.seq" }
-    public var deviceSecretPath: String { root + "/device.secret" }
     public var sandboxPath: String { root + "/sandbox" }
     public var itemStorePath: String { root + "/keychain.sqlite" }
     public var lockPath: String { root + "/mount.lock" }
@@ -42,6 +41,7 @@ public enum DeviceError: Error, CustomStringConvertible {
     case notInitialised(String)
     case notEmpty(String)
     case corruptKeybag(String)
+    case unsupportedFormat(String, Int)
 
     public var description: String {
         switch self {
@@ -49,6 +49,8 @@ public enum DeviceError: Error, CustomStringConvertible {
         case .notInitialised(let path): return "\(path) is not a dpfs device directory (run dpfs init first)"
         case .notEmpty(let path): return "\(path) is not empty; dpfs init needs a new or empty directory"
         case .corruptKeybag(let why): return "the keybag is damaged: \(why)"
+        case .unsupportedFormat(let path, let version):
+            return "\(path) is a device of on-disk format version \(version); this dpfs reads version \(KeybagFile.currentVersion) only (there is no migration: make a new device with dpfs init)"
         }
     }
 }

@@ -19,6 +19,9 @@ struct Init: ParsableCommand {
     @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth).")
     var defaultProtection: String?
     @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
+    @Option(help: ArgumentHelp(
+        "Where the device secret lives, outside the device directory: file (the default: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs) or file:DIR.",
+        valueName: "store")) var secretStore: String?
 
     func validate() throws {
         if noPasscode && passcodeFile != nil { throw ValidationError("--no-passcode and --passcode-file exclude each other") }
@@ -30,21 +33,35 @@ struct Init: ParsableCommand {
             throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
         }
         let directory = DeviceDirectory(deviceDirectory)
+        let store: SecretStoreLocation
+        do { store = try SecretStoreLocation(parsing: secretStore) } catch { throw CLIError(error.description) }
+        if case .file(let secrets) = store, secrets == directory.root || secrets.hasPrefix(directory.root + "/") {
+            throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
+        }
         try prepareEmptyDirectory(directory.root)
         let defaultClass = try resolveDefaultClass()
         let passcode = noPasscode ? nil : try PasscodeSource.read(file: passcodeFile, prompt: "New passcode: ")
+        let device: DeviceProvisioning.NewDevice
         do {
-            let secret = SecureBuffer.random(count: 32)
-            try AtomicFile.createSecret(secret, at: directory.deviceSecretPath)
-            var keybag = try Keybag.create(passcode: passcode, deviceSecret: secret,
-                                           defaultProtection: defaultClass, eraseAfter: eraseAfter)
-            try createSandbox(directory, defaultClass: defaultClass)
+            device = try DeviceProvisioning.create(store: store, passcode: passcode, defaultProtection: defaultClass,
+                                                   eraseAfter: eraseAfter)
+        } catch {
+            removeContents(of: directory.root)
+            throw CLIError("init failed: \(error)")
+        }
+        defer { device.secret.wipe() }
+        do {
+            var keybag = device.keybag
+            let metadataKey = MetadataKey.derive(from: device.secret)
+            defer { metadataKey.wipe() }
+            try createSandbox(directory, defaultClass: defaultClass, metadataKey: metadataKey)
             try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
                                      entitlementsPlist: entitlements.map(absolutePath))
             // The keybag last: its presence is what marks a device as initialised.
-            try keybag.save(in: directory, deviceSecret: secret)
+            try keybag.save(in: directory, deviceSecret: device.secret)
         } catch {
             removeContents(of: directory.root)
+            DeviceProvisioning.discard(device.keybag.deviceUUID, in: store)
             throw CLIError("init failed: \(error)")
         }
         print("initialised \(directory.root) (default class \(defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
@@ -80,12 +97,14 @@ struct Init: ParsableCommand {
         }
     }
 
-    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass) throws {
+    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass, metadataKey: SecureBuffer) throws {
         let root = directory.sandboxPath
         guard mkdir(root, 0o755) == 0 else { throw SystemError("mkdir", root) }
         for path in [root] + DeviceDirectory.sandboxLayout.map({ root + "/" + $0 }) {
             if path != root, mkdir(path, 0o755) != 0 { throw SystemError("mkdir", path) }
-            let rc = defaultClass.name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
+            let record = DirectoryClassRecord.encode(defaultClass, directoryID: DirectoryClassRecord.newDirectoryID(),
+                                                     metadataKey: metadataKey)
+            let rc = record.withUnsafeBytes { setxattr(path, MountAttributes.protection, $0.baseAddress, $0.count, 0) }
             guard rc == 0 else { throw SystemError("setxattr (the device directory needs a filesystem with user xattrs)", path) }
         }
     }

@@ -1,0 +1,48 @@
+// A new device's identity and keys: a UUID, a device secret in its secret store, and
+// the keybag that names both. `dpfs init` saves the keybag last, once the rest of the
+// device directory exists; tests and benchmarks make devices the same way.
+import Glibc
+
+public enum DeviceProvisioning {
+    public struct NewDevice {
+        public var keybag: KeybagFile
+        /// The device secret, in locked memory; the caller wipes it when done.
+        public let secret: SecureBuffer
+    }
+
+    public static func create(store: SecretStoreLocation, passcode: SecureBuffer?, defaultProtection: ProtectionClass,
+                              eraseAfter: Int?, kdf: KDFParameters = .standard()) throws -> NewDevice {
+        let deviceUUID = UUIDText.random()
+        let secret = try DeviceSecretStore.create(for: deviceUUID, in: store)
+        do {
+            var keybag = try Keybag.create(passcode: passcode, deviceSecret: secret, defaultProtection: defaultProtection,
+                                           eraseAfter: eraseAfter, kdf: kdf)
+            keybag.deviceUUID = deviceUUID
+            keybag.secretStore = store.description
+            return NewDevice(keybag: keybag, secret: secret)
+        } catch {
+            secret.wipe()
+            discard(deviceUUID, in: store)
+            throw error
+        }
+    }
+
+    /// Removes a secret whose device was never finished (init failed after creating it).
+    public static func discard(_ deviceUUID: String, in store: SecretStoreLocation) {
+        switch store {
+        case .file(let directory): _ = DeviceSecretStore.path(of: deviceUUID, in: directory).withCString { unlink($0) }
+        }
+    }
+}
+
+/// A random RFC 4122 version-4 UUID in lower-case text: a device's public name.
+enum UUIDText {
+    static func random() -> String {
+        var bytes = Sodium.randomBytes(16)
+        bytes[6] = (bytes[6] & 0x0f) | 0x40
+        bytes[8] = (bytes[8] & 0x3f) | 0x80
+        let hex = bytes.map { byte in String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        return parts.map(String.init).joined(separator: "-")
+    }
+}

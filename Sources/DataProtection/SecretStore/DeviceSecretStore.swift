@@ -1,0 +1,97 @@
+// Creating and loading a device's secret in its store. A missing, unreadable or
+// unsafe secret is one clear error naming the store and the device UUID; nothing is
+// ever created in its place after `init`.
+import Foundation
+import Glibc
+
+public enum SecretStoreError: Error, CustomStringConvertible {
+    case missing(store: String, device: String, reason: String)
+    case unsafe(store: String, reason: String)
+    case cannotCreate(store: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .missing(let store, let device, let reason):
+            return "the device secret of device \(device) cannot be read from secret store \(store): \(reason)"
+        case .unsafe(let store, let reason):
+            return "secret store \(store) is not safe: \(reason)"
+        case .cannotCreate(let store, let reason):
+            return "cannot create the device secret in secret store \(store): \(reason)"
+        }
+    }
+}
+
+public enum DeviceSecretStore {
+    public static let secretSize = 32
+
+    /// Makes a new random secret for `deviceUUID` and stores it durably.
+    public static func create(for deviceUUID: String, in location: SecretStoreLocation) throws -> SecureBuffer {
+        switch location {
+        case .file(let directory):
+            do {
+                try prepareDirectory(directory)
+            } catch let error as SystemError {
+                throw SecretStoreError.cannotCreate(store: location.description, reason: error.description)
+            }
+            try checkDirectory(directory, store: location)
+            let secret = SecureBuffer.random(count: secretSize)
+            do {
+                try AtomicFile.createSecret(secret, at: path(of: deviceUUID, in: directory))
+            } catch {
+                secret.wipe()
+                throw SecretStoreError.cannotCreate(store: location.description, reason: "\(error)")
+            }
+            return secret
+        }
+    }
+
+    /// The secret of `deviceUUID`, into locked memory.
+    public static func load(for deviceUUID: String, from location: SecretStoreLocation) throws -> SecureBuffer {
+        switch location {
+        case .file(let directory):
+            try checkDirectory(directory, store: location)
+            let file = path(of: deviceUUID, in: directory)
+            var info = stat()
+            guard lstat(file, &info) == 0 else {
+                throw SecretStoreError.missing(store: location.description, device: deviceUUID,
+                                               reason: "\(file): \(String(cString: strerror(errno)))")
+            }
+            guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+                throw SecretStoreError.unsafe(store: location.description,
+                                              reason: "\(file) must be a regular file of yours with mode 0600")
+            }
+            do {
+                return try AtomicFile.readSecret(file, count: secretSize)
+            } catch {
+                throw SecretStoreError.missing(store: location.description, device: deviceUUID, reason: "\(error)")
+            }
+        }
+    }
+
+    /// Whether the store holds a secret for `deviceUUID` (fsck's report).
+    public static func path(of deviceUUID: String, in directory: String) -> String {
+        directory + "/" + deviceUUID + ".secret"
+    }
+
+    /// Creates the directory (and missing parents) with mode 0700.
+    static func prepareDirectory(_ directory: String) throws {
+        var info = stat()
+        if stat(directory, &info) == 0 { return }
+        let parent = (directory as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != directory { try prepareDirectory(parent) }
+        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw SystemError("mkdir", directory) }
+    }
+
+    /// The directory must be the caller's and closed to everyone else, as ssh wants ~/.ssh.
+    static func checkDirectory(_ directory: String, store: SecretStoreLocation) throws {
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw SecretStoreError.unsafe(store: store.description,
+                                          reason: "\(directory): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            throw SecretStoreError.unsafe(store: store.description,
+                                          reason: "\(directory) must be a directory of yours with mode 0700 (chmod 700 \(directory))")
+        }
+    }
+}
