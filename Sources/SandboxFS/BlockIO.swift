@@ -530,7 +530,8 @@ enum BlockIO {
         let newLast = BlockLayout.lastBlock(plainSize: newSize)
         let newLength = newSize - newLast * blockSize
         if newSize > size {
-            let reserve = reserveSpace(file, plainSize: newSize, from: oldLast)
+            // Only the new last block is written: the gap before it stays a hole.
+            let reserve = reserveSpace(file, plainSize: newSize, from: newLast)
             if reserve != 0 { return reserve }
             if newLast == oldLast {
                 return resealBlock(file, key: key, block: oldLast, newLength: newLength, last: true, pool: pool)

@@ -63,7 +63,18 @@ extension SandboxFileSystem {
         let data = Glibc.lseek(file.fd, off_t(BlockLayout.backingOffset(ofBlock: from)), SEEK_DATA)
         if data < 0 { return errno == ENXIO ? .success(none) : .failure(FSErrno(-errno)) }
         let found = max(from, block(atBacking: Int(data)))
-        return .success(zeroLast && found >= BlockLayout.lastBlock(plainSize: size) ? none : found)
+        guard zeroLast else { return .success(found) }
+        let last = BlockLayout.lastBlock(plainSize: size)
+        // The last block's first allocated page may begin inside the block before it.
+        if found >= last || (found == last - 1 && storedBytesAreZero(file, block: found)) { return .success(none) }
+        return .success(found)
+    }
+
+    /// Whether a block's stored bytes are all zero (a hole).
+    static func storedBytesAreZero(_ file: OpenFile, block: Int) -> Bool {
+        var stored = [UInt8](repeating: 0, count: BlockIO.cipherSize)
+        let got = stored.withUnsafeMutableBytes { BlockIO.preadAll(file.fd, $0, at: BlockLayout.backingOffset(ofBlock: block)) }
+        return got == stored.count && stored.withUnsafeBytes { BlockIO.isAllZero($0) }
     }
 
     /// The first block at or after `from` whose whole sealed region is a backing hole
