@@ -29,8 +29,12 @@ struct Daemon {
         do {
             let lockFD = try directory.takeMountLock()
             defer { close(lockFD) }
-            let scale = ProcessInfo.processInfo.environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init) ?? 1
-            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: scale)
+            #if DPFS_TEST_HOOKS
+            let testHooks = TestHooks.fromEnvironment()
+            #else
+            let testHooks = TestHooks()
+            #endif
+            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: testHooks)
             let items = try ItemStore(path: directory.itemStorePath, device: device)
             let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)

@@ -26,7 +26,8 @@ final class TestDevice {
     }
 
     func boot(gracePeriod: TimeInterval = 0) throws -> LockStateManager {
-        try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: 0)
+        // Unit tests run from a debug build (swift test), which has the test hooks.
+        try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: TestHooks(delayScale: 0))
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory.root) }

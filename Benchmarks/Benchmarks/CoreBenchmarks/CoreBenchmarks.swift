@@ -79,7 +79,7 @@ final class BenchDevice: @unchecked Sendable {
         var keybag = try Keybag.create(passcode: passcode, deviceSecret: deviceSecret, defaultProtection: .untilFirstAuth,
                                        eraseAfter: nil, kdf: kdf)
         try keybag.save(in: directory, deviceSecret: deviceSecret)
-        manager = try LockStateManager(directory: directory, gracePeriod: 0, delayScale: 0)
+        manager = try LockStateManager(directory: directory, gracePeriod: 0)
         try manager.unlock(passcode: passcode)
     }
 

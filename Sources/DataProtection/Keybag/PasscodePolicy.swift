@@ -34,13 +34,12 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
 
     public enum FailureOutcome: Equatable { case counted, repeated, erase }
 
-    /// Records a failed attempt; `delayScale` shortens delays for tests only.
-    public mutating func recordFailure(fingerprint: [UInt8], now: Date = Date(),
-                                       delayScale: Double = 1) -> FailureOutcome {
+    /// Records a failed attempt and imposes the wait the table gives.
+    public mutating func recordFailure(fingerprint: [UInt8], now: Date = Date()) -> FailureOutcome {
         if let last = lastFailureFingerprint, last.value == fingerprint { return .repeated }
         failedAttempts += 1
         lastFailureFingerprint = Bytes(fingerprint)
-        let delay = Self.delay(afterFailures: failedAttempts) * delayScale
+        let delay = Self.delay(afterFailures: failedAttempts)
         retryAfter = delay > 0 ? now.timeIntervalSince1970 + delay : nil
         if let limit = eraseAfter, failedAttempts >= limit { return .erase }
         return .counted

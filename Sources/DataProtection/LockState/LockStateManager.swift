@@ -44,8 +44,8 @@ public final class LockStateManager: Sendable {
 
     public let directory: DeviceDirectory
     public let gracePeriod: TimeInterval
-    /// Test-only factor applied to failed-attempt delays (DPFS_TEST_DELAY_SCALE).
-    let delayScale: Double
+    /// Debug builds only carry anything here (TestHooks).
+    private let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
     private let core: Mutex<Core>
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
@@ -57,11 +57,11 @@ public final class LockStateManager: Sendable {
     public let completeUnlessOpenPublicKey: [UInt8]
 
     /// Boots the device: reads the keybag and unwraps what needs no passcode.
-    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, delayScale: Double = 1) throws {
+    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, testHooks: TestHooks = TestHooks()) throws {
         guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
         self.directory = directory
         self.gracePeriod = gracePeriod
-        self.delayScale = delayScale
+        self.testHooks = testHooks
         let secret = try AtomicFile.readSecret(directory.deviceSecretPath, count: 32)
         self.deviceSecret = secret
         let keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
@@ -225,7 +225,11 @@ public final class LockStateManager: Sendable {
 
     private func recordFailure(fingerprint: [UInt8]) throws -> Never {
         var keybag = core.withLock { $0.keybag }
-        let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, delayScale: delayScale)
+        let now = Date()
+        let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, now: now)
+        #if DPFS_TEST_HOOKS
+        testHooks.scaleWait(&keybag.policy, now: now)
+        #endif
         if outcome == .erase {
             try eraseKeyMaterial(&keybag)
         }
