@@ -35,6 +35,7 @@ struct Daemon {
             let testHooks = TestHooks()
             #endif
             let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: testHooks)
+            if let notice = device.bootNotice { logger.warning("\(notice)") }
             let items = try ItemStore(path: directory.itemStorePath, device: device)
             let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
