@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// Test hooks (DPFS_TEST_DELAY_SCALE) are compiled into debug builds only: a release
+/// binary has no such code (SPEC §7).
+let testHooks: [SwiftSetting] = [.define("DPFS_TEST_HOOKS", .when(configuration: .debug))]
+
 let package = Package(
     name: "dpfs",
     platforms: [.macOS(.v15)],
@@ -21,7 +25,7 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CLinux"),
-        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux"]),
+        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux"], swiftSettings: testHooks),
         .target(name: "ItemStore", dependencies: [
             "DataProtection",
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -35,7 +39,7 @@ let package = Package(
             "DataProtection", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: testHooks),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
     ],

@@ -29,8 +29,13 @@ struct Daemon {
         do {
             let lockFD = try directory.takeMountLock()
             defer { close(lockFD) }
-            let scale = ProcessInfo.processInfo.environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init) ?? 1
-            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: scale)
+            #if DPFS_TEST_HOOKS
+            let testHooks = TestHooks.fromEnvironment()
+            #else
+            let testHooks = TestHooks()
+            #endif
+            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: testHooks)
+            if let notice = device.bootNotice { logger.warning("\(notice)") }
             let items = try ItemStore(path: directory.itemStorePath, device: device)
             let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)

@@ -27,8 +27,10 @@ final class TestDevice {
         Array(text.utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
     }
 
-    func boot(gracePeriod: TimeInterval = 0) throws -> LockStateManager {
-        try LockStateManager(directory: directory, gracePeriod: gracePeriod, delayScale: 0)
+    /// Boots the device; waits after failures are scaled by `delayScale` (none by default).
+    func boot(gracePeriod: TimeInterval = 0, delayScale: Double = 0) throws -> LockStateManager {
+        // Unit tests run from a debug build (swift test), which has the test hooks.
+        try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: TestHooks(delayScale: delayScale))
     }
 
     deinit {

@@ -78,7 +78,7 @@ final class BenchDevice: @unchecked Sendable {
                                                  defaultProtection: .untilFirstAuth, eraseAfter: nil, kdf: kdf)
         try made.keybag.save(in: directory, deviceSecret: made.secret)
         made.secret.wipe()
-        manager = try LockStateManager(directory: directory, gracePeriod: 0, delayScale: 0)
+        manager = try LockStateManager(directory: directory, gracePeriod: 0)
         try manager.unlock(passcode: passcode)
     }
 

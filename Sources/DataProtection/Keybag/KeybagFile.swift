@@ -2,9 +2,9 @@
 // by the passcode key or the device key, the completeUnlessOpen public key, and the
 // passcode policy state. It holds no secret in clear. It carries a MAC under a key
 // derived from the device secret (an edited keybag — a reset failure counter — is
-// refused) and a generation, mirrored in keybag.seq, so an older copy put back in
-// its place (a rollback to an old passcode) is refused too. It names the device (a
-// UUID) and the secret store that holds the device secret (SecretStoreLocation).
+// refused) and a generation, mirrored in keybag.seq (KeybagSequence), so that an older
+// copy put back in its place mounts with the worst-case failure count, not its own.
+// It names the device (a UUID) and the secret store that holds the device secret.
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
@@ -57,10 +57,6 @@ public struct KeybagFile: Codable, Sendable {
         let file = try decode(from: directory)
         guard let mac = file.mac, try file.authenticator(deviceSecret) == mac.value else {
             throw DeviceError.corruptKeybag("its MAC does not verify: it was altered or belongs to another device")
-        }
-        if let text = try? String(contentsOfFile: directory.keybagSequencePath, encoding: .utf8),
-           let recorded = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), file.generation < recorded {
-            throw DeviceError.corruptKeybag("it is older (generation \(file.generation)) than the device's record (\(recorded)): an old copy was put back")
         }
         return file
     }

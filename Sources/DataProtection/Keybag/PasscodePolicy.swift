@@ -11,6 +11,10 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
     public var retryAfter: Double?
     public var eraseAfter: Int?
     public var erased = false
+    /// Set when the failure count was raised to the worst case because keybag.seq
+    /// could not vouch for the keybag (KeybagSequence); says why. The right passcode
+    /// clears it.
+    public var worstCaseReason: String?
 
     public init(eraseAfter: Int? = nil) { self.eraseAfter = eraseAfter }
 
@@ -34,13 +38,12 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
 
     public enum FailureOutcome: Equatable { case counted, repeated, erase }
 
-    /// Records a failed attempt; `delayScale` shortens delays for tests only.
-    public mutating func recordFailure(fingerprint: [UInt8], now: Date = Date(),
-                                       delayScale: Double = 1) -> FailureOutcome {
+    /// Records a failed attempt and imposes the wait the table gives.
+    public mutating func recordFailure(fingerprint: [UInt8], now: Date = Date()) -> FailureOutcome {
         if let last = lastFailureFingerprint, last.value == fingerprint { return .repeated }
         failedAttempts += 1
         lastFailureFingerprint = Bytes(fingerprint)
-        let delay = Self.delay(afterFailures: failedAttempts) * delayScale
+        let delay = Self.delay(afterFailures: failedAttempts)
         retryAfter = delay > 0 ? now.timeIntervalSince1970 + delay : nil
         if let limit = eraseAfter, failedAttempts >= limit { return .erase }
         return .counted
@@ -50,6 +53,24 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
         failedAttempts = 0
         lastFailureFingerprint = nil
         retryAfter = nil
+        worstCaseReason = nil
+    }
+
+    /// The failure count assumed when the real one may have been rolled back: the
+    /// first count of the highest delay tier.
+    public static let worstCaseFailures = 9
+
+    /// Puts the policy into its strictest state short of erasing, for a keybag whose
+    /// failure count may have been rolled back (dpfs(5)): at least `worstCaseFailures`
+    /// failures — but one below --erase-after, so only a further wrong passcode can
+    /// erase, never a missing counter file — and that tier's full wait from now.
+    public mutating func assumeWorstCase(_ reason: String, now: Date = Date()) {
+        var floor = Self.worstCaseFailures
+        if let limit = eraseAfter { floor = min(floor, max(limit - 1, 0)) }
+        failedAttempts = max(failedAttempts, floor)
+        let wait = now.timeIntervalSince1970 + Self.delay(afterFailures: Self.worstCaseFailures)
+        retryAfter = max(retryAfter ?? 0, wait)
+        worstCaseReason = reason
     }
 }
 

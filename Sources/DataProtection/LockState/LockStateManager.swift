@@ -44,8 +44,8 @@ public final class LockStateManager: Sendable {
 
     public let directory: DeviceDirectory
     public let gracePeriod: TimeInterval
-    /// Test-only factor applied to failed-attempt delays (DPFS_TEST_DELAY_SCALE).
-    let delayScale: Double
+    /// Debug builds only carry anything here (TestHooks).
+    private let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
     /// Authenticates file headers and directory classes (MetadataKey.swift). Derived
     /// from the device secret alone, so it is there in every lock state, as metadata is.
@@ -58,21 +58,52 @@ public final class LockStateManager: Sendable {
     private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
     private let nextObserver = Atomic<UInt64>(0)
     public let completeUnlessOpenPublicKey: [UInt8]
+    /// One line for the daemon's log when the boot found keybag.seq unable to vouch
+    /// for the keybag and assumed the worst-case failure count; nil otherwise.
+    public let bootNotice: String?
 
     /// Boots the device: reads the keybag and unwraps what needs no passcode.
-    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, delayScale: Double = 1) throws {
+    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, testHooks: TestHooks = TestHooks()) throws {
         guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
         self.directory = directory
         self.gracePeriod = gracePeriod
-        self.delayScale = delayScale
+        self.testHooks = testHooks
         let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
         self.metadataKey = MetadataKey.derive(from: secret)
-        let keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
+        var keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
+        self.bootNotice = try Self.distrustRolledBackCounter(&keybag, directory: directory, deviceSecret: secret,
+                                                             testHooks: testHooks)
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
         self.core = Mutex(Core(keys: keys, keybag: keybag, phase: phase))
+    }
+
+    /// A keybag that keybag.seq does not vouch for may be an old copy with a smaller
+    /// failure count: the policy takes its worst case, and the keybag is saved at once
+    /// so keybag.seq is right again and a remount cannot restart the wait (dpfs(5)).
+    private static func distrustRolledBackCounter(_ keybag: inout KeybagFile, directory: DeviceDirectory,
+                                                  deviceSecret: SecureBuffer, testHooks: TestHooks) throws -> String? {
+        let sequence = KeybagSequence.read(in: directory, generation: keybag.generation)
+        guard let reason = sequence.distrust(generation: keybag.generation) else { return nil }
+        let notice: String
+        if keybag.passcodeSet {
+            let now = Date()
+            keybag.policy.assumeWorstCase(reason, now: now)
+            #if DPFS_TEST_HOOKS
+            testHooks.scaleWait(&keybag.policy, now: now)
+            #endif
+            let wait = keybag.policy.waitRemaining(now: now).map { ", next attempt in \(describeWait($0))" } ?? ""
+            notice = "\(reason): a rolled-back failure count cannot be ruled out, so it counts as "
+                + "\(keybag.policy.failedAttempts) failed attempts\(wait)"
+        } else {
+            notice = "\(reason); no passcode is set, so there is no failure count to distrust"
+        }
+        // keybag.seq never goes backwards.
+        keybag.generation = max(keybag.generation, sequence.recorded ?? 0)
+        try keybag.save(in: directory, deviceSecret: deviceSecret)
+        return notice
     }
 
     // MARK: Queries
@@ -103,7 +134,8 @@ public final class LockStateManager: Sendable {
             return DeviceStatus(state: core.phase, classes: classes, passcodeSet: core.keybag.passcodeSet,
                                 failedAttempts: core.keybag.policy.failedAttempts,
                                 retryAfter: core.keybag.policy.waitRemaining(),
-                                erased: core.keybag.policy.erased, gracePeriod: gracePeriod,
+                                erased: core.keybag.policy.erased,
+                                worstCaseReason: core.keybag.policy.worstCaseReason, gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
                                 deviceDirectory: directory.root, pid: getpid())
         }
@@ -229,7 +261,11 @@ public final class LockStateManager: Sendable {
 
     private func recordFailure(fingerprint: [UInt8]) throws -> Never {
         var keybag = core.withLock { $0.keybag }
-        let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, delayScale: delayScale)
+        let now = Date()
+        let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, now: now)
+        #if DPFS_TEST_HOOKS
+        testHooks.scaleWait(&keybag.policy, now: now)
+        #endif
         if outcome == .erase {
             try eraseKeyMaterial(&keybag)
         }

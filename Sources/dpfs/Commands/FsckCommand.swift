@@ -21,6 +21,7 @@ struct Fsck: ParsableCommand {
         defer { close(lock) }
         let device: LockStateManager
         do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError("\(error)") }
+        if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }
         if device.status().passcodeSet {
             let passcode = try PasscodeSource.read(file: passcodeFile)
             do { try device.unlock(passcode: passcode) } catch { throw CLIError("\(error)") }

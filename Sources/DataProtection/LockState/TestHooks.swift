@@ -1,0 +1,30 @@
+// Knobs that exist only so tests need not wait an hour. They are compiled in only
+// when DPFS_TEST_HOOKS is defined, which Package.swift does for debug builds alone:
+// a release binary has none of this code, and DPFS_TEST_DELAY_SCALE means nothing
+// to it (SPEC §7: test hooks do not exist in a release build).
+import Foundation
+
+/// The test knobs a device is booted with; empty in a release build.
+public struct TestHooks: Sendable {
+    #if DPFS_TEST_HOOKS
+    /// A factor on the waits after failed passcode attempts (0.01: 1 min → 0.6 s).
+    public var delayScale: Double
+
+    public init(delayScale: Double = 1) { self.delayScale = delayScale }
+
+    /// The knobs named in the daemon's environment (dpfs(1), ENVIRONMENT).
+    public static func fromEnvironment() -> TestHooks {
+        let scale = ProcessInfo.processInfo.environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init)
+        return TestHooks(delayScale: scale ?? 1)
+    }
+
+    /// Shortens the wait the policy just imposed.
+    func scaleWait(_ policy: inout PasscodePolicy, now: Date) {
+        guard let retryAfter = policy.retryAfter, delayScale != 1 else { return }
+        let scaled = (retryAfter - now.timeIntervalSince1970) * max(delayScale, 0)
+        policy.retryAfter = scaled > 0 ? now.timeIntervalSince1970 + scaled : nil
+    }
+    #else
+    public init() {}
+    #endif
+}
