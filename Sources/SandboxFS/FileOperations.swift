@@ -172,7 +172,7 @@ extension SandboxFileSystem {
             _ = at(path) { unlinkat($0, $1, 0) }
             return .failure(FSErrno(rc))
         }
-        takeOwnership(path)
+        takeOwnership(path, fd: fd, mode: mode)
         files.noteClass(protectionClass, path: String(cString: path))
         return .success((fd, header, key))
     }
