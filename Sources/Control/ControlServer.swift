@@ -22,6 +22,9 @@ public final class ControlServer: Sendable {
         unlink(socketPath)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", socketPath) }
+        // The socket's mode comes from the umask at bind (the daemon runs with 0): bind
+        // under 0177, then chmod, before listen. umask is process-wide; this runs before
+        // the mount serves any request.
         let previousMask = umask(0o177)
         var address = UnixAddress(path: socketPath)
         let bound = address.withSockaddr { bind(fd, $0, $1) }

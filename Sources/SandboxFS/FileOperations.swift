@@ -195,7 +195,7 @@ extension SandboxFileSystem {
             key.wipe()
             return .failure(FSErrno(rc))
         }
-        takeOwnership(path)
+        takeOwnership(path, fd: fd, mode: mode)
         files.noteClass(protectionClass, path: String(cString: path))
         return .success((fd, header, key))
     }

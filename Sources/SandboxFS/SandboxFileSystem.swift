@@ -87,7 +87,12 @@ public final class SandboxFileSystem: @unchecked Sendable {
 
     /// Gives a new node to the calling user, as a local filesystem does; in a setgid
     /// directory the node keeps the directory's group, which the backing node inherited.
-    func takeOwnership(_ path: UnsafePointer<CChar>) {
+    /// `mode` is the mode the node was created with, for a node that is not a directory
+    /// or symlink: chown takes a non-directory's set-ID bits, which the caller asked for
+    /// and the kernel let through (it strips a setgid bit the caller may not set).
+    /// `fd`, when the node is open, is used instead of the name, which another process
+    /// could have replaced meanwhile.
+    func takeOwnership(_ path: UnsafePointer<CChar>, fd: Int32? = nil, mode: mode_t? = nil) {
         guard ownsForCallers, let context = fuse_get_context() else { return }
         // Made by the daemon's own user and group, the node is the caller's already (in
         // a setgid directory it has the directory's group, which it keeps either way).
@@ -97,7 +102,16 @@ public final class SandboxFileSystem: @unchecked Sendable {
             at(parentPath) { fstatat($0, $1, &parent, 0) } == 0 && parent.st_mode & S_ISGID != 0
         }
         let gid = setgid ? gid_t.max : context.pointee.gid
-        _ = at(path) { fchownat($0, $1, context.pointee.uid, gid, AT_SYMLINK_NOFOLLOW) }
+        let uid = context.pointee.uid
+        if let fd {
+            guard fchown(fd, uid, gid) == 0 else { return }
+            if let mode, mode & (S_ISUID | S_ISGID) != 0 { _ = fchmod(fd, mode & 0o7777) }
+        } else {
+            guard at(path, { fchownat($0, $1, uid, gid, AT_SYMLINK_NOFOLLOW) }) == 0 else { return }
+            if let mode, mode & (S_ISUID | S_ISGID) != 0 {
+                _ = at(path) { fchmodat($0, $1, mode & 0o7777, AT_SYMLINK_NOFOLLOW) }
+            }
+        }
     }
 
     func readlink(_ path: UnsafePointer<CChar>, _ buffer: UnsafeMutablePointer<CChar>, _ size: Int) -> Int32 {
@@ -120,7 +134,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
             }
         }
         guard at(path, { mknodat($0, $1, mode, rdev) }) == 0 else { return -errno }
-        takeOwnership(path)
+        takeOwnership(path, mode: mode)
         return 0
     }
 
