@@ -56,7 +56,7 @@ compare() {
 nobody() { "$@"; }
 
 MOUNT_ARGS="-o allow_other"
-"$DPFS" init "$DEV" --passcode-file "$PASS" >/dev/null || { fail "init"; finish; }
+"$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null || { fail "init"; finish; }
 for daemon_umask in 022 077; do
     (umask "$daemon_umask"; mount_device) || { fail "mount under umask $daemon_umask"; finish; }
     pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
@@ -77,8 +77,10 @@ for daemon_umask in 022 077; do
 done
 
 # The daemon's own files keep their explicit modes whatever umask it runs with.
-for file in keybag.json keybag.seq device.secret; do
+for file in keybag.json keybag.seq; do
     expect_eq "$file is 0600" "$(stat -c %a "$DEV/$file")" 600
 done
+expect_eq "the device secret is 0600" "$(stat -c %a "$SECRETS"/*.secret)" 600
+expect_eq "its store directory is 0700" "$(stat -c %a "$SECRETS")" 700
 expect_eq "the control socket directory is 0700" "$(stat -c %a /run/dpfs)" 700
 finish
