@@ -13,6 +13,9 @@ let package = Package(
         // Libraries for the separate Fuzz/ and Benchmarks/ packages.
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Control", targets: ["Control"]),
+        // For app code (SPEC §10): file protection, protected-data state and
+        // notifications, and a device to lock from tests.
+        .library(name: "DataProtectionKit", targets: ["DataProtectionKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,6 +43,12 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
+        .target(name: "DataProtectionKit", dependencies: ["Control", "DataProtection", "CLinux"]),
+        .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
+                          path: "Sources/Examples/ExampleFileProtection"),
+        .executableTarget(name: "ExampleProtectedDataObserver", dependencies: ["DataProtectionKit"],
+                          path: "Sources/Examples/ExampleProtectedDataObserver"),
+        .executableTarget(name: "ExampleSandboxPaths", path: "Sources/Examples/ExampleSandboxPaths"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
     ],

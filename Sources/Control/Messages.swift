@@ -16,6 +16,9 @@ public enum ControlRequest: Codable, Sendable {
     case events
     case keychain(KeychainRequest)
     case appAdd(entitlements: Data)
+    /// Which registered app a bundle ID names (nil: the sandbox's own); the reply's
+    /// `app` is its bundle ID, an unregistered one is an error reply.
+    case appIdentity(bundleID: String?)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -25,6 +28,8 @@ public struct ControlReply: Codable, Sendable {
     public var status: DeviceStatus?
     public var keychain: KeychainResponse?
     public var event: DeviceEvent?
+    /// For appIdentity: the registered app's bundle ID.
+    public var app: String?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -34,10 +34,22 @@ struct RequestHandler {
             case .appAdd(let entitlements):
                 let bundleID = try items.registerApp(entitlements: entitlements)
                 return ControlReply(ok: true, message: "registered \(bundleID)")
+            case .appIdentity(let bundleID):
+                return appIdentity(bundleID)
             }
         } catch {
             return .failure("\(error)")
         }
+    }
+
+    private func appIdentity(_ bundleID: String?) -> ControlReply {
+        guard let app = try? items.entitlements(of: bundleID) else {
+            return .failure(bundleID.map { "no app \($0) is registered with this device (dpfs app add)" }
+                            ?? "the sandbox has no registered app")
+        }
+        var reply = ControlReply(ok: true)
+        reply.app = app.bundleID
+        return reply
     }
 
     private func changePasscode(_ action: PasscodeAction, secrets: [SecureBuffer]) throws {

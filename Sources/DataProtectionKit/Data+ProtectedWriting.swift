@@ -1,0 +1,98 @@
+// Writing data with a protection class. Apple's `data.write(to:options:)` honours
+// `.completeFileProtection` and its siblings; on Linux Foundation drops those bits and
+// the method cannot be replaced, so these are the calls to write instead.
+import CLinux
+import Control
+import DataProtection
+import Foundation
+import Glibc
+
+extension Data {
+    /// `write(to:options:)` that honours the file-protection options
+    /// (`.completeFileProtection`, `.completeFileProtectionUnlessOpen`,
+    /// `.completeFileProtectionUntilFirstUserAuthentication`, `.noFileProtection`) as iOS
+    /// does; without one it is Foundation's own write (the file keeps or takes its
+    /// directory's class). `.atomic` and `.withoutOverwriting` work as in Foundation.
+    public func writeProtected(to url: URL, options: Data.WritingOptions = []) throws {
+        guard let protection = options.fileProtection else {
+            return try write(to: url, options: options)
+        }
+        try write(to: url, protection: protection, options: options)
+    }
+
+    /// Writes the data into a file of class `protection`: the class is set while the file
+    /// is still empty, before any content reaches it. Throws CocoaError with EPERM inside
+    /// when that class (or the directory's, for a new file) is not available now, as iOS.
+    public func write(to url: URL, protection: FileProtectionType, options: Data.WritingOptions = []) throws {
+        let path = try url.sandboxPath(writing: true)
+        guard let protectionClass = protection.dpfsClass else { throw FileErrors.cocoa(EINVAL, path: path, writing: true) }
+        let atomic = options.contains(.atomic)
+        let exclusive = options.contains(.withoutOverwriting)
+        if exclusive && SandboxCheck.exists(path) { throw FileErrors.cocoa(EEXIST, path: path, writing: true) }
+        let target = atomic ? try ProtectedFile.temporary(beside: path) : try ProtectedFile.open(path, exclusive: exclusive)
+        do {
+            try target.setClass(protectionClass)
+            try withUnsafeBytes { try target.writeAll($0) }
+            try target.close()
+            if atomic, rename(target.path, path) != 0 { throw FileErrors.cocoa(errno, path: path, writing: true) }
+        } catch {
+            target.abandon(unlinking: atomic)
+            throw error
+        }
+    }
+}
+
+/// A descriptor being written by Data.write(to:protection:), with its path for errors.
+private final class ProtectedFile {
+    let fd: Int32
+    let path: String
+    private var isOpen = true
+
+    private init(fd: Int32, path: String) { self.fd = fd; self.path = path }
+
+    static func open(_ path: String, exclusive: Bool) throws -> ProtectedFile {
+        let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (exclusive ? O_EXCL : 0)
+        let fd = Glibc.open(path, flags, 0o666)
+        guard fd >= 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
+        return ProtectedFile(fd: fd, path: path)
+    }
+
+    /// A new file in the target's directory, renamed over the target when complete.
+    static func temporary(beside path: String) throws -> ProtectedFile {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        for _ in 0..<16 {
+            let candidate = "\(directory)/.\(name).dpfs-\(UInt32.random(in: 0...UInt32.max))"
+            let fd = Glibc.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if fd >= 0 { return ProtectedFile(fd: fd, path: candidate) }
+            if errno != EEXIST { throw FileErrors.cocoa(errno, path: path, writing: true) }
+        }
+        throw FileErrors.cocoa(EEXIST, path: path, writing: true)
+    }
+
+    func setClass(_ protectionClass: ProtectionClass) throws {
+        let rc = protectionClass.name.withCString { fsetxattr(fd, MountAttributes.protection, $0, strlen($0), 0) }
+        guard rc == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
+    }
+
+    func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            let n = Glibc.write(fd, base + done, bytes.count - done)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FileErrors.cocoa(n < 0 ? errno : EIO, path: path, writing: true) }
+            done += n
+        }
+    }
+
+    func close() throws {
+        isOpen = false
+        guard Glibc.close(fd) == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
+    }
+
+    func abandon(unlinking: Bool) {
+        if isOpen { isOpen = false; Glibc.close(fd) }
+        if unlinking { unlink(path) }
+    }
+}

@@ -1,0 +1,51 @@
+// Whether protected data is available, and the notifications that say when that changes
+// (Apple: UIApplication.isProtectedDataAvailable and the protectedData… notifications).
+import Control
+import DataProtection
+import Foundation
+
+public enum ProtectedData {
+    /// Whether files of class `complete` can be read now, for the device named by
+    /// DPFS_MOUNT. False when no device can be reached (nothing protected can be read
+    /// then); `availability()` says why.
+    public static var isAvailable: Bool {
+        (try? availability()) ?? false
+    }
+
+    /// As `isAvailable`, but throws DeviceError when the device cannot be reached.
+    public static func availability() throws -> Bool {
+        try DeviceControl().isProtectedDataAvailable
+    }
+
+    /// Starts posting `UIApplication.protectedDataWillBecomeUnavailableNotification` and
+    /// `…DidBecomeAvailableNotification` on `NotificationCenter.default`, fed by the
+    /// daemon's event stream on a background thread. Returns once subscribed (events from
+    /// then on are posted); a second call while observing does nothing. Throws DeviceError
+    /// when the device cannot be reached.
+    public static func startObserving() throws {
+        try ProtectedDataObserver.shared.start(mountpoint: DeviceLocation.requireMountpoint())
+    }
+
+    /// Stops posting; the background thread ends.
+    public static func stopObserving() {
+        ProtectedDataObserver.shared.stop()
+    }
+
+    public static var isObserving: Bool { ProtectedDataObserver.shared.isObserving }
+}
+
+extension Notification.Name {
+    /// Apple's pre-Swift-4.2 spelling: `.UIApplicationProtectedDataWillBecomeUnavailable`.
+    public static let UIApplicationProtectedDataWillBecomeUnavailable =
+        Notification.Name("UIApplicationProtectedDataWillBecomeUnavailable")
+    public static let UIApplicationProtectedDataDidBecomeAvailable =
+        Notification.Name("UIApplicationProtectedDataDidBecomeAvailable")
+}
+
+/// The keys of a posted notification's userInfo: what the daemon reported.
+public enum ProtectedDataNotificationKey {
+    /// The daemon's event name (willBecomeUnavailable, restart, didBecomeAvailable).
+    public static let event = "dpfsEvent"
+    /// The device's state when the event was sent (a DeviceState raw value).
+    public static let state = "dpfsState"
+}
