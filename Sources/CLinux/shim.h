@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <sys/xattr.h>
 #include <sys/prctl.h>
+#include <sys/sysmacros.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <malloc.h>
@@ -26,6 +28,20 @@ static inline long long dpfs_peer_uid(int fd) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
     return (long long)cred.uid;
 }
+
+/// The pid and uid of a Unix socket's peer (as of its connect or listen); 0 or -1.
+static inline int dpfs_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
+    struct dpfs_ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    return 0;
+}
+
+/// The major and minor numbers of a device, as /proc/self/mountinfo prints them.
+static inline unsigned int dpfs_major(dev_t dev) { return major(dev); }
+static inline unsigned int dpfs_minor(dev_t dev) { return minor(dev); }
 
 static inline int dpfs_accept_cloexec(int fd) {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);

@@ -1,18 +1,21 @@
-// The CLI's side of the control socket: finds the daemon behind a mountpoint, sends one
-// request, reads the reply (or a stream of replies for events).
+// The CLI's side of the control socket: finds the daemon behind a mountpoint, makes
+// sure it is the caller's own before anything is sent (OwnedMount, then the peer's
+// credentials), sends one request, reads the reply (or a stream of replies for events).
 import DataProtection
 import Foundation
 import CLinux
 import Glibc
 
 public enum ControlClientError: Error, CustomStringConvertible {
-    case notMounted(String)
+    /// The path failed the checks of OwnedMount or of the connection's peer: nothing was sent.
+    case refused(String, reason: String)
     case cannotConnect(String, Int32)
     case daemon(String)
 
     public var description: String {
         switch self {
-        case .notMounted(let path): return "\(path) is not a mounted dpfs sandbox"
+        case .refused(let path, let reason):
+            return "\(path) is not a dpfs mount owned by you; refusing to send anything to it (\(reason))"
         case .cannotConnect(let path, let code):
             return "cannot reach the dpfs daemon of \(path): \(String(cString: strerror(code)))"
         case .daemon(let text): return text
@@ -21,35 +24,60 @@ public enum ControlClientError: Error, CustomStringConvertible {
 }
 
 public final class ControlClient {
-    /// The mount root answers this attribute with the path of its control socket.
-    public static let socketAttribute = MountAttributes.controlSocket
     let fd: Int32
 
+    /// Connects to the daemon of `mountpoint` once it is shown to be the caller's own
+    /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent.
     public init(mountpoint: String) throws {
-        let socketPath = try Self.socketPath(of: mountpoint)
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
-        var address = UnixAddress(path: socketPath)
-        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
-        guard rc == 0 else {
-            let code = errno
-            close(fd)
-            throw ControlClientError.cannotConnect(mountpoint, code)
+        let mount: OwnedMount
+        do { mount = try OwnedMount(mountpoint) } catch {
+            throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
+        do {
+            try Self.connect(fd, to: mount.socketPath, mountpoint: mountpoint)
+            try Self.checkPeer(fd, mountpoint: mountpoint)
+        } catch {
+            close(fd)
+            throw error
+        }
+        self.fd = fd
     }
 
     deinit { close(fd) }
 
-    /// Whether a dpfs daemon answers at `mountpoint`.
+    /// Whether a dpfs filesystem, anyone's, is mounted on `mountpoint`.
     public static func isMounted(_ mountpoint: String) -> Bool {
-        (try? socketPath(of: mountpoint)) != nil
+        guard let resolved = realpath(mountpoint, nil) else { return false }
+        defer { free(resolved) }
+        return MountTable.topmost(at: String(cString: resolved))?.fsType == MountEntry.dpfsType
     }
 
-    static func socketPath(of mountpoint: String) throws -> String {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let n = getxattr(mountpoint, socketAttribute, &buffer, buffer.count)
-        guard n > 0 else { throw ControlClientError.notMounted(mountpoint) }
-        return String(decoding: buffer[0..<n], as: UTF8.self)
+    private static func connect(_ fd: Int32, to socketPath: String, mountpoint: String) throws {
+        var address = UnixAddress(path: socketPath)
+        guard address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else {
+            throw ControlClientError.cannotConnect(mountpoint, errno)
+        }
+    }
+
+    /// The peer must run as the caller (SO_PEERCRED uid) and be the daemon it says it
+    /// is: the pid its status reports (nothing secret is asked) is the pid the kernel
+    /// gives for the socket's other end.
+    private static func checkPeer(_ fd: Int32, mountpoint: String) throws {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        guard dpfs_peer_credentials(fd, &pid, &uid) == 0 else {
+            throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket is unknown")
+        }
+        guard uid == getuid() else {
+            throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket runs as uid \(uid)")
+        }
+        try Frame(json: ControlCoding.encode(ControlRequest.status)).write(to: fd)
+        let reply = try ControlCoding.decode(ControlReply.self, Frame.read(from: fd).json)
+        guard let status = reply.status, status.pid == pid else {
+            throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket (pid \(pid)) is not the daemon it reports")
+        }
     }
 
     /// One request, one reply; a daemon-side failure becomes a thrown error.

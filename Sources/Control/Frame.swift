@@ -1,6 +1,6 @@
 // The control socket's wire format (dpfs(5)): every message is one frame,
 //   "DPFC" | version u16 | reserved u16 | json length u32 | secret length u32 | json | secrets
-// all integers big-endian. Secrets (passcodes) travel apart from the JSON so that they
+// all integers big-endian. Secrets (passcodes, keychain item data) travel apart from the JSON so that they
 // go from a SecureBuffer on one side to a SecureBuffer on the other, never through a
 // Swift String or Data. The secret section is a list of u32-length-prefixed secrets.
 import DataProtection
@@ -12,7 +12,10 @@ public enum ControlProtocol {
     public static let version: UInt16 = 1
     static let headerSize = 16
     public static let maxJSONSize = 16 << 20
-    public static let maxSecretSize = 8192
+    /// The most data a keychain item may hold (it travels as a secret).
+    public static let maxItemDataSize = 64 << 10
+    /// The secret section: one item's data, or two passcodes, with their length prefixes.
+    public static let maxSecretSize = maxItemDataSize + 8192
 }
 
 public enum FrameError: Error, CustomStringConvertible {

@@ -14,6 +14,8 @@ public enum ControlRequest: Codable, Sendable {
     /// Secrets: [current] for remove, [new] for set, [current, new] for change.
     case passcode(PasscodeAction)
     case events
+    /// The item's data (add's data, update's new data), if any, travels as the frame's
+    /// only secret rather than in the request's JSON.
     case keychain(KeychainRequest)
     case appAdd(entitlements: Data)
     /// Which registered app a bundle ID names (nil: the sandbox's own); the reply's

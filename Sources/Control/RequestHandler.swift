@@ -28,7 +28,20 @@ struct RequestHandler {
                 return ControlReply(ok: true, status: device.status())
             case .events:
                 return .failure("events must be the first request on a connection")
-            case .keychain(let keychainRequest):
+            case .keychain(var keychainRequest):
+                if let data = secrets.first {
+                    guard secrets.count == 1, keychainRequest.data == nil, keychainRequest.newData == nil else {
+                        return .failure("malformed request: the item data was sent twice")
+                    }
+                    // The item store seals from Data (its replies carry Data too); the
+                    // secret section keeps the data off the client's heap and the JSON.
+                    let bytes = Data(bytes: data.pointer, count: data.count)
+                    switch keychainRequest.operation {
+                    case .add: keychainRequest.data = bytes
+                    case .update: keychainRequest.newData = bytes
+                    case .find, .delete: return .failure("malformed request: \(keychainRequest.operation.rawValue) takes no item data")
+                    }
+                }
                 let response = items.perform(keychainRequest)
                 return ControlReply(ok: response.status == 0, keychain: response)
             case .appAdd(let entitlements):

@@ -16,7 +16,7 @@ one_line_error "init into a non-empty directory" "$DPFS" init "$WORK/full" --pas
 expect_eq "non-empty directory left alone" "$(ls "$WORK/full")" "something"
 one_line_error "init with an unknown default class" "$DPFS" init "$WORK/x1" --passcode-file "$PASS" --default-protection bogus
 [ -e "$WORK/x1/keybag.json" ] && fail "nothing created for a bad class" || pass "nothing created for a bad class"
-: > "$WORK/empty-pass"
+: > "$WORK/empty-pass"; chmod 600 "$WORK/empty-pass"
 one_line_error "init with an empty passcode file" "$DPFS" init "$WORK/x2" --passcode-file "$WORK/empty-pass"
 one_line_error "init with a missing passcode file" "$DPFS" init "$WORK/x3" --passcode-file "$WORK/nope"
 cp "$PASS" "$WORK/open-pass"; chmod 666 "$WORK/open-pass"
@@ -30,7 +30,7 @@ grep -qs " $WORK/mnt2 fuse" /proc/mounts && fail "no second mount" || pass "no s
 one_line_error "mount on a missing mountpoint" "$DPFS" mount "$DEV" "$WORK/does-not-exist"
 one_line_error "mount of a non-device" "$DPFS" mount "$WORK/full" "$WORK/mnt2"
 
-printf 'wrong\n' > "$WORK/wrong"
+printf 'wrong\n' > "$WORK/wrong"; chmod 600 "$WORK/wrong"
 one_line_error "wrong passcode" "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong"
 expect_eq "wrong passcode leaves the device before first unlock" "$(state_of)" "beforeFirstUnlock"
 "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" 2>"$WORK/err"
@@ -40,6 +40,27 @@ grep -q "wrong" "$DEV/daemon.log" && fail "the passcode never reaches the log" |
 one_line_error "status of a directory that is not a mount" "$DPFS" status "$WORK/full"
 one_line_error "lock of a missing mountpoint" "$DPFS" lock "$WORK/does-not-exist"
 one_line_error "unmount of a directory that is not a mount" "$DPFS" unmount "$WORK/full"
+
+# Issue 12, attack 7: a passcode file group or others may read is refused, as ssh
+# refuses such a key, and nothing reaches the daemon (no failed attempt is counted).
+attempts() { "$DPFS" status "$MNT" --json | sed -n 's/.*"failedAttempts":\([0-9]*\).*/\1/p'; }
+before=$(attempts)
+for mode in 0644 0640 0604 0660 0606; do
+    cp "$PASS" "$WORK/pass-$mode"; chmod "$mode" "$WORK/pass-$mode"
+    check_error "a passcode file with mode $mode is refused" \
+        "passcode file $WORK/pass-$mode has mode $mode; it must not be accessible by group or others (chmod 600 $WORK/pass-$mode)" \
+        "$DPFS" unlock "$MNT" --passcode-file "$WORK/pass-$mode"
+done
+one_line_error "the refusal is one line" "$DPFS" unlock "$MNT" --passcode-file "$WORK/pass-0644"
+expect_eq "refused files leave the device locked" "$(state_of)" "beforeFirstUnlock"
+expect_eq "refused files send nothing (no failed attempt)" "$(attempts)" "$before"
+cp "$PASS" "$WORK/pass-0400"; chmod 0400 "$WORK/pass-0400"
+check "a passcode file with mode 0400 is accepted" "$DPFS" unlock "$MNT" --passcode-file "$WORK/pass-0400"
+"$DPFS" lock "$MNT" --now
+check "a passcode file with mode 0600 is accepted" "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+"$DPFS" lock "$MNT" --now
+check "a pipe is accepted" "$DPFS" unlock "$MNT" --passcode-file <(cat "$PASS")
+"$DPFS" lock "$MNT" --now
 check "unlock with the right passcode still works" unlock_device
 one_line_error "protection set with an unknown class" "$DPFS" protection set bogus "$MNT/Documents"
 expect_eq "unknown class changes nothing" "$("$DPFS" protection get "$MNT/Documents")" "untilFirstAuth"

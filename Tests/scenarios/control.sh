@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPEC §7: the control socket is 0600, checks the peer's uid, speaks framed,
-# versioned requests, and answers malformed input with an error, never a crash.
+# versioned requests, and answers malformed input with an error, never a crash; and
+# the CLI sends nothing to a socket that is not its own mount's daemon (issue 12, 5).
 source "$(dirname "$0")/lib.sh"
 
 setup_device
@@ -80,4 +81,88 @@ chmod 600 "$SOCK"; chmod 700 "$(dirname "$SOCK")"
 case "$out" in *"permission denied"*) pass "another uid is refused by the peer check" ;;
                *) fail "another uid is refused by the peer check" "$out" ;; esac
 check "still serving its owner" "$DPFS" status "$MNT"
+
+# --- issue 12, attack 5: a stranger's directory names a socket the stranger listens on.
+# nobody makes a directory whose user.dpfs.control names nobody's own socket; root's
+# `dpfs unlock DIR` must refuse before it connects, and the socket receives nothing.
+EVIL=$(mktemp -d /var/tmp/dpfs-stranger.XXXXXX)
+chmod 755 "$EVIL"; chown 65534:65534 "$EVIL"
+FAKE_PID=""
+scenario_cleanup() {
+    [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+    rm -rf "$EVIL"
+}
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+cat > "$EVIL/server.py" <<'PY'
+import os, socket, sys
+path, log = sys.argv[1], sys.argv[2]
+connections = received = 0
+def record():
+    with open(log + ".tmp", "w") as f: f.write("%d %d\n" % (connections, received))
+    os.rename(log + ".tmp", log)
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(path); os.chmod(path, 0o777); listener.listen(8)
+record()
+while True:
+    conn, _ = listener.accept()
+    connections += 1; record()
+    conn.settimeout(2)
+    try:
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk: break
+            received += len(chunk); record()
+    except OSError:
+        pass
+    conn.close()
+PY
+nobody mkdir "$EVIL/sandbox"
+# setpriv execs python, so $! is the server's own pid (a shell function would fork).
+setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$EVIL/server.py" "$EVIL/sock" "$EVIL/log" \
+    >/dev/null 2>&1 &
+FAKE_PID=$!
+for _ in $(seq 50); do [ -s "$EVIL/log" ] && break; sleep 0.1; done
+nobody setfattr -n user.dpfs.control -v "$EVIL/sock" "$EVIL/sandbox"
+expect_eq "the stranger's directory names the stranger's socket" \
+    "$(getfattr --absolute-names --only-values -n user.dpfs.control "$EVIL/sandbox" 2>/dev/null)" "$EVIL/sock"
+check_error "unlock refuses the stranger's directory" \
+    "$EVIL/sandbox is not a dpfs mount owned by you; refusing to send anything to it" \
+    "$DPFS" unlock "$EVIL/sandbox" --passcode-file "$PASS"
+for command in status lock restart events; do
+    check_fails "$command refuses it too" timeout 10 "$DPFS" $command "$EVIL/sandbox"
+done
+check_fails "passcode change refuses it" \
+    "$DPFS" passcode change "$EVIL/sandbox" --passcode-file "$PASS" --new-passcode-file "$PASS"
+check_fails "keychain add refuses it" "$DPFS" keychain add "$EVIL/sandbox" --service x --data-file "$PASS"
+ln -s "$EVIL/sandbox" "$WORK/link"
+check_fails "so does a symlink to it" "$DPFS" unlock "$WORK/link" --passcode-file "$PASS"
+expect_eq "the stranger's socket got no connection and no byte" "$(cat "$EVIL/log")" "0 0"
+
+# A real mount of the caller still works, by any path that resolves to it.
+check "unlock of the real mount" "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+expect_eq "status of the real mount" "$(state_of)" "unlocked"
+ln -s "$MNT" "$WORK/mnt-link"
+check "a symlink to the real mount works" "$DPFS" status "$WORK/mnt-link"
+
+# The same stranger's socket named by a directory inside the real mount: not the
+# mount's root, so refused too (any directory can answer the attribute).
+mkdir -p "$MNT/Documents/trap"
+setfattr -n user.dpfs.control -v "$EVIL/sock" "$MNT/Documents/trap" 2>/dev/null
+check_fails "a directory inside the mount is not the mount" "$DPFS" unlock "$MNT/Documents/trap" --passcode-file "$PASS"
+expect_eq "still no connection and no byte" "$(cat "$EVIL/log")" "0 0"
+# The stranger's server does count what reaches it (so the zeros above mean something).
+python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('$EVIL/sock'); s.sendall(b'x'); s.close()"
+for _ in $(seq 50); do [ "$(cat "$EVIL/log")" = "1 1" ] && break; sleep 0.1; done
+expect_eq "a byte sent to the stranger's socket is counted" "$(cat "$EVIL/log")" "1 1"
+
+# Another user's dpfs mount is refused by the kernel's record of its owner: root's
+# mount with allow_other, asked by nobody.
+"$DPFS" unmount "$MNT"
+MOUNT_ARGS="-o allow_other" mount_device
+chmod 711 "$WORK"
+out=$(nobody "$DPFS" status "$MNT" 2>&1)
+chmod 700 "$WORK"
+case "$out" in *"is not a dpfs mount owned by you"*"uid 0 as its owner"*) pass "another user's mount is refused: $out" ;;
+               *) fail "another user's mount is refused" "$out" ;; esac
+check "its owner still reaches it" "$DPFS" status "$MNT"
 finish

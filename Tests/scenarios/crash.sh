@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 LOAD="$(dirname "$0")/../tools/crashload.py"
 SEEDS=${CRASH_SEEDS:-6}
 
-printf 'alpha\n' > "$WORK/pa"; printf 'bravo\n' > "$WORK/pb"
+printf 'alpha\n' > "$WORK/pa"; printf 'bravo\n' > "$WORK/pb"; chmod 600 "$WORK/pa" "$WORK/pb"
 cp "$WORK/pa" "$PASS"
 setup_device
 unlock_device

@@ -17,7 +17,7 @@ unlock_device
 echo "protected" > "$MNT/Documents/p.txt"
 "$DPFS" lock "$MNT" --now
 
-attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
+attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
 for i in 1 2 3 4; do
     out=$(attempt "$i")
     case "$out" in *"try again"*) fail "no delay after failure $i" "$out" ;; *) pass "no delay after failure $i" ;; esac

@@ -14,12 +14,12 @@ setup_device
 check "unlock" unlock_device
 
 # --- add, find, duplicates, not found -------------------------------------------------
-check "add a generic password" kc add "$MNT" --service mail --account alice --data hunter2
+check "add a generic password" kc add "$MNT" --service mail --account alice --data-file <(printf %s hunter2)
 expect_eq "find returns its data" "$(kc find "$MNT" --service mail --account alice)" "hunter2"
 check_error "adding it again is a duplicate" "errSecDuplicateItem (-25299)" \
-    kc add "$MNT" --service mail --account alice --data other
+    kc add "$MNT" --service mail --account alice --data-file <(printf %s other)
 check_error "accessibility is not part of the identity" "errSecDuplicateItem (-25299)" \
-    kc add "$MNT" --service mail --account alice --accessible Always --data other
+    kc add "$MNT" --service mail --account alice --accessible Always --data-file <(printf %s other)
 check_error "find without a match" "errSecItemNotFound (-25300)" kc find "$MNT" --service nothing
 kc find "$MNT" --service nothing >/dev/null 2>&1
 expect_eq "a failed call exits 1" "$?" "1"
@@ -28,7 +28,7 @@ case "$json" in *'"status":-25300'*) pass "--json reports the status on failure"
 expect_eq "--json on success" "$(status_of kc find "$MNT" --service mail)" "0"
 
 # --- limit and return ---------------------------------------------------------------
-kc add "$MNT" --service web --account a --data A && kc add "$MNT" --service web --account b --data B
+kc add "$MNT" --service web --account a --data-file <(printf %s A) && kc add "$MNT" --service web --account b --data-file <(printf %s B)
 expect_eq "default limit is one" "$(kc find "$MNT" --service web --return attributes | grep -c '^account:')" "1"
 expect_eq "--limit all returns every match" "$(kc find "$MNT" --service web --limit all --return attributes | grep -c '^account:')" "2"
 expect_eq "--limit all data, one per line" "$(kc find "$MNT" --service web --limit all)" "A
@@ -45,7 +45,7 @@ case "$both" in *"data: hunter2"*"service: mail"*|*"service: mail"*"data: hunter
 
 # --- update and delete ----------------------------------------------------------------
 sleep 0.01
-check "update the data of every match" kc update "$MNT" --service web --new-data changed
+check "update the data of every match" kc update "$MNT" --service web --new-data-file <(printf %s changed)
 expect_eq "every match has the new data" "$(kc find "$MNT" --service web --limit all)" "changed
 changed"
 check "update an attribute" kc update "$MNT" --service mail --account alice --new-account alice2 --new-label Mail
@@ -54,58 +54,94 @@ after=$(kc find "$MNT" --service mail --return attributes)
 expect_eq "creation date kept" "$(printf '%s\n' "$after" | sed -n 's/^creationDate: //p')" "$created"
 [ "$(printf '%s\n' "$after" | sed -n 's/^modificationDate: //p')" \> "$created" ] \
     && pass "modification date moves" || fail "modification date moves" "$after"
-check_error "update refuses --return" "errSecParam (-50)" kc update "$MNT" --service mail --new-data x --return data
-check_error "update of nothing" "errSecItemNotFound (-25300)" kc update "$MNT" --service nothing --new-data x
+check_error "update refuses --return" "errSecParam (-50)" kc update "$MNT" --service mail --new-data-file <(printf %s x) --return data
+check_error "update of nothing" "errSecItemNotFound (-25300)" kc update "$MNT" --service nothing --new-data-file <(printf %s x)
 check "delete every match" kc delete "$MNT" --service web
 check_error "deleted items are gone" "errSecItemNotFound (-25300)" kc find "$MNT" --service web
 
 # --- internet passwords ---------------------------------------------------------------
 check "add an internet password" kc add "$MNT" --class inet --server example.com --protocol htps --port 443 \
-    --path /login --account alice --data web-pw
+    --path /login --account alice --data-file <(printf %s web-pw)
 check "another port is another item" kc add "$MNT" --class inet --server example.com --protocol htps --port 8443 \
-    --path /login --account alice --data other-port
+    --path /login --account alice --data-file <(printf %s other-port)
 check_error "same inet identity is a duplicate" "errSecDuplicateItem (-25299)" \
-    kc add "$MNT" --class inet --server example.com --protocol htps --port 443 --path /login --account alice --data x
+    kc add "$MNT" --class inet --server example.com --protocol htps --port 443 --path /login --account alice --data-file <(printf %s x)
 expect_eq "inet find" "$(kc find "$MNT" --class inet --server example.com --port 443)" "web-pw"
 
 # --- data sources ---------------------------------------------------------------------
 head -c 4096 /dev/urandom > "$WORK/blob"
 printf '\0\0\377\n\r' >> "$WORK/blob"
+chmod 600 "$WORK/blob"
 check "add binary data from a file" kc add "$MNT" --service blob --data-file "$WORK/blob"
 kc find "$MNT" --service blob > "$WORK/blob.out"
 check "binary data comes back byte-exact" cmp "$WORK/blob" "$WORK/blob.out"
+chmod 600 "$WORK/blob.out"
 check "update binary data from a file" kc update "$MNT" --service blob --new-data-file "$WORK/blob.out"
 check "add from stdin" sh -c "printf 'piped secret' | '$DPFS' keychain add '$MNT' --service piped"
 expect_eq "stdin data" "$(kc find "$MNT" --service piped)" "piped secret"
+printf 'line one\nline\0two\n' > "$WORK/nul.expected"
+check "add from stdin with --data-file -" \
+    sh -c "printf 'line one\\nline\\0two\\n' | '$DPFS' keychain add '$MNT' --service stdin-nul --data-file -"
+kc find "$MNT" --service stdin-nul > "$WORK/nul.out"
+check "stdin data with a newline and a NUL comes back byte-exact" cmp "$WORK/nul.expected" "$WORK/nul.out"
+check "update from stdin with --new-data-file -" \
+    sh -c "printf 'new\\0data' | '$DPFS' keychain update '$MNT' --service stdin-nul --new-data-file -"
+expect_eq "updated data from stdin" "$(kc find "$MNT" --service stdin-nul | od -An -c | tr -s ' ')" " n e w \\0 d a t a"
+head -c 65536 /dev/zero | tr '\0' x > "$WORK/max"; chmod 600 "$WORK/max"
+check "64 KiB of data is accepted" kc add "$MNT" --service max --data-file "$WORK/max"
+printf y >> "$WORK/max"
+check_error "more than 64 KiB is refused" "longer than 65536 bytes" kc add "$MNT" --service max2 --data-file "$WORK/max"
+
+# Issue 12, attack 6: item data on the command line would be in /proc/PID/cmdline
+# for every user to read; --data and --new-data are refused and nothing is stored.
+check_error "--data is refused" \
+    "--data would put the secret in the process list; use --data-file F or --data-file - for stdin" \
+    kc add "$MNT" --service argv --data leaked-secret
+check_error "nothing was added" "errSecItemNotFound (-25300)" kc find "$MNT" --service argv
+check_error "--new-data is refused" \
+    "--new-data would put the secret in the process list; use --new-data-file F or --new-data-file - for stdin" \
+    kc update "$MNT" --service piped --new-data leaked-secret
+expect_eq "nothing was changed" "$(kc find "$MNT" --service piped)" "piped secret"
+# Issue 12, attack 7 for data files: group or other access refuses the file.
+for mode in 0644 0640 0604; do
+    printf 'readable' > "$WORK/data-$mode"; chmod "$mode" "$WORK/data-$mode"
+    check_error "a data file with mode $mode is refused" \
+        "data file $WORK/data-$mode has mode $mode; it must not be accessible by group or others (chmod 600 $WORK/data-$mode)" \
+        kc add "$MNT" --service "mode-$mode" --data-file "$WORK/data-$mode"
+    check_error "and nothing is added ($mode)" "errSecItemNotFound (-25300)" kc find "$MNT" --service "mode-$mode"
+done
+printf 'owner only' > "$WORK/data-0400"; chmod 0400 "$WORK/data-0400"
+check "a data file with mode 0400 is accepted" kc add "$MNT" --service mode-0400 --data-file "$WORK/data-0400"
+expect_eq "its data" "$(kc find "$MNT" --service mode-0400)" "owner only"
 
 # --- secrets at rest ------------------------------------------------------------------
 marker="MARKER-$$-plaintext"
-kc add "$MNT" --service marker --data "$marker"
+kc add "$MNT" --service marker --data-file <(printf %s "$marker")
 if cat "$DEV"/keychain.sqlite* | grep -qa "$marker"; then fail "no secret in plaintext in the database or WAL"
 else pass "no secret in plaintext in the database or WAL"; fi
 
 # --- synchronizable -------------------------------------------------------------------
-check "add a synchronizable item" kc add "$MNT" --service sync --synchronizable yes --data cloud
+check "add a synchronizable item" kc add "$MNT" --service sync --synchronizable yes --data-file <(printf %s cloud)
 check_error "queries not naming it see only local items" "errSecItemNotFound (-25300)" kc find "$MNT" --service sync
-check "add the local twin" kc add "$MNT" --service sync --data local
+check "add the local twin" kc add "$MNT" --service sync --data-file <(printf %s local)
 expect_eq "--synchronizable any sees both" \
     "$(kc find "$MNT" --service sync --synchronizable any --limit all --return attributes | grep -c '^synchronizable:')" "2"
 check_error "synchronizable ThisDeviceOnly is refused" "errSecParam (-50)" \
-    kc add "$MNT" --service sync2 --synchronizable yes --accessible AfterFirstUnlockThisDeviceOnly --data x
+    kc add "$MNT" --service sync2 --synchronizable yes --accessible AfterFirstUnlockThisDeviceOnly --data-file <(printf %s x)
 
 # --- accessibility across lock and restart --------------------------------------------
-kc add "$MNT" --service wu --accessible WhenUnlocked --data wu-secret
-kc add "$MNT" --service afu --accessible AfterFirstUnlock --data afu-secret
-kc add "$MNT" --service always --accessible AlwaysThisDeviceOnly --data always-secret
+kc add "$MNT" --service wu --accessible WhenUnlocked --data-file <(printf %s wu-secret)
+kc add "$MNT" --service afu --accessible AfterFirstUnlock --data-file <(printf %s afu-secret)
+kc add "$MNT" --service always --accessible AlwaysThisDeviceOnly --data-file <(printf %s always-secret)
 check "lock --now" "$DPFS" lock "$MNT" --now
 check_error "WhenUnlocked is unavailable when locked" "errSecInteractionNotAllowed (-25308)" kc find "$MNT" --service wu
 check_error "its attributes too" "errSecInteractionNotAllowed (-25308)" kc find "$MNT" --service wu --return attributes
 expect_eq "AfterFirstUnlock stays readable when locked" "$(kc find "$MNT" --service afu)" "afu-secret"
 check_error "--limit all meeting a locked item" "errSecInteractionNotAllowed (-25308)" kc find "$MNT" --limit all
 check_error "add of a duplicate while locked" "errSecInteractionNotAllowed (-25308)" \
-    kc add "$MNT" --service wu --accessible Always --data x
+    kc add "$MNT" --service wu --accessible Always --data-file <(printf %s x)
 check_error "add of a WhenUnlocked item while locked" "errSecInteractionNotAllowed (-25308)" \
-    kc add "$MNT" --service new-wu --data x
+    kc add "$MNT" --service new-wu --data-file <(printf %s x)
 check "unlock" unlock_device
 expect_eq "WhenUnlocked readable again" "$(kc find "$MNT" --service wu)" "wu-secret"
 check "restart" "$DPFS" restart "$MNT"
@@ -134,9 +170,9 @@ plist "$WORK/admin.plist" "$TEAM.com.example.admin" "$TEAM.*"
 check "register mail" "$DPFS" app add "$MNT" --entitlements "$WORK/mail.plist"
 check "register notes" "$DPFS" app add "$MNT" --entitlements "$WORK/notes.plist"
 check "register a team-wide app" "$DPFS" app add "$MNT" --entitlements "$WORK/admin.plist"
-check "mail adds a private item" kc add "$MNT" --app com.example.mail --service token --account private --data mail-only
+check "mail adds a private item" kc add "$MNT" --app com.example.mail --service token --account private --data-file <(printf %s mail-only)
 check "mail shares an item" kc add "$MNT" --app com.example.mail --service token --account shared \
-    --access-group "$TEAM.com.example.shared" --data for-both
+    --access-group "$TEAM.com.example.shared" --data-file <(printf %s for-both)
 expect_eq "new items go to the first group" \
     "$(kc find "$MNT" --app com.example.mail --service token --account private --return attributes | sed -n 's/^accessGroup: //p')" \
     "$TEAM.com.example.mail"
@@ -147,7 +183,7 @@ check_error "the sandbox's app sees neither" "errSecItemNotFound (-25300)" kc fi
 expect_eq "a TEAMID.* wildcard sees the whole team" \
     "$(kc find "$MNT" --app com.example.admin --service token --limit all --return attributes | grep -c '^account:')" "2"
 check_error "a group the app lacks" "errSecMissingEntitlement (-34018)" \
-    kc add "$MNT" --app com.example.notes --service x --access-group "$TEAM.com.example.mail" --data x
+    kc add "$MNT" --app com.example.notes --service x --access-group "$TEAM.com.example.mail" --data-file <(printf %s x)
 check_error "an unregistered app" "errSecMissingEntitlement (-34018)" kc find "$MNT" --app com.nobody --service x
 printf 'not a plist' > "$WORK/bad.plist"
 check_fails "a bad plist is refused" "$DPFS" app add "$MNT" --entitlements "$WORK/bad.plist"
@@ -155,7 +191,7 @@ check_fails "a bad plist is refused" "$DPFS" app add "$MNT" --entitlements "$WOR
 # --- kill -9 of the daemon during writes ----------------------------------------------
 pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 ( i=0; while [ $i -lt 500 ]; do "$DPFS" keychain add "$MNT" --service crash --account "a$i" --accessible Always \
-      --data "d$i" >/dev/null 2>&1 || break; i=$((i + 1)); done ) &
+      --data-file <(printf %s "d$i") >/dev/null 2>&1 || break; i=$((i + 1)); done ) &
 writer=$!
 sleep 1
 [ -n "$pid" ] && kill -9 "$pid"
@@ -172,11 +208,11 @@ if command -v sqlite3 >/dev/null; then
 fi
 
 # --- WhenPasscodeSetThisDeviceOnly ----------------------------------------------------
-check "WhenPasscodeSet item with a passcode" kc add "$MNT" --service pin --accessible WhenPasscodeSetThisDeviceOnly --data pin
+check "WhenPasscodeSet item with a passcode" kc add "$MNT" --service pin --accessible WhenPasscodeSetThisDeviceOnly --data-file <(printf %s pin)
 check "remove the passcode" "$DPFS" passcode remove "$MNT" --passcode-file "$PASS"
 check_error "WhenPasscodeSet items die with the passcode" "errSecItemNotFound (-25300)" kc find "$MNT" --service pin
 check_error "and cannot be added without one" "errSecNotAvailable (-25291)" \
-    kc add "$MNT" --service pin --accessible WhenPasscodeSetThisDeviceOnly --data pin
+    kc add "$MNT" --service pin --accessible WhenPasscodeSetThisDeviceOnly --data-file <(printf %s pin)
 expect_eq "other items survive" "$(kc find "$MNT" --service wu)" "wu-secret"
 
 finish

@@ -15,9 +15,12 @@ PASS="$WORK/pass.txt"
 SECRETS="$WORK/secrets"
 mkdir -p "$MNT"
 printf '1234\n' > "$PASS"
+chmod 600 "$PASS"  # a passcode file group or others may access is refused
 
 cleanup() {
     local pid=""
+    # A scenario's own leftovers outside $WORK (processes it started, by pid; files).
+    if declare -F scenario_cleanup >/dev/null; then scenario_cleanup; fi
     if grep -qs " $MNT fuse" /proc/mounts; then
         pid=$("$DPFS" status "$MNT" --json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
         "$DPFS" unmount "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
@@ -53,7 +56,7 @@ check_error() {
     local what=$1 message=$2; shift 2
     local out
     if out=$("$@" 2>&1); then fail "$what" "succeeded, expected '$message'"
-    elif printf '%s' "$out" | grep -q "$message"; then pass "$what"
+    elif printf '%s' "$out" | grep -q -e "$message"; then pass "$what"
     else fail "$what" "failed, but without '$message': $(printf '%s' "$out" | head -3)"; fi
 }
 

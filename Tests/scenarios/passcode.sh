@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 
 printf 's3cr3t-PASS\n' > "$PASS"
-printf 'n3w-PASS\n' > "$WORK/new"
+printf 'n3w-PASS\n' > "$WORK/new"; chmod 600 "$WORK/new"
 setup_device
 unlock_device
 "$DPFS" events "$MNT" > "$WORK/events1.jsonl" &
@@ -31,7 +31,7 @@ check "the new passcode unlocks" "$DPFS" unlock "$MNT" --passcode-file "$WORK/ne
 expect_eq "files readable after the change" "$(cat "$D/c.txt")" "complete data"
 check_error "change with a wrong old passcode is refused" "wrong passcode" \
     "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
-: > "$WORK/empty"
+: > "$WORK/empty"; chmod 600 "$WORK/empty"
 check_error "an empty new passcode is refused" "empty" \
     "$DPFS" passcode change "$MNT" --passcode-file "$WORK/new" --new-passcode-file "$WORK/empty"
 check_fails "set when a passcode exists is refused" "$DPFS" passcode set "$MNT" --new-passcode-file "$WORK/new"
@@ -50,10 +50,10 @@ check_error "protection is on again" "Operation not permitted" cat "$D/c.txt"
 check "unlock with the passcode that was set" unlock_device
 
 # Failed attempts: the iOS delays (real table: after the 5th failure, 1 minute).
-for i in 1 2 3 4; do printf 'wrong%s\n' "$i" > "$WORK/w$i"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w$i" 2>/dev/null; done
+for i in 1 2 3 4; do printf 'wrong%s\n' "$i" > "$WORK/w$i"; chmod 600 "$WORK/w$i"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w$i" 2>/dev/null; done
 "$DPFS" unlock "$MNT" --passcode-file "$WORK/w4" 2>/dev/null
 expect_eq "the same wrong passcode twice counts once" "$("$DPFS" status "$MNT" --json | sed -n 's/.*"failedAttempts":\([0-9]*\).*/\1/p')" "4"
-printf 'wrong5\n' > "$WORK/w5"
+printf 'wrong5\n' > "$WORK/w5"; chmod 600 "$WORK/w5"
 "$DPFS" unlock "$MNT" --passcode-file "$WORK/w5" 2> "$WORK/err5"
 grep -q "try again in 1 min" "$WORK/err5" && pass "the 5th failure imposes 1 minute" || fail "the 5th failure imposes 1 minute" "$(cat "$WORK/err5")"
 check_error "an attempt during the delay is refused and says how long" "try again in" unlock_device

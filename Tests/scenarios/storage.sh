@@ -95,7 +95,7 @@ unlock_device
 
 # The keybag: an older copy put back, or an edited one, is refused at mount.
 cp "$DEV/keybag.json" "$WORK/keybag.old"
-printf 'other\n' > "$WORK/new-pass"
+printf 'other\n' > "$WORK/new-pass"; chmod 600 "$WORK/new-pass"
 check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new-pass"
 "$DPFS" unmount "$MNT"
 cp "$DEV/keybag.json" "$WORK/keybag.new"

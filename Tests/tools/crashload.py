@@ -72,7 +72,8 @@ try:
         elif op == "keychain":
             account = f"acct{step}"
             r = subprocess.run([dpfs, "keychain", "add", mount, "--service", "crash", "--account", account,
-                                "--accessible", "AfterFirstUnlock", "--data", f"secret-{step}"], capture_output=True)
+                                "--accessible", "AfterFirstUnlock", "--data-file", "-"],
+                               input=f"secret-{step}".encode(), capture_output=True)
             if r.returncode == 0:
                 commit({"item": account, "data": f"secret-{step}"})
 except OSError as error:

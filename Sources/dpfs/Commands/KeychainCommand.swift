@@ -3,6 +3,7 @@
 // exits 1; --json prints {"status": N, "items": [...]} on stdout as well.
 import ArgumentParser
 import Control
+import DataProtection
 import Foundation
 import Glibc
 import ItemStore
@@ -16,20 +17,18 @@ struct Keychain: ParsableCommand {
 extension Keychain {
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add an item; its data comes from --data, --data-file or stdin.")
+            abstract: "Add an item; its data comes from --data-file (a file, or - for stdin) or piped stdin.")
         @OptionGroup var call: KeychainCall
         @OptionGroup var item: ItemAttributeOptions
-        @Option(help: "The item's data, as text.") var data: String?
-        @Option(help: "Read the item's data from this file, byte for byte.") var dataFile: String?
-
-        func validate() throws {
-            if data != nil && dataFile != nil { throw ValidationError("give --data or --data-file, not both") }
-        }
+        @Option(help: "Read the item's data from this file, byte for byte; - reads stdin.") var dataFile: String?
+        /// Refused: it would put the secret in the process list. Parsed only to say so.
+        @Option(help: .hidden) var data: String?
 
         func run() throws {
-            // Without --data or --data-file, a piped stdin is the data; a terminal means none.
-            let secret = try DataSource.read(text: data, file: dataFile, standardInput: isatty(0) == 0)
-            let response = try call.send(KeychainRequest(operation: .add, attributes: item.attributes, data: secret))
+            try ItemData.refuseOnCommandLine(data, option: "--data", instead: "--data-file")
+            // Without --data-file, a piped stdin is the data; a terminal means none.
+            let secret = try ItemData.read(file: dataFile ?? (isatty(0) == 0 ? "-" : nil))
+            let response = try call.send(KeychainRequest(operation: .add, attributes: item.attributes), data: secret)
             KeychainOutput.printItems(response, json: call.json, returning: call.returning)
         }
     }
@@ -52,23 +51,24 @@ extension Keychain {
         @OptionGroup var call: KeychainCall
         @OptionGroup var item: ItemAttributeOptions
         @OptionGroup var changes: NewAttributeOptions
-        @Option(help: "The new data, as text.") var newData: String?
-        @Option(help: "Read the new data from this file, byte for byte.") var newDataFile: String?
+        @Option(help: "Read the new data from this file, byte for byte; - reads stdin.") var newDataFile: String?
+        /// Refused: it would put the secret in the process list. Parsed only to say so.
+        @Option(help: .hidden) var newData: String?
 
         func validate() throws {
-            if newData != nil && newDataFile != nil { throw ValidationError("give --new-data or --new-data-file, not both") }
             if let problem = KeychainAttributes.problem(in: changes.attributes, itemClass: item.itemClass) {
                 throw ValidationError(problem)
-            }
-            if newData == nil && newDataFile == nil && changes.attributes.isEmpty {
-                throw ValidationError("nothing to change: give --new-data, --new-data-file or a --new-… attribute")
             }
         }
 
         func run() throws {
-            let secret = try DataSource.read(text: newData, file: newDataFile, standardInput: false)
+            try ItemData.refuseOnCommandLine(newData, option: "--new-data", instead: "--new-data-file")
+            guard newDataFile != nil || !changes.attributes.isEmpty else {
+                throw CLIError("nothing to change: give --new-data-file or a --new-… attribute")
+            }
+            let secret = try ItemData.read(file: newDataFile)
             let response = try call.send(KeychainRequest(operation: .update, attributes: item.attributes,
-                                                         updateAttributes: changes.attributes, newData: secret))
+                                                         updateAttributes: changes.attributes), data: secret)
             KeychainOutput.printItems(response, json: call.json, returning: call.returning)
         }
     }
@@ -102,13 +102,15 @@ struct KeychainCall: ParsableArguments {
         }
     }
 
-    /// Sends the call; a failed status is reported and ends the command with exit 1.
-    func send(_ request: KeychainRequest) throws -> KeychainResponse {
+    /// Sends the call, the item's data (if any) as the frame's secret; a failed status
+    /// is reported and ends the command with exit 1.
+    func send(_ request: KeychainRequest, data: SecureBuffer? = nil) throws -> KeychainResponse {
         var request = request
         request.app = app
         request.limit = limit
         request.returning = returning
-        guard let response = try ControlClient(mountpoint: mountpoint).send(.keychain(request)).keychain else {
+        let client = try ControlClient(mountpoint: mountpoint)
+        guard let response = try client.send(.keychain(request), secrets: data.map { [$0] } ?? []).keychain else {
             throw CLIError("the daemon sent no keychain reply")
         }
         guard response.status == SecStatus.success else {
@@ -175,15 +177,26 @@ struct NewAttributeOptions: ParsableArguments {
     }
 }
 
-enum DataSource {
-    /// Text as UTF-8, or a file's bytes, or all of stdin when `standardInput`; nil for none.
-    static func read(text: String?, file: String?, standardInput: Bool) throws -> Data? {
-        if let text { return Data(text.utf8) }
-        if let file {
-            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file)") }
-            return data
+/// An item's data: from a file the caller alone may access, or stdin, into locked
+/// memory; never from the command line, where every process could read it.
+enum ItemData {
+    static func refuseOnCommandLine(_ given: String?, option: String, instead: String) throws {
+        guard given != nil else { return }
+        throw CLIError("\(option) would put the secret in the process list; use \(instead) F or \(instead) - for stdin")
+    }
+
+    /// The whole of `file` ("-": stdin), byte for byte; nil without a file.
+    static func read(file: String?) throws -> SecureBuffer? {
+        guard let file else { return nil }
+        let limit = ControlProtocol.maxItemDataSize
+        do {
+            if file == "-" { return try SecretInput.readAll(STDIN_FILENO, what: "data", source: "stdin", limit: limit) }
+            let fd = try SecretInput.openFile(file, what: "data file")
+            defer { close(fd) }
+            return try SecretInput.readAll(fd, what: "data", source: file, limit: limit)
+        } catch {
+            throw CLIError(error.description)
         }
-        return standardInput ? FileHandle.standardInput.readDataToEndOfFile() : nil
     }
 }
 

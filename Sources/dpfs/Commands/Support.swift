@@ -10,11 +10,11 @@ struct CLIError: Error, CustomStringConvertible {
 
 enum PasscodeSource {
     /// From the file if given, else stdin (not a terminal), else a prompt.
-    static func read(file: String?, prompt: String = "Passcode: ") throws -> SecureBuffer {
+    static func read(file: String?, prompt: String = "Passcode: ") throws(CLIError) -> SecureBuffer {
         do {
             if let file { return try PasscodeInput.read(file: file) }
             return try PasscodeInput.readStandardInput(prompt: prompt)
-        } catch let error as PasscodeInputError {
+        } catch {
             throw CLIError(error.description)
         }
     }

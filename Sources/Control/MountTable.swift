@@ -1,0 +1,73 @@
+// The kernel's list of mounts (/proc/self/mountinfo), as far as the CLI needs it: which
+// filesystem is mounted on a path, from which device, with which super options.
+// A directory can answer any extended attribute it likes; only this list says what
+// is really mounted there and for whom (dpfs(5), "Control socket").
+import Foundation
+import Glibc
+
+struct MountEntry: Equatable {
+    /// The st_dev of every node of the mount, as "major:minor".
+    let device: String
+    /// The directory of the mounted filesystem shown at the mount point ("/" for its root).
+    let root: String
+    let mountPoint: String
+    /// "fuse.dpfs" for a dpfs mount: FUSE's type with the subtype the daemon sets.
+    let fsType: String
+    let superOptions: [String]
+
+    static let dpfsType = "fuse.dpfs"
+
+    /// The user a FUSE mount belongs to: the kernel records user_id=UID when it is
+    /// mounted (fusermount3 puts the real uid of the mounting user there).
+    var fuseOwner: uid_t? {
+        superOptions.first { $0.hasPrefix("user_id=") }.flatMap { uid_t($0.dropFirst("user_id=".count)) }
+    }
+
+    /// One line: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPEROPTIONS.
+    init?(line: Substring) {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count >= 10, let dash = fields[6...].firstIndex(of: "-"), dash + 3 < fields.count else { return nil }
+        device = String(fields[2])
+        root = MountEntry.unescape(fields[3])
+        mountPoint = MountEntry.unescape(fields[4])
+        fsType = MountEntry.unescape(fields[dash + 1])
+        superOptions = fields[dash + 3].split(separator: ",").map(String.init)
+    }
+
+    /// The kernel writes space, tab, newline and backslash in paths as \ooo (octal).
+    static func unescape(_ field: Substring) -> String {
+        var bytes: [UInt8] = []
+        let source = Array(field.utf8)
+        var index = 0
+        while index < source.count {
+            if source[index] == UInt8(ascii: "\\"), index + 3 < source.count,
+               let value = UInt8(String(decoding: source[(index + 1)...(index + 3)], as: UTF8.self), radix: 8) {
+                bytes.append(value)
+                index += 4
+            } else {
+                bytes.append(source[index])
+                index += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+enum MountTable {
+    /// The mounts this process sees, in mount order (a later entry covers an earlier one
+    /// on the same mount point).
+    static func entries() -> [MountEntry] {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { MountEntry(line: $0) }
+    }
+
+    /// The mount visible at `mountPoint` (an absolute path without symlinks), if any.
+    static func topmost(at mountPoint: String) -> MountEntry? {
+        entries().last { $0.mountPoint == mountPoint }
+    }
+
+    /// The mount of device `device` ("major:minor") whose root is shown at `mountPoint`.
+    static func root(of device: String, at mountPoint: String) -> MountEntry? {
+        entries().last { $0.device == device && $0.mountPoint == mountPoint && $0.root == "/" }
+    }
+}
