@@ -121,8 +121,9 @@ final class DirectoryClassRecordTests: XCTestCase {
     func testRoundTripAndForgery() {
         let id = DirectoryClassRecord.newDirectoryID()
         let record = DirectoryClassRecord.encode(.complete, directoryID: id, metadataKey: key)
-        XCTAssertEqual(DirectoryClassRecord.decode(record, metadataKey: key),
-                       .init(protectionClass: .complete, directoryID: id))
+        let decoded = DirectoryClassRecord.decode(record, metadataKey: key)
+        XCTAssertEqual(decoded?.protectionClass, .complete)
+        XCTAssertEqual(decoded?.directoryID, id)
         var lowered = record
         lowered[0] = ProtectionClass.none.rawValue
         XCTAssertNil(DirectoryClassRecord.decode(lowered, metadataKey: key), "class byte edited")
