@@ -29,7 +29,7 @@ enum DeviceChannel {
     static func translate(_ error: Error, mountpoint: String, timeout: Double) -> Error {
         if let error = error as? DeviceError { return error }
         if let error = error as? ControlClientError {
-            if case .notMounted = error { return DeviceError.notMounted(mountpoint) }
+            if case .refused = error { return DeviceError.notMounted(mountpoint) }
             if case .daemon(let text) = error { return DeviceError.refused(text) }
             return DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
         }

@@ -11,14 +11,14 @@ public final class DevicePasscode: Sendable {
 
     /// The first line of a file (without its newline); a file others may write is refused.
     public init(file path: String) throws {
-        do { secret = try PasscodeInput.read(file: path) } catch let error as PasscodeInputError {
+        do { secret = try PasscodeInput.read(file: path) } catch {
             throw DeviceError.refused(error.description)
         }
     }
 
     /// The first line of stdin, or a prompt with echo off when stdin is a terminal.
     public init(standardInput prompt: String = "Passcode: ") throws {
-        do { secret = try PasscodeInput.readStandardInput(prompt: prompt) } catch let error as PasscodeInputError {
+        do { secret = try PasscodeInput.readStandardInput(prompt: prompt) } catch {
             throw DeviceError.refused(error.description)
         }
     }
