@@ -33,13 +33,15 @@ let package = Package(
             "DataProtection",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
+        // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
+        .target(name: "BlockStore", dependencies: ["DataProtection", "CLinux"]),
         .target(name: "SandboxFS", dependencies: [
-            "DataProtection", "CFuse", "CLinux",
+            "DataProtection", "BlockStore", "CFuse", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DataProtection", "ItemStore", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DataProtection", "SandboxFS", "Control", "ItemStore",
+            "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),

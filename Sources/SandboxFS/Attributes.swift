@@ -4,6 +4,7 @@
 // control socket, so the CLI finds the daemon from the mountpoint. Other user.*
 // attributes are stored sealed (SealedAttributes.swift); the other namespaces
 // (system.*, trusted.*, security.*) are stored on the backing node as they are.
+import BlockStore
 import CFuse
 import CLinux
 import DataProtection
@@ -28,21 +29,21 @@ extension SandboxFileSystem {
     }
 
     /// The authenticated header of the regular file at `path`.
-    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader, FSErrno> {
-        // O_NOATIME: reading metadata from the header is not reading the file.
-        var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME) }
+    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader, Errno> {
+        // OpenFlag.noAccessTime: reading metadata from the header is not reading the file.
+        var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | OpenFlag.noAccessTime) }
         if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
-        guard fd >= 0 else { return .failure(FSErrno(-errno)) }
+        guard fd >= 0 else { return .failure(Errno.current) }
         defer { close(fd) }
         return HeaderIO.read(fd, metadataKey: device.metadataKey)
     }
 
     /// The class of a regular file, read from its header.
-    func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
+    func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
         switch header(at: path) {
         case .failure(let rc): return .failure(rc)
         case .success(let header):
-            guard let slot = header.current else { return .failure(FSErrno(-EIO)) }
+            guard let slot = header.current else { return .failure(Errno(EIO)) }
             return .success(slot.protectionClass)
         }
     }
@@ -59,12 +60,12 @@ extension SandboxFileSystem {
             case S_IFDIR:
                 switch directoryClass(path) {
                 case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
-                case .failure(let rc): return rc.value
+                case .failure(let rc): return rc.negated
                 }
             case S_IFREG:
                 switch fileClass(path) {
                 case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
-                case .failure(let rc): return rc.value
+                case .failure(let rc): return rc.negated
                 }
             default: return -ENODATA
             }
@@ -131,7 +132,7 @@ extension SandboxFileSystem {
             case S_IFREG:
                 switch directoryClass(parentOf: path) {
                 case .success(let inherited): return setFileClass(path, inherited)
-                case .failure(let rc): return rc.value
+                case .failure(let rc): return rc.negated
                 }
             default: return -ENODATA
             }
@@ -151,28 +152,29 @@ extension SandboxFileSystem {
         guard fd >= 0 else { return -errno }
         let pathString = String(cString: path)
         switch retainFile(fd: fd, path: pathString) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let file):
             defer { files.release(file) }
+            let content = file.content
             let rc = file.writing { () -> Int32 in
-                guard let key = file.key, let current = file.header.current else { return -EPERM }
+                guard let key = file.key, let current = content.header.current else { return -EPERM }
                 if current.protectionClass == newClass { return 0 }
-                guard let wrapped = FileKeyWrap.wrap(key, fileID: file.fileID, as: newClass, device: device) else {
+                guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
                     return -EPERM
                 }
                 let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
-                let index = file.header.spareSlotIndex
-                let bytes = file.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
-                let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(file.fd, $0, at: FileHeader.slotOffset(index)) }
+                let index = content.header.spareSlotIndex
+                let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
+                let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(content.fd, $0, at: FileHeader.slotOffset(index)) }
                 if written != 0 { return written }
-                guard fdatasync(file.fd) == 0 else { return -errno }
-                file.header.slots[index] = slot
-                file.protectionClass = newClass
+                guard fdatasync(content.fd) == 0 else { return -errno }
+                content.header.slots[index] = slot
+                content.protectionClass = newClass
                 // The new slot is durable: the old one, wrapped under the old class,
                 // must not outlive it (it would open the file under the old class).
                 let stale = 1 - index
-                file.header.slots[stale] = nil
-                return HeaderIO.eraseSlot(file.fd, index: stale)
+                content.header.slots[stale] = nil
+                return HeaderIO.eraseSlot(content.fd, index: stale)
             }
             if rc == 0 { files.noteClass(newClass, path: pathString) }
             return rc

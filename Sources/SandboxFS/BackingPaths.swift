@@ -20,17 +20,12 @@
 //   EPERM, and such names are never listed.
 // - Paths of PATH_MAX bytes or more (deep trees): the parent directory is opened a
 //   few components at a time, as a local filesystem serves a tree walked relatively.
+import BlockStore
 import CLinux
 import Dispatch
 import Glibc
 import Synchronization
 
-/// GNU open flags and lseek whences the Glibc module does not show (the same on every Linux architecture
-/// Swift runs on).
-let O_PATH: Int32 = 0o10000000
-let O_NOATIME: Int32 = 0o1000000
-let SEEK_DATA: Int32 = 3
-let SEEK_HOLE: Int32 = 4
 
 extension SandboxFileSystem {
     static let hiddenPrefix = ".fuse_hidden"
@@ -93,7 +88,7 @@ extension SandboxFileSystem {
             var next: Int32 = -1
             if cut > 0 {
                 start[cut] = 0
-                next = openat(directory, start, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                next = openat(directory, start, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
             }
             if directory != rootFD { close(directory) }
             guard next >= 0 else { return body(rootFD, relative) }
@@ -107,7 +102,7 @@ extension SandboxFileSystem {
 
     /// Runs `body` with a path string naming the node itself, for the path-based
     /// xattr calls: the absolute backing path (`follow` false: use the l* calls), or,
-    /// when that would be too long, /proc/self/fd/N of an O_PATH descriptor of the node
+    /// when that would be too long, /proc/self/fd/N of an OpenFlag.path descriptor of the node
     /// (`follow` true: the magic link resolves to the node, symlinks included).
     func withNodePath<R>(_ path: UnsafePointer<CChar>, _ body: (UnsafePointer<CChar>, Bool) -> R) -> R {
         let name = Self.lastComponent(path)
@@ -117,7 +112,7 @@ extension SandboxFileSystem {
         }
         let full = device.directory.sandboxPath + String(cString: path)
         if full.utf8.count < Int(PATH_MAX) { return full.withCString { body($0, false) } }
-        let fd = at(path) { openat($0, $1, O_PATH | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = at(path) { openat($0, $1, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return full.withCString { body($0, false) } }
         defer { close(fd) }
         return "/proc/self/fd/\(fd)".withCString { body($0, true) }

@@ -3,6 +3,7 @@
 // missing or forged reads as EIO and no child can be made there: an attacker who edits
 // the backing tree cannot lower the class of files created later. Changing a
 // directory's class through the mount needs its current class key, as a file's does.
+import BlockStore
 import CLinux
 import DataProtection
 import Glibc
@@ -11,26 +12,26 @@ extension SandboxFileSystem {
     static let protectionAttribute = MountAttributes.protection
 
     /// The authenticated class record of a directory (a FUSE path); EIO when missing or forged.
-    func directoryRecord(_ path: UnsafePointer<CChar>) -> Result<DirectoryClassRecord.Decoded, FSErrno> {
+    func directoryRecord(_ path: UnsafePointer<CChar>) -> Result<DirectoryClassRecord.Decoded, Errno> {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One lgetxattr, not open + fgetxattr + close: a create asks this every time.
         let n = withNodePath(path) { backing, follow in
             follow ? CLinux.getxattr(backing, Self.protectionAttribute, &buffer, buffer.count)
                 : lgetxattr(backing, Self.protectionAttribute, &buffer, buffer.count)
         }
-        if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(FSErrno(-errno)) }
+        if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(Errno.current) }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
-            return .failure(FSErrno(-EIO))
+            return .failure(Errno(EIO))
         }
         return .success(record)
     }
 
-    func directoryClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
+    func directoryClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
         directoryRecord(path).map(\.protectionClass)
     }
 
-    func directoryClass(parentOf path: UnsafePointer<CChar>) -> Result<ProtectionClass, FSErrno> {
+    func directoryClass(parentOf path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
         Self.parentPath(path).withCString { directoryClass($0) }
     }
 

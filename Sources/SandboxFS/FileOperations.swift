@@ -1,6 +1,7 @@
 // Opening, creating, reading, writing and truncating regular files: where the
 // protection classes are enforced. Opening needs the file key, and the file key
 // needs its class key, so a file of an unavailable class cannot be opened (EPERM).
+import BlockStore
 import CFuse
 import CLinux
 import DataProtection
@@ -12,26 +13,26 @@ extension SandboxFileSystem {
 
     /// A fresh header and key for a new file of `protectionClass`; EPERM when the
     /// class cannot wrap a key now.
-    func makeHeader(_ protectionClass: ProtectionClass) -> Result<(FileHeader, SecureBuffer), FSErrno> {
+    func makeHeader(_ protectionClass: ProtectionClass) -> Result<(FileHeader, SecureBuffer), Errno> {
         let fileID = Sodium.randomBytes(FileHeader.fileIDSize)
         let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         guard let wrapped = FileKeyWrap.wrap(key, fileID: fileID, as: protectionClass, device: device) else {
-            return .failure(FSErrno(-EPERM))
+            return .failure(Errno(EPERM))
         }
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: protectionClass, wrappedKey: wrapped)
         return .success((FileHeader(fileID: fileID, slot: slot), key))
     }
 
-    func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, FSErrno> {
-        guard let slot = header.current else { return .failure(FSErrno(-EIO)) }
+    func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, Errno> {
+        guard let slot = header.current else { return .failure(Errno(EIO)) }
         do {
             return .success(try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID,
                                                    as: slot.protectionClass, device: device))
         } catch .unavailable {
-            return .failure(FSErrno(-EPERM))
+            return .failure(Errno(EPERM))
         } catch {
             logger.error("file key does not unwrap: damaged header or keybag")
-            return .failure(FSErrno(-EIO))
+            return .failure(Errno(EIO))
         }
     }
 
@@ -42,12 +43,12 @@ extension SandboxFileSystem {
     }
 
     /// Opens the backing file of a FUSE path for I/O: read-write when permitted (writes
-    /// need read-modify-write), else read-only. O_NOATIME where allowed, so reading the
+    /// need read-modify-write), else read-only. OpenFlag.noAccessTime where allowed, so reading the
     /// header is not an access; retainFile clears it for the data path.
     func openBacking(_ path: UnsafePointer<CChar>) -> Int32 {
         at(path) { directory, name in
             func open(_ flags: Int32) -> Int32 {
-                let fd = openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NOATIME)
+                let fd = openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW | OpenFlag.noAccessTime)
                 return fd >= 0 || errno != EPERM ? fd : openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW)
             }
             let fd = open(O_RDWR)
@@ -58,15 +59,15 @@ extension SandboxFileSystem {
 
     /// The shared entry for an open backing file, loading header and key on first use.
     /// The key is unwrapped when the entry has none (a revoked complete file).
-    func retainFile(fd: Int32, path: String) -> Result<OpenFile, FSErrno> {
-        guard let inode = Self.inodeKey(fd) else { return .failure(FSErrno(-errno)) }
+    func retainFile(fd: Int32, path: String) -> Result<OpenFile, Errno> {
+        guard let inode = Self.inodeKey(fd) else { return .failure(Errno.current) }
         var created = false
         do {
-            let file = try files.retain(inode, path: path) { () throws(FSErrno) -> OpenFile in
+            let file = try files.retain(inode, path: path) { () throws(Errno) -> OpenFile in
                 created = true
                 let statusFlags = fcntl(fd, F_GETFL)
                 // Reading the header (and an empty file's block) is not an access.
-                defer { if statusFlags >= 0 && statusFlags & O_NOATIME != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~O_NOATIME) } }
+                defer { if statusFlags >= 0 && statusFlags & OpenFlag.noAccessTime != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~OpenFlag.noAccessTime) } }
                 var header: FileHeader
                 switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
                 case .failure(let rc): throw rc
@@ -77,27 +78,27 @@ extension SandboxFileSystem {
                    HeaderIO.eraseSlot(fd, index: stale) == 0 {
                     header.slots[stale] = nil
                 }
-                guard let slot = header.current else { throw FSErrno(-EIO) }
+                guard let slot = header.current else { throw Errno(EIO) }
                 var st = stat()
-                guard fstat(fd, &st) == 0 else { throw FSErrno(-errno) }
+                guard fstat(fd, &st) == 0 else { throw Errno.current }
                 guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
                     logger.error("a backing file is cut short: it reads as EIO")
-                    throw FSErrno(-EIO)
+                    throw Errno(EIO)
                 }
-                let file = OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: nil,
-                                    plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size)))
+                let file = OpenFile(inode: inode, content: SealedFile(fd: fd, header: header, slot: slot, key: nil,
+                                    plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size))))
                 if file.plainSize == 0 {
                     var sealed = [UInt8](repeating: 0, count: BlockLayout.blockOverhead)
                     let got = sealed.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: BlockLayout.headerSize) }
-                    guard got == sealed.count else { throw FSErrno(-EIO) }
-                    file.uncheckedEmptyBlock = sealed
+                    guard got == sealed.count else { throw Errno(EIO) }
+                    file.content.uncheckedEmptyBlock = sealed
                 }
                 return file
             }
             if !created { close(fd) }
             if let rc = ensureKey(file) {
                 files.release(file)
-                return .failure(FSErrno(rc))
+                return .failure(Errno(-rc))
             }
             return .success(file)
         } catch {
@@ -111,9 +112,9 @@ extension SandboxFileSystem {
         if file.reading({ file.key != nil }) { return nil }
         return file.writing { () -> Int32? in
             if file.key != nil { return nil }
-            switch unwrapKey(file.header) {
-            case .success(let key): file.key = key; return nil
-            case .failure(let rc): return rc.value
+            switch unwrapKey(file.content.header) {
+            case .success(let key): file.content.key = key; return nil
+            case .failure(let rc): return rc.negated
             }
         }
     }
@@ -126,7 +127,7 @@ extension SandboxFileSystem {
         let pathString = String(cString: path)
         switch retainFile(fd: fd, path: pathString) {
         case .failure(let rc):
-            return rc.value
+            return rc.negated
         case .success(let file):
             // Linux truncates on O_TRUNC whatever the access mode (the kernel has
             // checked write permission).
@@ -137,7 +138,7 @@ extension SandboxFileSystem {
             }
             if fi.pointee.flags & O_TRUNC != 0 {
                 dropPrivileges(file)
-                let rc = file.writing { BlockIO.resize(file, key: file.key, to: 0, pool: pool) }
+                let rc = file.writing { BlockIO.resize(file.content, key: file.key, to: 0, pool: pool) }
                 if rc != 0 { files.release(file); return rc }
             }
             install(file, fi)
@@ -153,13 +154,13 @@ extension SandboxFileSystem {
 
     func create(_ path: UnsafePointer<CChar>, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
         switch createRegular(path, mode: mode) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let (fd, header, key)):
             guard let inode = Self.inodeKey(fd), let slot = header.current else { close(fd); return -EIO }
             // The new key goes straight into the entry: a completeUnlessOpen file created
             // while locked could not unwrap it again.
-            let made = try? files.retain(inode, path: String(cString: path)) { () throws(FSErrno) -> OpenFile in
-                OpenFile(inode: inode, fd: fd, header: header, slot: slot, key: key, plainSize: 0)
+            let made = try? files.retain(inode, path: String(cString: path)) { () throws(Errno) -> OpenFile in
+                OpenFile(inode: inode, content: SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: 0))
             }
             guard let file = made else { close(fd); return -EIO }
             install(file, fi)
@@ -169,18 +170,18 @@ extension SandboxFileSystem {
 
     /// Creates a backing file with its header, in the class its directory passes on.
     /// Nothing is created when the class cannot take a new file now (EPERM).
-    func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), FSErrno> {
-        if Self.isReservedName(path) { return .failure(FSErrno(-EPERM)) }
+    func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), Errno> {
+        if Self.isReservedName(path) { return .failure(Errno(EPERM)) }
         let protectionClass: ProtectionClass
         switch directoryClass(parentOf: path) {
         case .failure(let rc): return .failure(rc)
         case .success(let inherited): protectionClass = inherited
         }
-        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(FSErrno(-EPERM)) }
+        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(Errno(EPERM)) }
         // Unnamed until its header and empty last block are written (O_TMPFILE), then
         // linked in: a file without a header is always damage, never a new file.
         let fd = Self.parentPath(path).withCString { parent in at(parent) { dpfs_open_tmpfile($0, $1, mode) } }
-        guard fd >= 0 else { return .failure(FSErrno(-errno)) }
+        guard fd >= 0 else { return .failure(Errno.current) }
         let bytes = header.serialized(metadataKey: device.metadataKey)
         var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
         if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
@@ -193,7 +194,7 @@ extension SandboxFileSystem {
         if rc != 0 {
             close(fd)
             key.wipe()
-            return .failure(FSErrno(rc))
+            return .failure(Errno(-rc))
         }
         takeOwnership(path, fd: fd, mode: mode)
         files.noteClass(protectionClass, path: String(cString: path))
@@ -204,12 +205,12 @@ extension SandboxFileSystem {
     /// file cut down to its first bytes would read as empty otherwise. nil: nothing to check.
     func checkEmptyBlock(_ file: OpenFile) -> Int32? {
         file.writing { () -> Int32? in
-            guard let sealed = file.uncheckedEmptyBlock, let key = file.key else { return nil }
-            guard file.plainSize == 0, BlockIO.openEmptyBlock(file, key: key, sealed: sealed) else {
+            guard let sealed = file.content.uncheckedEmptyBlock, let key = file.key else { return nil }
+            guard file.plainSize == 0, BlockIO.openEmptyBlock(file.content, key: key, sealed: sealed) else {
                 logger.error("an empty file's block does not open: cut short or altered")
                 return -EIO
             }
-            file.uncheckedEmptyBlock = nil
+            file.content.uncheckedEmptyBlock = nil
             return 0
         }
     }
@@ -239,7 +240,7 @@ extension SandboxFileSystem {
         return file.reading {
             guard let key = file.key else { return -EPERM }
             let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
-            return Int32(BlockIO.read(file, key: key, into: output, offset: Int(offset), pool: pool))
+            return Int32(BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool))
         }
     }
 
@@ -251,7 +252,7 @@ extension SandboxFileSystem {
             guard let key = file.key else { return -EPERM }
             let at = handle.append ? file.plainSize : Int(offset)
             let input = UnsafeRawBufferPointer(start: data, count: size)
-            return Int32(BlockIO.write(file, key: key, data: input, offset: at, pool: pool))
+            return Int32(BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool))
         }
     }
 
@@ -260,18 +261,18 @@ extension SandboxFileSystem {
         if let handle = Self.handle(fi) {
             let file = handle.file
             dropPrivileges(file)
-            return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
+            return file.writing { BlockIO.resize(file.content, key: file.key, to: Int(size), pool: pool) }
         }
         guard let path else { return -ENOENT }
         let fd = openBacking(path)
         guard fd >= 0 else { return -errno }
         // Content changes need the file key, as on iOS: a locked file cannot be truncated.
         switch retainFile(fd: fd, path: String(cString: path)) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let file):
             defer { files.release(file) }
             dropPrivileges(file)
-            return file.writing { BlockIO.resize(file, key: file.key, to: Int(size), pool: pool) }
+            return file.writing { BlockIO.resize(file.content, key: file.key, to: Int(size), pool: pool) }
         }
     }
 
@@ -283,9 +284,7 @@ extension SandboxFileSystem {
     func fallocate(_ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
         guard let handle = Self.handle(fi) else { return -EBADF }
         dropPrivileges(handle.file)
-        let keepSize: Int32 = 0x01  // FALLOC_FL_KEEP_SIZE
-        let punchHole: Int32 = 0x02  // FALLOC_FL_PUNCH_HOLE
-        let zeroRange: Int32 = 0x10  // FALLOC_FL_ZERO_RANGE
+        let keepSize = FallocateMode.keepSize, punchHole = FallocateMode.punchHole, zeroRange = FallocateMode.zeroRange
         // Collapse and insert range would move blocks, which are bound to their number.
         guard mode & ~(keepSize | punchHole | zeroRange) == 0 else { return -EOPNOTSUPP }
         guard offset >= 0, length > 0 else { return -EINVAL }
@@ -293,7 +292,7 @@ extension SandboxFileSystem {
         if mode & (punchHole | zeroRange) != 0 {
             return file.writing {
                 guard let key = file.key else { return -EPERM }
-                return BlockIO.zeroRange(file, key: key, offset: Int(offset), length: Int(length),
+                return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
                                          extend: mode & keepSize == 0, pool: pool)
             }
         }
@@ -302,7 +301,7 @@ extension SandboxFileSystem {
             let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
             if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
             guard mode & keepSize == 0, end > file.plainSize else { return 0 }
-            return BlockIO.resize(file, key: file.key, to: end, pool: pool)
+            return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
         }
     }
 }

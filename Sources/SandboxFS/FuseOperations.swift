@@ -2,6 +2,7 @@
 // nothing: it finds the filesystem through fuse_get_context()->private_data and
 // forwards to it. Built in a nonisolated function of its own so no callback can reach
 // main-actor state.
+import BlockStore
 import CFuse
 import Glibc
 

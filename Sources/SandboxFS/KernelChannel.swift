@@ -19,6 +19,7 @@
 // (it sets that flag when the caller lacks CAP_FSETID, which the high-level API does
 // not pass on). fuse_invalidate_path would also drop cached pages, which
 // waits for the pages a write in progress holds: from inside that write, a deadlock.
+import BlockStore
 import CFuse
 import Glibc
 import Synchronization

@@ -1,6 +1,7 @@
 // Mounts a filesystem with libfuse and serves it until unmounted: fuse_new with the
 // operation table, fuse_mount, a larger read-ahead for the mount, signal handlers, the
 // multithreaded loop.
+import BlockStore
 import CFuse
 import DataProtection
 import Foundation

@@ -10,6 +10,7 @@
 // for a slot, so the space comes back within milliseconds of the rm. Unmounting
 // unlinks whatever still waits; a file left there by a crash goes when the next
 // mount clears the orphan directory.
+import BlockStore
 import CLinux
 import Foundation
 import Glibc
@@ -19,7 +20,6 @@ final class NodeReaper: Sendable {
     static let backlog = 256
     static let threads = 4
     static let namePrefix = "reaped-"
-    static let noReplace: UInt32 = 1  // RENAME_NOREPLACE
 
     private let orphans: Int32
     private let pending = Mutex<[String]>([])
@@ -43,7 +43,7 @@ final class NodeReaper: Sendable {
     func remove(_ directory: Int32, _ name: UnsafePointer<CChar>) -> Bool {
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
         slots.wait()
-        guard renameat2(directory, name, orphans, parked, Self.noReplace) == 0 else {
+        guard renameat2(directory, name, orphans, parked, RenameFlag.noReplace) == 0 else {
             slots.signal()
             return false
         }

@@ -1,7 +1,8 @@
 // The state of one open regular file, shared by every handle and every hard link to
-// it: the backing descriptor, the file's identity and class, its unwrapped key (while
-// its class allows), its plaintext size, and the readers-writer lock that orders I/O
-// against writes, truncation and key revocation.
+// it: its content (BlockStore's SealedFile: descriptor, header, key, plaintext size and
+// the readers-writer lock) and what the mount adds: how many handles hold it, whether
+// a lock is flushing it, and when its privileges were last checked.
+import BlockStore
 import DataProtection
 import Glibc
 import Synchronization
@@ -12,73 +13,32 @@ struct InodeKey: Hashable, Sendable {
 }
 
 final class OpenFile: @unchecked Sendable {
-    // @unchecked: every mutable field below is read under `lock` (shared) and written
-    // under `lock` (exclusive); `handles` and `paths` are guarded by the table's mutex.
+    // @unchecked: `handles` and `paths` are guarded by the table's mutex; the content
+    // by its own lock.
     let inode: InodeKey
-    let fd: Int32
-    let fileID: [UInt8]
-    var header: FileHeader
-    var protectionClass: ProtectionClass
-    var key: SecureBuffer?
-    var plainSize: Int
-    /// Whether this entry wrote to the backing file since it was opened (BlockIO sets
-    /// it): only then does revoking the key sync the file first.
-    var unsynced = false
-    /// An empty file's one sealed block, read with the header (so the read is no access),
-    /// until the first open with the key checks it (BlockIO.checkEmptyFile).
-    var uncheckedEmptyBlock: [UInt8]?
+    let content: SealedFile
     /// Set while a lock flushes this file: reads are refused so nothing refills the
     /// page cache, writes (the kernel writing back mmap pages) still go through.
     let readsBlocked = Atomic<Bool>(false)
     /// The privilege epoch at which this file last had nothing a write must remove
     /// (Privileges.swift); 0: not checked yet.
     let privilegesCleanAt = Atomic<UInt64>(0)
-    private let rwlock: UnsafeMutablePointer<pthread_rwlock_t>
 
     var handles = 0
     var paths: Set<String> = []
 
-    init(inode: InodeKey, fd: Int32, header: FileHeader, slot: FileHeader.KeySlot, key: SecureBuffer?, plainSize: Int) {
+    init(inode: InodeKey, content: SealedFile) {
         self.inode = inode
-        self.fd = fd
-        self.header = header
-        self.fileID = header.fileID
-        self.protectionClass = slot.protectionClass
-        self.key = key
-        self.plainSize = plainSize
-        rwlock = .allocate(capacity: 1)
-        pthread_rwlock_init(rwlock, nil)
+        self.content = content
     }
 
-    deinit {
-        key?.wipe()
-        close(fd)
-        pthread_rwlock_destroy(rwlock)
-        rwlock.deallocate()
-    }
+    var fd: Int32 { content.fd }
+    var key: SecureBuffer? { content.key }
+    var plainSize: Int { content.plainSize }
+    var protectionClass: ProtectionClass { content.protectionClass }
 
-    func reading<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_rwlock_rdlock(rwlock)
-        defer { pthread_rwlock_unlock(rwlock) }
-        return try body()
-    }
-
-    func writing<R>(_ body: () throws -> R) rethrows -> R {
-        pthread_rwlock_wrlock(rwlock)
-        defer { pthread_rwlock_unlock(rwlock) }
-        return try body()
-    }
-
-    /// Wipes the file key: from now on every read and write gets EPERM.
-    func revokeKey() {
-        writing {
-            // A sync costs a disk cache flush even for a clean file (a lock of 1,000
-            // open files took 60 ms more with one each): only files written through.
-            if unsynced { fdatasync(fd); unsynced = false }
-            key?.wipe()
-            key = nil
-        }
-    }
+    func reading<R>(_ body: () throws -> R) rethrows -> R { try content.reading(body) }
+    func writing<R>(_ body: () throws -> R) rethrows -> R { try content.writing(body) }
 }
 
 /// What a FUSE file handle (fi->fh) points to.
@@ -86,10 +46,4 @@ final class FileHandle: @unchecked Sendable {
     let file: OpenFile
     let append: Bool
     init(file: OpenFile, append: Bool) { self.file = file; self.append = append }
-}
-
-/// A negative errno as a thrown or returned error, for the few paths that need one.
-struct FSErrno: Error {
-    let value: Int32
-    init(_ value: Int32) { self.value = value }
 }

@@ -1,5 +1,6 @@
 // Open files by backing inode, so hard links and repeated opens share one key, one
 // size and one lock. The last release drops the entry and, with it, the file key.
+import BlockStore
 import DataProtection
 import Synchronization
 
@@ -15,8 +16,8 @@ final class OpenFileTable: Sendable {
 
     /// Returns the entry for `inode`, creating it with `make` when absent, and counts
     /// one more handle on it.
-    func retain(_ inode: InodeKey, path: String, make: () throws(FSErrno) -> OpenFile) throws(FSErrno) -> OpenFile {
-        let file = try entries.withLock { entries throws(FSErrno) -> OpenFile in
+    func retain(_ inode: InodeKey, path: String, make: () throws(Errno) -> OpenFile) throws(Errno) -> OpenFile {
+        let file = try entries.withLock { entries throws(Errno) -> OpenFile in
             let file: OpenFile
             if let existing = entries[inode] {
                 file = existing

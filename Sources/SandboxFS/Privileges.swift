@@ -8,6 +8,7 @@
 // mount could have given it such a privilege (a chmod adding set-ID bits, a setxattr of
 // security.capability): `privilegeEpoch` counts those, each entry keeps the epoch it
 // last found clean, so an ordinary write costs one atomic load.
+import BlockStore
 import CFuse
 import Foundation
 import Glibc

@@ -3,6 +3,7 @@
 // write back and drop its cached pages (mmap included), then wipe the file key.
 // completeUnlessOpen handles survive a lock (they keep working until closed) but not
 // a restart.
+import BlockStore
 import CFuse
 import DataProtection
 import Glibc
@@ -16,7 +17,7 @@ extension SandboxFileSystem {
             let paths = files.withPaths(of: file)
             for path in paths { invalidate(path) }
             invalidated.formUnion(paths)
-            file.revokeKey()
+            file.content.revokeKey()
             // A write that finished between the first invalidation and the wipe may have
             // left a (clean) plaintext page behind: drop the pages once more.
             for path in paths { invalidate(path) }

@@ -3,6 +3,7 @@
 // contents are sealed). This file holds the state and the metadata operations;
 // FileOperations.swift the data path, Attributes.swift the extended attributes,
 // DirectoryClasses.swift the class a directory passes on.
+import BlockStore
 import CFuse
 import CLinux
 import DataProtection
@@ -126,7 +127,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
         if mode & S_IFMT == S_IFREG {
             // A regular file made by mknod still needs a header and a key.
             switch createRegular(path, mode: mode) {
-            case .failure(let rc): return rc.value
+            case .failure(let rc): return rc.negated
             case .success(let (fd, _, key)):
                 key.wipe()
                 close(fd)
@@ -142,7 +143,7 @@ public final class SandboxFileSystem: @unchecked Sendable {
         if Self.isReservedName(path) { return -EPERM }
         let inherited: ProtectionClass
         switch directoryClass(parentOf: path) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let parentClass): inherited = parentClass
         }
         guard at(path, { mkdirat($0, $1, mode) }) == 0 else { return -errno }

@@ -11,6 +11,7 @@
 // is the device-bound class (its key is wrapped by the device secret only), so a copy
 // of the sandbox tree alone, or the backing disk without the device secret, does not
 // show them. Directories have no file identity: their values are bound to the name.
+import BlockStore
 import CLinux
 import DataProtection
 import Glibc
@@ -27,7 +28,7 @@ extension SandboxFileSystem {
 
     /// The associated data binding a value to its node and name; nil when a regular
     /// file's header cannot be read (-errno in `failure`).
-    func attributeBinding(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Result<[UInt8], FSErrno> {
+    func attributeBinding(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Result<[UInt8], Errno> {
         var binding = Array("dpfs-xattr-1".utf8) + [0]
         if nodeType(path) == S_IFREG {
             switch header(at: path) {
@@ -58,7 +59,7 @@ extension SandboxFileSystem {
         guard stored.count >= Self.sealedOverhead, stored[0] == Self.sealedMarker else { return -EIO }
         let binding: [UInt8]
         switch attributeBinding(path, name) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let bytes): binding = bytes
         }
         var plain = [UInt8](repeating: 0, count: stored.count - Self.sealedOverhead)
@@ -90,7 +91,7 @@ extension SandboxFileSystem {
         guard size + Self.sealedOverhead <= Self.largestValue else { return -E2BIG }
         let binding: [UInt8]
         switch attributeBinding(path, name) {
-        case .failure(let rc): return rc.value
+        case .failure(let rc): return rc.negated
         case .success(let bytes): binding = bytes
         }
         var sealed = [UInt8](repeating: 0, count: size + Self.sealedOverhead)

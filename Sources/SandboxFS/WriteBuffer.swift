@@ -1,6 +1,7 @@
 // Writes arriving as a libfuse buffer (write_buf): the plaintext sits in libfuse's
 // per-thread request buffer, which would otherwise keep it after a lock until the
 // buffer is reused. Once sealed, the plaintext of a lockable class is zeroed there.
+import BlockStore
 import CFuse
 import DataProtection
 import Glibc

@@ -4,7 +4,7 @@ import ArgumentParser
 import DataProtection
 import Foundation
 import Glibc
-import SandboxFS
+import BlockStore
 
 struct Fsck: ParsableCommand {
     static let configuration = CommandConfiguration(

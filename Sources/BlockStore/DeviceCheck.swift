@@ -90,7 +90,7 @@ public struct DeviceCheck {
             report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
         }
         let plainSize = BlockLayout.plainSize(backingSize: backingSize)
-        let file = OpenFile(inode: InodeKey(device: 0, inode: 0), fd: fd, header: header, slot: slot, key: key, plainSize: plainSize)
+        let file = SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: plainSize)
         if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0 {
             report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
         }

@@ -8,9 +8,9 @@ import Foundation
 import Glibc
 import Synchronization
 
-final class IOSlot: @unchecked Sendable {
+public final class IOSlot: @unchecked Sendable {
     // @unchecked: a slot belongs to one request at a time (the pool hands it out once).
-    let buffer: UnsafeMutableRawBufferPointer
+    public let buffer: UnsafeMutableRawBufferPointer
     /// sodium_malloc'd, BlockCipher.stateSize bytes: key material only during a request.
     let keyState = SecureBuffer(count: BlockCipher.stateSize)
     let nonces = NonceSource()
@@ -37,16 +37,16 @@ final class IOSlot: @unchecked Sendable {
     }
 }
 
-final class BufferPool: Sendable {
-    let size: Int
+public final class BufferPool: Sendable {
+    public let size: Int
     private let free = Mutex<[IOSlot]>([])
     /// Idle slots kept for the next requests; a burst of more concurrent requests makes
     /// more, which are unmapped when done, so the daemon's memory comes back down.
     let idleLimit = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
 
-    init(size: Int) { self.size = size }
+    public init(size: Int) { self.size = size }
 
-    func withSlot<R>(_ body: (IOSlot) throws -> R) rethrows -> R {
+    public func withSlot<R>(_ body: (IOSlot) throws -> R) rethrows -> R {
         let slot = free.withLock { $0.popLast() } ?? IOSlot(size: size)
         defer {
             free.withLock { slots in
@@ -56,12 +56,12 @@ final class BufferPool: Sendable {
         return try body(slot)
     }
 
-    func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+    public func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try withSlot { try body($0.buffer) }
     }
 
     /// Zeroes every idle buffer: they may hold plaintext of partial blocks.
-    func scrub() {
+    public func scrub() {
         free.withLock { slots in
             for slot in slots {
                 if let base = slot.buffer.baseAddress { memset(base, 0, slot.buffer.count) }

@@ -11,7 +11,7 @@ extension BlockIO {
     /// Zeroes plaintext [offset, offset+length) of the file; `extend` (ZERO_RANGE
     /// without KEEP_SIZE) grows the file to the end of the range. Caller holds the
     /// file's lock (exclusive) and has checked the key.
-    static func zeroRange(_ file: OpenFile, key: SecureBuffer, offset: Int, length: Int, extend: Bool,
+    public static func zeroRange(_ file: SealedFile, key: SecureBuffer, offset: Int, length: Int, extend: Bool,
                           pool: BufferPool) -> Int32 {
         let size = file.plainSize
         let end = offset + length
@@ -33,7 +33,7 @@ extension BlockIO {
                 }
                 let from = BlockLayout.backingOffset(ofBlock: firstWhole)
                 let to = min(BlockLayout.backingOffset(ofBlock: wholeEnd), BlockLayout.backingSize(plainSize: size))
-                let punch: Int32 = 0x02 | 0x01  // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+                let punch = FallocateMode.punchHole | FallocateMode.keepSize
                 if CLinux.fallocate(file.fd, punch, off_t(from), off_t(to - from)) != 0 {
                     guard errno == EOPNOTSUPP || errno == ENOSYS else { return -errno }
                     let rc = writeZeros(file, key: key, at: head, count: min(wholeEnd * blockSize, size) - head, pool: pool)
@@ -53,7 +53,7 @@ extension BlockIO {
     }
 
     /// Writes `count` zero bytes at plaintext `offset`, a megabyte at a time.
-    static func writeZeros(_ file: OpenFile, key: SecureBuffer, at offset: Int, count: Int, pool: BufferPool) -> Int32 {
+    public static func writeZeros(_ file: SealedFile, key: SecureBuffer, at offset: Int, count: Int, pool: BufferPool) -> Int32 {
         guard count > 0 else { return 0 }
         let chunk = min(count, 1 << 20)
         let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)

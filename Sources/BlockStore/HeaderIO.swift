@@ -4,24 +4,24 @@
 import DataProtection
 import Glibc
 
-enum HeaderIO {
+public enum HeaderIO {
     /// The parsed and authenticated header, or EIO.
-    static func read(_ fd: Int32, metadataKey: SecureBuffer) -> Result<FileHeader, FSErrno> {
+    public static func read(_ fd: Int32, metadataKey: SecureBuffer) -> Result<FileHeader, Errno> {
         var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
         let n = bytes.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
-        if n < 0 { return .failure(FSErrno(Int32(n))) }
+        if n < 0 { return .failure(Errno(negative: n)) }
         guard n == BlockLayout.headerSize,
               let header = try? bytes.withUnsafeBytes({ bytes throws(FileHeader.ParseError) in
                   try FileHeader(parsing: bytes, metadataKey: metadataKey)
               }) else {
-            return .failure(FSErrno(-EIO))
+            return .failure(Errno.io)
         }
         return .success(header)
     }
 
     /// Zeroes a superseded key slot and syncs: after a class change, only the slot of
     /// the current class may unwrap the file key.
-    static func eraseSlot(_ fd: Int32, index: Int) -> Int32 {
+    public static func eraseSlot(_ fd: Int32, index: Int) -> Int32 {
         let written = FileHeader.emptySlot.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: FileHeader.slotOffset(index)) }
         if written != 0 { return written }
         return fdatasync(fd) == 0 ? 0 : -errno

@@ -11,15 +11,15 @@ import CLinux
 import DataProtection
 import Glibc
 
-enum BlockIO {
-    static let blockSize = BlockLayout.plainBlockSize
-    static let cipherSize = BlockLayout.cipherBlockSize
-    static let overhead = BlockLayout.blockOverhead
-    static let nonceField = BlockCipher.nonceFieldSize
+public enum BlockIO {
+    public static let blockSize = BlockLayout.plainBlockSize
+    public static let cipherSize = BlockLayout.cipherBlockSize
+    public static let overhead = BlockLayout.blockOverhead
+    public static let nonceField = BlockCipher.nonceFieldSize
 
     /// Additional data for a file's blocks: file identity ‖ block number (little-endian,
     /// top bit set for the file's last block), built once per request, on the stack.
-    struct AdditionalData {
+    public struct AdditionalData {
         static let count = 24
         private var words: (UInt64, UInt64, UInt64) = (0, 0, 0)
 
@@ -39,7 +39,7 @@ enum BlockIO {
         }
     }
 
-    static func isAllZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public static func isAllZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 0
         let words = bytes.count / 8
         while index < words {
@@ -55,7 +55,7 @@ enum BlockIO {
     /// block sealed as the last is accepted too: an extending write seals the new last
     /// block before it seals the old one again, and a kill in between leaves that.
     @inline(__always)
-    static func open(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
+    public static func open(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
                      sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
         func attempt(_ asLast: Bool) -> Bool {
             ad.with(block: block, last: asLast) {
@@ -73,7 +73,7 @@ enum BlockIO {
 
     /// Seals one block into `output`, whose nonce field already holds its nonce.
     @inline(__always)
-    static func seal(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
+    public static func seal(_ session: BlockSession, _ ad: AdditionalData, block: Int, last: Bool,
                      plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         ad.with(block: block, last: last) {
             session.seal(plain, additionalData: $0, additionalDataCount: AdditionalData.count, into: output)
@@ -81,21 +81,21 @@ enum BlockIO {
     }
 
     /// Seals one block with the file's key alone and a nonce from the system generator.
-    static func sealBlock(cipher: BlockCipher, fileID: [UInt8], key: SecureBuffer, block: Int, last: Bool,
+    public static func sealBlock(cipher: BlockCipher, fileID: [UInt8], key: SecureBuffer, block: Int, last: Bool,
                           plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         let sealer = BlockSealer(cipher: cipher, key: key.pointer)
         Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
         sealer.withSession { seal($0, AdditionalData(fileID), block: block, last: last, plain: plain, into: output) }
     }
 
-    static func sealBlock(_ file: OpenFile, key: SecureBuffer, block: Int, last: Bool,
+    public static func sealBlock(_ file: SealedFile, key: SecureBuffer, block: Int, last: Bool,
                           plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
         sealBlock(cipher: file.header.cipher, fileID: file.fileID, key: key, block: block, last: last,
                   plain: plain, into: output)
     }
 
     /// Writes the empty last block of a new, empty file (its header already written).
-    static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) -> Int32 {
+    public static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) -> Int32 {
         var sealed = [UInt8](repeating: 0, count: overhead)
         sealed.withUnsafeMutableBytes { output in
             sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
@@ -104,7 +104,7 @@ enum BlockIO {
         return sealed.withUnsafeBytes { pwriteAll(fd, $0, at: BlockLayout.headerSize) }
     }
 
-    static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    public static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
         var done = 0
         while done < buffer.count {
             let n = pread(fd, buffer.start + done, buffer.count - done, off_t(offset + done))
@@ -115,7 +115,7 @@ enum BlockIO {
         return done
     }
 
-    static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int) -> Int32 {
+    public static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int) -> Int32 {
         var done = 0
         while done < buffer.count {
             let n = pwrite(fd, buffer.start + done, buffer.count - done, off_t(offset + done))
@@ -129,7 +129,7 @@ enum BlockIO {
 
     /// Reads plaintext [offset, offset+count) into `output`; returns bytes read or -errno.
     /// Caller holds the file's lock (shared) and has checked the key.
-    static func read(_ file: OpenFile, key: SecureBuffer, into output: UnsafeMutableRawBufferPointer,
+    public static func read(_ file: SealedFile, key: SecureBuffer, into output: UnsafeMutableRawBufferPointer,
                      offset: Int, pool: BufferPool) -> Int {
         let size = file.plainSize
         guard offset < size else { return 0 }
@@ -226,13 +226,8 @@ enum BlockIO {
     /// Requests of at least this many blocks (a sequential read: the kernel's read-ahead)
     /// read the backing file with O_DIRECT, straight into the request's buffer: no second
     /// copy of the ciphertext in the page cache, and no copy out of it.
-    static let directReadBlocks = 128
-    static let directAlignment = 4096
-    #if arch(arm64) || arch(arm)
-    static let O_DIRECT: Int32 = 0o200000  // GNU; Glibc's module does not show it
-    #else
-    static let O_DIRECT: Int32 = 0o40000
-    #endif
+    public static let directReadBlocks = 128
+    public static let directAlignment = 4096
 
     /// An O_DIRECT descriptor of a backing file for one request (reopened through
     /// /proc/self/fd, as O_DIRECT is a flag of the open file, shared by every thread).
@@ -240,8 +235,8 @@ enum BlockIO {
         let fd: Int32
 
         init?(_ backing: Int32) {
-            let path = "/proc/self/fd/\(backing)"
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | BlockIO.O_DIRECT)
+            let path = procPath(backing)
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.direct)
             guard fd >= 0 else { return nil }
             self.fd = fd
         }
@@ -261,7 +256,7 @@ enum BlockIO {
     }
 
     /// Decrypts one existing block into `output` (its plain length); -EIO when damaged.
-    static func readBlock(_ file: OpenFile, key: SecureBuffer, block: Int, size: Int,
+    public static func readBlock(_ file: SealedFile, key: SecureBuffer, block: Int, size: Int,
                           sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
                           session: BlockSession? = nil) -> Int32 {
         let plainLength = BlockLayout.plainLength(ofBlock: block, plainSize: size)
@@ -286,7 +281,7 @@ enum BlockIO {
 
     /// Writes `data` at plaintext `offset`; returns bytes written or -errno.
     /// Caller holds the file's lock (exclusive) and has checked the key.
-    static func write(_ file: OpenFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
+    public static func write(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
                       pool: BufferPool) -> Int {
         guard data.count > 0 else { return 0 }
         let size = file.plainSize
@@ -304,7 +299,7 @@ enum BlockIO {
     /// first L is padded to a full block if short (still sealed as the last: a kill here
     /// leaves a valid file, zero-padded), then `body` runs, then L is sealed again as an
     /// ordinary block. Returns what `body` returns, or -errno.
-    static func growPast(_ file: OpenFile, key: SecureBuffer, pool: BufferPool, _ body: () -> Int) -> Int {
+    public static func growPast(_ file: SealedFile, key: SecureBuffer, pool: BufferPool, _ body: () -> Int) -> Int {
         let last = BlockLayout.lastBlock(plainSize: file.plainSize)
         if file.plainSize == 0 || file.plainSize % blockSize != 0 {
             let rc = resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
@@ -318,7 +313,7 @@ enum BlockIO {
 
     /// Seals the blocks `data` covers at plaintext `offset` (the file's last block, old
     /// or new, among them when the write reaches it).
-    static func writeBlocks(_ file: OpenFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
+    public static func writeBlocks(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
                             pool: BufferPool) -> Int {
         let end = offset + data.count
         let oldSize = file.plainSize
@@ -426,7 +421,7 @@ enum BlockIO {
                     // A large write: have the disk start on it now, while the next
                     // requests are sealed, rather than all of it at the fsync or later.
                     _ = sync_file_range(file.fd, off_t(BlockLayout.backingOffset(ofBlock: first)), off_t(used),
-                                        syncFileRangeWrite)
+                                        SyncFileRange.write)
                 }
                 block = batchEnd
             }
@@ -435,11 +430,10 @@ enum BlockIO {
     }
 
     /// Writes of at least this many backing bytes start their own writeback.
-    static let startWritebackBytes = 512 * 1024
-    static let syncFileRangeWrite: UInt32 = 2  // SYNC_FILE_RANGE_WRITE: start, do not wait
+    public static let startWritebackBytes = 512 * 1024
 
     /// Whether the backing filesystem has `bytes` free and a wide margin besides.
-    static func hasRoom(_ fd: Int32, for bytes: Int) -> Bool {
+    public static func hasRoom(_ fd: Int32, for bytes: Int) -> Bool {
         var st = statvfs()
         guard fstatvfs(fd, &st) == 0 else { return false }
         return UInt64(st.f_bavail) &* UInt64(st.f_frsize) > UInt64(max(bytes, 0)) + (256 << 20)
@@ -448,13 +442,13 @@ enum BlockIO {
     /// Reserves backing space before growing, so a full disk fails the write before
     /// anything is overwritten. Only from block `from` on: a gap a write leaves before
     /// it stays a hole, as in a sparse file on a local disk.
-    static func reserveSpace(_ file: OpenFile, plainSize: Int, from block: Int = 0) -> Int32 {
+    public static func reserveSpace(_ file: SealedFile, plainSize: Int, from block: Int = 0) -> Int32 {
         let current = max(BlockLayout.backingSize(plainSize: file.plainSize), BlockLayout.backingOffset(ofBlock: block))
         let needed = BlockLayout.backingSize(plainSize: plainSize)
         guard needed > current else { return 0 }
         // KEEP_SIZE: ext4 grows i_size as it allocates, so a plain fallocate that
         // fails halfway would leave a size that no longer matches the blocks.
-        if fallocate(file.fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, off_t(current), off_t(needed - current)) != 0 {
+        if fallocate(file.fd, FallocateMode.keepSize, off_t(current), off_t(needed - current)) != 0 {
             if errno == ENOSPC || errno == EDQUOT { return -errno }
         }
         return 0
@@ -463,7 +457,7 @@ enum BlockIO {
     /// Seals block `block` again with plaintext length `newLength` (cut, or padded with
     /// zeros) and the given place (last or not); the file's size follows when it is the
     /// last block.
-    static func resealBlock(_ file: OpenFile, key: SecureBuffer, block: Int, newLength: Int, last: Bool,
+    public static func resealBlock(_ file: SealedFile, key: SecureBuffer, block: Int, newLength: Int, last: Bool,
                             pool: BufferPool) -> Int32 {
         pool.withBuffer { buffer -> Int32 in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])
@@ -485,7 +479,7 @@ enum BlockIO {
     }
 
     /// Writes block `block` as the file's new last block: `length` zero bytes, sealed.
-    static func writeZeroLastBlock(_ file: OpenFile, key: SecureBuffer, block: Int, length: Int, pool: BufferPool) -> Int32 {
+    public static func writeZeroLastBlock(_ file: SealedFile, key: SecureBuffer, block: Int, length: Int, pool: BufferPool) -> Int32 {
         pool.withBuffer { buffer -> Int32 in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
             plain.initializeMemory(as: UInt8.self, repeating: 0)
@@ -500,7 +494,7 @@ enum BlockIO {
     }
 
     /// Whether `sealed` is an empty file's one block: empty, sealed as the last.
-    static func openEmptyBlock(_ file: OpenFile, key: SecureBuffer, sealed: [UInt8]) -> Bool {
+    public static func openEmptyBlock(_ file: SealedFile, key: SecureBuffer, sealed: [UInt8]) -> Bool {
         BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession { session in
             sealed.withUnsafeBytes {
                 open(session, AdditionalData(file.fileID), block: 0, last: true, sealed: $0,
@@ -510,7 +504,7 @@ enum BlockIO {
     }
 
     /// Reads and checks an empty file's one block (fsck). 0, or -EIO.
-    static func checkEmptyFile(_ file: OpenFile, key: SecureBuffer) -> Int32 {
+    public static func checkEmptyFile(_ file: SealedFile, key: SecureBuffer) -> Int32 {
         var sealed = [UInt8](repeating: 0, count: overhead)
         let got = sealed.withUnsafeMutableBytes { preadAll(file.fd, $0, at: BlockLayout.headerSize) }
         guard got == overhead else { return -EIO }
@@ -521,7 +515,7 @@ enum BlockIO {
 
     /// Sets the plaintext size. A content change: without the file key (its class is
     /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
-    static func resize(_ file: OpenFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
+    public static func resize(_ file: SealedFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
         guard let key else { return -EPERM }
         let size = file.plainSize
         guard newSize != size else { return 0 }
