@@ -4,7 +4,6 @@
 // libfuse picks its ABI from FUSE_USE_VERSION; it must be set before the include.
 // 3.12 is the oldest version with fuse_loop_cfg_*; Debian 12 ships 3.14.
 #define FUSE_USE_VERSION 312
-#include <fuse3/fuse.h>
 #include <fuse3/fuse_lowlevel.h>
 #include <sys/xattr.h>
 #include <sys/file.h>
@@ -12,20 +11,14 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-// fuse_new and fuse_loop_mt are macros that select versioned symbols;
-// Swift cannot call macros, so these wrappers pin the versions.
-static inline struct fuse *dpfs_fuse_new(struct fuse_args *args,
-                                         const struct fuse_operations *ops,
-                                         void *private_data) {
-    return fuse_new(args, ops, sizeof(*ops), private_data);
-}
-
-static inline int dpfs_fuse_loop_mt(struct fuse *f, unsigned int max_threads) {
+// fuse_session_loop_mt is a macro that selects a versioned symbol; Swift cannot
+// call macros, so this wrapper pins the version.
+static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_threads) {
     struct fuse_loop_config *config = fuse_loop_cfg_create();
     if (config == NULL) return -1;
     fuse_loop_cfg_set_max_threads(config, max_threads);
     fuse_loop_cfg_set_clone_fd(config, 0);
-    int rc = fuse_loop_mt(f, config);
+    int rc = fuse_session_loop_mt(se, config);
     fuse_loop_cfg_destroy(config);
     return rc;
 }

@@ -4,6 +4,9 @@
 // control socket, so the CLI finds the daemon from the mountpoint. Other user.*
 // attributes are stored sealed (SealedAttributes.swift); the other namespaces
 // (system.*, trusted.*, security.*) are stored on the backing node as they are.
+// The backing node is reached through /proc/self/fd/N of its O_PATH descriptor (the
+// f*xattr calls do not take one); the handlers below return a count or -errno, and
+// the request handlers at the end turn that into one reply.
 import BlockStore
 import CFuse
 import CLinux
@@ -14,7 +17,7 @@ extension SandboxFileSystem {
     static let reservedPrefix = "user.dpfs."
 
     /// Copies `text` out as an attribute value, or reports its size when `size` is 0.
-    static func reply(_ text: String, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    static func copyOut(_ text: String, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
         let bytes = Array(text.utf8)
         if size == 0 { return Int32(bytes.count) }
         guard size >= bytes.count, let value else { return -ERANGE }
@@ -22,142 +25,148 @@ extension SandboxFileSystem {
         return Int32(bytes.count)
     }
 
-    func nodeType(_ path: UnsafePointer<CChar>) -> mode_t? {
-        var st = stat()
-        guard at(path, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return nil }
-        return st.st_mode & S_IFMT
+    /// Runs `body` with a path that reaches the node itself.
+    @inline(__always)
+    func withNodePath<R>(_ node: Inode, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        procPath(node.fd).withCString(body)
     }
 
-    /// The authenticated header of the regular file at `path`.
-    func header(at path: UnsafePointer<CChar>) -> Result<FileHeader, Errno> {
-        // OpenFlag.noAccessTime: reading metadata from the header is not reading the file.
-        var fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | OpenFlag.noAccessTime) }
-        if fd < 0 && errno == EPERM { fd = at(path) { openat($0, $1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) } }
-        guard fd >= 0 else { return .failure(Errno.current) }
+    /// The authenticated header of a regular file: its open entry's, else read.
+    func header(of node: Inode) -> Result<FileHeader, Errno> {
+        if let file = node.openFile { return .success(file.reading { file.content.header }) }
+        // O_NOATIME: reading metadata from the header is not reading the file.
+        var fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
+        if fd < 0 && errno == EPERM { fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
+        guard fd >= 0 else { return .failure(.current) }
         defer { close(fd) }
         return HeaderIO.read(fd, metadataKey: device.metadataKey)
     }
 
     /// The class of a regular file, read from its header.
-    func fileClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
-        switch header(at: path) {
-        case .failure(let rc): return .failure(rc)
-        case .success(let header):
-            guard let slot = header.current else { return .failure(Errno(EIO)) }
-            return .success(slot.protectionClass)
+    func fileClass(_ node: Inode) -> Result<ProtectionClass, Errno> {
+        header(of: node).flatMap { header in
+            header.current.map { .success($0.protectionClass) } ?? .failure(.io)
         }
     }
 
-    func getxattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    func getAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
         let attribute = String(cString: name)
         if attribute == MountAttributes.controlSocket {
-            guard strcmp(path, "/") == 0 else { return -ENODATA }
-            return Self.reply(controlSocketPath, value, size)
+            guard node === inodes.root else { return -ENODATA }
+            return Self.copyOut(controlSocketPath, value, size)
         }
         if attribute == Self.protectionAttribute {
-            switch nodeType(path) {
-            case nil: return -errno
-            case S_IFDIR:
-                switch directoryClass(path) {
-                case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
-                case .failure(let rc): return rc.negated
-                }
-            case S_IFREG:
-                switch fileClass(path) {
-                case .success(let protectionClass): return Self.reply(protectionClass.name, value, size)
-                case .failure(let rc): return rc.negated
-                }
+            let found: Result<ProtectionClass, Errno>
+            switch node.type {
+            case S_IFDIR: found = directoryClass(node)
+            case S_IFREG: found = fileClass(node)
             default: return -ENODATA
+            }
+            switch found {
+            case .success(let protectionClass): return Self.copyOut(protectionClass.name, value, size)
+            case .failure(let error): return error.negated
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
-        if Self.isSealed(attribute) { return getSealedAttribute(path, name, value, size) }
-        let n = withNodePath(path) { $1 ? CLinux.getxattr($0, name, value, size) : lgetxattr($0, name, value, size) }
+        if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
+        let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
         return n < 0 ? -errno : Int32(n)
     }
 
-    func setxattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
-                  _ size: Int, _ flags: Int32) -> Int32 {
+    func setAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
+                      _ size: Int, _ flags: Int32) -> Int32 {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
             let bytes = value.map { UnsafeRawBufferPointer(start: $0, count: size) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
             guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else { return -EINVAL }
-            switch nodeType(path) {
-            case nil: return -errno
-            case S_IFDIR: return setDirectoryClass(path, protectionClass)
-            case S_IFREG: return setFileClass(path, protectionClass)
+            switch node.type {
+            case S_IFDIR: return setDirectoryClass(node, protectionClass)
+            case S_IFREG: return setFileClass(node, protectionClass)
             default: return -EPERM
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
-        if Self.isSealed(attribute) { return setSealedAttribute(path, name, value, size, flags) }
-        let rc = withNodePath(path) { $1 ? CLinux.setxattr($0, name, value, size, flags) : lsetxattr($0, name, value, size, flags) }
+        if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
+        let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
-        if attribute == Self.capabilityAttribute { notePrivilegeGranted() }
-        if attribute.hasPrefix("system.posix_acl") { invalidate(String(cString: path)) }
+        if attribute == Self.capabilityAttribute { privileges.granted() }
+        if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
         return 0
     }
 
-    func listxattr(_ path: UnsafePointer<CChar>, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    func listAttributes(_ node: Inode, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
         var names: [CChar] = []
-        let got = withNodePath(path) { backing, follow -> Int in
-            let list = { (buffer: UnsafeMutablePointer<CChar>?, count: Int) in
-                follow ? CLinux.listxattr(backing, buffer, count) : llistxattr(backing, buffer, count)
-            }
-            let needed = list(nil, 0)
+        let got = withNodePath(node) { backing -> Int in
+            let needed = CLinux.listxattr(backing, nil, 0)
             guard needed > 0 else { return needed }
             names = [CChar](repeating: 0, count: needed)
-            return list(&names, needed)
+            return CLinux.listxattr(backing, &names, needed)
         }
         guard got >= 0 else { return -errno }
         var stored = Array(names[0..<got])
-        let type = nodeType(path)
         let ours = Array(Self.protectionAttribute.utf8CString)
         let listed = stored.split(separator: 0).contains { Array($0) + [0] == ours }
-        if (type == S_IFREG || type == S_IFDIR) && !listed { stored += ours }
+        if (node.isRegular || node.isDirectory) && !listed { stored += ours }
         if size == 0 { return Int32(stored.count) }
         guard size >= stored.count, let list else { return -ERANGE }
         stored.withUnsafeBytes { UnsafeMutableRawPointer(list).copyMemory(from: $0.start, byteCount: stored.count) }
         return Int32(stored.count)
     }
 
-    func removexattr(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Int32 {
+    func removeAttribute(_ node: Inode, _ name: UnsafePointer<CChar>) -> Int32 {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
             // A directory goes back to the sandbox default. A file always has a class:
             // removing the attribute gives it the class its directory passes on (so
             // rsync -X and cp --preserve=xattr from a filesystem without it work).
-            switch nodeType(path) {
-            case S_IFDIR: return setDirectoryClass(path, device.defaultProtection)
+            // The parent is the one of any name: the file's class comes from where it is.
+            switch node.type {
+            case S_IFDIR: return setDirectoryClass(node, device.defaultProtection)
             case S_IFREG:
-                switch directoryClass(parentOf: path) {
-                case .success(let inherited): return setFileClass(path, inherited)
-                case .failure(let rc): return rc.negated
+                guard let parent = parentDirectory(of: node) else { return -EIO }
+                switch directoryClass(parent) {
+                case .success(let inherited): return setFileClass(node, inherited)
+                case .failure(let error): return error.negated
                 }
             default: return -ENODATA
             }
         } else if attribute.hasPrefix(Self.reservedPrefix) {
             return -ENODATA
         }
-        let rc = withNodePath(path) { $1 ? CLinux.removexattr($0, name) : lremovexattr($0, name) }
+        let rc = withNodePath(node) { CLinux.removexattr($0, name) }
         guard rc == 0 else { return -errno }
-        if attribute.hasPrefix("system.posix_acl") { invalidate(String(cString: path)) }
+        if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
         return 0
+    }
+
+    /// A directory holding a name of `node` (a regular file): the directory of the path
+    /// /proc/self/fd shows for it (the name it was found by, create's opens it by name
+    /// for that). nil when it has no name left.
+    func parentDirectory(of node: Inode) -> Inode? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = withNodePath(node) { CLinux.readlink($0, &buffer, Int(PATH_MAX)) }
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/"), !path.hasSuffix(" (deleted)") else { return nil }
+        let directory = String(path[..<slash])
+        let fd = Glibc.open(directory.isEmpty ? "/" : directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { close(fd); return nil }
+        // Not counted as a lookup: a private entry, never handed to the kernel.
+        return Inode(fd: fd, key: InodeKey(st), type: S_IFDIR, generation: 0)
     }
 
     /// Rewraps the file key under `newClass`, writing the spare header slot and
     /// syncing it; the content is never re-encrypted. Needs the current key (EPERM).
-    func setFileClass(_ path: UnsafePointer<CChar>, _ newClass: ProtectionClass) -> Int32 {
-        let fd = openBacking(path)
-        guard fd >= 0 else { return -errno }
-        let pathString = String(cString: path)
-        switch retainFile(fd: fd, path: pathString) {
-        case .failure(let rc): return rc.negated
+    func setFileClass(_ node: Inode, _ newClass: ProtectionClass) -> Int32 {
+        switch retainFile(node) {
+        case .failure(let error): return error.negated
         case .success(let file):
-            defer { files.release(file) }
+            defer { node.releaseOpen() }
             let content = file.content
             let rc = file.writing { () -> Int32 in
-                guard let key = file.key, let current = content.header.current else { return -EPERM }
+                guard let key = content.key, let current = content.header.current else { return -EPERM }
                 if current.protectionClass == newClass { return 0 }
                 guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
                     return -EPERM
@@ -176,8 +185,43 @@ extension SandboxFileSystem {
                 content.header.slots[stale] = nil
                 return HeaderIO.eraseSlot(content.fd, index: stale)
             }
-            if rc == 0 { files.noteClass(newClass, path: pathString) }
+            if rc == 0 { node.noteCachedClass(newClass) }
             return rc
         }
+    }
+
+    // MARK: Requests
+
+    /// Answers an xattr request from a handler that fills `size` bytes (or, with size
+    /// 0, reports the size it needs) and returns a count or -errno.
+    func replyAttribute(_ req: fuse_req_t?, _ size: Int, _ body: (UnsafeMutablePointer<CChar>?, Int) -> Int32) {
+        if size == 0 {
+            let n = body(nil, 0)
+            if n < 0 { fuse_reply_err(req, -n) } else { fuse_reply_xattr(req, Int(n)) }
+            return
+        }
+        guard let buffer = malloc(size)?.assumingMemoryBound(to: CChar.self) else { return reply(req, Errno(ENOMEM)) }
+        defer { memset(buffer, 0, size); free(buffer) }
+        let n = body(buffer, size)
+        if n < 0 { fuse_reply_err(req, -n) } else { fuse_reply_buf(req, buffer, Int(n)) }
+    }
+
+    func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ size: Int) {
+        let node = node(ino)
+        replyAttribute(req, size) { getAttribute(node, name, $0, $1) }
+    }
+
+    func listxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int) {
+        let node = node(ino)
+        replyAttribute(req, size) { listAttributes(node, $0, $1) }
+    }
+
+    func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
+                  _ size: Int, _ flags: Int32) {
+        fuse_reply_err(req, -setAttribute(node(ino), name, value, size, flags))
+    }
+
+    func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        fuse_reply_err(req, -removeAttribute(node(ino), name))
     }
 }

@@ -11,35 +11,28 @@ import Glibc
 extension SandboxFileSystem {
     static let protectionAttribute = MountAttributes.protection
 
-    /// The authenticated class record of a directory (a FUSE path); EIO when missing or forged.
-    func directoryRecord(_ path: UnsafePointer<CChar>) -> Result<DirectoryClassRecord.Decoded, Errno> {
+    /// The authenticated class record of a directory; EIO when missing or forged.
+    func directoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
-        // One lgetxattr, not open + fgetxattr + close: a create asks this every time.
-        let n = withNodePath(path) { backing, follow in
-            follow ? CLinux.getxattr(backing, Self.protectionAttribute, &buffer, buffer.count)
-                : lgetxattr(backing, Self.protectionAttribute, &buffer, buffer.count)
-        }
-        if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(Errno.current) }
+        // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
+        let n = procPath(directory.fd).withCString { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
+        if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(.current) }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
-            return .failure(Errno(EIO))
+            return .failure(.io)
         }
         return .success(record)
     }
 
-    func directoryClass(_ path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
-        directoryRecord(path).map(\.protectionClass)
-    }
-
-    func directoryClass(parentOf path: UnsafePointer<CChar>) -> Result<ProtectionClass, Errno> {
-        Self.parentPath(path).withCString { directoryClass($0) }
+    func directoryClass(_ directory: Inode) -> Result<ProtectionClass, Errno> {
+        directoryRecord(directory).map(\.protectionClass)
     }
 
     /// A class change through the mount: needs the directory's current class key (EPERM),
     /// or, for a directory whose record is damaged, an unlocked device.
-    func setDirectoryClass(_ path: UnsafePointer<CChar>, _ newClass: ProtectionClass) -> Int32 {
+    func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) -> Int32 {
         let directoryID: [UInt8]
-        switch directoryRecord(path) {
+        switch directoryRecord(directory) {
         case .success(let record):
             if record.protectionClass == newClass { return 0 }
             guard device.isAvailable(record.protectionClass) else { return -EPERM }
@@ -48,15 +41,25 @@ extension SandboxFileSystem {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { return -EPERM }
             directoryID = DirectoryClassRecord.newDirectoryID()
         }
-        return storeDirectoryClass(path, newClass, directoryID: directoryID)
-    }
-
-    @discardableResult
-    func storeDirectoryClass(_ path: UnsafePointer<CChar>, _ protectionClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {
-        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
+        let fd = openat(directory.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
+        return storeDirectoryClass(fd, newClass, directoryID: directoryID)
+    }
+
+    /// Stores the class record of the new directory `name` in `parent`.
+    @discardableResult
+    func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
+                             directoryID: [UInt8]) -> Int32 {
+        let fd = openat(parent.fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return -errno }
+        defer { close(fd) }
+        return storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
+    }
+
+    func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {
         let record = DirectoryClassRecord.encode(protectionClass, directoryID: directoryID, metadataKey: device.metadataKey)
-        return Self.result(record.withUnsafeBytes { fsetxattr(fd, Self.protectionAttribute, $0.baseAddress, $0.count, 0) })
+        let rc = record.withUnsafeBytes { fsetxattr(fd, Self.protectionAttribute, $0.baseAddress, $0.count, 0) }
+        return rc == 0 ? 0 : -errno
     }
 }

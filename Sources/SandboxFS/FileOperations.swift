@@ -1,6 +1,8 @@
 // Opening, creating, reading, writing and truncating regular files: where the
 // protection classes are enforced. Opening needs the file key, and the file key
 // needs its class key, so a file of an unavailable class cannot be opened (EPERM).
+// The open-file entry (header, key, plaintext size) is on the inode, shared by every
+// handle and every name.
 import BlockStore
 import CFuse
 import CLinux
@@ -17,39 +19,33 @@ extension SandboxFileSystem {
         let fileID = Sodium.randomBytes(FileHeader.fileIDSize)
         let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         guard let wrapped = FileKeyWrap.wrap(key, fileID: fileID, as: protectionClass, device: device) else {
-            return .failure(Errno(EPERM))
+            return .failure(.notPermitted)
         }
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: protectionClass, wrappedKey: wrapped)
         return .success((FileHeader(fileID: fileID, slot: slot), key))
     }
 
     func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, Errno> {
-        guard let slot = header.current else { return .failure(Errno(EIO)) }
+        guard let slot = header.current else { return .failure(.io) }
         do {
             return .success(try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID,
                                                    as: slot.protectionClass, device: device))
         } catch .unavailable {
-            return .failure(Errno(EPERM))
+            return .failure(.notPermitted)
         } catch {
             logger.error("file key does not unwrap: damaged header or keybag")
-            return .failure(Errno(EIO))
+            return .failure(.io)
         }
     }
 
-    static func inodeKey(_ fd: Int32) -> InodeKey? {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
-        return InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-    }
-
-    /// Opens the backing file of a FUSE path for I/O: read-write when permitted (writes
-    /// need read-modify-write), else read-only. OpenFlag.noAccessTime where allowed, so reading the
-    /// header is not an access; retainFile clears it for the data path.
-    func openBacking(_ path: UnsafePointer<CChar>) -> Int32 {
-        at(path) { directory, name in
+    /// Opens a node's backing file for I/O: read-write when permitted (writes need
+    /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
+    /// header is not an access; loadFile clears it for the data path.
+    func openBacking(_ inode: Inode) -> Int32 {
+        procPath(inode.fd).withCString { path in
             func open(_ flags: Int32) -> Int32 {
-                let fd = openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW | OpenFlag.noAccessTime)
-                return fd >= 0 || errno != EPERM ? fd : openat(directory, name, flags | O_CLOEXEC | O_NOFOLLOW)
+                let fd = Glibc.open(path, flags | O_CLOEXEC | OpenFlag.noAccessTime)
+                return fd >= 0 || errno != EPERM ? fd : Glibc.open(path, flags | O_CLOEXEC)
             }
             let fd = open(O_RDWR)
             if fd >= 0 || (errno != EACCES && errno != EROFS && errno != EPERM) { return fd }
@@ -57,138 +53,178 @@ extension SandboxFileSystem {
         }
     }
 
-    /// The shared entry for an open backing file, loading header and key on first use.
-    /// The key is unwrapped when the entry has none (a revoked complete file).
-    func retainFile(fd: Int32, path: String) -> Result<OpenFile, Errno> {
-        guard let inode = Self.inodeKey(fd) else { return .failure(Errno.current) }
-        var created = false
-        do {
-            let file = try files.retain(inode, path: path) { () throws(Errno) -> OpenFile in
-                created = true
-                let statusFlags = fcntl(fd, F_GETFL)
-                // Reading the header (and an empty file's block) is not an access.
-                defer { if statusFlags >= 0 && statusFlags & OpenFlag.noAccessTime != 0 { _ = fcntl(fd, F_SETFL, statusFlags & ~OpenFlag.noAccessTime) } }
-                var header: FileHeader
-                switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
-                case .failure(let rc): throw rc
-                case .success(let stored): header = stored
-                }
-                // A class change cut short after its new slot was synced: finish it.
-                if let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
-                   HeaderIO.eraseSlot(fd, index: stale) == 0 {
-                    header.slots[stale] = nil
-                }
-                guard let slot = header.current else { throw Errno(EIO) }
-                var st = stat()
-                guard fstat(fd, &st) == 0 else { throw Errno.current }
-                guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
-                    logger.error("a backing file is cut short: it reads as EIO")
-                    throw Errno(EIO)
-                }
-                let file = OpenFile(inode: inode, content: SealedFile(fd: fd, header: header, slot: slot, key: nil,
-                                    plainSize: BlockLayout.plainSize(backingSize: Int(st.st_size))))
-                if file.plainSize == 0 {
-                    var sealed = [UInt8](repeating: 0, count: BlockLayout.blockOverhead)
-                    let got = sealed.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: BlockLayout.headerSize) }
-                    guard got == sealed.count else { throw Errno(EIO) }
-                    file.content.uncheckedEmptyBlock = sealed
-                }
-                return file
-            }
-            if !created { close(fd) }
-            if let rc = ensureKey(file) {
-                files.release(file)
-                return .failure(Errno(-rc))
+    /// The open-file entry of a regular file, one handle counted, loading header and
+    /// key on first use; the key is unwrapped when the entry has none (a revoked
+    /// complete file). Balance with inode.releaseOpen().
+    func retainFile(_ inode: Inode) -> Result<OpenFile, Errno> {
+        guard inode.isRegular else { return .failure(.invalid) }
+        switch inode.retainOpen({ loadFile(inode) }) {
+        case .failure(let error): return .failure(error)
+        case .success(let file):
+            if let error = ensureKey(file) {
+                inode.releaseOpen()
+                return .failure(error)
             }
             return .success(file)
-        } catch {
-            close(fd)
-            return .failure(error)
         }
     }
 
-    /// Unwraps the file key if the entry has none; nil on success, else -errno.
-    func ensureKey(_ file: OpenFile) -> Int32? {
+    /// Reads a backing file's header and size into a new entry (no key yet).
+    func loadFile(_ inode: Inode) -> Result<OpenFile, Errno> {
+        let fd = openBacking(inode)
+        guard fd >= 0 else { return .failure(.current) }
+        let statusFlags = fcntl(fd, F_GETFL)
+        var header: FileHeader
+        switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
+        case .failure(let error): close(fd); return .failure(error)
+        case .success(let stored): header = stored
+        }
+        // A class change cut short after its new slot was synced: finish it.
+        if let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
+           HeaderIO.eraseSlot(fd, index: stale) == 0 {
+            header.slots[stale] = nil
+        }
+        var st = stat()
+        guard let slot = header.current, fstat(fd, &st) == 0 else { close(fd); return .failure(.io) }
+        guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
+            close(fd)
+            logger.error("a backing file is cut short: it reads as EIO")
+            return .failure(.io)
+        }
+        let plainSize = BlockLayout.plainSize(backingSize: Int(st.st_size))
+        var emptyBlock: [UInt8]?
+        if plainSize == 0 {
+            var sealed = [UInt8](repeating: 0, count: BlockLayout.blockOverhead)
+            let got = sealed.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: BlockLayout.headerSize) }
+            guard got == sealed.count else { close(fd); return .failure(.io) }
+            emptyBlock = sealed
+        }
+        // Reading the header (and an empty file's block) was no access; the data path is.
+        if statusFlags >= 0 && statusFlags & OpenFlag.noAccessTime != 0 {
+            _ = fcntl(fd, F_SETFL, statusFlags & ~OpenFlag.noAccessTime)
+        }
+        let content = SealedFile(fd: fd, header: header, slot: slot, key: nil, plainSize: plainSize)
+        content.uncheckedEmptyBlock = emptyBlock
+        return .success(OpenFile(content: content))
+    }
+
+    /// Unwraps the file key if the entry has none; nil on success.
+    func ensureKey(_ file: OpenFile) -> Errno? {
         if file.reading({ file.key != nil }) { return nil }
-        return file.writing { () -> Int32? in
-            if file.key != nil { return nil }
+        return file.writing { () -> Errno? in
+            if file.content.key != nil { return nil }
             switch unwrapKey(file.content.header) {
             case .success(let key): file.content.key = key; return nil
-            case .failure(let rc): return rc.negated
+            case .failure(let error): return error
             }
+        }
+    }
+
+    /// Opens an empty file's block, read with its header, once the key is there: a
+    /// file cut down to its first bytes would read as empty otherwise.
+    func checkEmptyBlock(_ file: OpenFile) -> Errno? {
+        file.writing { () -> Errno? in
+            guard let sealed = file.content.uncheckedEmptyBlock, let key = file.content.key else { return nil }
+            guard file.content.plainSize == 0, BlockIO.openEmptyBlock(file.content, key: key, sealed: sealed) else {
+                logger.error("an empty file's block does not open: cut short or altered")
+                return .io
+            }
+            file.content.uncheckedEmptyBlock = nil
+            return nil
         }
     }
 
     // MARK: Open, create, release
 
-    func open(_ path: UnsafePointer<CChar>, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        let fd = openBacking(path)
-        guard fd >= 0 else { return -errno }
-        let pathString = String(cString: path)
-        switch retainFile(fd: fd, path: pathString) {
-        case .failure(let rc):
-            return rc.negated
-        case .success(let file):
-            // Linux truncates on O_TRUNC whatever the access mode (the kernel has
-            // checked write permission).
-            // An empty file is never read (the kernel knows its size): check its block now.
-            if let rc = checkEmptyBlock(file), rc != 0 {
-                files.release(file)
-                return rc
-            }
-            if fi.pointee.flags & O_TRUNC != 0 {
-                dropPrivileges(file)
-                let rc = file.writing { BlockIO.resize(file.content, key: file.key, to: 0, pool: pool) }
-                if rc != 0 { files.release(file); return rc }
-            }
-            install(file, fi)
-            // Another hard link is another kernel inode: what was written through it
-            // must not be hidden behind this name's cached size and pages.
-            // (Not with O_TRUNC: the kernel drops the pages itself, and holds write-back
-            // off until this open returns.)
-            var st = stat()
-            if fi.pointee.flags & O_TRUNC == 0 && fstat(file.fd, &st) == 0 && st.st_nlink > 1 { invalidate(pathString) }
-            return 0
+    func open(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
+        let inode = node(ino)
+        let file: OpenFile
+        switch retainFile(inode) {
+        case .failure(let error): return reply(req, error)
+        case .success(let retained): file = retained
         }
+        // An empty file is never read (the kernel knows its size): check its block now.
+        if let error = checkEmptyBlock(file) {
+            inode.releaseOpen()
+            return reply(req, error)
+        }
+        // Linux truncates on O_TRUNC whatever the access mode (the kernel has checked
+        // write permission).
+        if fi.pointee.flags & O_TRUNC != 0 {
+            let rc = resize(file, inode, Caller(req), to: 0)
+            if rc != 0 { inode.releaseOpen(); return reply(req, Errno(-rc)) }
+        }
+        install(req, inode, file, fi, created: nil)
     }
 
-    func create(_ path: UnsafePointer<CChar>, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        switch createRegular(path, mode: mode) {
-        case .failure(let rc): return rc.negated
-        case .success(let (fd, header, key)):
-            guard let inode = Self.inodeKey(fd), let slot = header.current else { close(fd); return -EIO }
-            // The new key goes straight into the entry: a completeUnlessOpen file created
-            // while locked could not unwrap it again.
-            let made = try? files.retain(inode, path: String(cString: path)) { () throws(Errno) -> OpenFile in
-                OpenFile(inode: inode, content: SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: 0))
-            }
-            guard let file = made else { close(fd); return -EIO }
-            install(file, fi)
-            return 0
+    func create(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,
+                _ fi: UnsafeMutablePointer<fuse_file_info>) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        let made: CreatedFile
+        switch createRegular(Caller(req), parent, backing, mode: mode) {
+        case .failure(let error): return reply(req, error)
+        case .success(let created): made = created
         }
+        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent)
+        var st = stat()
+        guard pathFD >= 0, fstat(made.fd, &st) == 0, let slot = made.header.current else {
+            let error = Errno.current
+            if pathFD >= 0 { close(pathFD) }
+            close(made.fd)
+            made.key.wipe()
+            return reply(req, error)
+        }
+        let inode = inodes.remember(fd: pathFD, st)
+        st.st_size = 0
+        // The new key goes straight into the entry: a completeUnlessOpen file created
+        // while locked could not unwrap it again.
+        let content = SealedFile(fd: made.fd, header: made.header, slot: slot, key: made.key, plainSize: 0)
+        guard case .success(let file) = inode.retainOpen({ .success(OpenFile(content: content)) }) else {
+            return reply(req, .io)
+        }
+        install(req, inode, file, fi, created: st)
+    }
+
+    /// An O_PATH descriptor of the new file `fd`, opened by its name so the kernel's
+    /// path for it is that name (an O_TMPFILE descriptor's shows an unnamed file);
+    /// through /proc/self/fd if the name was replaced meanwhile.
+    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> Int32 {
+        var made = stat(), found = stat()
+        let byName = openat(parent.fd, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        if byName >= 0 && fstat(fd, &made) == 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0
+            && InodeKey(made) == InodeKey(found) {
+            return byName
+        }
+        if byName >= 0 { close(byName) }
+        return procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
+    }
+
+    /// A new file: its descriptor (read-write), header and key.
+    struct CreatedFile {
+        let fd: Int32
+        let header: FileHeader
+        let key: SecureBuffer
     }
 
     /// Creates a backing file with its header, in the class its directory passes on.
     /// Nothing is created when the class cannot take a new file now (EPERM).
-    func createRegular(_ path: UnsafePointer<CChar>, mode: mode_t) -> Result<(Int32, FileHeader, SecureBuffer), Errno> {
-        if Self.isReservedName(path) { return .failure(Errno(EPERM)) }
+    func createRegular(_ caller: Caller, _ parent: Inode, _ name: UnsafePointer<CChar>, mode: mode_t) -> Result<CreatedFile, Errno> {
         let protectionClass: ProtectionClass
-        switch directoryClass(parentOf: path) {
-        case .failure(let rc): return .failure(rc)
+        switch directoryClass(parent) {
+        case .failure(let error): return .failure(error)
         case .success(let inherited): protectionClass = inherited
         }
-        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(Errno(EPERM)) }
+        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(.notPermitted) }
         // Unnamed until its header and empty last block are written (O_TMPFILE), then
         // linked in: a file without a header is always damage, never a new file.
-        let fd = Self.parentPath(path).withCString { parent in at(parent) { dpfs_open_tmpfile($0, $1, mode) } }
-        guard fd >= 0 else { return .failure(Errno.current) }
+        let fd = dpfs_open_tmpfile(parent.fd, ".", mode)
+        guard fd >= 0 else { key.wipe(); return .failure(.current) }
         let bytes = header.serialized(metadataKey: device.metadataKey)
         var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
         if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
         if rc == 0 {
-            let linked = "/proc/self/fd/\(fd)".withCString { source in
-                at(path) { linkat(AT_FDCWD, source, $0, $1, AT_SYMLINK_FOLLOW) }
-            }
+            let linked = procPath(fd).withCString { linkat(AT_FDCWD, $0, parent.fd, name, AT_SYMLINK_FOLLOW) }
             if linked != 0 { rc = -errno }
         }
         if rc != 0 {
@@ -196,113 +232,111 @@ extension SandboxFileSystem {
             key.wipe()
             return .failure(Errno(-rc))
         }
-        takeOwnership(path, fd: fd, mode: mode)
-        files.noteClass(protectionClass, path: String(cString: path))
-        return .success((fd, header, key))
+        ownership.take(caller, parent: parent, fd: fd, mode: mode)
+        return .success(CreatedFile(fd: fd, header: header, key: key))
     }
 
-    /// Opens an empty file's block, read with its header, once the key is there: a
-    /// file cut down to its first bytes would read as empty otherwise. nil: nothing to check.
-    func checkEmptyBlock(_ file: OpenFile) -> Int32? {
-        file.writing { () -> Int32? in
-            guard let sealed = file.content.uncheckedEmptyBlock, let key = file.key else { return nil }
-            guard file.plainSize == 0, BlockIO.openEmptyBlock(file.content, key: key, sealed: sealed) else {
-                logger.error("an empty file's block does not open: cut short or altered")
-                return -EIO
-            }
-            file.content.uncheckedEmptyBlock = nil
-            return 0
-        }
-    }
-
-    func install(_ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>) {
-        let handle = FileHandle(file: file, append: fi.pointee.flags & O_APPEND != 0)
+    /// Gives the kernel a handle on `file` (counted by the caller on `inode`): for open,
+    /// or, with the new node's attributes in `created`, for create. The kernel keeps the
+    /// file's pages across opens: every change reaches it through this mount, and a
+    /// lock drops them itself (Revocation.swift).
+    func install(_ req: fuse_req_t?, _ inode: Inode, _ file: OpenFile, _ fi: UnsafeMutablePointer<fuse_file_info>,
+                 created: stat?) {
+        let handle = FileHandle(inode: inode, file: file, append: fi.pointee.flags & O_APPEND != 0)
         fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
-        // Whether the kernel keeps this file's pages across opens is libfuse's auto_cache
-        // (kept while size and mtime are unchanged: a write through another hard link,
-        // which is another kernel inode, drops them). Lock revokes them itself.
+        fi.pointee.keep_cache = 1
+        let rc: Int32
+        if let created {
+            var entry = entryParameters(inode, created)
+            rc = fuse_reply_create(req, &entry, fi)
+        } else {
+            rc = fuse_reply_open(req, fi)
+        }
+        // The request was interrupted: the kernel will send no release for this handle.
+        if rc != 0 { dropHandle(fi) }
     }
 
-    func release(_ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        guard let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return 0 }
-        let handle = Unmanaged<FileHandle>.fromOpaque(raw).takeRetainedValue()
+    func release(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        if let fi { dropHandle(fi) }
+        replyOK(req)
+    }
+
+    private func dropHandle(_ fi: UnsafeMutablePointer<fuse_file_info>) {
+        guard fi.pointee.fh != 0 else { return }
+        let handle = Unmanaged<FileHandle>.fromOpaque(Self.pointer(fi.pointee.fh)).takeRetainedValue()
         fi.pointee.fh = 0
-        files.release(handle.file)
-        return 0
+        handle.inode.releaseOpen()
+    }
+
+    static func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle? {
+        guard let fi, fi.pointee.fh != 0 else { return nil }
+        return Unmanaged<FileHandle>.fromOpaque(pointer(fi.pointee.fh)).takeUnretainedValue()
     }
 
     // MARK: Data
 
-    func read(_ buffer: UnsafeMutablePointer<CChar>, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard let handle = Self.handle(fi) else { return -EBADF }
+    func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
         let file = handle.file
-        if file.readsBlocked.load(ordering: .acquiring) { return -EPERM }
-        return file.reading {
-            guard let key = file.key else { return -EPERM }
+        if file.readsBlocked.load(ordering: .acquiring) { return reply(req, .notPermitted) }
+        guard let buffer = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
+        let n = file.reading { () -> Int in
+            guard let key = file.key else { return -Int(EPERM) }
             let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
-            return Int32(BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool))
+            return BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool)
         }
+        if n < 0 {
+            reply(req, Errno(negative: n))
+        } else {
+            fuse_reply_buf(req, buffer.assumingMemoryBound(to: CChar.self), n)
+        }
+        // Plaintext of a lockable class does not stay behind in freed memory.
+        if n > 0 && file.protectionClass != .none { memset(buffer, 0, n) }
+        free(buffer)
     }
 
-    func write(_ data: UnsafePointer<CChar>, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard let handle = Self.handle(fi) else { return -EBADF }
+    /// Writes `size` bytes at `offset` (or at the end for O_APPEND); bytes written or -errno.
+    func write(_ handle: FileHandle, _ caller: Caller, _ data: UnsafeRawPointer, _ size: Int, _ offset: off_t) -> Int {
         let file = handle.file
-        dropPrivileges(file)
+        dropPrivileges(file, handle.inode, caller)
         return file.writing {
-            guard let key = file.key else { return -EPERM }
+            guard let key = file.key else { return -Int(EPERM) }
             let at = handle.append ? file.plainSize : Int(offset)
             let input = UnsafeRawBufferPointer(start: data, count: size)
-            return Int32(BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool))
+            return BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool)
         }
     }
 
-    func truncate(_ path: UnsafePointer<CChar>?, _ size: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard size >= 0 else { return -EINVAL }
-        if let handle = Self.handle(fi) {
-            let file = handle.file
-            dropPrivileges(file)
-            return file.writing { BlockIO.resize(file.content, key: file.key, to: Int(size), pool: pool) }
-        }
-        guard let path else { return -ENOENT }
-        let fd = openBacking(path)
-        guard fd >= 0 else { return -errno }
-        // Content changes need the file key, as on iOS: a locked file cannot be truncated.
-        switch retainFile(fd: fd, path: String(cString: path)) {
-        case .failure(let rc): return rc.negated
-        case .success(let file):
-            defer { files.release(file) }
-            dropPrivileges(file)
-            return file.writing { BlockIO.resize(file.content, key: file.key, to: Int(size), pool: pool) }
-        }
+    func fsync(_ req: fuse_req_t?, _ dataOnly: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
+        replyResult(req, dataOnly != 0 ? fdatasync(handle.file.fd) : Glibc.fsync(handle.file.fd))
     }
 
-    func fsync(_ dataOnly: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard let handle = Self.handle(fi) else { return -EBADF }
-        return Self.result(dataOnly != 0 ? fdatasync(handle.file.fd) : Glibc.fsync(handle.file.fd))
-    }
-
-    func fallocate(_ mode: Int32, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard let handle = Self.handle(fi) else { return -EBADF }
-        dropPrivileges(handle.file)
+    func fallocate(_ req: fuse_req_t?, _ mode: Int32, _ offset: off_t, _ length: off_t,
+                   _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
         let keepSize = FallocateMode.keepSize, punchHole = FallocateMode.punchHole, zeroRange = FallocateMode.zeroRange
         // Collapse and insert range would move blocks, which are bound to their number.
-        guard mode & ~(keepSize | punchHole | zeroRange) == 0 else { return -EOPNOTSUPP }
-        guard offset >= 0, length > 0 else { return -EINVAL }
+        guard mode & ~(keepSize | punchHole | zeroRange) == 0 else { return reply(req, .notSupported) }
+        guard offset >= 0, length > 0 else { return reply(req, .invalid) }
         let file = handle.file
+        dropPrivileges(file, handle.inode, Caller(req))
+        let rc: Int32
         if mode & (punchHole | zeroRange) != 0 {
-            return file.writing {
+            rc = file.writing {
                 guard let key = file.key else { return -EPERM }
                 return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
                                          extend: mode & keepSize == 0, pool: pool)
             }
+        } else {
+            rc = file.writing {
+                let end = Int(offset + length)
+                let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
+                if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
+                guard mode & keepSize == 0, end > file.plainSize else { return 0 }
+                return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
+            }
         }
-        return file.writing {
-            let end = Int(offset + length)
-            let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
-            if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
-            guard mode & keepSize == 0, end > file.plainSize else { return 0 }
-            return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
-        }
+        fuse_reply_err(req, -rc)
     }
 }
-

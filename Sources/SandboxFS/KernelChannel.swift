@@ -1,5 +1,5 @@
-// The session's device I/O, read and written through here for two things libfuse 3.14's
-// high-level API does not give.
+// The session's device I/O, read and written through here for two things libfuse 3.14
+// does not give.
 //
 // 1. Asks the kernel to leave set-user-ID, set-group-ID and file-capability removal to the
 // filesystem (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 (Debian 12) cannot ask for.
@@ -13,13 +13,9 @@
 // the way out: the two functions below note the INIT request's id and whether the
 // kernel offers the flag, and set the flag in that one reply.
 //
-// 2. About the request a worker thread is serving (libfuse's loop reads a request and
-// serves it on the same thread): its kernel node, so a handler can tell the kernel
-// that node's attributes changed; and whether the kernel asks for set-ID bits to go
-// (it sets that flag when the caller lacks CAP_FSETID, which the high-level API does
-// not pass on). fuse_invalidate_path would also drop cached pages, which
-// waits for the pages a write in progress holds: from inside that write, a deadlock.
-import BlockStore
+// 2. Whether the kernel asks for set-ID bits to go in the request a worker thread is
+// serving (libfuse's loop reads a request and serves it on the same thread): it sets
+// that flag when the caller lacks CAP_FSETID, and libfuse 3.14 does not pass it on.
 import CFuse
 import Glibc
 import Synchronization
@@ -30,7 +26,6 @@ enum KernelChannel {
     private static let inHeaderSize = 40
     private static let opcodeOffset = 4
     private static let uniqueOffset = 8
-    private static let nodeOffset = 16
     private static let writeOpcode: UInt32 = 16, writeFlagsOffset = 20, writeKillsSetID: UInt32 = 1 << 2
     private static let setattrOpcode: UInt32 = 4, setattrValidOffset = 0, setattrKillsSetID: UInt32 = 1 << 11
     private static let openOpcode: UInt32 = 14, openFlagsOffset = 4, openKillsSetID: UInt32 = 1 << 0
@@ -46,10 +41,6 @@ enum KernelChannel {
     /// Whether the kernel took the flag: only then must the filesystem drop privileges.
     static let negotiated = Atomic<Bool>(false)
 
-    /// The session, for notifications; set once by `install`, before the loop starts.
-    nonisolated(unsafe) private static var session: OpaquePointer?
-    /// Per worker thread: the node id of the request being served.
-    private static let currentNode = makeKey()
     /// Per worker thread: 1 if the request asks for set-ID bits to go, 2 if it says
     /// they stay, nil if it says nothing either way.
     private static let currentKillsSetID = makeKey()
@@ -60,10 +51,9 @@ enum KernelChannel {
     }
 
     /// Routes the session's device reads and replies through here; call after
-    /// fuse_mount and before the loop. False if libfuse refused (nothing changes then).
+    /// fuse_session_mount and before the loop. False if libfuse refused (nothing changes then).
     static func install(on session: OpaquePointer) -> Bool {
-        Self.session = session
-        _ = (currentNode, currentKillsSetID)
+        _ = currentKillsSetID
         var io = fuse_custom_io()
         io.read = { fd, buffer, length, _ in
             let n = Glibc.read(fd, buffer, length)
@@ -86,10 +76,6 @@ enum KernelChannel {
     }
 
     private static func noteServing(_ request: UnsafeRawPointer, length: Int) {
-        if let key = currentNode {
-            let node = request.loadUnaligned(fromByteOffset: nodeOffset, as: UInt64.self)
-            pthread_setspecific(key, UnsafeRawPointer(bitPattern: UInt(node)))
-        }
         guard let key = currentKillsSetID else { return }
         func flag(_ offset: Int, _ bit: UInt32) -> UInt {
             guard length >= inHeaderSize + offset + 4 else { return 0 }
@@ -107,19 +93,10 @@ enum KernelChannel {
 
     /// Whether the request being served takes set-ID bits away: as the kernel said, or,
     /// for a request that says nothing (fallocate), unless the caller is root.
-    static func requestDropsPrivileges() -> Bool {
+    static func requestDropsPrivileges(callerUID: uid_t) -> Bool {
         let said = currentKillsSetID.map { UInt(bitPattern: pthread_getspecific($0)) } ?? 0
         if said != 0 { return said == 1 }
-        return fuse_get_context().map { $0.pointee.uid != 0 } ?? false
-    }
-
-    /// Tells the kernel to fetch the attributes of the node the calling request is about
-    /// before it uses them again (its cached pages stay). Safe inside any handler.
-    static func attributesChanged() {
-        guard let session, let key = currentNode else { return }
-        let node = UInt64(UInt(bitPattern: pthread_getspecific(key)))
-        guard node != 0 else { return }
-        _ = fuse_lowlevel_notify_inval_inode(session, node, -1, 0)
+        return callerUID != 0
     }
 
     private static func noteRequest(_ request: UnsafeRawPointer) {

@@ -1,6 +1,6 @@
-// Mounts a filesystem with libfuse and serves it until unmounted: fuse_new with the
-// operation table, fuse_mount, a larger read-ahead for the mount, signal handlers, the
-// multithreaded loop.
+// Mounts a filesystem with libfuse's low-level API and serves it until unmounted:
+// fuse_session_new with the operation table, fuse_session_mount, a larger read-ahead
+// for the mount, signal handlers, the multithreaded loop.
 import BlockStore
 import CFuse
 import DataProtection
@@ -22,7 +22,7 @@ public enum MountError: Error, CustomStringConvertible {
 public final class MountSession {
     let fileSystem: SandboxFileSystem
     let mountpoint: String
-    let fuse: OpaquePointer
+    let session: OpaquePointer
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
     /// `options` are FUSE mount options (as after -o), comma-separated strings.
@@ -41,21 +41,31 @@ public final class MountSession {
         var args = fuse_args(argc: Int32(arguments.count), argv: nil, allocated: 0)
         let made: OpaquePointer? = arguments.withUnsafeMutableBufferPointer { argv in
             args.argv = argv.baseAddress
-            var ops = makeOperations()
+            var ops = makeLowLevelOperations()
             let context = Unmanaged.passRetained(fileSystem).toOpaque()
-            return dpfs_fuse_new(&args, &ops, context)
+            return fuse_session_new(&args, &ops, MemoryLayout<fuse_lowlevel_ops>.size, context)
         }
-        guard let made else { throw MountError.setup("fuse_new rejected the options \(all.joined(separator: ","))") }
-        fuse = made
-        fileSystem.fuse = made
-        guard fuse_mount(made, mountpoint) == 0 else {
-            fuse_destroy(made)
+        guard let made else { throw MountError.setup("fuse_session_new rejected the options \(all.joined(separator: ","))") }
+        session = made
+        fileSystem.kernel.session = made
+        Self.raiseDescriptorLimit()
+        guard fuse_session_mount(made, mountpoint) == 0 else {
+            fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
-        _ = KernelChannel.install(on: fuse_get_session(made))
-        _ = fuse_set_signal_handlers(fuse_get_session(made))
+        _ = KernelChannel.install(on: made)
+        _ = fuse_set_signal_handlers(made)
         Self.raiseReadAhead(mountpoint)
+    }
+
+    /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
+    /// listing makes many): as many descriptors as the system allows this process.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
     }
 
     /// Whether the kernel must check permissions (default_permissions). Only processes
@@ -118,12 +128,15 @@ public final class MountSession {
 
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
-        let rc = dpfs_fuse_loop_mt(fuse, 16)
+        let rc = dpfs_session_loop_mt(session, 16)
         fileSystem.finishRemovals()
-        fuse_remove_signal_handlers(fuse_get_session(fuse))
-        fuse_unmount(fuse)
-        fuse_destroy(fuse)
+        fuse_remove_signal_handlers(session)
+        fuse_session_unmount(session)
+        fuse_session_destroy(session)
         for argument in arguments { free(argument) }
         return rc
     }
 }
+
+/// RLIMIT_NOFILE as getrlimit takes it (Glibc shows an enum type on some systems).
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)

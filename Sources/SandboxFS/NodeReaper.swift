@@ -2,14 +2,15 @@
 // the backing filesystem free its blocks there and then, inside unlinkat; on ext4
 // mounted with `discard` and without a journal, as here, that waits for the device to
 // discard each block (160 µs per unlinkat under strace, 1.4 s of the 2.2 s `rm -rf` of
-// /usr/include). So unlink moves the file's last name into the orphan directory
-// (BackingPaths.swift), which frees nothing, and a few reaper threads unlink it from
-// there, several at a time. (Holding the file open across the unlinkat instead would
+// /usr/include). So unlink moves the file's last name into the reapers' directory at
+// the sandbox root (a reserved name, Names.swift), which frees nothing, and a few
+// reaper threads unlink it from there, several at a time. (A file still open, or still
+// known to the kernel, keeps its blocks until its last descriptor closes.) (Holding the file open across the unlinkat instead would
 // keep its dentry under the directory, and the rmdir that follows would spin until
 // the reapers caught up.) At most `backlog` files wait: beyond that a remover waits
 // for a slot, so the space comes back within milliseconds of the rm. Unmounting
 // unlinks whatever still waits; a file left there by a crash goes when the next
-// mount clears the orphan directory.
+// mount clears the directory.
 import BlockStore
 import CLinux
 import Foundation
@@ -20,27 +21,71 @@ final class NodeReaper: Sendable {
     static let backlog = 256
     static let threads = 4
     static let namePrefix = "reaped-"
+    static let directoryName = ".fuse_hidden-orphans"
 
-    private let orphans: Int32
+    private let sandbox: Int32
+    /// The reapers' directory once made (at the first removal); -1 before, or if it
+    /// cannot be made (then unlink frees in place).
+    private let directory = Mutex<Int32>(-1)
     private let pending = Mutex<[String]>([])
     private let serial = Atomic<UInt64>(0)
     private let queued = DispatchSemaphore(value: 0)
     private let slots = DispatchSemaphore(value: NodeReaper.backlog)
 
-    /// `orphans`: the orphan directory, where removed files wait.
-    init(orphans: Int32) {
-        self.orphans = orphans
-        for index in 0..<Self.threads {
-            Thread.detachNewThread { [self] in
-                Thread.current.name = "dpfs-reap-\(index)"
-                self.loop()
+    /// `sandbox`: the sandbox directory. What a previous mount left in the reapers'
+    /// directory goes now (nothing in it is open), and the directory with it.
+    init(sandbox: Int32) {
+        self.sandbox = sandbox
+        let stale = Self.openDirectory(sandbox)
+        guard stale >= 0 else { return }
+        for name in Self.entryNames(of: stale) ?? [] { unlinkat(stale, name, 0) }
+        close(stale)
+        unlinkat(sandbox, Self.directoryName, AT_REMOVEDIR)
+    }
+
+    /// The reapers' directory, made and its threads started on first use.
+    private func orphanDirectory() -> Int32 {
+        directory.withLock { fd in
+            if fd >= 0 { return fd }
+            if mkdirat(sandbox, Self.directoryName, 0o700) != 0 && errno != EEXIST { return -1 }
+            fd = Self.openDirectory(sandbox)
+            guard fd >= 0 else { return -1 }
+            for index in 0..<Self.threads {
+                Thread.detachNewThread { [self] in
+                    Thread.current.name = "dpfs-reap-\(index)"
+                    self.loop()
+                }
             }
+            return fd
         }
+    }
+
+    private static func openDirectory(_ sandbox: Int32) -> Int32 {
+        openat(sandbox, directoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+    }
+
+    /// The names in the directory open as `directory` (without "." and ".."), read
+    /// through a descriptor of its own so `directory` stays open; nil if unreadable.
+    static func entryNames(of directory: Int32) -> [String]? {
+        let listing = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard listing >= 0 else { return nil }
+        guard let stream = fdopendir(listing) else { close(listing); return nil }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = Glibc.readdir(stream) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan
     /// directory to be unlinked soon. False if it could not be moved (nothing changed).
     func remove(_ directory: Int32, _ name: UnsafePointer<CChar>) -> Bool {
+        let orphans = orphanDirectory()
+        guard orphans >= 0 else { return false }
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
         slots.wait()
         guard renameat2(directory, name, orphans, parked, RenameFlag.noReplace) == 0 else {
@@ -56,7 +101,7 @@ final class NodeReaper: Sendable {
         while true {
             queued.wait()
             let name = pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-            if let name { unlinkat(orphans, name, 0) }
+            if let name { unlinkat(directory.withLock { $0 }, name, 0) }
             slots.signal()
         }
     }
@@ -64,6 +109,8 @@ final class NodeReaper: Sendable {
     /// Unlinks every file still waiting, on the calling thread: at unmount, so that
     /// nothing removed outlives the mount.
     func drain() {
+        let orphans = directory.withLock { $0 }
+        guard orphans >= 0 else { return }
         let names = pending.withLock { names in
             defer { names.removeAll() }
             return names

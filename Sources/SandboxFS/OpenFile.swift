@@ -1,21 +1,13 @@
-// The state of one open regular file, shared by every handle and every hard link to
-// it: its content (BlockStore's SealedFile: descriptor, header, key, plaintext size and
-// the readers-writer lock) and what the mount adds: how many handles hold it, whether
-// a lock is flushing it, and when its privileges were last checked.
+// The state of one open regular file, on its inode entry and so shared by every handle
+// and every hard link: its content (BlockStore's SealedFile: descriptor, header, key,
+// plaintext size and the readers-writer lock) and what the mount adds: whether a lock
+// is flushing it, and when its privileges were last checked.
 import BlockStore
 import DataProtection
 import Glibc
 import Synchronization
 
-struct InodeKey: Hashable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-}
-
-final class OpenFile: @unchecked Sendable {
-    // @unchecked: `handles` and `paths` are guarded by the table's mutex; the content
-    // by its own lock.
-    let inode: InodeKey
+final class OpenFile: Sendable {
     let content: SealedFile
     /// Set while a lock flushes this file: reads are refused so nothing refills the
     /// page cache, writes (the kernel writing back mmap pages) still go through.
@@ -24,15 +16,10 @@ final class OpenFile: @unchecked Sendable {
     /// (Privileges.swift); 0: not checked yet.
     let privilegesCleanAt = Atomic<UInt64>(0)
 
-    var handles = 0
-    var paths: Set<String> = []
-
-    init(inode: InodeKey, content: SealedFile) {
-        self.inode = inode
-        self.content = content
-    }
+    init(content: SealedFile) { self.content = content }
 
     var fd: Int32 { content.fd }
+    /// Read under the content's lock.
     var key: SecureBuffer? { content.key }
     var plainSize: Int { content.plainSize }
     var protectionClass: ProtectionClass { content.protectionClass }
@@ -41,9 +28,18 @@ final class OpenFile: @unchecked Sendable {
     func writing<R>(_ body: () throws -> R) rethrows -> R { try content.writing(body) }
 }
 
-/// What a FUSE file handle (fi->fh) points to.
-final class FileHandle: @unchecked Sendable {
+/// What a FUSE file handle (fi->fh) points to: the open file and the inode it is on.
+final class FileHandle: Sendable {
+    let inode: Inode
     let file: OpenFile
     let append: Bool
-    init(file: OpenFile, append: Bool) { self.file = file; self.append = append }
+    init(inode: Inode, file: OpenFile, append: Bool) { self.inode = inode; self.file = file; self.append = append }
+}
+
+/// What a directory handle (fi->fh) points to: the listing stream of an opened directory.
+final class DirectoryHandle: @unchecked Sendable {
+    // @unchecked: the kernel serializes readdir calls on one handle.
+    let stream: OpaquePointer
+    init(stream: OpaquePointer) { self.stream = stream }
+    deinit { closedir(stream) }
 }

@@ -6,26 +6,27 @@
 //
 // A file is checked once per open entry and again only after something through the
 // mount could have given it such a privilege (a chmod adding set-ID bits, a setxattr of
-// security.capability): `privilegeEpoch` counts those, each entry keeps the epoch it
-// last found clean, so an ordinary write costs one atomic load.
-import BlockStore
-import CFuse
-import Foundation
+// security.capability): the epoch counts those, each entry keeps the epoch it last
+// found clean, so an ordinary write costs one atomic load.
+import CLinux
 import Glibc
 import Synchronization
+
+/// Counts grants of set-ID bits and file capabilities through the mount.
+final class PrivilegeEpoch: Sendable {
+    let value = Atomic<UInt64>(1)
+
+    /// Notes that a file may have gained a privilege a write must remove.
+    func granted() { value.add(1, ordering: .releasing) }
+}
 
 extension SandboxFileSystem {
     static let capabilityAttribute = "security.capability"
 
-    /// Notes that a file may have gained a privilege a write must remove.
-    func notePrivilegeGranted() {
-        privilegeEpoch.add(1, ordering: .releasing)
-    }
-
-    /// Drops what a write, truncation or fallocate by the calling process removes from `file`.
-    func dropPrivileges(_ file: OpenFile) {
+    /// Drops what a write, truncation or fallocate by `caller` removes from `file` on `inode`.
+    func dropPrivileges(_ file: OpenFile, _ inode: Inode, _ caller: Caller) {
         guard KernelChannel.negotiated.load(ordering: .relaxed) else { return }
-        let epoch = privilegeEpoch.load(ordering: .acquiring)
+        let epoch = privileges.value.load(ordering: .acquiring)
         if file.privilegesCleanAt.load(ordering: .relaxed) == epoch { return }
         var st = stat()
         guard fstat(file.fd, &st) == 0 else { return }
@@ -33,16 +34,12 @@ extension SandboxFileSystem {
         if st.st_mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP { kill |= S_ISGID }
         var clean = true
         if kill != 0 {
-            if !KernelChannel.requestDropsPrivileges() {
+            if !KernelChannel.requestDropsPrivileges(callerUID: caller.uid) {
                 clean = false  // kept for this caller, checked again for the next writer
             } else if fchmod(file.fd, st.st_mode & 0o7777 & ~kill) == 0 {
-                // The kernel would show the old mode until its attributes expire, under
-                // this name and (each is a kernel inode of its own) under the others.
-                KernelChannel.attributesChanged()
-                if st.st_nlink > 1 {
-                    let inode = file.inode
-                    DispatchQueue.global().async { [self] in linkChanged(inode, except: "", removed: false) }
-                }
+                // The kernel would show the old mode until its attributes expire (one
+                // kernel inode for every name).
+                kernel.invalidateAttributes(inode)
             } else {
                 clean = false
             }

@@ -1,81 +1,85 @@
-// The sandbox as a filesystem: each FUSE path maps to the same relative path in the
-// device's backing tree (names, modes, times and links are stored as they are; file
-// contents are sealed). This file holds the state and the metadata operations;
-// FileOperations.swift the data path, Attributes.swift the extended attributes,
-// DirectoryClasses.swift the class a directory passes on.
+// The sandbox as a filesystem on libfuse's low-level API: each kernel inode is an
+// entry of the inode table (InodeTable.swift), each operation a *at() call on the
+// backing node of its entry or its parent's. Names, modes, times and links are stored
+// as they are; file contents are sealed (BlockStore).
+//
+// The state, one owner per job:
+//   inodes       the kernel's inodes and their open files (InodeTable, Inode)
+//   ownership    who a new node belongs to (Ownership.swift)
+//   privileges   the set-ID/capability epoch (Privileges.swift)
+//   reaper       frees removed files off the request path (NodeReaper.swift)
+//   kernel       the session, for notifications (KernelNotifier below)
+// Operations live in Namespace.swift (names), NodeAttributes.swift (stat, setattr),
+// Directories.swift, FileOperations.swift (data), Attributes.swift (xattrs),
+// DirectoryClasses.swift, Revocation.swift (lock).
 import BlockStore
 import CFuse
-import CLinux
 import DataProtection
-import Foundation
 import Glibc
 import Logging
 import Synchronization
 
-public final class SandboxFileSystem: @unchecked Sendable {
-    // @unchecked: `fuse` is written once, before the loop starts serving requests.
+public final class SandboxFileSystem: Sendable {
+    /// A readable descriptor of the sandbox directory (statfs, the reapers' directory).
     let rootFD: Int32
     let device: LockStateManager
-    let files = OpenFileTable()
+    let inodes: InodeTable
     let pool = BufferPool(size: (1 << 20) + 4 * BlockLayout.cipherBlockSize + 64 * 1024)
     let logger: Logger
     public let controlSocketPath: String
-    /// Whether the daemon runs as root and so must give new files the caller's owner.
-    let daemonUID = geteuid()
-    let daemonGID = getegid()
-    var ownsForCallers: Bool { daemonUID == 0 }
-    var fuse: OpaquePointer?
-    /// The orphan directory for libfuse's hidden files, opened on first use (BackingPaths.swift).
-    let orphans = Mutex<Int32>(-1)
-    /// Orphans no handle has open, by name, and since when (BackingPaths.swift).
-    let idleOrphans = Mutex<[String: (inode: InodeKey, time: Double)]>([:])
-    /// Paths seen for regular files with more than one link, by inode: libfuse gives
-    /// each name its own kernel inode, so a change through one name must invalidate
-    /// the others' cached attributes (link counts) and pages.
-    let linkedPaths = Mutex<[InodeKey: Set<String>]>([:])
-    /// Counts grants of set-ID bits and file capabilities through the mount (Privileges.swift).
-    let privilegeEpoch = Atomic<UInt64>(1)
-    /// Frees removed files off the request's path (NodeReaper.swift), once started.
-    let reaper = Mutex<NodeReaper?>(nil)
+    let ownership = Ownership()
+    let privileges = PrivilegeEpoch()
+    let reaper: NodeReaper
+    let kernel = KernelNotifier()
+
+    /// How long the kernel may keep a name's entry and a node's attributes.
+    static let entryTimeout = 1.0
+    static let attributeTimeout = 1.0
 
     public init(device: LockStateManager, controlSocketPath: String, logger: Logger) throws {
-        let fd = Glibc.open(device.directory.sandboxPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw SystemError("open", device.directory.sandboxPath) }
-        self.rootFD = fd
+        let sandbox = device.directory.sandboxPath
+        let fd = Glibc.open(sandbox, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open", sandbox) }
+        let pathFD = Glibc.open(sandbox, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        guard pathFD >= 0 else { close(fd); throw SystemError("open", sandbox) }
+        do {
+            inodes = try InodeTable(rootFD: pathFD)
+        } catch {
+            close(fd); close(pathFD)
+            throw SystemError("stat", sandbox)
+        }
+        rootFD = fd
         self.device = device
         self.controlSocketPath = controlSocketPath
         self.logger = logger
-        removeStaleOrphans()
+        reaper = NodeReaper(sandbox: fd)
+        let table = inodes
+        device.setMountedInodeCount { table.count.load(ordering: .relaxed) }
         device.addRevoker { [unowned self] classes, reason in self.revoke(classes, reason: reason) }
     }
 
-    /// "/Documents/a" → "Documents/a"; "/" → ".".
+    /// The entry of a node id the kernel sent (valid until the kernel forgets it).
     @inline(__always)
-    static func relative(_ path: UnsafePointer<CChar>) -> UnsafePointer<CChar> {
-        path.pointee == 0x2f && path[1] == 0 ? dotPath : (path.pointee == 0x2f ? path + 1 : path)
+    func node(_ ino: fuse_ino_t) -> Inode {
+        if ino == fuse_ino_t(FUSE_ROOT_ID) { return inodes.root }
+        let raw = UnsafeRawPointer(bitPattern: UInt(ino)).unsafelyUnwrapped
+        return Unmanaged<Inode>.fromOpaque(raw).takeUnretainedValue()
     }
 
-    nonisolated(unsafe) static let dotPath: UnsafePointer<CChar> = {
-        let dot = UnsafeMutablePointer<CChar>.allocate(capacity: 2)
-        dot[0] = 0x2e; dot[1] = 0
-        return UnsafePointer(dot)
-    }()
-
-    @inline(__always) static func result(_ rc: Int32) -> Int32 { rc == 0 ? 0 : -errno }
-
-    // MARK: Attributes
-
-    func getattr(_ path: UnsafePointer<CChar>?, _ st: UnsafeMutablePointer<stat>, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        if let fi, fi.pointee.fh != 0, let handle = Self.handle(fi) {
-            guard fstat(handle.file.fd, st) == 0 else { return -errno }
-            st.pointee.st_size = handle.file.reading { handle.file.plainSize }
-            return 0
+    /// The node's attributes as the kernel sees them: a regular file's plaintext size.
+    func attributes(_ inode: Inode) -> Result<stat, Errno> {
+        switch inode.backingStat() {
+        case .failure(let error): return .failure(error)
+        case .success(var st):
+            if inode.isRegular {
+                if let file = inode.openFile {
+                    st.st_size = off_t(file.reading { file.plainSize })
+                } else {
+                    Self.presentSize(&st)
+                }
+            }
+            return .success(st)
         }
-        guard let path else { return -ENOENT }
-        guard at(path, { fstatat($0, $1, st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return -errno }
-        Self.presentSize(st)
-        if st.pointee.st_nlink > 1 && st.pointee.st_mode & S_IFMT == S_IFREG { noteLinked(st.pointee, path) }
-        return 0
     }
 
     /// Reports a regular file's plaintext size instead of its backing size.
@@ -86,260 +90,44 @@ public final class SandboxFileSystem: @unchecked Sendable {
         }
     }
 
-    /// Gives a new node to the calling user, as a local filesystem does; in a setgid
-    /// directory the node keeps the directory's group, which the backing node inherited.
-    /// `mode` is the mode the node was created with, for a node that is not a directory
-    /// or symlink: chown takes a non-directory's set-ID bits, which the caller asked for
-    /// and the kernel let through (it strips a setgid bit the caller may not set).
-    /// `fd`, when the node is open, is used instead of the name, which another process
-    /// could have replaced meanwhile.
-    func takeOwnership(_ path: UnsafePointer<CChar>, fd: Int32? = nil, mode: mode_t? = nil) {
-        guard ownsForCallers, let context = fuse_get_context() else { return }
-        // Made by the daemon's own user and group, the node is the caller's already (in
-        // a setgid directory it has the directory's group, which it keeps either way).
-        if context.pointee.uid == daemonUID && context.pointee.gid == daemonGID { return }
-        var parent = stat()
-        let setgid = Self.parentPath(path).withCString { parentPath in
-            at(parentPath) { fstatat($0, $1, &parent, 0) } == 0 && parent.st_mode & S_ISGID != 0
-        }
-        let gid = setgid ? gid_t.max : context.pointee.gid
-        let uid = context.pointee.uid
-        if let fd {
-            guard fchown(fd, uid, gid) == 0 else { return }
-            if let mode, mode & (S_ISUID | S_ISGID) != 0 { _ = fchmod(fd, mode & 0o7777) }
-        } else {
-            guard at(path, { fchownat($0, $1, uid, gid, AT_SYMLINK_NOFOLLOW) }) == 0 else { return }
-            if let mode, mode & (S_ISUID | S_ISGID) != 0 {
-                _ = at(path) { fchmodat($0, $1, mode & 0o7777, AT_SYMLINK_NOFOLLOW) }
-            }
-        }
-    }
-
-    func readlink(_ path: UnsafePointer<CChar>, _ buffer: UnsafeMutablePointer<CChar>, _ size: Int) -> Int32 {
-        let n = at(path) { readlinkat($0, $1, buffer, size - 1) }
-        guard n >= 0 else { return -errno }
-        buffer[n] = 0
-        return 0
-    }
-
-    func mknod(_ path: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) -> Int32 {
-        if Self.isReservedName(path) { return -EPERM }
-        if mode & S_IFMT == S_IFREG {
-            // A regular file made by mknod still needs a header and a key.
-            switch createRegular(path, mode: mode) {
-            case .failure(let rc): return rc.negated
-            case .success(let (fd, _, key)):
-                key.wipe()
-                close(fd)
-                return 0
-            }
-        }
-        guard at(path, { mknodat($0, $1, mode, rdev) }) == 0 else { return -errno }
-        takeOwnership(path, mode: mode)
-        return 0
-    }
-
-    func mkdir(_ path: UnsafePointer<CChar>, _ mode: mode_t) -> Int32 {
-        if Self.isReservedName(path) { return -EPERM }
-        let inherited: ProtectionClass
-        switch directoryClass(parentOf: path) {
-        case .failure(let rc): return rc.negated
-        case .success(let parentClass): inherited = parentClass
-        }
-        guard at(path, { mkdirat($0, $1, mode) }) == 0 else { return -errno }
-        storeDirectoryClass(path, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
-        takeOwnership(path)
-        return 0
-    }
-
-    func unlink(_ path: UnsafePointer<CChar>) -> Int32 {
-        if Self.isReservedName(path) { return removeOrphan(path) }
-        var st = stat()
-        guard at(path, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else { return -errno }
-        let type = st.st_mode & S_IFMT
-        // A last link is freed by the reapers; a directory gets unlinkat's EISDIR.
-        if st.st_nlink == 1 && type != S_IFDIR, let reaper = nodeReaper(), at(path, { reaper.remove($0, $1) }) {
-            return 0
-        }
-        guard at(path, { unlinkat($0, $1, 0) }) == 0 else { return -errno }
-        if st.st_nlink > 1 && type == S_IFREG { linkCountChanged(st, except: String(cString: path), removed: true) }
-        return 0
-    }
-
-    /// The reapers of removed files, started at the first unlink (NodeReaper.swift).
-    func nodeReaper() -> NodeReaper? {
-        reaper.withLock { reaper in
-            if let reaper { return reaper }
-            let orphans = orphanDirectory()
-            guard orphans >= 0 else { return nil }
-            reaper = NodeReaper(orphans: orphans)
-            return reaper
-        }
-    }
-
     /// Unlinks the removed files the reapers have not reached yet (at unmount).
-    func finishRemovals() {
-        reaper.withLock { $0 }?.drain()
-    }
+    func finishRemovals() { reaper.drain() }
 
-    func rmdir(_ path: UnsafePointer<CChar>) -> Int32 {
-        Self.result(at(path) { unlinkat($0, $1, AT_REMOVEDIR) })
-    }
+    /// The number of inodes the kernel holds (for status).
+    public var inodeCount: Int { inodes.count.load(ordering: .relaxed) }
+}
 
-    func symlink(_ target: UnsafePointer<CChar>, _ path: UnsafePointer<CChar>) -> Int32 {
-        if Self.isReservedName(path) { return -EPERM }
-        guard at(path, { symlinkat(target, $0, $1) }) == 0 else { return -errno }
-        takeOwnership(path)
-        return 0
-    }
+/// Who sent a request.
+struct Caller {
+    let uid: uid_t
+    let gid: gid_t
 
-    func rename(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>, _ flags: UInt32) -> Int32 {
-        guard mayRename(from, to: to) else { return -EPERM }
-        let rc = at(from) { fromDirectory, fromName in
-            at(to) { renameat2(fromDirectory, fromName, $0, $1, flags) }
-        }
-        guard rc == 0 else { return -errno }
-        files.renamed(from: String(cString: from), to: String(cString: to))
-        if Self.isReservedName(to) { scheduleOrphanSweep() }  // libfuse hid an open file
-        return 0
-    }
-
-    func link(_ from: UnsafePointer<CChar>, _ to: UnsafePointer<CChar>) -> Int32 {
-        if Self.isReservedName(to) { return -EPERM }
-        let rc = at(from) { fromDirectory, fromName in
-            at(to) { linkat(fromDirectory, fromName, $0, $1, 0) }
-        }
-        guard rc == 0 else { return -errno }
-        // The kernel knows the new name as a new inode: the old names' link counts are stale.
-        var st = stat()
-        if at(to, { fstatat($0, $1, &st, AT_SYMLINK_NOFOLLOW) }) == 0 && st.st_mode & S_IFMT == S_IFREG {
-            noteLinked(st, from)
-            linkCountChanged(st, except: String(cString: to), removed: false)
-        }
-        return 0
-    }
-
-    func chmod(_ path: UnsafePointer<CChar>?, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        let rc: Int32
-        if let handle = Self.handle(fi) {
-            rc = Self.result(fchmod(handle.file.fd, mode))
+    init(_ req: fuse_req_t?) {
+        if let context = fuse_req_ctx(req) {
+            uid = context.pointee.uid
+            gid = context.pointee.gid
         } else {
-            guard let path else { return -ENOENT }
-            rc = Self.result(at(path) { fchmodat($0, $1, mode, 0) })
-        }
-        // After the change: a writer that checked before it must not count as clean.
-        if rc == 0 && mode & (S_ISUID | S_ISGID) != 0 { notePrivilegeGranted() }
-        return rc
-    }
-
-    func chown(_ path: UnsafePointer<CChar>?, _ uid: uid_t, _ gid: gid_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        if let handle = Self.handle(fi) { return Self.result(fchown(handle.file.fd, uid, gid)) }
-        guard let path else { return -ENOENT }
-        return Self.result(at(path) { fchownat($0, $1, uid, gid, AT_SYMLINK_NOFOLLOW) })
-    }
-
-    func utimens(_ path: UnsafePointer<CChar>?, _ times: UnsafePointer<timespec>?, _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        if let handle = Self.handle(fi) { return Self.result(futimens(handle.file.fd, times)) }
-        guard let path else { return -ENOENT }
-        return Self.result(at(path) { utimensat($0, $1, times, AT_SYMLINK_NOFOLLOW) })
-    }
-
-    // MARK: Hard links
-
-    func noteLinked(_ st: stat, _ path: UnsafePointer<CChar>) {
-        let inode = InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-        let text = String(cString: path)
-        linkedPaths.withLock { table in
-            if table.count > 4096 { table.removeAll() }  // hints only: forget rather than grow
-            table[inode, default: []].insert(text)
+            uid = 0
+            gid = 0
         }
     }
+}
 
-    /// After a link or unlink of a multiply linked file: drops the cached attributes
-    /// (and pages) of its other known names, so their link counts read true at once.
-    func linkCountChanged(_ st: stat, except path: String, removed: Bool) {
-        linkChanged(InodeKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)), except: path, removed: removed)
+/// The session, for the notifications a lock and a privilege drop send the kernel.
+final class KernelNotifier: @unchecked Sendable {
+    // @unchecked: `session` is written once, before the loop serves requests.
+    var session: OpaquePointer?
+
+    /// Drops the kernel's cached pages of `inode` (writing dirty ones back first) and its attributes.
+    func invalidatePages(_ inode: Inode) {
+        guard let session else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, inode.nodeID, 0, 0)
     }
 
-    func linkChanged(_ inode: InodeKey, except path: String, removed: Bool) {
-        let others = linkedPaths.withLock { table -> Set<String> in
-            if removed { table[inode]?.remove(path) }
-            return (table[inode] ?? []).subtracting([path])
-        }
-        for other in others { invalidate(other) }
-    }
-
-    /// access(2) and chdir on a mount without default_permissions (MountSession): the
-    /// answer the backing node gives the daemon, which is root, as the caller is.
-    func access(_ path: UnsafePointer<CChar>, _ mask: Int32) -> Int32 {
-        Self.result(at(path) { faccessat($0, $1, mask, AT_EACCESS) })
-    }
-
-    func statfs(_ st: UnsafeMutablePointer<statvfs>) -> Int32 {
-        Self.result(fstatvfs(rootFD, st))
-    }
-
-    // MARK: Directories
-
-    func opendir(_ path: UnsafePointer<CChar>, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
-        let fd = at(path) { openat($0, $1, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { return -errno }
-        guard let stream = fdopendir(fd) else { close(fd); return -errno }
-        fi.pointee.fh = UInt64(UInt(bitPattern: stream) | Self.directoryTag)
-        return 0
-    }
-
-    func readdir(_ buffer: UnsafeMutableRawPointer?, _ filler: fuse_fill_dir_t?, _ offset: off_t,
-                 _ fi: UnsafeMutablePointer<fuse_file_info>?, _ flags: fuse_readdir_flags) -> Int32 {
-        guard let fi, let stream = Self.directoryStream(fi), let filler else { return -EBADF }
-        let plus = flags.rawValue & FUSE_READDIR_PLUS.rawValue != 0
-        let directoryFD = dirfd(stream)
-        if offset == 0 { rewinddir(stream) } else { seekdir(stream, Int(offset)) }
-        var st = stat()
-        while true {
-            errno = 0
-            guard let entry = Glibc.readdir(stream) else { return errno == 0 ? 0 : -errno }
-            let full = withUnsafePointer(to: &entry.pointee.d_name) { namePointer -> Int32 in
-                namePointer.withMemoryRebound(to: CChar.self, capacity: 256) { name -> Int32 in
-                    if Self.isHidden(name) { return 0 }  // libfuse's hidden files (BackingPaths.swift)
-                    var fillFlags = fuse_fill_dir_flags(0)
-                    if plus, fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 {
-                        Self.presentSize(&st)
-                        fillFlags = FUSE_FILL_DIR_PLUS
-                    } else {
-                        st = stat()
-                        st.st_ino = entry.pointee.d_ino
-                        st.st_mode = mode_t(entry.pointee.d_type) << 12
-                    }
-                    return filler(buffer, name, &st, off_t(entry.pointee.d_off), fillFlags)
-                }
-            }
-            if full != 0 { return 0 }
-        }
-    }
-
-    func releasedir(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        if let fi, let stream = Self.directoryStream(fi) { closedir(stream) }
-        return 0
-    }
-
-    func fsyncdir(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
-        guard let fi, let stream = Self.directoryStream(fi) else { return -EBADF }
-        return Self.result(Glibc.fsync(dirfd(stream)))
-    }
-
-    /// Directory handles carry this bit in fi->fh, file handles never do (both are
-    /// pointers to 16-byte aligned memory), so one can never be taken for the other.
-    static let directoryTag: UInt = 1
-
-    static func directoryStream(_ fi: UnsafeMutablePointer<fuse_file_info>) -> OpaquePointer? {
-        let raw = UInt(fi.pointee.fh)
-        guard raw & directoryTag != 0 else { return nil }
-        return OpaquePointer(bitPattern: raw & ~directoryTag)
-    }
-
-    static func handle(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> FileHandle? {
-        guard let fi, fi.pointee.fh != 0, UInt(fi.pointee.fh) & directoryTag == 0, let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return nil }
-        return Unmanaged<FileHandle>.fromOpaque(raw).takeUnretainedValue()
+    /// Has the kernel fetch `inode`'s attributes before it uses them again (its pages
+    /// stay). Safe inside any handler, also one serving that inode.
+    func invalidateAttributes(_ inode: Inode) {
+        guard let session else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, inode.nodeID, -1, 0)
     }
 }

@@ -19,7 +19,7 @@ import Glibc
 extension SandboxFileSystem {
     static let sealedMarker: UInt8 = 0xD5
     static let sealedOverhead = 1 + AEAD.overhead
-    static let largestValue = 65536  // XATTR_SIZE_MAX
+    static let largestValue = largestAttributeValue
 
     /// Whether an attribute's value is stored sealed.
     static func isSealed(_ attribute: String) -> Bool {
@@ -28,10 +28,10 @@ extension SandboxFileSystem {
 
     /// The associated data binding a value to its node and name; nil when a regular
     /// file's header cannot be read (-errno in `failure`).
-    func attributeBinding(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>) -> Result<[UInt8], Errno> {
+    func attributeBinding(_ node: Inode, _ name: UnsafePointer<CChar>) -> Result<[UInt8], Errno> {
         var binding = Array("dpfs-xattr-1".utf8) + [0]
-        if nodeType(path) == S_IFREG {
-            switch header(at: path) {
+        if node.isRegular {
+            switch header(of: node) {
             case .failure(let rc): return .failure(rc)
             case .success(let header): binding += header.fileID
             }
@@ -40,25 +40,23 @@ extension SandboxFileSystem {
         return .success(binding)
     }
 
-    func getSealedAttribute(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>,
+    func getSealedAttribute(_ node: Inode, _ name: UnsafePointer<CChar>,
                             _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
         // The stored value, read whole (it may change size between calls: retry).
         var stored: [UInt8] = []
         while true {
-            let needed = withNodePath(path) { $1 ? CLinux.getxattr($0, name, nil, 0) : lgetxattr($0, name, nil, 0) }
+            let needed = withNodePath(node) { CLinux.getxattr($0, name, nil, 0) }
             guard needed >= 0 else { return -errno }
             stored = [UInt8](repeating: 0, count: needed)
-            let got = withNodePath(path) { backing, follow in
-                stored.withUnsafeMutableBytes {
-                    follow ? CLinux.getxattr(backing, name, $0.baseAddress, needed) : lgetxattr(backing, name, $0.baseAddress, needed)
-                }
+            let got = withNodePath(node) { backing in
+                stored.withUnsafeMutableBytes { CLinux.getxattr(backing, name, $0.baseAddress, needed) }
             }
             if got >= 0 { stored.removeLast(needed - got); break }
             if errno != ERANGE { return -errno }
         }
         guard stored.count >= Self.sealedOverhead, stored[0] == Self.sealedMarker else { return -EIO }
         let binding: [UInt8]
-        switch attributeBinding(path, name) {
+        switch attributeBinding(node, name) {
         case .failure(let rc): return rc.negated
         case .success(let bytes): binding = bytes
         }
@@ -85,12 +83,12 @@ extension SandboxFileSystem {
         return Int32(plain.count)
     }
 
-    func setSealedAttribute(_ path: UnsafePointer<CChar>, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
+    func setSealedAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
                             _ size: Int, _ flags: Int32) -> Int32 {
         // What the backing call would say of the sealed value.
         guard size + Self.sealedOverhead <= Self.largestValue else { return -E2BIG }
         let binding: [UInt8]
-        switch attributeBinding(path, name) {
+        switch attributeBinding(node, name) {
         case .failure(let rc): return rc.negated
         case .success(let bytes): binding = bytes
         }
@@ -107,11 +105,8 @@ extension SandboxFileSystem {
         }
         guard done != nil else { return -EPERM }
         let count = sealed.count
-        let rc = withNodePath(path) { backing, follow in
-            sealed.withUnsafeBytes {
-                follow ? CLinux.setxattr(backing, name, $0.baseAddress, count, flags)
-                       : lsetxattr(backing, name, $0.baseAddress, count, flags)
-            }
+        let rc = withNodePath(node) { backing in
+            sealed.withUnsafeBytes { CLinux.setxattr(backing, name, $0.baseAddress, count, flags) }
         }
         return rc == 0 ? 0 : -errno
     }

@@ -7,19 +7,24 @@ import DataProtection
 import Glibc
 
 extension SandboxFileSystem {
-    func writeBuffer(_ bufv: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
-                     _ fi: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+    func writeBuffer(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ bufv: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
+                     _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
+        let caller = Caller(req)
         let size = fuse_buf_size(bufv)
+        let written: Int
         if let memory = dpfs_bufvec_memory(bufv) {
-            let rc = write(memory.assumingMemoryBound(to: CChar.self), size, offset, fi)
-            if let handle = Self.handle(fi), handle.file.protectionClass != .none { memset(memory, 0, size) }
-            return rc
+            written = write(handle, caller, memory, size, offset)
+            if handle.file.protectionClass != .none { memset(memory, 0, size) }
+        } else {
+            // Spliced from a pipe: copy into memory of our own first, and scrub that.
+            guard let copy = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
+            defer { memset(copy, 0, size); free(copy) }
+            let copied = dpfs_bufvec_copy(bufv, copy, size)
+            guard copied >= 0 else { return reply(req, Errno(negative: copied)) }
+            written = write(handle, caller, copy, copied, offset)
         }
-        // Spliced from a pipe: copy into memory of our own first, and scrub that.
-        guard let copy = malloc(max(size, 1)) else { return -ENOMEM }
-        defer { memset(copy, 0, size); free(copy) }
-        let copied = dpfs_bufvec_copy(bufv, copy, size)
-        guard copied >= 0 else { return Int32(copied) }
-        return write(copy.assumingMemoryBound(to: CChar.self), copied, offset, fi)
+        if written < 0 { return reply(req, Errno(negative: written)) }
+        fuse_reply_write(req, written)
     }
 }

@@ -225,8 +225,6 @@ os.pwrite(b, b\"TWO and more\", 0); os.close(b); os.close(a)
 a = os.open(\"h1\", os.O_RDWR); print(os.pread(a, 20, 0)); os.close(a)
 b = os.open(\"h2\", os.O_RDWR); os.ftruncate(b, 2); os.close(b)
 print(os.stat(\"h1\").st_size, rd(\"h1\"), rd(\"h2\"))"'
-limitation "an open() racing a rename over the same name can fail with ESTALE (libfuse's path API forgets the node the kernel still holds for the replaced name; the kernel retries once): with one process renaming over a name ~1000 times a second, about 1 in 300 concurrent opens of it fails; ext4 never fails them. Opens that win the race see the old or the new file, whole, as on ext4"
-limitation "two hard links open at once: data written through one name reaches a handle open on the other name when that handle is reopened (or after the 1 s attribute timeout), not at once — libfuse's path API makes each name its own kernel inode with its own page cache"
 same "hard link: stat right after ln and rm" 'echo 1 > a && cat a >/dev/null && stat -c %h a >/dev/null && ln a b && stat -c %h a && ln b c && stat -c %h a b c && rm c && stat -c %h a b'
 same "hard link inode numbers equal" 'echo 1 > a && ln a b && [ "$(stat -c %i a)" = "$(stat -c %i b)" ] && echo same'
 dpfs_case "hard links share the class" 'echo 1 > a && ln a b && setfattr -n user.dpfs.protection -v complete a && getfattr --only-values -n user.dpfs.protection b' "complete"
@@ -334,9 +332,9 @@ documented "names beginning with .fuse_hidden are reserved" 'touch .fuse_hidden1
 Operation not permitted
 Operation not permitted
 Operation not permitted
-4" "libfuse keeps files that are unlinked while open under .fuse_hidden* names until their last close; dpfs keeps those in an orphan directory and refuses such names for new nodes"
+4" "dpfs keeps removed files waiting to be freed in a directory of such a name at the sandbox root (Sources/SandboxFS/NodeReaper.swift), so names beginning with .fuse_hidden are neither listed, found nor made"
 documented "O_TMPFILE is not supported" 'py "E(os.open, \".\", os.O_TMPFILE | os.O_RDWR, 0o600)"; ls | wc -l' "ENOTSUP
-0" "FUSE's path API has no unnamed files: open(O_TMPFILE) gives EOPNOTSUPP (glibc's tmpfile() and Python's tempfile then fall back to a named file that is unlinked at once, which works)"
+0" "libfuse 3.14 has no tmpfile operation: open(O_TMPFILE) gives EOPNOTSUPP (glibc's tmpfile() and Python's tempfile then fall back to a named file that is unlinked at once, which works)"
 same "read-only file opened O_RDWR by root, read-only mode for others" 'echo 1 > f && chmod 444 f && echo 2 >> f && cat f'
 
 # ---------------------------------------------------------------- sparse and big
@@ -423,7 +421,6 @@ E(os.setxattr, \"d\", \"system.posix_acl_default\", a); print(os.getxattr(\"d\",
 E(os.removexattr, \"f\", \"system.posix_acl_access\"); print(oct(os.stat(\"f\").st_mode & 0o777))
 E(os.setxattr, \"f\", \"system.posix_acl_access\", b\"junk\")"'
 limitation "POSIX ACLs are stored (getfacl/setfacl, cp -a, rsync -A keep them) but the kernel checks access by the mode bits alone: dpfs does not negotiate FUSE_POSIX_ACL (the kernel would then leave umask and default-ACL inheritance to the daemon, whose creates share one process umask), so with -o allow_other an ACL entry grants or denies nothing"
-limitation "the space of a file unlinked while open comes back a few seconds after its last close (dpfs sweeps libfuse's orphans itself, see Sources/SandboxFS/BackingPaths.swift), not at the close"
 documented "a sealed xattr value takes 41 bytes more on disk" 'echo 1 > f && rm -f "$WORK/probe" && echo 1 > "$WORK/probe" && py "
 def r(p, n):
     try: os.setxattr(p, \"user.v\", b\"v\" * n); return \"ok\"
@@ -465,8 +462,7 @@ same "flock(1): exclusive lock excludes, shared locks share" '
     flock -s f sleep 1.5 & sleep 0.5
     flock -n -s f true; echo "sh with sh: $?"; flock -n f true; echo "ex with sh: $?"; wait
     flock -n f true; echo "after: $?"'
-documented "flock across hard links" 'echo 1 > a && ln a b && { flock a sleep 1 & sleep 0.3; flock -n b true; echo "$?"; flock -n a true; echo "$?"; wait; }' "0
-1" "flock and fcntl locks taken through one hard link do not exclude locks through another name of the same file (each name is its own kernel inode, and the kernel keeps FUSE locks per inode); through the same name they behave as on ext4"
+same "flock across hard links" 'echo 1 > a && ln a b && { flock a sleep 1 & sleep 0.3; flock -n b true; echo "$?"; flock -n a true; echo "$?"; wait; }'
 same "fcntl locks (lockf) between processes" '
     echo 1 > f && py "
 import subprocess

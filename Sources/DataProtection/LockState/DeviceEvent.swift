@@ -41,4 +41,6 @@ public struct DeviceStatus: Codable, Sendable {
     public var defaultProtection: String
     public var deviceDirectory: String
     public var pid: Int32
+    /// The inodes the mounted filesystem holds for the kernel (nil before it is mounted).
+    public var inodes: Int?
 }

@@ -55,6 +55,8 @@ public final class LockStateManager: Sendable {
     /// holding `core` across the slow parts (KDF, page-cache invalidation).
     private let transition = Mutex<Void>(())
     private let revokers = Mutex<[Revoker]>([])
+    /// How many inodes the mounted filesystem holds for the kernel (status), once mounted.
+    private let mountedInodes = Mutex<(@Sendable () -> Int)?>(nil)
     private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
     private let nextObserver = Atomic<UInt64>(0)
     public let completeUnlessOpenPublicKey: [UInt8]
@@ -137,8 +139,14 @@ public final class LockStateManager: Sendable {
                                 erased: core.keybag.policy.erased,
                                 worstCaseReason: core.keybag.policy.worstCaseReason, gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
-                                deviceDirectory: directory.root, pid: getpid())
+                                deviceDirectory: directory.root, pid: getpid(),
+                                inodes: mountedInodes.withLock { $0 }?())
         }
+    }
+
+    /// Has status report the mounted filesystem's inode count, as `count` tells it.
+    public func setMountedInodeCount(_ count: @escaping @Sendable () -> Int) {
+        mountedInodes.withLock { $0 = count }
     }
 
     // MARK: Subscriptions

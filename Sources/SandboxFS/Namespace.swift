@@ -1,0 +1,149 @@
+// Names: lookup and forget, making nodes (mknod, mkdir, symlink, link), removing them
+// (unlink, rmdir) and rename. Each is one *at() call on the parent's O_PATH descriptor
+// with the backing name (Names.swift); a node made or found gets one lookup counted.
+import BlockStore
+import CFuse
+import CLinux
+import DataProtection
+import Glibc
+
+extension SandboxFileSystem {
+    /// The entry for `name` in `parent` (a backing name), one lookup counted.
+    func enter(_ parent: Inode, _ name: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
+        let fd = openat(parent.fd, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.current) }
+        var st = stat()
+        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
+            let error = Errno.current
+            close(fd)
+            return .failure(error)
+        }
+        let inode = inodes.remember(fd: fd, st)
+        if inode.isRegular {
+            if let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
+        }
+        return .success((inode, st))
+    }
+
+    /// Answers a request that made `name` in `parent` with its new entry.
+    func replyMade(_ req: fuse_req_t?, _ parent: Inode, _ name: UnsafePointer<CChar>) {
+        switch enter(parent, name) {
+        case .failure(let error): reply(req, error)
+        case .success(let (inode, st)): replyEntry(req, inode, st)
+        }
+    }
+
+    func lookup(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        switch enter(parent, backing) {
+        case .failure(let error):
+            if error == .noEntry {
+                // A negative entry, cached for the entry timeout.
+                var entry = fuse_entry_param()
+                entry.entry_timeout = Self.entryTimeout
+                fuse_reply_entry(req, &entry)
+            } else {
+                reply(req, error)
+            }
+        case .success(let (inode, st)):
+            replyEntry(req, inode, st)
+        }
+    }
+
+    func forget(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ count: UInt64) {
+        inodes.forget(node(ino), count)
+        fuse_reply_none(req)
+    }
+
+    func forgetMulti(_ req: fuse_req_t?, _ count: Int, _ forgets: UnsafeMutablePointer<fuse_forget_data>?) {
+        if let forgets {
+            for index in 0..<count { inodes.forget(node(forgets[index].ino), forgets[index].nlookup) }
+        }
+        fuse_reply_none(req)
+    }
+
+    func mknod(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        let caller = Caller(req)
+        if mode & S_IFMT == S_IFREG {
+            // A regular file made by mknod still needs a header and a key.
+            switch createRegular(caller, parent, backing, mode: mode) {
+            case .failure(let error): return reply(req, error)
+            case .success(let made):
+                made.key.wipe()
+                close(made.fd)
+                return replyMade(req, parent, backing)
+            }
+        }
+        guard mknodat(parent.fd, backing, mode, rdev) == 0 else { return reply(req, .current) }
+        ownership.take(caller, parent: parent, name: backing, mode: mode)
+        replyMade(req, parent, backing)
+    }
+
+    func mkdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        let inherited: ProtectionClass
+        switch directoryClass(parent) {
+        case .failure(let error): return reply(req, error)
+        case .success(let parentClass): inherited = parentClass
+        }
+        guard mkdirat(parent.fd, backing, mode) == 0 else { return reply(req, .current) }
+        storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
+        ownership.take(Caller(req), parent: parent, name: backing)
+        replyMade(req, parent, backing)
+    }
+
+    func symlink(_ req: fuse_req_t?, _ target: UnsafePointer<CChar>, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        guard symlinkat(target, parent.fd, backing) == 0 else { return reply(req, .current) }
+        ownership.take(Caller(req), parent: parent, name: backing)
+        replyMade(req, parent, backing)
+    }
+
+    func link(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
+        let inode = node(ino)
+        let newParent = node(newParentID)
+        guard let backing = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
+        // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
+        let linked = procPath(inode.fd).withCString { linkat(AT_FDCWD, $0, newParent.fd, backing, AT_SYMLINK_FOLLOW) }
+        guard linked == 0 else { return reply(req, .current) }
+        switch attributes(inode) {
+        case .failure(let error): reply(req, error)
+        case .success(let st):
+            inodes.retain(inode)
+            replyEntry(req, inode, st)
+        }
+    }
+
+    func unlink(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        var st = stat()
+        guard fstatat(parent.fd, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+        // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
+        // open file stays alive through its descriptors; its space comes back when the
+        // last handle closes and the kernel forgets it.
+        if st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR && reaper.remove(parent.fd, backing) {
+            return replyOK(req)
+        }
+        replyResult(req, unlinkat(parent.fd, backing, 0))
+    }
+
+    func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        let parent = node(parentID)
+        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        replyResult(req, unlinkat(parent.fd, backing, AT_REMOVEDIR))
+    }
+
+    func rename(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>,
+                _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
+        let parent = node(parentID), newParent = node(newParentID)
+        guard let from = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        guard let to = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
+        replyResult(req, renameat2(parent.fd, from, newParent.fd, to, flags))
+    }
+}

@@ -1,0 +1,96 @@
+// A node's attributes: getattr, setattr (mode, owner, size, times), readlink, access,
+// statfs. With a handle, on the open descriptor; else on the node's O_PATH descriptor
+// (fchownat with AT_EMPTY_PATH) or its /proc/self/fd path (chmod, utimensat).
+import BlockStore
+import CFuse
+import CLinux
+import DataProtection
+import Glibc
+
+extension SandboxFileSystem {
+    func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        replyAttributes(req, node(ino))
+    }
+
+    func setattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ attr: UnsafeMutablePointer<stat>, _ toSet: Int32,
+                 _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        let inode = node(ino)
+        let handle = Self.handle(fi)
+        let caller = Caller(req)
+        if toSet & FUSE_SET_ATTR_MODE != 0 {
+            let mode = attr.pointee.st_mode & 0o7777
+            let rc = handle.map { fchmod($0.file.fd, mode) } ?? procPath(inode.fd).withCString { chmod($0, mode) }
+            guard rc == 0 else { return reply(req, .current) }
+            // After the change: a writer that checked before it must not count as clean.
+            if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
+        }
+        if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
+            let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max
+            let gid = toSet & FUSE_SET_ATTR_GID != 0 ? attr.pointee.st_gid : gid_t.max
+            guard fchownat(inode.fd, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+        }
+        if toSet & FUSE_SET_ATTR_SIZE != 0 {
+            let size = attr.pointee.st_size
+            guard size >= 0 else { return reply(req, .invalid) }
+            guard inode.isRegular else { return reply(req, inode.isDirectory ? Errno(EISDIR) : .invalid) }
+            let rc: Int32
+            if let handle {
+                rc = resize(handle.file, inode, caller, to: Int(size))
+            } else {
+                // Content changes need the file key, as on iOS: a locked file cannot be truncated.
+                switch retainFile(inode) {
+                case .failure(let error): return reply(req, error)
+                case .success(let file):
+                    rc = resize(file, inode, caller, to: Int(size))
+                    inode.releaseOpen()
+                }
+            }
+            if rc != 0 { return reply(req, Errno(-rc)) }
+        }
+        if toSet & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) != 0 {
+            var times = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit), timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit)]
+            if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 {
+                times[0].tv_nsec = TimeSpecial.now
+            } else if toSet & FUSE_SET_ATTR_ATIME != 0 {
+                times[0] = attr.pointee.st_atim
+            }
+            if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 {
+                times[1].tv_nsec = TimeSpecial.now
+            } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
+                times[1] = attr.pointee.st_mtim
+            }
+            let rc = handle.map { futimens($0.file.fd, times) }
+                ?? procPath(inode.fd).withCString { utimensat(AT_FDCWD, $0, times, 0) }
+            guard rc == 0 else { return reply(req, .current) }
+        }
+        replyAttributes(req, inode)
+    }
+
+    /// Sets a file's plaintext size (a content change: EPERM without the key).
+    func resize(_ file: OpenFile, _ inode: Inode, _ caller: Caller, to size: Int) -> Int32 {
+        dropPrivileges(file, inode, caller)
+        return file.writing { BlockIO.resize(file.content, key: file.key, to: size, pool: pool) }
+    }
+
+    func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
+        let inode = node(ino)
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlinkat(inode.fd, "", &buffer, Int(PATH_MAX))
+        guard n >= 0 else { return reply(req, .current) }
+        buffer[n] = 0
+        fuse_reply_readlink(req, buffer)
+    }
+
+    /// access(2) and chdir on a mount without default_permissions (MountSession): the
+    /// answer the backing node gives the daemon, which is root, as the caller is.
+    func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
+        let inode = node(ino)
+        replyResult(req, procPath(inode.fd).withCString { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+    }
+
+    func statfs(_ req: fuse_req_t?) {
+        var st = statvfs()
+        guard fstatvfs(rootFD, &st) == 0 else { return reply(req, .current) }
+        fuse_reply_statfs(req, &st)
+    }
+}
