@@ -52,6 +52,11 @@ final class InodeTable: Sendable {
         }
     }
 
+    /// The entry for `key` if there is one (no lookup counted).
+    func existing(_ key: InodeKey) -> Inode? {
+        entries.withLock { $0[key] }
+    }
+
     /// One more lookup of an entry the kernel knows (link's new name).
     func retain(_ inode: Inode) {
         entries.withLock { _ in inode.lookups += 1 }

@@ -61,9 +61,14 @@ public final class MountSession {
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
     /// listing makes many): as many descriptors as the system allows this process.
+    /// Root may go beyond the hard limit, up to the kernel's (fs.nr_open).
     static func raiseDescriptorLimit() {
         var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return }
+        if geteuid() == 0, let text = readProcFile("/proc/sys/fs/nr_open"),
+           let ceiling = rlim_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), ceiling > limit.rlim_max {
+            limit.rlim_max = ceiling
+        }
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
     }

@@ -127,10 +127,28 @@ extension SandboxFileSystem {
         // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
-        if st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR && reaper.remove(parent.fd, backing) {
-            return replyOK(req)
+        guard st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR else {
+            return replyResult(req, unlinkat(parent.fd, backing, 0))
         }
-        replyResult(req, unlinkat(parent.fd, backing, 0))
+        // A closed file the kernel still knows: nothing can reach its data once its
+        // last name goes, but the entry's O_PATH descriptor would hold its blocks until
+        // the kernel forgets it, so the reaper cuts them away.
+        let contents = st.st_mode & S_IFMT == S_IFREG ? discardableContents(InodeKey(st)) : -1
+        if reaper.remove(parent.fd, backing, contents: contents) { return replyOK(req) }
+        let rc = unlinkat(parent.fd, backing, 0)
+        let error = errno
+        if contents >= 0 {
+            if rc == 0 { _ = ftruncate(contents, 0) }
+            close(contents)
+        }
+        fuse_reply_err(req, rc == 0 ? 0 : error)
+    }
+
+    /// A writable descriptor of the known, closed file `key`; -1 when the kernel does not
+    /// know it (nothing holds its blocks) or a handle has it open (it lives on).
+    func discardableContents(_ key: InodeKey) -> Int32 {
+        guard let inode = inodes.existing(key), inode.open.withLock({ $0.handles == 0 }) else { return -1 }
+        return procPath(inode.fd).withCString { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
     }
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {

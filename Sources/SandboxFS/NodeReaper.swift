@@ -27,7 +27,7 @@ final class NodeReaper: Sendable {
     /// The reapers' directory once made (at the first removal); -1 before, or if it
     /// cannot be made (then unlink frees in place).
     private let directory = Mutex<Int32>(-1)
-    private let pending = Mutex<[String]>([])
+    private let pending = Mutex<[(name: String, contents: Int32)]>([])
     private let serial = Atomic<UInt64>(0)
     private let queued = DispatchSemaphore(value: 0)
     private let slots = DispatchSemaphore(value: NodeReaper.backlog)
@@ -82,8 +82,11 @@ final class NodeReaper: Sendable {
     }
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan
-    /// directory to be unlinked soon. False if it could not be moved (nothing changed).
-    func remove(_ directory: Int32, _ name: UnsafePointer<CChar>) -> Bool {
+    /// directory to be unlinked soon. `contents`, when not -1, is a writable descriptor
+    /// of the file, whose data the reaper cuts away too (the inode table's O_PATH
+    /// descriptor would keep the blocks until the kernel forgets the inode); the reaper
+    /// closes it. False if it could not be moved (nothing changed, `contents` stays open).
+    func remove(_ directory: Int32, _ name: UnsafePointer<CChar>, contents: Int32 = -1) -> Bool {
         let orphans = orphanDirectory()
         guard orphans >= 0 else { return false }
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
@@ -92,7 +95,7 @@ final class NodeReaper: Sendable {
             slots.signal()
             return false
         }
-        pending.withLock { $0.append(parked) }
+        pending.withLock { $0.append((parked, contents)) }
         queued.signal()
         return true
     }
@@ -100,9 +103,17 @@ final class NodeReaper: Sendable {
     private func loop() {
         while true {
             queued.wait()
-            let name = pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
-            if let name { unlinkat(directory.withLock { $0 }, name, 0) }
+            let next = pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            if let next { reap(next, in: directory.withLock { $0 }) }
             slots.signal()
+        }
+    }
+
+    private func reap(_ item: (name: String, contents: Int32), in orphans: Int32) {
+        unlinkat(orphans, item.name, 0)
+        if item.contents >= 0 {
+            _ = ftruncate(item.contents, 0)
+            close(item.contents)
         }
     }
 
@@ -111,10 +122,10 @@ final class NodeReaper: Sendable {
     func drain() {
         let orphans = directory.withLock { $0 }
         guard orphans >= 0 else { return }
-        let names = pending.withLock { names in
-            defer { names.removeAll() }
-            return names
+        let items = pending.withLock { items in
+            defer { items.removeAll() }
+            return items
         }
-        for name in names { unlinkat(orphans, name, 0) }
+        for item in items { reap(item, in: orphans) }
     }
 }

@@ -112,6 +112,8 @@ PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 inodes() { "$DPFS" status "$MNT" --json | sed -n 's/.*"inodes":\([0-9]*\).*/\1/p'; }
 fds() { ls "/proc/$PID/fd" | wc -l; }
 settle() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 1; }
+# One file made and removed first: the reapers' directory is opened at the first removal.
+echo 1 > "$MNT/first" && rm "$MNT/first"
 settle
 inodes0=$(inodes); fds0=$(fds)
 mkdir "$MNT/many" && (cd "$MNT/many" && seq 1 100000 | xargs touch && ls -l | wc -l) > /dev/null
