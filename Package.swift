@@ -51,6 +51,8 @@ let package = Package(
         .executableTarget(name: "ExampleSandboxPaths", path: "Sources/Examples/ExampleSandboxPaths"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+        // Depends on the dpfs executable so that `swift test` builds the binary it mounts with.
+        .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

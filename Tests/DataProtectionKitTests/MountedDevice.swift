@@ -37,7 +37,8 @@ final class MountedDevice {
         try Self.writePrivate("1234\n", to: passcodeFile)
         try Self.writePrivate("9999\n", to: wrongPasscodeFile)
         do {
-            try run(["init", deviceDirectory, "--passcode-file", passcodeFile])
+            try run(["init", deviceDirectory, "--passcode-file", passcodeFile,
+                     "--secret-store", "file:" + work.appendingPathComponent("secrets").path])
             try run(["mount", deviceDirectory, mountpoint, "--grace-period", String(gracePeriod)])
             guard isMounted else { throw TestFailure("dpfs mount returned but \(mountpoint) is not mounted") }
             daemonPID = try readDaemonPID()
