@@ -9,6 +9,8 @@ let package = Package(
         // Libraries for the separate Fuzz/ and Benchmarks/ packages.
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Control", targets: ["Control"]),
+        // For app code (SPEC §10): Apple's SecItem API against the mounted device.
+        .library(name: "Security", targets: ["Security"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -31,6 +33,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DataProtection", "ItemStore", "CLinux"]),
+        .target(name: "Security", dependencies: ["Control", "ItemStore"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DataProtection", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
