@@ -41,6 +41,8 @@ let package = Package(
         ]),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+        // Drives a real mount through the dpfs binary that `swift test` builds.
+        .testTarget(name: "SecurityTests", dependencies: ["Security"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,6 +6,10 @@
 public let kSecClass: CFString = "class"
 public let kSecClassGenericPassword: CFString = "genp"
 public let kSecClassInternetPassword: CFString = "inet"
+/// Apple's other classes exist so code naming them compiles; calls on them answer errSecUnimplemented.
+public let kSecClassCertificate: CFString = "cert"
+public let kSecClassKey: CFString = "keys"
+public let kSecClassIdentity: CFString = "idnt"
 
 // Attributes
 public let kSecAttrService: CFString = "svce"

@@ -137,5 +137,5 @@ struct SecItemQuery {
     ]
 
     /// kSecClassCertificate, kSecClassKey, kSecClassIdentity.
-    static let otherAppleClasses: Set<String> = ["cert", "keys", "idnt"]
+    static let otherAppleClasses: Set<String> = [kSecClassCertificate, kSecClassKey, kSecClassIdentity]
 }
