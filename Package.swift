@@ -39,6 +39,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Runnable keychain examples (README, Tests/scenarios/examples_keychain.sh).
+        .target(name: "ExampleSupport", dependencies: ["Security"], path: "Sources/Examples/Support"),
+        .executableTarget(name: "ExampleKeychainPassword", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/KeychainPassword"),
+        .executableTarget(name: "ExampleSharedAccessGroup", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/SharedAccessGroup"),
+        .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/SynchronizableItem"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
         // Drives a real mount through the dpfs binary that `swift test` builds.
