@@ -59,7 +59,9 @@ final class DeviceConnection: Sendable {
     private func take(_ mountpoint: String) -> PooledClient? {
         let now = ContinuousClock.now
         return idle.withLock { clients in
-            clients.removeAll { now - $0.lastUsed > Self.idleLimit }
+            // A forked child must not share its parent's connections (their frames would interleave).
+            let pid = getpid()
+            clients.removeAll { now - $0.lastUsed > Self.idleLimit || $0.ownerPID != pid }
             guard let index = clients.lastIndex(where: { $0.mountpoint == mountpoint }) else { return nil }
             return clients.remove(at: index)
         }
@@ -100,6 +102,7 @@ final class DeviceConnection: Sendable {
 final class PooledClient: @unchecked Sendable {
     let client: ControlClient
     let mountpoint: String
+    let ownerPID = getpid()
     var lastUsed = ContinuousClock.now
 
     init(_ client: ControlClient, mountpoint: String) {
