@@ -9,6 +9,7 @@ let package = Package(
         // Libraries for the separate Fuzz/ and Benchmarks/ packages.
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Control", targets: ["Control"]),
+        .library(name: "ItemStore", targets: ["ItemStore"]),
         // For app code (SPEC §10): Apple's SecItem API against the mounted device.
         .library(name: "Security", targets: ["Security"]),
     ],
