@@ -3,10 +3,12 @@
 // thread and eight. It mounts its own device with the dpfs binary ($DPFS, else the
 // package's .build/release/dpfs) and unmounts it at the end.
 // Run: Scripts/bench-micro Keychain   (or swift run -c release KeychainBench in Benchmarks/)
+import Control
 import DataProtection
 import Foundation
 import ItemStore
 import Security
+import Synchronization
 
 let singleThreadCalls = 4000
 let threads = 8
@@ -50,8 +52,10 @@ func rate(threadCount: Int, calls: Int, _ body: @Sendable (Int, Int) -> Bool) ->
 }
 
 // --- devices: one mounted (socket), one opened here (in-process) ----------------------
-try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
-FileManager.default.createFile(atPath: passcodeFile, contents: Data("1234\n".utf8), attributes: [.posixPermissions: 0o600])
+guard (try? FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)) != nil else {
+    fail("cannot create \(mountpoint)")
+}
+_ = FileManager.default.createFile(atPath: passcodeFile, contents: Data("1234\n".utf8), attributes: [.posixPermissions: 0o600])
 let mountedDevice = work.appendingPathComponent("mounted").path
 let localDevice = work.appendingPathComponent("local").path
 guard run("init", mountedDevice, "--passcode-file", passcodeFile) == 0,
@@ -60,10 +64,18 @@ guard run("mount", mountedDevice, mountpoint) == 0 else { fail("dpfs mount faile
 guard run("unlock", mountpoint, "--passcode-file", passcodeFile) == 0 else { fail("dpfs unlock failed") }
 setenv("DPFS_MOUNT", mountpoint, 1)
 
-let directory = DeviceDirectory(localDevice)
-let device = try LockStateManager(directory: directory, gracePeriod: 0)
-try Array("1234".utf8).withUnsafeBytes { try device.unlock(passcode: SecureBuffer(copying: $0)) }
-let store = try ItemStore(path: directory.itemStorePath, device: device)
+/// The same store the daemon opens, opened here; unlocked as `dpfs unlock` does.
+func openLocalStore() -> ItemStore {
+    do {
+        let directory = DeviceDirectory(localDevice)
+        let device = try LockStateManager(directory: directory, gracePeriod: 0)
+        try Array("1234".utf8).withUnsafeBytes { try device.unlock(passcode: SecureBuffer(copying: $0)) }
+        return try ItemStore(path: directory.itemStorePath, device: device)
+    } catch {
+        fail("cannot open the in-process store (is \(dpfs) built from this tree?): \(error)")
+    }
+}
+let store = openLocalStore()
 
 // --- the calls ------------------------------------------------------------------------
 @Sendable func secAdd(_ tag: String, _ thread: Int, _ index: Int) -> Bool {
@@ -89,14 +101,14 @@ let store = try ItemStore(path: directory.itemStorePath, device: device)
                                   returning: "data")).items.first?.data != nil
 }
 
+func column(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
+
 func line(_ what: String, _ socket: Double, _ local: Double) {
-    let text = String(format: "%-22@ %10.0f/s %8.1f µs   %10.0f/s %8.1f µs   %5.1fx",
-                      what as NSString, socket, 1e6 / socket, local, 1e6 / local, local / socket)
-    print(text)
+    print(column(what, 18) + String(format: "%8.0f/s %7.1f µs   %8.0f/s %7.1f µs   %5.1fx",
+                                     socket, 1e6 / socket, local, 1e6 / local, local / socket))
 }
 
-print(String(format: "%-22@ %23@   %23@   %@", "keychain call" as NSString, "Security (socket)" as NSString,
-             "ItemStore in-process" as NSString, "ratio" as NSString))
+print(column("keychain call", 18) + "  Security (socket)      ItemStore in-process    ratio")
 line("add, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secAdd("one", $0, $1) },
      rate(threadCount: 1, calls: singleThreadCalls) { storeAdd("one", $0, $1) })
 line("find, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secFind("one", $0, $1) },
@@ -105,6 +117,18 @@ line("add, \(threads) threads", rate(threadCount: threads, calls: callsPerThread
      rate(threadCount: threads, calls: callsPerThread) { storeAdd("many", $0, $1) })
 line("find, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) },
      rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+
+// Where the socket's time goes, in part: the JSON of one call's request and reply,
+// encoded and decoded once each, as client and daemon do.
+let codingRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
+    let request = ControlRequest.keychain(KeychainRequest(
+        operation: .find, attributes: ["class": "genp", "service": "one", "account": "0-\(index)"], returning: "data"))
+    let reply = ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [.init(data: Data("secret".utf8))]))
+    guard let requestJSON = try? JSONEncoder().encode(request), let replyJSON = try? JSONEncoder().encode(reply) else { return false }
+    return (try? JSONDecoder().decode(ControlRequest.self, from: requestJSON)) != nil
+        && (try? JSONDecoder().decode(ControlReply.self, from: replyJSON)) != nil
+}
+print(column("JSON of one call", 18) + String(format: "%8.0f/s %7.1f µs", codingRate, 1e6 / codingRate))
 
 run("unmount", mountpoint)
 try? FileManager.default.removeItem(at: work)
