@@ -1,6 +1,5 @@
 // Which access groups an app may touch, derived from its entitlements: exact names,
 // and `TEAMID.*` wildcards that admit every group with that prefix.
-import GRDB
 
 struct AccessScope: Sendable {
     let exact: [String]
@@ -29,21 +28,5 @@ struct AccessScope: Sendable {
 
     func allows(_ group: String) -> Bool {
         exact.contains(group) || prefixes.contains { group.hasPrefix($0) }
-    }
-
-    /// A WHERE term restricting `accessGroup` to this scope.
-    func sqlCondition() -> (String, [any DatabaseValueConvertible]) {
-        var terms: [String] = []
-        var arguments: [any DatabaseValueConvertible] = []
-        if !exact.isEmpty {
-            terms.append("accessGroup IN (" + Array(repeating: "?", count: exact.count).joined(separator: ",") + ")")
-            arguments += exact
-        }
-        for prefix in prefixes {
-            // substr, not LIKE: group names may contain % and _.
-            terms.append("substr(accessGroup, 1, ?) = ?")
-            arguments += [prefix.unicodeScalars.count, prefix]  // substr counts code points
-        }
-        return ("(" + terms.joined(separator: " OR ") + ")", arguments)
     }
 }
