@@ -1,5 +1,6 @@
 // Which access groups an app may touch, derived from its entitlements: exact names,
 // and `TEAMID.*` wildcards that admit every group with that prefix.
+import Foundation
 
 struct AccessScope: Sendable {
     let exact: [String]
@@ -7,8 +8,10 @@ struct AccessScope: Sendable {
     /// Where a new item goes when the caller names no group: the first concrete
     /// group of the list (a wildcard names no single group).
     let defaultGroup: String
+    /// The stored form (keyed hashes) of the exact groups, when made with the keys.
+    private let hashes: [Data]?
 
-    init(_ entitlements: Entitlements) {
+    init(_ entitlements: Entitlements, keys: ItemKeys? = nil) {
         var exact: [String] = []
         var prefixes: [String] = []
         for group in entitlements.accessGroups {
@@ -24,6 +27,13 @@ struct AccessScope: Sendable {
         self.prefixes = prefixes
         // The application identifier is always in the list, so `exact` is never empty.
         self.defaultGroup = exact.first ?? entitlements.applicationIdentifier
+        self.hashes = keys.map { keys in exact.map { keys.attributeHash("accessGroup", $0) } }
+    }
+
+    /// Wildcards have no hash: a query compares rows with these, and opens the
+    /// sealed group of the others (ItemQuery).
+    func exactHashes(_ keys: ItemKeys) -> [Data] {
+        hashes ?? exact.map { keys.attributeHash("accessGroup", $0) }
     }
 
     func allows(_ group: String) -> Bool {

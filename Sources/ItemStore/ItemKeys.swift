@@ -14,10 +14,22 @@ struct ItemKeys: Sendable {
 
     let index: SecureBuffer
     let attributes: SecureBuffer
+    /// The hash of each key attribute's absent value, which every row and query of
+    /// the other class carries: computed once.
+    private let absentHashes: [KeyAttribute: Data]
 
     init(metadataKey: SecureBuffer) {
         index = Self.subkey(of: metadataKey, purpose: "dpfs.keychain.index.v2")
         attributes = Self.subkey(of: metadataKey, purpose: "dpfs.keychain.attributes.v2")
+        var absent: [KeyAttribute: Data] = [:]
+        for key in KeyAttribute.allCases { absent[key] = Self.attributeHash(key.rawValue, key.absent, index: index) }
+        absentHashes = absent
+    }
+
+    /// The stored form of a key attribute's value.
+    func keyHash(_ key: KeyAttribute, _ value: String) -> Data {
+        if value == key.absent, let known = absentHashes[key] { return known }
+        return attributeHash(key.rawValue, value)
     }
 
     /// BLAKE2b-256 of the purpose string, keyed with the metadata key.
@@ -31,12 +43,19 @@ struct ItemKeys: Sendable {
     /// length-prefixed fields "dpfs.keychain.attribute.v2", name, value. The name in
     /// the input keeps equal values of different attributes apart.
     func attributeHash(_ name: String, _ value: String) -> Data {
-        hash(FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attribute.v2".utf8), Array(name.utf8), Array(value.utf8)]))
+        Self.attributeHash(name, value, index: index)
+    }
+
+    private static func attributeHash(_ name: String, _ value: String, index: SecureBuffer) -> Data {
+        hash(FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attribute.v2".utf8), Array(name.utf8), Array(value.utf8)]),
+             index: index)
     }
 
     /// BLAKE2b-128 under the index key.
-    func hash(_ message: [UInt8]) -> Data {
-        var digest = Data(count: Self.hashSize)
+    func hash(_ message: [UInt8]) -> Data { Self.hash(message, index: index) }
+
+    private static func hash(_ message: [UInt8], index: SecureBuffer) -> Data {
+        var digest = Data(count: hashSize)
         message.withUnsafeBytes { input in
             digest.withUnsafeMutableBytes { Sodium.hash(input, key: index.bytes, into: $0) }
         }

@@ -21,10 +21,10 @@ struct ItemQuery {
         add("class = ?", itemClass.rawValue)
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
-                add("\"\(key.rawValue)\" = ?", keys.attributeHash(key.rawValue, value))
+                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, value))
             } else if !itemClass.keyAttributes.contains(key) {
                 // Always absent in this class; saying so lets SQLite use the index prefix.
-                add("\"\(key.rawValue)\" = ?", keys.attributeHash(key.rawValue, key.absent))
+                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, key.absent))
             }
         }
         if let group = attributes.accessGroup {
@@ -33,12 +33,12 @@ struct ItemQuery {
             }
             add("accessGroup = ?", keys.attributeHash("accessGroup", group))
         } else if scope.prefixes.isEmpty {
-            let hashes = scope.exact.map { keys.attributeHash("accessGroup", $0) }
+            let hashes = scope.exactHashes(keys)
             terms.append("accessGroup IN (" + Array(repeating: "?", count: hashes.count).joined(separator: ",") + ")")
             arguments += hashes
         } else {
             wildcardScope = scope
-            exactGroupHashes = Set(scope.exact.map { keys.attributeHash("accessGroup", $0) })
+            exactGroupHashes = Set(scope.exactHashes(keys))
         }
         switch attributes.synchronizable ?? .no {
         case .no: add("synchronizable = ?", false)

@@ -106,7 +106,7 @@ public final class ItemStore: Sendable {
         // its commit) can never be overtaken by a scope read before it.
         try callers.withLock { cache in
             if let known = cache[bundleID] { return known }
-            let scope = AccessScope(try entitlements(of: bundleID))
+            let scope = AccessScope(try entitlements(of: bundleID), keys: keys)
             cache[bundleID] = scope
             return scope
         }

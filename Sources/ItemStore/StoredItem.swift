@@ -44,7 +44,7 @@ struct RowColumns: Equatable, Sendable {
         itemClass = identity.itemClass
         synchronizable = identity.synchronizable
         accessibleName = accessibility.rawValue
-        hashes = KeyAttribute.allCases.map { keys.attributeHash($0.rawValue, identity.keys[$0] ?? $0.absent) }
+        hashes = KeyAttribute.allCases.map { keys.keyHash($0, identity.keys[$0] ?? $0.absent) }
             + [keys.attributeHash("accessGroup", identity.accessGroup)]
         labelHash = label.map { keys.attributeHash("label", $0) }
     }
