@@ -13,8 +13,10 @@ let package = Package(
         // Libraries for the separate Fuzz/ and Benchmarks/ packages.
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Control", targets: ["Control"]),
-        // For app code (SPEC §10): file protection, protected-data state and
-        // notifications, and a device to lock from tests.
+        .library(name: "ItemStore", targets: ["ItemStore"]),
+        // For app code (SPEC §10): Apple's SecItem API against the mounted device; file
+        // protection, protected-data state and notifications, and a device to lock from tests.
+        .library(name: "Security", targets: ["Security"]),
         .library(name: "DataProtectionKit", targets: ["DataProtectionKit"]),
     ],
     dependencies: [
@@ -40,19 +42,31 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DataProtection", "ItemStore", "CLinux"]),
+        .target(name: "Security", dependencies: ["Control", "ItemStore"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
         .target(name: "DataProtectionKit", dependencies: ["Control", "DataProtection", "CLinux"]),
+        // Runnable examples (README, Tests/scenarios/examples_*.sh).
         .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleFileProtection"),
         .executableTarget(name: "ExampleProtectedDataObserver", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleProtectedDataObserver"),
         .executableTarget(name: "ExampleSandboxPaths", path: "Sources/Examples/ExampleSandboxPaths"),
+        .target(name: "ExampleSupport", dependencies: ["Security"], path: "Sources/Examples/Support"),
+        .executableTarget(name: "ExampleKeychainPassword", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/KeychainPassword"),
+        .executableTarget(name: "ExampleSharedAccessGroup", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/SharedAccessGroup"),
+        .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/SynchronizableItem"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+        // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
+        .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

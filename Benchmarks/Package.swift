@@ -1,7 +1,8 @@
 // swift-tools-version:6.1
 // Micro-benchmarks of dpfs's core (ordo-one/benchmark), kept out of the main build
 // and test run: block seal and open per GiB for both block ciphers, per-file key
-// unwrap, and the passcode KDF.
+// unwrap, and the passcode KDF; and KeychainBench, a plain executable that needs a
+// mount: keychain calls through Security (socket) against the ItemStore in-process.
 // Run: Scripts/bench-micro [benchmark filter]
 import PackageDescription
 
@@ -22,6 +23,16 @@ let package = Package(
             ],
             path: "Benchmarks/CoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+        .executableTarget(
+            name: "KeychainBench",
+            dependencies: [
+                .product(name: "Security", package: "dpfs"),
+                .product(name: "ItemStore", package: "dpfs"),
+                .product(name: "DataProtection", package: "dpfs"),
+                .product(name: "Control", package: "dpfs"),
+            ],
+            path: "Benchmarks/KeychainBench"
         ),
     ]
 )

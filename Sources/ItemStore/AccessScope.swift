@@ -1,6 +1,6 @@
 // Which access groups an app may touch, derived from its entitlements: exact names,
 // and `TEAMID.*` wildcards that admit every group with that prefix.
-import GRDB
+import Foundation
 
 struct AccessScope: Sendable {
     let exact: [String]
@@ -8,8 +8,10 @@ struct AccessScope: Sendable {
     /// Where a new item goes when the caller names no group: the first concrete
     /// group of the list (a wildcard names no single group).
     let defaultGroup: String
+    /// The stored form (keyed hashes) of the exact groups, when made with the keys.
+    private let hashes: [Data]?
 
-    init(_ entitlements: Entitlements) {
+    init(_ entitlements: Entitlements, keys: ItemKeys? = nil) {
         var exact: [String] = []
         var prefixes: [String] = []
         for group in entitlements.accessGroups {
@@ -25,25 +27,16 @@ struct AccessScope: Sendable {
         self.prefixes = prefixes
         // The application identifier is always in the list, so `exact` is never empty.
         self.defaultGroup = exact.first ?? entitlements.applicationIdentifier
+        self.hashes = keys.map { keys in exact.map { keys.attributeHash("accessGroup", $0) } }
+    }
+
+    /// Wildcards have no hash: a query compares rows with these, and opens the
+    /// sealed group of the others (ItemQuery).
+    func exactHashes(_ keys: ItemKeys) -> [Data] {
+        hashes ?? exact.map { keys.attributeHash("accessGroup", $0) }
     }
 
     func allows(_ group: String) -> Bool {
         exact.contains(group) || prefixes.contains { group.hasPrefix($0) }
-    }
-
-    /// A WHERE term restricting `accessGroup` to this scope.
-    func sqlCondition() -> (String, [any DatabaseValueConvertible]) {
-        var terms: [String] = []
-        var arguments: [any DatabaseValueConvertible] = []
-        if !exact.isEmpty {
-            terms.append("accessGroup IN (" + Array(repeating: "?", count: exact.count).joined(separator: ",") + ")")
-            arguments += exact
-        }
-        for prefix in prefixes {
-            // substr, not LIKE: group names may contain % and _.
-            terms.append("substr(accessGroup, 1, ?) = ?")
-            arguments += [prefix.unicodeScalars.count, prefix]  // substr counts code points
-        }
-        return ("(" + terms.joined(separator: " OR ") + ")", arguments)
     }
 }

@@ -1,31 +1,22 @@
 // Sealing of item secrets: XChaCha20-Poly1305 under the class key of the item's
-// accessibility. The additional data binds the row id, the identity and the
-// accessibility, so a sealed secret moved to another row, group or class fails to open.
+// accessibility. The additional data binds the row id and the row digest (which
+// covers the class, synchronizable, the accessibility and every hashed attribute),
+// so a sealed secret moved to another row, group or class fails to open.
 import DataProtection
 import Foundation
 
 struct ItemCrypto {
     let device: LockStateManager
+    let keys: ItemKeys
 
-    static func additionalData(id: Int64, identity: ItemIdentity, accessibility: Accessibility) -> [UInt8] {
-        var fields = ["dpfs.keychain.item.v1", String(id), identity.itemClass.rawValue]
-        for key in identity.itemClass.keyAttributes { fields.append(key.rawValue + "=" + (identity.keys[key] ?? key.absent)) }
-        fields += [identity.accessGroup, identity.synchronizable ? "sync" : "local", accessibility.rawValue]
-        // Length-prefixed, so no two field lists encode alike.
-        var bytes: [UInt8] = []
-        for field in fields {
-            let utf8 = Array(field.utf8)
-            let count = UInt32(utf8.count)
-            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-            bytes += utf8
-        }
-        return bytes
+    static func additionalData(id: Int64, digest: Data) -> [UInt8] {
+        FieldEncoding.lengthPrefixed([Array("dpfs.keychain.secret.v2".utf8), Array(String(id).utf8), Array(digest)])
     }
 
     /// Seals `plaintext`; errSecInteractionNotAllowed when the class key is not in memory.
-    func seal(_ plaintext: UnsafeRawBufferPointer, id: Int64, identity: ItemIdentity,
+    func seal(_ plaintext: UnsafeRawBufferPointer, id: Int64, columns: RowColumns,
               accessibility: Accessibility) throws -> Data {
-        let ad = Self.additionalData(id: id, identity: identity, accessibility: accessibility)
+        let ad = Self.additionalData(id: id, digest: columns.digest(keys))
         var sealed = Data(count: plaintext.count + AEAD.overhead)
         let done: Void? = device.withClassKey(accessibility.protectionClass) { key in
             ad.withUnsafeBytes { ad in
@@ -61,7 +52,7 @@ struct ItemCrypto {
               sealed.count - AEAD.overhead == output.count else {
             throw StoredItem.damaged
         }
-        let ad = Self.additionalData(id: item.id, identity: item.identity, accessibility: accessibility)
+        let ad = Self.additionalData(id: item.id, digest: item.columns.digest(keys))
         let opened: Bool? = device.withClassKey(accessibility.protectionClass) { key in
             sealed.withUnsafeBytes { input in
                 ad.withUnsafeBytes { AEAD.open(input, additionalData: $0, key: key.pointer, into: output) }

@@ -1,41 +1,51 @@
-// A find/update/delete query turned into SQL: the attributes it names must match,
-// the caller's access groups bound it, and synchronizable defaults to "no" as in
-// Apple's keychain. Every query reads through the one identity index.
+// A find/update/delete query turned into SQL: the attributes it names must match
+// (compared as keyed hashes, ItemKeys), the caller's access groups bound it, and
+// synchronizable defaults to "no" as in Apple's keychain. Every query reads through
+// the one identity index.
+import Foundation
 import GRDB
 
 struct ItemQuery {
     let itemClass: ItemClass
     private var terms: [String] = []
     private var arguments: [any DatabaseValueConvertible] = []
+    /// Set when the caller holds wildcard groups: a `TEAMID.*` cannot be compared with
+    /// a hash, so rows outside the exact groups are kept only once their sealed
+    /// access group is opened and allowed.
+    private var wildcardScope: AccessScope?
+    private var exactGroupHashes: Set<Data> = []
 
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
-    init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool) throws {
+    init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
         add("class = ?", itemClass.rawValue)
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
-                add("\"\(key.rawValue)\" = ?", ItemIdentity.databaseValue(key, value))
+                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, value))
             } else if !itemClass.keyAttributes.contains(key) {
                 // Always absent in this class; saying so lets SQLite use the index prefix.
-                add("\"\(key.rawValue)\" = ?", ItemIdentity.databaseValue(key, key.absent))
+                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, key.absent))
             }
         }
         if let group = attributes.accessGroup {
             guard scope.allows(group) else {
                 throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
             }
-            add("accessGroup = ?", group)
+            add("accessGroup = ?", keys.attributeHash("accessGroup", group))
+        } else if scope.prefixes.isEmpty {
+            let hashes = scope.exactHashes(keys)
+            terms.append("accessGroup IN (" + Array(repeating: "?", count: hashes.count).joined(separator: ",") + ")")
+            arguments += hashes
         } else {
-            let (condition, groupArguments) = scope.sqlCondition()
-            terms.append(condition)
-            arguments += groupArguments
+            wildcardScope = scope
+            exactGroupHashes = Set(scope.exactHashes(keys))
         }
         switch attributes.synchronizable ?? .no {
         case .no: add("synchronizable = ?", false)
         case .yes: add("synchronizable = ?", true)
         case .any: break
         }
-        if let label = attributes.label { add("label = ?", label) }
+        if let label = attributes.label { add("label = ?", keys.attributeHash("label", label)) }
         if let accessible = attributes.accessible { add("accessible = ?", accessible.rawValue) }
         if !passcodeSet {
             // Such items are destroyed when the passcode goes; never show one meanwhile.
@@ -51,11 +61,31 @@ struct ItemQuery {
     var whereClause: String { terms.joined(separator: " AND ") }
     var statementArguments: StatementArguments { StatementArguments(arguments) }
 
+    /// The SELECT that `fetch` runs. A wildcard scope filters after reading, so its
+    /// limit cannot be SQL's.
+    func sql(withSecret: Bool, limitOne: Bool) -> String {
+        "SELECT \(StoredItem.columns)\(withSecret ? ", secret" : "") FROM items WHERE \(whereClause) "
+            + "ORDER BY id\(limitOne && wildcardScope == nil ? " LIMIT 1" : "")"
+    }
+
     /// Matching items in creation order; the sealed secret only when asked for.
-    func fetch(_ db: Database, withSecret: Bool, limitOne: Bool) throws -> [StoredItem] {
-        let sql = "SELECT \(StoredItem.columns)\(withSecret ? ", secret" : "") FROM items WHERE \(whereClause) "
-            + "ORDER BY id\(limitOne ? " LIMIT 1" : "")"
+    /// Under a wildcard scope, a row outside the exact groups whose attributes fail
+    /// to open is errSecDecode: whether it is the caller's cannot be told.
+    func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys) throws -> [StoredItem] {
         // Cached: compiling the statement costs more than running it.
-        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: statementArguments).map(StoredItem.init(row:))
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne)),
+                                       arguments: statementArguments)
+        var items: [StoredItem] = []
+        while let row = try rows.next() {
+            var item = try StoredItem(row: row)
+            if let scope = wildcardScope, !exactGroupHashes.contains(item.columns.groupHash) {
+                let record = try ItemRecord(opening: item, keys: keys)
+                guard scope.allows(record.identity.accessGroup) else { continue }
+                item.record = record
+            }
+            items.append(item)
+            if limitOne { break }
+        }
+        return items
     }
 }

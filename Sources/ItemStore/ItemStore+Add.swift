@@ -31,32 +31,34 @@ extension ItemStore {
                                     accessGroup: group, synchronizable: synchronizable)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
-        let item = try pool.write { db in
-            try checkNoDuplicate(identity, db)
-            let columns = identity.columns + [("label", attributes.label), ("accessible", accessibility.rawValue),
-                                              ("created", now), ("modified", now), ("secret", Data())]
-            try db.execute(sql: "INSERT INTO items (\(columns.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
-                               + "VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))",
-                           arguments: StatementArguments(columns.map(\.1)))
-            // The row id is part of the additional data, so seal once the row exists.
+        let record = ItemRecord(identity: identity, label: attributes.label, created: now, modified: now)
+        let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
+        try pool.write { db in
+            try checkNoDuplicate(columns, db)
+            let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
+            try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
+                               + "VALUES (\(Array(repeating: "?", count: assignments.count).joined(separator: ", ")))",
+                           arguments: StatementArguments(assignments.map(\.1)))
+            // The row id is part of both seals' additional data, so seal once the row exists.
             let id = db.lastInsertedRowID
             let sealed = try secret.withUnsafeBytes {
-                try crypto.seal($0, id: id, identity: identity, accessibility: accessibility)
+                try crypto.seal($0, id: id, columns: columns, accessibility: accessibility)
             }
-            try db.execute(sql: "UPDATE items SET secret = ? WHERE id = ?", arguments: [sealed, id])
-            return StoredItem(id: id, identity: identity, label: attributes.label, accessibility: accessibility,
-                              created: now, modified: now, secret: nil)
+            try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
+                           arguments: [record.seal(id: id, columns: columns, keys: keys), sealed, id])
         }
         guard let shape else { return KeychainResponse(status: SecStatus.success) }
-        let returned = KeychainResponse.Item(attributes: shape.includesAttributes ? item.attributes : nil,
+        let returned = KeychainResponse.Item(attributes: shape.includesAttributes
+                                                 ? StoredItem.attributes(of: record, accessibleName: accessibility.rawValue)
+                                                 : nil,
                                              data: shape.includesData ? secret : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
     }
 
     /// An existing item with this identity is a duplicate, unless its class is
     /// unavailable: then even its existence is not the caller's to learn.
-    private func checkNoDuplicate(_ identity: ItemIdentity, _ db: Database) throws {
-        let columns = identity.columns
+    private func checkNoDuplicate(_ row: RowColumns, _ db: Database) throws {
+        let columns = row.identityColumns
         let condition = columns.map { "\"\($0.0)\" = ?" }.joined(separator: " AND ")
         guard let existing = try String.fetchOne(db, sql: "SELECT accessible FROM items WHERE \(condition)",
                                                  arguments: StatementArguments(columns.map(\.1))) else { return }

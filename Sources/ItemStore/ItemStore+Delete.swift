@@ -1,6 +1,7 @@
 // SecItemDelete: removes every match, in one transaction; nothing is removed when a
 // match's class is unavailable.
 import Foundation
+import GRDB
 
 extension ItemStore {
     func delete(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
@@ -8,9 +9,9 @@ extension ItemStore {
         guard request.data == nil, request.updateAttributes.isEmpty, request.newData == nil else {
             throw SecError(SecStatus.param, "delete takes no data and no new attributes")
         }
-        let query = try ItemQuery(ParsedAttributes(request.attributes), scope: caller, passcodeSet: passcodeSet)
+        let query = try query(request.attributes, caller: caller)
         try pool.write { db in
-            let matches = try query.fetch(db, withSecret: false, limitOne: false)
+            let matches = try query.fetch(db, withSecret: false, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
             // A row whose accessibility is damaged may still go: deleting is how one recovers.
             for item in matches {
@@ -18,7 +19,9 @@ extension ItemStore {
                     throw ItemCrypto.unavailable(accessibility)
                 }
             }
-            try db.execute(sql: "DELETE FROM items WHERE \(query.whereClause)", arguments: query.statementArguments)
+            // By id: under a wildcard scope the query's SQL matches more than the caller's rows.
+            let statement = try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?")
+            for item in matches { try statement.execute(arguments: [item.id]) }
         }
         return KeychainResponse(status: SecStatus.success)
     }

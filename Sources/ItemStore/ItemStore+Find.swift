@@ -11,12 +11,16 @@ extension ItemStore {
         }
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
-        let query = try ItemQuery(ParsedAttributes(request.attributes), scope: caller, passcodeSet: passcodeSet)
-        let matches = try pool.read { try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one) }
+        let query = try query(request.attributes, caller: caller)
+        let matches = try pool.read {
+            try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys)
+        }
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         try checkAvailable(matches)
         let items = try matches.map { item in
-            KeychainResponse.Item(attributes: shape.includesAttributes ? item.attributes : nil,
+            KeychainResponse.Item(attributes: shape.includesAttributes
+                                      ? StoredItem.attributes(of: try record(of: item), accessibleName: item.columns.accessibleName)
+                                      : nil,
                                   data: shape.includesData ? try crypto.openForReply(item) : nil)
         }
         return KeychainResponse(status: SecStatus.success, items: items)

@@ -1,6 +1,6 @@
 // SecItemUpdate: new data and/or attributes for every match, in one transaction.
-// A secret is resealed when its data, identity or class changes (the additional
-// data binds them); a label-only change touches no secret.
+// The sealed attributes are always resealed (the modification date changes); the
+// secret when its data or any column its seal binds (identity, label, class) changes.
 import DataProtection
 import Foundation
 import GRDB
@@ -12,12 +12,12 @@ extension ItemStore {
         guard request.newData != nil || !request.updateAttributes.isEmpty else {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
-        let query = try ItemQuery(ParsedAttributes(request.attributes), scope: caller, passcodeSet: passcodeSet)
+        let query = try query(request.attributes, caller: caller)
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
         try pool.write { db in
-            let matches = try query.fetch(db, withSecret: true, limitOne: false)
+            let matches = try query.fetch(db, withSecret: true, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
             try checkAvailable(matches)
             for item in matches {
@@ -46,30 +46,32 @@ extension ItemStore {
     private func save(changing item: StoredItem, _ changes: ParsedAttributes, newData: Data?,
                       now: Double, _ db: Database) throws {
         guard let oldAccessibility = item.accessibility else { throw StoredItem.damaged }
-        var keys = item.identity.keys
-        keys.merge(changes.keys) { $1 }
-        let identity = ItemIdentity(itemClass: item.identity.itemClass, given: keys,
-                                    accessGroup: changes.accessGroup ?? item.identity.accessGroup,
-                                    synchronizable: changes.synchronizable.map { $0 == .yes } ?? item.identity.synchronizable)
+        let old = try record(of: item)
+        var given = old.identity.keys
+        given.merge(changes.keys) { $1 }
+        let identity = ItemIdentity(itemClass: old.identity.itemClass, given: given,
+                                    accessGroup: changes.accessGroup ?? old.identity.accessGroup,
+                                    synchronizable: changes.synchronizable.map { $0 == .yes } ?? old.identity.synchronizable)
         let accessibility = changes.accessible ?? oldAccessibility
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
-        var columns = identity.columns + [("label", changes.label ?? item.label), ("accessible", accessibility.rawValue),
-                                          ("modified", now)]
-        if newData != nil || identity != item.identity || accessibility != oldAccessibility {
+        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, created: old.created, modified: now)
+        let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
+        var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
+        if newData != nil || columns != item.columns {
             let sealed: Data
             if let newData {
                 sealed = try newData.withUnsafeBytes {
-                    try crypto.seal($0, id: item.id, identity: identity, accessibility: accessibility)
+                    try crypto.seal($0, id: item.id, columns: columns, accessibility: accessibility)
                 }
             } else {
                 sealed = try crypto.withSecret(of: item) {
-                    try crypto.seal($0, id: item.id, identity: identity, accessibility: accessibility)
+                    try crypto.seal($0, id: item.id, columns: columns, accessibility: accessibility)
                 }
             }
-            columns.append(("secret", sealed))
+            assignments.append(("secret", sealed))
         }
-        try db.execute(sql: "UPDATE items SET \(columns.map { "\"\($0.0)\" = ?" }.joined(separator: ", ")) WHERE id = ?",
-                       arguments: StatementArguments(columns.map(\.1) + [item.id]))
+        try db.execute(sql: "UPDATE items SET \(assignments.map { "\"\($0.0)\" = ?" }.joined(separator: ", ")) WHERE id = ?",
+                       arguments: StatementArguments(assignments.map(\.1) + [item.id]))
     }
 }

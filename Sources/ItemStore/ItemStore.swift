@@ -9,6 +9,7 @@ import Synchronization
 public final class ItemStore: Sendable {
     let pool: DatabasePool
     let device: LockStateManager
+    let keys: ItemKeys
     private let observerID: UInt64
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
@@ -19,6 +20,7 @@ public final class ItemStore: Sendable {
         let pool = try Schema.open(path)
         self.pool = pool
         self.device = device
+        self.keys = ItemKeys(metadataKey: device.metadataKey)
         observerID = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
@@ -104,13 +106,22 @@ public final class ItemStore: Sendable {
         // its commit) can never be overtaken by a scope read before it.
         try callers.withLock { cache in
             if let known = cache[bundleID] { return known }
-            let scope = AccessScope(try entitlements(of: bundleID))
+            let scope = AccessScope(try entitlements(of: bundleID), keys: keys)
             cache[bundleID] = scope
             return scope
         }
     }
 
-    var crypto: ItemCrypto { ItemCrypto(device: device) }
+    var crypto: ItemCrypto { ItemCrypto(device: device, keys: keys) }
+
+    /// An item's attributes in clear, opening them unless the query already did.
+    func record(of item: StoredItem) throws -> ItemRecord {
+        try item.record ?? ItemRecord(opening: item, keys: keys)
+    }
+
+    func query(_ attributes: [String: String], caller: AccessScope) throws -> ItemQuery {
+        try ItemQuery(ParsedAttributes(attributes), scope: caller, passcodeSet: passcodeSet, keys: keys)
+    }
     var passcodeSet: Bool { device.status().passcodeSet }
 
     func isAvailable(_ accessibility: Accessibility) -> Bool {

@@ -8,7 +8,7 @@ import GRDB
 enum Schema {
     static func open(_ path: String) throws -> DatabasePool {
         // Create the file 0600 before SQLite does: its -wal and -shm take the same mode,
-        // and item attributes (service and account names) are nobody else's business.
+        // and even hashed attributes and sealed secrets are nobody else's business.
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw ItemStoreError("cannot open the item store \(path): \(String(cString: strerror(errno)))") }
         close(fd)
@@ -20,13 +20,29 @@ enum Schema {
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
+        try refuseOlderSchema(pool, path: path)
         try migrator.migrate(pool)
         return pool
     }
 
+    /// A v1 store kept item attributes in clear; it is refused, never read or
+    /// migrated (dpfs has no deployed keychains to carry over).
+    private static func refuseOlderSchema(_ pool: DatabasePool, path: String) throws {
+        let applied = try pool.read { db -> [String] in
+            guard try db.tableExists("grdb_migrations") else { return [] }
+            return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        }
+        if let older = applied.first(where: { !migrator.migrations.contains($0) }) {
+            throw ItemStoreError("the item store \(path) has schema \(older); this dpfs reads schema "
+                                 + "\(currentVersion) only (there is no migration: make a new device with dpfs init)")
+        }
+    }
+
+    static let currentVersion = "v2"
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
+        migrator.registerMigration(currentVersion) { db in
             try db.execute(sql: """
                 CREATE TABLE apps (
                     bundleID TEXT PRIMARY KEY NOT NULL,
@@ -36,28 +52,29 @@ enum Schema {
                     isSandboxApp INTEGER NOT NULL DEFAULT 0,
                     entitlements BLOB
                 );
+                -- Attribute columns hold keyed hashes (ItemKeys), never the attribute;
+                -- the attributes themselves are sealed in `attributes` (ItemRecord).
                 CREATE TABLE items (
                     id INTEGER PRIMARY KEY AUTOINCREMENT,
                     class TEXT NOT NULL,
-                    service TEXT NOT NULL DEFAULT '',
-                    server TEXT NOT NULL DEFAULT '',
-                    account TEXT NOT NULL DEFAULT '',
-                    protocol TEXT NOT NULL DEFAULT '',
-                    port INTEGER NOT NULL DEFAULT 0,
-                    path TEXT NOT NULL DEFAULT '',
-                    securityDomain TEXT NOT NULL DEFAULT '',
-                    authenticationType TEXT NOT NULL DEFAULT '',
-                    accessGroup TEXT NOT NULL,
+                    service BLOB NOT NULL,
+                    server BLOB NOT NULL,
+                    account BLOB NOT NULL,
+                    protocol BLOB NOT NULL,
+                    port BLOB NOT NULL,
+                    path BLOB NOT NULL,
+                    securityDomain BLOB NOT NULL,
+                    authenticationType BLOB NOT NULL,
+                    accessGroup BLOB NOT NULL,
                     synchronizable INTEGER NOT NULL,
-                    label TEXT,
+                    label BLOB,
                     accessible TEXT NOT NULL,
-                    created REAL NOT NULL,
-                    modified REAL NOT NULL,
+                    attributes BLOB NOT NULL,
                     secret BLOB NOT NULL
                 );
                 -- Apple's uniqueness key. service then server first: a genp query names
-                -- service (server is always ''), an inet query server (service is ''),
-                -- so both find their rows through a prefix of this one index.
+                -- service (server is always absent), an inet query server (service is
+                -- absent), so both find their rows through a prefix of this one index.
                 CREATE UNIQUE INDEX items_identity ON items(
                     class, service, server, account, protocol, port, path,
                     securityDomain, authenticationType, accessGroup, synchronizable);

@@ -1,10 +1,12 @@
-// One row of the `items` table as the store reasons about it, and its attributes as a
-// keychain call returns them. Rows are read defensively: a damaged row becomes an
-// errSecDecode for that item, never a crash.
+// One row of the `items` table as the store reasons about it. A row holds in clear
+// only what the semantics need before any key is used (class, synchronizable,
+// accessibility); every attribute a query can name is a keyed hash (ItemKeys), and
+// the attributes themselves are sealed (ItemRecord). Rows are read defensively: a
+// damaged row becomes an errSecDecode for that item, never a crash.
 import Foundation
 import GRDB
 
-/// Apple's uniqueness key of an item.
+/// Apple's uniqueness key of an item, in clear (in memory only).
 struct ItemIdentity: Equatable, Sendable {
     var itemClass: ItemClass
     /// Every key attribute of the class, absent ones as `KeyAttribute.absent`.
@@ -20,73 +22,102 @@ struct ItemIdentity: Equatable, Sendable {
         self.accessGroup = accessGroup
         self.synchronizable = synchronizable
     }
+}
 
-    /// Column names and values for INSERT/UPDATE and for equality lookups; the other
-    /// class's attributes keep their absent value so the unique index sees them.
-    var columns: [(String, any DatabaseValueConvertible)] {
-        var columns: [(String, any DatabaseValueConvertible)] = [("class", itemClass.rawValue)]
-        for key in KeyAttribute.allCases {
-            columns.append((key.rawValue, Self.databaseValue(key, keys[key] ?? key.absent)))
-        }
-        columns.append(("accessGroup", accessGroup))
-        columns.append(("synchronizable", synchronizable))
-        return columns
+/// The clear and hashed columns of a row: what queries compare and what the row
+/// digest, bound into both seals, covers.
+struct RowColumns: Equatable, Sendable {
+    var itemClass: ItemClass
+    var synchronizable: Bool
+    var accessibleName: String
+    /// Keyed hashes of every key attribute (KeyAttribute order; the other class's
+    /// attributes hash their absent value, so the unique index sees them), then of
+    /// the access group.
+    var hashes: [Data]
+    /// Keyed hash of the label, nil when the item has none.
+    var labelHash: Data?
+
+    static let hashedColumns = KeyAttribute.allCases.map(\.rawValue) + ["accessGroup"]
+    static var groupIndex: Int { hashedColumns.count - 1 }
+
+    init(_ identity: ItemIdentity, label: String?, accessibility: Accessibility, keys: ItemKeys) {
+        itemClass = identity.itemClass
+        synchronizable = identity.synchronizable
+        accessibleName = accessibility.rawValue
+        hashes = KeyAttribute.allCases.map { keys.keyHash($0, identity.keys[$0] ?? $0.absent) }
+            + [keys.attributeHash("accessGroup", identity.accessGroup)]
+        labelHash = label.map { keys.attributeHash("label", $0) }
     }
 
-    static func databaseValue(_ key: KeyAttribute, _ value: String) -> any DatabaseValueConvertible {
-        key == .port ? (Int(value) ?? 0) : value
+    init(row: Row) throws {
+        guard let itemClass = String.fromDatabaseValue(row["class"]).flatMap(ItemClass.init(rawValue:)),
+              let synchronizable = Bool.fromDatabaseValue(row["synchronizable"]),
+              let accessibleName = String.fromDatabaseValue(row["accessible"]) else { throw StoredItem.damaged }
+        var hashes: [Data] = []
+        for column in Self.hashedColumns {
+            guard let hash = Data.fromDatabaseValue(row[column]) else { throw StoredItem.damaged }
+            hashes.append(hash)
+        }
+        let label: DatabaseValue = row["label"]
+        // Only a true hash, so that no stored value encodes like "no label" in the digest.
+        guard label.isNull || Data.fromDatabaseValue(label)?.count == ItemKeys.hashSize else { throw StoredItem.damaged }
+        self.itemClass = itemClass
+        self.synchronizable = synchronizable
+        self.accessibleName = accessibleName
+        self.hashes = hashes
+        self.labelHash = Data.fromDatabaseValue(label)
+    }
+
+    var groupHash: Data { hashes[Self.groupIndex] }
+
+    /// The identity part: what the unique index and the duplicate check compare.
+    var identityColumns: [(String, any DatabaseValueConvertible)] {
+        [("class", itemClass.rawValue)] + zip(Self.hashedColumns, hashes).map { ($0, $1) }
+            + [("synchronizable", synchronizable)]
+    }
+
+    /// Every column but id and the two seals, for INSERT and UPDATE.
+    var assignments: [(String, any DatabaseValueConvertible)] {
+        identityColumns + [("label", labelHash), ("accessible", accessibleName)]
+    }
+
+    /// BLAKE2b-128 under the index key of every column above (length-prefixed,
+    /// dpfs(5)); both seals bind it, so editing, or copying in from another row, any
+    /// clear or hashed column breaks them.
+    func digest(_ keys: ItemKeys) -> Data {
+        var fields: [[UInt8]] = [Array("dpfs.keychain.row.v2".utf8), Array(itemClass.rawValue.utf8),
+                                 Array((synchronizable ? "sync" : "local").utf8), Array(accessibleName.utf8)]
+        fields += hashes.map { Array($0) }
+        // A label hash is never empty (init(row:)), so an empty field means no label.
+        fields.append(labelHash.map { Array($0) } ?? [])
+        return keys.hash(FieldEncoding.lengthPrefixed(fields))
     }
 }
 
 struct StoredItem: Sendable {
-    static let columns = "id, class, service, server, account, protocol, port, path, securityDomain, "
-        + "authenticationType, accessGroup, synchronizable, label, accessible, created, modified"
+    static let columns = "id, class, " + RowColumns.hashedColumns.map { "\"\($0)\"" }.joined(separator: ", ")
+        + ", synchronizable, label, accessible, attributes"
 
     var id: Int64
-    var identity: ItemIdentity
-    var label: String?
-    /// Raw, so that a damaged value is reported when the item is touched.
-    var accessibleName: String
-    var created: Double
-    var modified: Double
+    var columns: RowColumns
+    var sealedAttributes: Data
     /// Loaded only when the call needs the secret.
     var secret: Data?
+    /// The opened attributes, once a step of the call needed them.
+    var record: ItemRecord?
 
-    var accessibility: Accessibility? { Accessibility(rawValue: accessibleName) }
+    var accessibility: Accessibility? { Accessibility(rawValue: columns.accessibleName) }
 
-    init(id: Int64, identity: ItemIdentity, label: String?, accessibility: Accessibility,
-         created: Double, modified: Double, secret: Data?) {
-        self.id = id; self.identity = identity; self.label = label
-        self.accessibleName = accessibility.rawValue
-        self.created = created; self.modified = modified; self.secret = secret
+    init(id: Int64, columns: RowColumns, sealedAttributes: Data, record: ItemRecord?) {
+        self.id = id; self.columns = columns; self.sealedAttributes = sealedAttributes; self.record = record
     }
 
     init(row: Row) throws {
-        func text(_ column: String) throws -> String {
-            guard let value = String.fromDatabaseValue(row[column]) else { throw Self.damaged }
-            return value
-        }
         guard let id = Int64.fromDatabaseValue(row["id"]),
-              let itemClass = ItemClass(rawValue: try text("class")),
-              let synchronizable = Bool.fromDatabaseValue(row["synchronizable"]),
-              let created = Double.fromDatabaseValue(row["created"]),
-              let modified = Double.fromDatabaseValue(row["modified"]) else { throw Self.damaged }
-        var keys: [KeyAttribute: String] = [:]
-        for key in itemClass.keyAttributes {
-            if key == .port {
-                guard let port = Int.fromDatabaseValue(row[key.rawValue]) else { throw Self.damaged }
-                keys[key] = String(port)
-            } else {
-                keys[key] = try text(key.rawValue)
-            }
-        }
+              let sealedAttributes = Data.fromDatabaseValue(row["attributes"]) else { throw Self.damaged }
         self.id = id
-        self.identity = ItemIdentity(itemClass: itemClass, given: keys, accessGroup: try text("accessGroup"),
-                                     synchronizable: synchronizable)
-        self.label = String.fromDatabaseValue(row["label"])
-        self.accessibleName = try text("accessible")
-        self.created = created
-        self.modified = modified
+        self.columns = try RowColumns(row: row)
+        self.sealedAttributes = sealedAttributes
         self.secret = row.hasColumn("secret") ? Data.fromDatabaseValue(row["secret"]) : nil
     }
 
@@ -95,17 +126,18 @@ struct StoredItem: Sendable {
     private static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     /// The attributes a find returns, by the same names a request uses.
-    var attributes: [String: String] {
+    static func attributes(of record: ItemRecord, accessibleName: String) -> [String: String] {
+        let identity = record.identity
         var attributes: [String: String] = [
             "class": identity.itemClass.rawValue,
             "accessGroup": identity.accessGroup,
             "accessible": accessibleName,
             "synchronizable": identity.synchronizable ? "yes" : "no",
-            "creationDate": Self.dateStyle.format(Date(timeIntervalSince1970: created)),
-            "modificationDate": Self.dateStyle.format(Date(timeIntervalSince1970: modified)),
+            "creationDate": dateStyle.format(Date(timeIntervalSince1970: record.created)),
+            "modificationDate": dateStyle.format(Date(timeIntervalSince1970: record.modified)),
         ]
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
-        if let label { attributes["label"] = label }
+        if let label = record.label { attributes["label"] = label }
         return attributes
     }
 }

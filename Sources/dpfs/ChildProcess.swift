@@ -17,7 +17,7 @@ enum ChildProcess {
         var mask = signalMask
         var defaults = sigset_t()
         sigemptyset(&defaults)
-        for signal in ChildSignals.forwarded { sigaddset(&defaults, signal) }
+        for signal in ChildSignals.forwarded where !ChildSignals.isIgnored(signal) { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigmask(&attributes, &mask)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))

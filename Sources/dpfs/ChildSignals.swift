@@ -19,6 +19,14 @@ enum ChildSignals {
         return (set, previous)
     }
 
+    /// Whether this process ignores `signal` (as under nohup): the program then inherits
+    /// the ignoring instead of getting the default action back.
+    static func isIgnored(_ signal: Int32) -> Bool {
+        var current = sigaction()
+        guard sigaction(signal, nil, &current) == 0 else { return false }
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
+    }
+
     /// Waits until `child` ends, forwarding signals to it; returns its exit status, or
     /// 128+N when signal N ended it.
     static func forwardUntilExit(of child: pid_t, signals: sigset_t) -> Int32 {

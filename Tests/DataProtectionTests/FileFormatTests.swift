@@ -56,13 +56,14 @@ final class FileHeaderTests: XCTestCase {
         XCTAssertThrowsError(try parse(header().serialized(metadataKey: metadataKey), key: SecureBuffer.random(count: 32)))
     }
 
-    /// Issue 12, attack 2: every single-byte change to the first KiB of a header holding a
-    /// current complete slot and a superseded untilFirstAuth slot (two values per byte)
-    /// must leave the complete slot in force or fail: never promote the old slot.
-    func testNoByteFlipPromotesTheSupersededSlot() throws {
-        var both = header(generation: 1, .untilFirstAuth)
-        both.slots[1] = .init(generation: 2, protectionClass: .complete, wrappedKey: Sodium.randomBytes(72))
-        var original = both.serialized(metadataKey: metadataKey)
+    /// Issue 12, attack 2: every single-byte change to the first KiB of a header as a
+    /// class change from untilFirstAuth to complete leaves it (the old slot zeroed; two
+    /// values per byte) must leave the complete slot in force or fail.
+    func testNoByteFlipChangesTheClass() throws {
+        var changed = header(generation: 1, .untilFirstAuth)
+        changed.slots[1] = .init(generation: 2, protectionClass: .complete, wrappedKey: Sodium.randomBytes(72))
+        changed.slots[0] = nil
+        var original = changed.serialized(metadataKey: metadataKey)
         original += [UInt8](repeating: 0, count: 1024 - original.count)
         var promoted = 0
         for offset in 0..<1024 {

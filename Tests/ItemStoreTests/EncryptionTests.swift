@@ -18,7 +18,7 @@ import Testing
         let files = t.databaseFiles()
         #expect(files.count > 0)
         #expect(!files.contains(Data(marker.utf8)))
-        #expect(files.contains(Data("WhenUnlocked".utf8)), "attributes are stored, so the scan does see the files")
+        #expect(files.contains(Data("WhenUnlocked".utf8)), "accessibility is stored in clear, so the scan does see the files")
         #expect(t.secret(["service": "WhenUnlocked"]) == marker + "-updated")
     }
 
@@ -27,12 +27,12 @@ import Testing
         t.add(["service": "good"], data: "fine")
         t.add(["service": "bad"], data: "doomed")
         t.add(["service": "good2"], data: "fine too")
-        // Flip one byte of the sealed secret.
-        try t.tamper("UPDATE items SET secret = substr(secret, 1, 30) || X'00' || substr(secret, 32) WHERE service = 'bad'")
+        // Flip one byte of the sealed secret (rows are numbered in the order added).
+        try t.tamper("UPDATE items SET secret = substr(secret, 1, 30) || X'00' || substr(secret, 32) WHERE id = 2")
         #expect(t.find(["service": "bad"]).status == SecStatus.decode)
         #expect(t.secret(["service": "good"]) == "fine")
         #expect(t.secret(["service": "good2"]) == "fine too")
-        // Attributes need no decryption, and the damaged item can still be deleted.
+        // Attributes need no class key, and the damaged item can still be deleted.
         #expect(t.find(["service": "bad"], returning: "attributes").status == 0)
         #expect(t.update(["service": "bad"], to: ["account": "x"]).status == SecStatus.decode)
         #expect(t.delete(["service": "bad"]).status == 0)
@@ -56,12 +56,14 @@ import Testing
             appID: "ABCDE12345.com.example.mail", groups: ["ABCDE12345.com.example.mail", "ABCDE12345.com.example.shared"]))
         t.add(["service": "private"], data: "mine")
         t.add(["service": "weak", "accessible": "Always"], data: "other")
-        // Moving an item into a shared group, or to a weaker class, breaks its seal.
-        try t.tamper("UPDATE items SET accessGroup = 'ABCDE12345.com.example.shared' WHERE service = 'private'")
-        try t.tamper("UPDATE items SET accessible = 'AlwaysThisDeviceOnly' WHERE service = 'weak'")
+        t.add(["service": "shared", "accessGroup": "ABCDE12345.com.example.shared"], data: "ours")
+        // Moving an item into a shared group (its hash copied from an item there), or to
+        // a weaker class, breaks its seal.
+        try t.tamper("UPDATE items SET accessGroup = (SELECT accessGroup FROM items WHERE id = 3) WHERE id = 1")
+        try t.tamper("UPDATE items SET accessible = 'AlwaysThisDeviceOnly' WHERE id = 2")
         #expect(t.find(["service": "private"]).status == SecStatus.decode)
         #expect(t.find(["service": "weak"]).status == SecStatus.decode)
-        try t.tamper("UPDATE items SET accessible = 'Sometimes' WHERE service = 'weak'")
+        try t.tamper("UPDATE items SET accessible = 'Sometimes' WHERE id = 2")
         #expect(t.find(["service": "weak"], returning: "attributes").status == SecStatus.decode)
         #expect(t.delete(["service": "weak"]).status == 0)
     }

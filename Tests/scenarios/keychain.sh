@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The keychain through the binary (SPEC §8, issue 4): add/find/update/delete with
 # Apple's statuses, accessibility across lock and restart, synchronizable, two apps
-# sharing an access group, binary data, secrets absent from the database files, a
+# sharing an access group, binary data, secrets and attributes absent from the database files, a
 # kill -9 of the daemon, and WhenPasscodeSet items dying with the passcode.
 source "$(dirname "$0")/lib.sh"
 
@@ -119,6 +119,13 @@ marker="MARKER-$$-plaintext"
 kc add "$MNT" --service marker --data-file <(printf %s "$marker")
 if cat "$DEV"/keychain.sqlite* | grep -qa "$marker"; then fail "no secret in plaintext in the database or WAL"
 else pass "no secret in plaintext in the database or WAL"; fi
+# Attributes are keyed hashes and a sealed set (dpfs(5), "Keychain database").
+kc add "$MNT" --service "svc-$$-attr" --account "acct-$$-attr" --label "label-$$-attr" --data-file <(printf x)
+expect_eq "the item's attributes come back" \
+    "$(kc find "$MNT" --service "svc-$$-attr" --return attributes | grep -c "attr$")" "3"
+if cat "$DEV"/keychain.sqlite* | grep -qa -e "svc-$$-attr" -e "acct-$$-attr" -e "label-$$-attr"; then
+    fail "no attribute in clear in the database or WAL"
+else pass "no attribute in clear in the database or WAL"; fi
 
 # --- synchronizable -------------------------------------------------------------------
 check "add a synchronizable item" kc add "$MNT" --service sync --synchronizable yes --data-file <(printf %s cloud)

@@ -47,10 +47,17 @@ expect_eq "a missing program is 127" "$?" "127"
 check "a missing program is named" grep -q "cannot run $WORK/no-such-program" "$WORK/err"
 check "the program sees the mount's files" "$DPFS" run "$MNT" -- sh -c 'echo hi > "$HOME/Documents/from-run.txt" && test -f "$TMPDIR/../Documents/from-run.txt"'
 
-# Signals sent to dpfs run reach the program.
-for sig in TERM HUP INT; do
+# Signals sent to dpfs run reach the program. A script's background job starts with
+# SIGINT and SIGQUIT ignored, and dpfs run passes an ignored signal on as ignored (as
+# the program run directly would have it): start it with them at their defaults.
+with_default_signals() {
+    exec python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+for sig in TERM HUP INT QUIT; do
     rm -f "$WORK/ready" "$WORK/got"
-    "$DPFS" run "$MNT" -- sh -c "trap 'echo $sig > \"$WORK/got\"; exit 7' $sig; touch \"$WORK/ready\"; while :; do sleep 0.1; done" &
+    with_default_signals "$DPFS" run "$MNT" -- sh -c "trap 'echo $sig > \"$WORK/got\"; exit 7' $sig; touch \"$WORK/ready\"; while :; do sleep 0.1; done" &
     runner=$!
     for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
     kill -s "$sig" "$runner"
@@ -66,6 +73,8 @@ sleep 0.2
 kill -TERM "$runner"
 wait "$runner"
 expect_eq "a program without a trap dies of the forwarded SIGTERM (128+15)" "$?" "143"
+ignored=$(nohup "$DPFS" run "$MNT" -- sh -c 'grep SigIgn /proc/self/status' 2>/dev/null | awk '{print $2}')
+expect_eq "under nohup the program keeps SIGHUP ignored" "$(( 0x$ignored & 1 ))" "1"
 
 # Apps.
 check_error "an unknown --app is refused" "no app com.example.nope is registered" \

@@ -297,6 +297,8 @@ public final class LockStateManager: Sendable {
                                       kdf: keybag.kdf)
         fresh.policy = keybag.policy
         fresh.generation = keybag.generation
+        fresh.deviceUUID = keybag.deviceUUID
+        fresh.secretStore = keybag.secretStore
         fresh.policy.erased = true
         fresh.policy.retryAfter = nil
         fresh.policy.eraseAfter = nil

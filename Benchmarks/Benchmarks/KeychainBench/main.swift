@@ -1,0 +1,135 @@
+// Keychain calls per second: through the Security library (a Unix-socket round trip to
+// a mounted device's daemon) against the same ItemStore called in this process, one
+// thread and eight. It mounts its own device with the dpfs binary ($DPFS, else the
+// package's .build/release/dpfs) and unmounts it at the end.
+// Run: Scripts/bench-micro Keychain   (or swift run -c release KeychainBench in Benchmarks/)
+import Control
+import DataProtection
+import Foundation
+import ItemStore
+import Security
+import Synchronization
+
+let singleThreadCalls = 4000
+let threads = 8
+let callsPerThread = 1000
+
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+let dpfs = ProcessInfo.processInfo.environment["DPFS"] ?? root.appendingPathComponent(".build/release/dpfs").path
+let work = FileManager.default.temporaryDirectory.appendingPathComponent("dpfs-keychain-bench-\(UUID().uuidString)")
+let mountpoint = work.appendingPathComponent("mnt").path
+let passcodeFile = work.appendingPathComponent("pass.txt").path
+
+@discardableResult
+func run(_ arguments: String...) -> Int32 {
+    var pid: pid_t = 0
+    let argv = ([dpfs] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    guard posix_spawn(&pid, dpfs, nil, nil, argv, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return status
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("KeychainBench: \(message)\n".utf8))
+    run("unmount", mountpoint)
+    try? FileManager.default.removeItem(at: work)
+    exit(1)
+}
+
+/// Calls per second of `body(thread, index)` over `threadCount` threads.
+func rate(threadCount: Int, calls: Int, _ body: @Sendable (Int, Int) -> Bool) -> Double {
+    let failures = Atomic<Int>(0)
+    let start = ContinuousClock.now
+    DispatchQueue.concurrentPerform(iterations: threadCount) { thread in
+        for index in 0..<calls where !body(thread, index) { failures.add(1, ordering: .relaxed) }
+    }
+    let seconds = (ContinuousClock.now - start) / .seconds(1)
+    if failures.load(ordering: .relaxed) > 0 { fail("\(failures.load(ordering: .relaxed)) calls failed") }
+    return Double(threadCount * calls) / seconds
+}
+
+// --- devices: one mounted (socket), one opened here (in-process) ----------------------
+guard (try? FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)) != nil else {
+    fail("cannot create \(mountpoint)")
+}
+_ = FileManager.default.createFile(atPath: passcodeFile, contents: Data("1234\n".utf8), attributes: [.posixPermissions: 0o600])
+let mountedDevice = work.appendingPathComponent("mounted").path
+let localDevice = work.appendingPathComponent("local").path
+let secrets = "file:" + work.appendingPathComponent("secrets").path
+guard run("init", mountedDevice, "--passcode-file", passcodeFile, "--secret-store", secrets) == 0,
+      run("init", localDevice, "--passcode-file", passcodeFile, "--secret-store", secrets) == 0 else { fail("dpfs init failed (\(dpfs))") }
+guard run("mount", mountedDevice, mountpoint) == 0 else { fail("dpfs mount failed") }
+guard run("unlock", mountpoint, "--passcode-file", passcodeFile) == 0 else { fail("dpfs unlock failed") }
+setenv("DPFS_MOUNT", mountpoint, 1)
+
+/// The same store the daemon opens, opened here; unlocked as `dpfs unlock` does.
+func openLocalStore() -> ItemStore {
+    do {
+        let directory = DeviceDirectory(localDevice)
+        let device = try LockStateManager(directory: directory, gracePeriod: 0)
+        try Array("1234".utf8).withUnsafeBytes { try device.unlock(passcode: SecureBuffer(copying: $0)) }
+        return try ItemStore(path: directory.itemStorePath, device: device)
+    } catch {
+        fail("cannot open the in-process store (is \(dpfs) built from this tree?): \(error)")
+    }
+}
+let store = openLocalStore()
+
+// --- the calls ------------------------------------------------------------------------
+@Sendable func secAdd(_ tag: String, _ thread: Int, _ index: Int) -> Bool {
+    let item: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: tag,
+                               kSecAttrAccount as String: "\(thread)-\(index)", kSecValueData as String: Data("secret".utf8)]
+    return SecItemAdd(item as CFDictionary, nil) == errSecSuccess
+}
+
+@Sendable func secFind(_ tag: String, _ thread: Int, _ index: Int) -> Bool {
+    let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: tag,
+                                kSecAttrAccount as String: "\(thread)-\(index)", kSecReturnData as String: true]
+    var result: CFTypeRef?
+    return SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess && result is Data
+}
+
+@Sendable func storeAdd(_ tag: String, _ thread: Int, _ index: Int) -> Bool {
+    store.perform(KeychainRequest(operation: .add, attributes: ["class": "genp", "service": tag, "account": "\(thread)-\(index)"],
+                                  data: Data("secret".utf8))).status == 0
+}
+
+@Sendable func storeFind(_ tag: String, _ thread: Int, _ index: Int) -> Bool {
+    store.perform(KeychainRequest(operation: .find, attributes: ["class": "genp", "service": tag, "account": "\(thread)-\(index)"],
+                                  returning: "data")).items.first?.data != nil
+}
+
+func column(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
+
+func line(_ what: String, _ socket: Double, _ local: Double) {
+    print(column(what, 18) + String(format: "%8.0f/s %7.1f µs   %8.0f/s %7.1f µs   %5.1fx",
+                                     socket, 1e6 / socket, local, 1e6 / local, local / socket))
+}
+
+print(column("keychain call", 18) + "  Security (socket)      ItemStore in-process    ratio")
+line("add, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secAdd("one", $0, $1) },
+     rate(threadCount: 1, calls: singleThreadCalls) { storeAdd("one", $0, $1) })
+line("find, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secFind("one", $0, $1) },
+     rate(threadCount: 1, calls: singleThreadCalls) { storeFind("one", $0, $1) })
+line("add, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secAdd("many", $0, $1) },
+     rate(threadCount: threads, calls: callsPerThread) { storeAdd("many", $0, $1) })
+line("find, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) },
+     rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+
+// Where the socket's time goes, in part: the JSON of one call's request and reply,
+// encoded and decoded once each, as client and daemon do.
+let codingRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
+    let request = ControlRequest.keychain(KeychainRequest(
+        operation: .find, attributes: ["class": "genp", "service": "one", "account": "0-\(index)"], returning: "data"))
+    let reply = ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [.init(data: Data("secret".utf8))]))
+    guard let requestJSON = try? JSONEncoder().encode(request), let replyJSON = try? JSONEncoder().encode(reply) else { return false }
+    return (try? JSONDecoder().decode(ControlRequest.self, from: requestJSON)) != nil
+        && (try? JSONDecoder().decode(ControlReply.self, from: replyJSON)) != nil
+}
+print(column("JSON of one call", 18) + String(format: "%8.0f/s %7.1f µs", codingRate, 1e6 / codingRate))
+
+run("unmount", mountpoint)
+try? FileManager.default.removeItem(at: work)

@@ -1,0 +1,95 @@
+// The item store's two metadata subkeys (dpfs(5) "Keychain database"): the index key,
+// under which every attribute a query can name is stored as a keyed hash, and the
+// attributes key, under which an item's full attribute set is sealed. Both come from
+// the device's metadata key (so from the device secret, never stored in the device
+// directory) and, like it, are there in every lock state: on iOS an item's
+// attributes are readable while its class key is not, and finds use an index.
+import DataProtection
+import Foundation
+
+struct ItemKeys: Sendable {
+    /// BLAKE2b-128: a collision would only make two items look alike (a false
+    /// errSecDuplicateItem), and 2^64 items are far beyond any keychain.
+    static let hashSize = 16
+
+    let index: SecureBuffer
+    let attributes: SecureBuffer
+    /// The hash of each key attribute's absent value, which every row and query of
+    /// the other class carries: computed once.
+    private let absentHashes: [KeyAttribute: Data]
+
+    init(metadataKey: SecureBuffer) {
+        index = Self.subkey(of: metadataKey, purpose: "dpfs.keychain.index.v2")
+        attributes = Self.subkey(of: metadataKey, purpose: "dpfs.keychain.attributes.v2")
+        var absent: [KeyAttribute: Data] = [:]
+        for key in KeyAttribute.allCases { absent[key] = Self.attributeHash(key.rawValue, key.absent, index: index) }
+        absentHashes = absent
+    }
+
+    /// The stored form of a key attribute's value.
+    func keyHash(_ key: KeyAttribute, _ value: String) -> Data {
+        if value == key.absent, let known = absentHashes[key] { return known }
+        return attributeHash(key.rawValue, value)
+    }
+
+    /// BLAKE2b-256 of the purpose string, keyed with the metadata key.
+    private static func subkey(of key: SecureBuffer, purpose: String) -> SecureBuffer {
+        let subkey = SecureBuffer(count: AEAD.keySize)
+        Array(purpose.utf8).withUnsafeBytes { Sodium.hash($0, key: key.bytes, into: subkey.mutableBytes) }
+        return subkey
+    }
+
+    /// The stored form of one attribute: BLAKE2b-128 under the index key of the
+    /// length-prefixed fields "dpfs.keychain.attribute.v2", name, value. The name in
+    /// the input keeps equal values of different attributes apart.
+    func attributeHash(_ name: String, _ value: String) -> Data {
+        Self.attributeHash(name, value, index: index)
+    }
+
+    private static func attributeHash(_ name: String, _ value: String, index: SecureBuffer) -> Data {
+        hash(FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attribute.v2".utf8), Array(name.utf8), Array(value.utf8)]),
+             index: index)
+    }
+
+    /// BLAKE2b-128 under the index key.
+    func hash(_ message: [UInt8]) -> Data { Self.hash(message, index: index) }
+
+    private static func hash(_ message: [UInt8], index: SecureBuffer) -> Data {
+        var digest = Data(count: hashSize)
+        message.withUnsafeBytes { input in
+            digest.withUnsafeMutableBytes { Sodium.hash(input, key: index.bytes, into: $0) }
+        }
+        return digest
+    }
+}
+
+/// Length-prefixed concatenation: each field preceded by its length as a big-endian
+/// u32, so no two field lists encode alike.
+enum FieldEncoding {
+    static func lengthPrefixed(_ fields: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.count })
+        for field in fields {
+            let count = UInt32(field.count)
+            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
+            bytes += field
+        }
+        return bytes
+    }
+
+    /// The fields of `lengthPrefixed`, or nil when the bytes are not such a list.
+    static func fields(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]]? {
+        var fields: [[UInt8]] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard bytes.count - offset >= 4 else { return nil }
+            let count = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
+                | Int(bytes[offset + 3])
+            offset += 4
+            guard bytes.count - offset >= count else { return nil }
+            fields.append(Array(bytes[offset..<(offset + count)]))
+            offset += count
+        }
+        return fields
+    }
+}

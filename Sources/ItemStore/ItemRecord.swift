@@ -1,0 +1,82 @@
+// An item's attributes in clear, as they are sealed in the row's `attributes` column:
+// XChaCha20-Poly1305 under the attributes key (ItemKeys), the associated data binding
+// the row id and the row digest, so a sealed set moved to another row, or left in a
+// row whose hashed or clear columns were edited, fails to open (errSecDecode for
+// that item only).
+import DataProtection
+import Foundation
+
+struct ItemRecord: Sendable {
+    var identity: ItemIdentity
+    var label: String?
+    /// Unix time in seconds. Sealed, not clear: when a password was set or last
+    /// changed is nobody's business either.
+    var created: Double
+    var modified: Double
+
+    init(identity: ItemIdentity, label: String?, created: Double, modified: Double) {
+        self.identity = identity; self.label = label; self.created = created; self.modified = modified
+    }
+
+    static func additionalData(id: Int64, digest: Data) -> [UInt8] {
+        FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attributes.v2".utf8), Array(String(id).utf8), Array(digest)])
+    }
+
+    /// The plaintext: length-prefixed name/value pairs (dpfs(5)). Class and
+    /// synchronizable are the row's clear columns, which the digest binds.
+    private var encoded: [UInt8] {
+        var pairs: [(String, String)] = identity.itemClass.keyAttributes.map { ($0.rawValue, identity.keys[$0] ?? $0.absent) }
+        pairs += [("accessGroup", identity.accessGroup), ("created", String(created)), ("modified", String(modified))]
+        if let label { pairs.append(("label", label)) }
+        return FieldEncoding.lengthPrefixed(pairs.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] })
+    }
+
+    func seal(id: Int64, columns: RowColumns, keys: ItemKeys) -> Data {
+        let plaintext = encoded
+        let ad = Self.additionalData(id: id, digest: columns.digest(keys))
+        var sealed = Data(count: plaintext.count + AEAD.overhead)
+        plaintext.withUnsafeBytes { input in
+            ad.withUnsafeBytes { ad in
+                sealed.withUnsafeMutableBytes { AEAD.seal(input, additionalData: ad, key: keys.attributes.pointer, into: $0) }
+            }
+        }
+        return sealed
+    }
+
+    /// The attributes of a stored item; errSecDecode when they fail their seal or parse.
+    init(opening item: StoredItem, keys: ItemKeys) throws {
+        let sealed = item.sealedAttributes
+        guard sealed.count >= AEAD.overhead else { throw Self.unreadable }
+        let ad = Self.additionalData(id: item.id, digest: item.columns.digest(keys))
+        var plaintext = [UInt8](repeating: 0, count: sealed.count - AEAD.overhead)
+        let opened = sealed.withUnsafeBytes { input in
+            ad.withUnsafeBytes { ad in
+                plaintext.withUnsafeMutableBytes { AEAD.open(input, additionalData: ad, key: keys.attributes.pointer, into: $0) }
+            }
+        }
+        guard opened, let fields = plaintext.withUnsafeBytes(FieldEncoding.fields), fields.count % 2 == 0 else {
+            throw Self.unreadable
+        }
+        var values: [String: String] = [:]
+        for pair in stride(from: 0, to: fields.count, by: 2) {
+            guard let name = String(validating: fields[pair], as: UTF8.self),
+                  let value = String(validating: fields[pair + 1], as: UTF8.self) else { throw Self.unreadable }
+            values[name] = value
+        }
+        let itemClass = item.columns.itemClass
+        var keyValues: [KeyAttribute: String] = [:]
+        for key in itemClass.keyAttributes {
+            guard let value = values[key.rawValue] else { throw Self.unreadable }
+            keyValues[key] = value
+        }
+        guard let group = values["accessGroup"], let created = values["created"].flatMap(Double.init),
+              let modified = values["modified"].flatMap(Double.init) else { throw Self.unreadable }
+        identity = ItemIdentity(itemClass: itemClass, given: keyValues, accessGroup: group,
+                                synchronizable: item.columns.synchronizable)
+        label = values["label"]
+        self.created = created
+        self.modified = modified
+    }
+
+    static let unreadable = SecError(SecStatus.decode, "a keychain item's attributes fail their integrity check")
+}

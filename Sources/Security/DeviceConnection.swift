@@ -1,0 +1,121 @@
+// The way to the device: the daemon of the mount DPFS_MOUNT names, reached through
+// Control's client, as the app DPFS_APP names (unset: the sandbox's own app, as
+// `dpfs keychain` without --app). Connections are kept in a small pool so a call
+// costs one request and one reply, not a getxattr, a connect and a daemon thread.
+// Every wait is bounded: an unreachable device answers nil (errSecNotAvailable) in
+// at most `timeout`, never a hang.
+import Control
+import Foundation
+import Glibc
+import ItemStore
+import Synchronization
+
+final class DeviceConnection: Sendable {
+    static let shared = DeviceConnection()
+    static let timeoutSeconds = 10
+    /// Below the daemon's 30 s idle limit, after which it closes a connection.
+    static let idleLimit: Duration = .seconds(20)
+    static let maxIdle = 16
+
+    private let idle = Mutex<[PooledClient]>([])
+
+    /// One keychain request as the calling app; nil when no device answers.
+    func send(_ request: KeychainRequest) -> KeychainResponse? {
+        guard let mountpoint = Self.environment("DPFS_MOUNT") else { return nil }
+        var request = request
+        request.app = Self.environment("DPFS_APP")
+        if let pooled = take(mountpoint) {
+            switch exchange(pooled, request) {
+            case .answered(let response):
+                give(pooled)
+                return response
+            case .timedOut:
+                return nil
+            case .failed:
+                break  // the daemon closed it (restart of the mount, idle limit): try a fresh one
+            }
+        }
+        guard let fresh = connect(mountpoint), case .answered(let response) = exchange(fresh, request) else {
+            return nil
+        }
+        give(fresh)
+        return response
+    }
+
+    private enum Outcome { case answered(KeychainResponse), timedOut, failed }
+
+    private func exchange(_ pooled: PooledClient, _ request: KeychainRequest) -> Outcome {
+        do {
+            guard let response = try pooled.client.send(.keychain(request)).keychain else { return .failed }
+            return .answered(response)
+        } catch FrameError.io(let code) where code == EAGAIN || code == EWOULDBLOCK {
+            // The daemon may have acted on the request: never send it again.
+            return .timedOut
+        } catch {
+            return .failed
+        }
+    }
+
+    private func take(_ mountpoint: String) -> PooledClient? {
+        let now = ContinuousClock.now
+        return idle.withLock { clients in
+            // A forked child must not share its parent's connections (their frames would interleave).
+            let pid = getpid()
+            clients.removeAll { now - $0.lastUsed > Self.idleLimit || $0.ownerPID != pid }
+            guard let index = clients.lastIndex(where: { $0.mountpoint == mountpoint }) else { return nil }
+            return clients.remove(at: index)
+        }
+    }
+
+    private func give(_ pooled: PooledClient) {
+        pooled.lastUsed = ContinuousClock.now
+        idle.withLock { clients in
+            if clients.count < Self.maxIdle { clients.append(pooled) }
+        }
+    }
+
+    /// Connects on a helper thread: finding the socket asks the mount (getxattr), which
+    /// a stopped daemon would never answer; the caller waits at most the timeout.
+    private func connect(_ mountpoint: String) -> PooledClient? {
+        let slot = ConnectSlot()
+        let thread = Thread {
+            if let client = try? ControlClient(mountpoint: mountpoint) {
+                client.setTimeouts(seconds: Self.timeoutSeconds)
+                slot.fill(PooledClient(client, mountpoint: mountpoint))
+            }
+            slot.done.signal()
+        }
+        thread.start()
+        guard slot.done.wait(timeout: .now() + .seconds(Self.timeoutSeconds)) == .success else { return nil }
+        return slot.take()
+    }
+
+    private static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}
+
+/// A connection and where it leads. Owned by one thread at a time: the pool, or the
+/// caller that took it out, which is what makes the unchecked Sendable sound.
+final class PooledClient: @unchecked Sendable {
+    let client: ControlClient
+    let mountpoint: String
+    let ownerPID = getpid()
+    var lastUsed = ContinuousClock.now
+
+    init(_ client: ControlClient, mountpoint: String) {
+        self.client = client
+        self.mountpoint = mountpoint
+    }
+}
+
+/// Hands a connection from the connecting thread to the caller, if it came in time.
+private final class ConnectSlot: Sendable {
+    let done = DispatchSemaphore(value: 0)
+    private let client = Mutex<PooledClient?>(nil)
+
+    func fill(_ pooled: PooledClient) { client.withLock { $0 = pooled } }
+    func take() -> PooledClient? { client.withLock { $0.take() } }
+}

@@ -1,0 +1,38 @@
+// OSStatus and the errSec codes a keychain call answers, with Apple's numbers, and
+// SecCopyErrorMessageString's one-line explanation of each.
+import Foundation
+
+public typealias OSStatus = Int32
+
+public let noErr: OSStatus = 0
+public let errSecSuccess: OSStatus = 0
+public let errSecUnimplemented: OSStatus = -4
+public let errSecIO: OSStatus = -36
+public let errSecParam: OSStatus = -50
+public let errSecNotAvailable: OSStatus = -25291
+public let errSecAuthFailed: OSStatus = -25293
+public let errSecDuplicateItem: OSStatus = -25299
+public let errSecItemNotFound: OSStatus = -25300
+public let errSecInteractionNotAllowed: OSStatus = -25308
+public let errSecDecode: OSStatus = -26275
+public let errSecMissingEntitlement: OSStatus = -34018
+public let errSecInvalidEncoding: OSStatus = -67853
+
+/// A sentence describing `status`, as Apple's function gives one; `reserved` must be nil.
+public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
+    switch status {
+    case errSecSuccess: return "No error."
+    case errSecUnimplemented: return "Function or operation not implemented."
+    case errSecIO: return "An I/O error occurred in the item store."
+    case errSecParam: return "One or more parameters passed to the function are not valid."
+    case errSecNotAvailable: return "No keychain is available: no mounted dpfs device answers (is DPFS_MOUNT set?)."
+    case errSecAuthFailed: return "The passcode or credentials given are not correct."
+    case errSecDuplicateItem: return "The item already exists in the keychain."
+    case errSecItemNotFound: return "The item cannot be found in the keychain."
+    case errSecInteractionNotAllowed: return "Interaction is not allowed: the item's protection class is unavailable while the device is locked."
+    case errSecDecode: return "The stored data cannot be decoded."
+    case errSecMissingEntitlement: return "The app lacks a required entitlement (access group)."
+    case errSecInvalidEncoding: return "The encoding is not valid."
+    default: return "OSStatus \(status)."
+    }
+}

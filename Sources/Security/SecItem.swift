@@ -1,0 +1,52 @@
+// SecItemAdd, SecItemCopyMatching, SecItemUpdate, SecItemDelete with Apple's
+// signatures. Each translates its dictionaries, sends one keychain request to the
+// daemon of the mount in DPFS_MOUNT as the app in DPFS_APP, and answers the store's
+// OSStatus. No semantics live here: the daemon's item store decides every outcome.
+import Foundation
+import ItemStore
+
+/// Adds an item; with kSecReturnData/Attributes/PersistentRef, `result` receives it.
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemCall.run(.add, attributes, changes: nil, result: result)
+}
+
+/// Finds the first match (or every match with kSecMatchLimitAll) and returns what the
+/// kSecReturn keys ask for in `result`.
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    SecItemCall.run(.find, query, changes: nil, result: result)
+}
+
+/// Changes the attributes and/or data (kSecValueData) of every match.
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    SecItemCall.run(.update, query, changes: attributesToUpdate, result: nil)
+}
+
+/// Removes every match.
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    SecItemCall.run(.delete, query, changes: nil, result: nil)
+}
+
+enum SecItemCall {
+    static func run(_ operation: KeychainRequest.Operation, _ dictionary: [String: Any],
+                    changes: [String: Any]?, result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+        let query: SecItemQuery
+        let update: SecItemQuery?
+        do {
+            query = try SecItemQuery(dictionary, role: .query)
+            update = try changes.map { try SecItemQuery($0, role: .changes) }
+        } catch let refusal as SecItemRefusal {
+            return refusal.status
+        } catch {
+            return errSecParam
+        }
+        let request = KeychainRequest(
+            operation: operation, attributes: query.attributes, data: query.valueData,
+            updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
+            limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
+        guard let response = DeviceConnection.shared.send(request) else { return errSecNotAvailable }
+        if response.status == errSecSuccess, let result {
+            result.pointee = SecItemResult.object(for: response, query)
+        }
+        return response.status
+    }
+}

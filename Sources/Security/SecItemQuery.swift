@@ -1,0 +1,141 @@
+// A SecItem dictionary translated to the item store's request vocabulary. Only the
+// spelling changes here (Apple's keys and values to the store's names); what a call
+// means is the store's decision, the same code that answers `dpfs keychain`. A value
+// of the wrong type, or a key this keychain does not know, is errSecParam.
+import Foundation
+
+/// A call refused before it reaches the device.
+struct SecItemRefusal: Error {
+    let status: OSStatus
+    static let param = SecItemRefusal(status: errSecParam)
+}
+
+struct SecItemQuery {
+    /// Store names ("service", "accessible", …) to store values ("WhenUnlocked", "yes", …).
+    var attributes: [String: String] = [:]
+    var valueData: Data?
+    var returnData = false
+    var returnAttributes = false
+    var returnPersistentRef = false
+    /// "one" or "all", as the store spells kSecMatchLimit.
+    var limit: String?
+    /// A numeric kSecMatchLimit above one: the store returns all, the caller gets this many.
+    var count: Int?
+
+    enum Role {
+        /// A query or a new item's attributes: kSecClass (or a persistent ref) required.
+        case query
+        /// SecItemUpdate's attributesToUpdate: attributes and kSecValueData only.
+        case changes
+    }
+
+    init(_ dictionary: [String: Any], role: Role) throws {
+        for (key, value) in dictionary {
+            if let name = Self.stringAttributes[key] {
+                attributes[name] = try Self.string(value)
+                continue
+            }
+            switch key {
+            case kSecClass:
+                let itemClass = try Self.string(value)
+                guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword else {
+                    // Certificates, keys and identities are Apple classes this keychain lacks.
+                    throw SecItemRefusal(status: Self.otherAppleClasses.contains(itemClass) ? errSecUnimplemented : errSecParam)
+                }
+                attributes["class"] = itemClass
+            case kSecAttrPort:
+                guard let port = value as? Int else { throw SecItemRefusal.param }
+                attributes["port"] = String(port)
+            case kSecAttrAccessible:
+                guard let name = Self.accessibility[try Self.string(value)] else { throw SecItemRefusal.param }
+                attributes["accessible"] = name
+            case kSecAttrSynchronizable:
+                if let any = value as? String, any == kSecAttrSynchronizableAny {
+                    attributes["synchronizable"] = "any"
+                } else {
+                    attributes["synchronizable"] = try Self.bool(value) ? "yes" : "no"
+                }
+            case kSecValueData:
+                guard let data = value as? Data else { throw SecItemRefusal.param }
+                valueData = data
+            case kSecValuePersistentRef where role == .query:
+                guard let ref = value as? Data, let identity = PersistentRef.attributes(of: ref) else {
+                    throw SecItemRefusal.param
+                }
+                attributes.merge(identity) { _, fromRef in fromRef }
+            case kSecReturnData where role == .query: returnData = try Self.bool(value)
+            case kSecReturnAttributes where role == .query: returnAttributes = try Self.bool(value)
+            case kSecReturnPersistentRef where role == .query: returnPersistentRef = try Self.bool(value)
+            case kSecMatchLimit where role == .query: try parseLimit(value)
+            case kSecUseDataProtectionKeychain, kSecUseAuthenticationUI, kSecUseOperationPrompt:
+                break  // one keychain, no user to prompt: accepted as on iOS, where they change nothing here
+            default:
+                // kSecReturnRef and kSecValueRef included: a password item has no ref object.
+                throw SecItemRefusal.param
+            }
+        }
+        if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
+    }
+
+    private mutating func parseLimit(_ value: Any) throws {
+        if let name = value as? String {
+            switch name {
+            case kSecMatchLimitOne: limit = "one"
+            case kSecMatchLimitAll: limit = "all"
+            default: throw SecItemRefusal.param
+            }
+        } else if let number = value as? Int, number >= 1 {
+            limit = number == 1 ? "one" : "all"
+            count = number == 1 ? nil : number
+        } else {
+            throw SecItemRefusal.param
+        }
+    }
+
+    /// What a find or add asks back, in the store's words: attributes also when only a
+    /// persistent ref is wanted (the ref is made from them), and attributes when nothing
+    /// is (the cheapest reply that still says whether a match exists and is available).
+    var returning: String? {
+        let wantsAttributes = returnAttributes || returnPersistentRef
+        switch (returnData, wantsAttributes) {
+        case (true, true): return "both"
+        case (true, false): return "data"
+        case (false, true): return "attributes"
+        case (false, false): return nil
+        }
+    }
+
+    var wantsResult: Bool { returnData || returnAttributes || returnPersistentRef }
+
+    private static func string(_ value: Any) throws -> String {
+        guard let string = value as? String else { throw SecItemRefusal.param }
+        return string
+    }
+
+    /// true/false, kCFBooleanTrue/False, or an NSNumber 0 or 1, as CFBoolean accepts.
+    private static func bool(_ value: Any) throws -> Bool {
+        guard let flag = value as? Bool else { throw SecItemRefusal.param }
+        return flag
+    }
+
+    /// Attributes whose value is a string under both names.
+    static let stringAttributes: [String: String] = [
+        kSecAttrService: "service", kSecAttrAccount: "account", kSecAttrServer: "server",
+        kSecAttrProtocol: "protocol", kSecAttrPath: "path", kSecAttrSecurityDomain: "securityDomain",
+        kSecAttrAuthenticationType: "authenticationType", kSecAttrLabel: "label", kSecAttrAccessGroup: "accessGroup",
+    ]
+
+    /// kSecAttrAccessible values and the store's names for them.
+    static let accessibility: [String: String] = [
+        kSecAttrAccessibleWhenUnlocked: "WhenUnlocked",
+        kSecAttrAccessibleAfterFirstUnlock: "AfterFirstUnlock",
+        kSecAttrAccessibleAlways: "Always",
+        kSecAttrAccessibleWhenUnlockedThisDeviceOnly: "WhenUnlockedThisDeviceOnly",
+        kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: "AfterFirstUnlockThisDeviceOnly",
+        kSecAttrAccessibleAlwaysThisDeviceOnly: "AlwaysThisDeviceOnly",
+        kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: "WhenPasscodeSetThisDeviceOnly",
+    ]
+
+    /// kSecClassCertificate, kSecClassKey, kSecClassIdentity.
+    static let otherAppleClasses: Set<String> = [kSecClassCertificate, kSecClassKey, kSecClassIdentity]
+}

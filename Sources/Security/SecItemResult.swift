@@ -1,0 +1,54 @@
+// The store's reply turned into what SecItemCopyMatching and SecItemAdd hand back on
+// iOS: Data for data alone, an attribute dictionary under Apple's keys (with v_Data
+// and v_PersistentRef when asked for too), and an array of those for kSecMatchLimitAll.
+import Foundation
+import ItemStore
+
+enum SecItemResult {
+    static func object(for response: KeychainResponse, _ query: SecItemQuery) -> CFTypeRef? {
+        guard query.wantsResult else { return nil }
+        let values = response.items.map { value(for: $0, query) }
+        if query.limit == "all" {
+            let wanted = query.count.map { Array(values.prefix($0)) } ?? values
+            return wanted as NSArray
+        }
+        return values.first.map { $0 as AnyObject }
+    }
+
+    private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) -> Any {
+        let storeAttributes = item.attributes ?? [:]
+        let ref = query.returnPersistentRef ? PersistentRef.make(from: storeAttributes) : nil
+        let kinds = [query.returnData, query.returnAttributes, query.returnPersistentRef].filter { $0 }.count
+        if kinds == 1 && !query.returnAttributes {
+            return (query.returnData ? item.data : ref) ?? Data()
+        }
+        var dictionary = query.returnAttributes ? appleAttributes(storeAttributes) : [:]
+        if query.returnData { dictionary[kSecValueData] = item.data ?? Data() }
+        if let ref { dictionary[kSecValuePersistentRef] = ref }
+        return dictionary
+    }
+
+    private static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let accessibilityCodes = Dictionary(
+        uniqueKeysWithValues: SecItemQuery.accessibility.map { ($0.value, $0.key) })
+    private static let appleNames = Dictionary(
+        uniqueKeysWithValues: SecItemQuery.stringAttributes.map { ($0.value, $0.key) })
+
+    /// Apple's keys and value types: String, Int for the port, NSNumber (a CFBoolean
+    /// on Apple) for sync, Date for cdat and mdat, "ak"… for pdmn.
+    static func appleAttributes(_ store: [String: String]) -> [String: Any] {
+        var apple: [String: Any] = [:]
+        for (name, value) in store {
+            switch name {
+            case "class": apple[kSecClass] = value
+            case "port": apple[kSecAttrPort] = Int(value) ?? 0
+            case "synchronizable": apple[kSecAttrSynchronizable] = NSNumber(value: value == "yes")
+            case "accessible": apple[kSecAttrAccessible] = accessibilityCodes[value] ?? value
+            case "creationDate": apple[kSecAttrCreationDate] = try? Date(value, strategy: dateStyle)
+            case "modificationDate": apple[kSecAttrModificationDate] = try? Date(value, strategy: dateStyle)
+            default: apple[appleNames[name] ?? name] = value
+            }
+        }
+        return apple
+    }
+}

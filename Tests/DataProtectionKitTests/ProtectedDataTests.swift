@@ -1,0 +1,62 @@
+// ProtectedData.isAvailable and the protected-data notifications against a real mount.
+import DataProtectionKit
+import Foundation
+import XCTest
+
+final class ProtectedDataTests: XCTestCase {
+    var device: MountedDevice!
+
+    override func setUpWithError() throws {
+        device = try MountedDevice()
+    }
+
+    override func tearDown() {
+        device?.tearDown()
+        device = nil
+    }
+
+    func testIsAvailableFollowsTheLockState() throws {
+        XCTAssertFalse(ProtectedData.isAvailable, "beforeFirstUnlock after mount")
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        XCTAssertTrue(ProtectedData.isAvailable)
+        XCTAssertTrue(UIApplication.shared.isProtectedDataAvailable)
+        try device.control.lock()
+        XCTAssertTrue(ProtectedData.isAvailable, "still available during the grace period")
+        try device.control.lock(now: true)
+        XCTAssertFalse(ProtectedData.isAvailable)
+        XCTAssertFalse(try ProtectedData.availability())
+    }
+
+    func testNotificationsArriveOnTheDefaultCenter() throws {
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        try ProtectedData.startObserving()
+        XCTAssertTrue(ProtectedData.isObserving)
+
+        let willGo = expectation(forNotification: UIApplication.protectedDataWillBecomeUnavailableNotification,
+                                 object: nil) { note in
+            note.userInfo?[ProtectedDataNotificationKey.event] as? String == "willBecomeUnavailable"
+        }
+        try device.control.lock()
+        wait(for: [willGo], timeout: 5)
+
+        let didCome = expectation(forNotification: UIApplication.protectedDataDidBecomeAvailableNotification, object: nil)
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        wait(for: [didCome], timeout: 5)
+
+        let restarted = expectation(forNotification: .UIApplicationProtectedDataWillBecomeUnavailable, object: nil) { note in
+            note.userInfo?[ProtectedDataNotificationKey.event] as? String == "restart"
+        }
+        try device.control.restart()
+        wait(for: [restarted], timeout: 5)
+
+        ProtectedData.stopObserving()
+        XCTAssertFalse(ProtectedData.isObserving)
+    }
+
+    func testNotificationNamesAreApples() {
+        XCTAssertEqual(UIApplication.protectedDataWillBecomeUnavailableNotification.rawValue,
+                       "UIApplicationProtectedDataWillBecomeUnavailable")
+        XCTAssertEqual(UIApplication.protectedDataDidBecomeAvailableNotification.rawValue,
+                       "UIApplicationProtectedDataDidBecomeAvailable")
+    }
+}
