@@ -28,28 +28,62 @@ public struct DeviceCheck {
 
     public func run(salvageInto salvage: String?) -> Report {
         var report = Report()
-        let root = device.directory.sandboxPath
-        guard let walker = FileManager.default.enumerator(atPath: root) else {
-            report.damage.append(Damage(path: root, problem: "cannot be read"))
-            return report
+        walk(device.directory.sandboxPath, relative: "", salvage: salvage, into: &report)
+        return report
+    }
+
+    /// Checks a backing directory and everything below it, naming what it reports by
+    /// plaintext path (names are sealed under each directory's ID, NameCipher).
+    private func walk(_ path: String, relative: String, salvage: String?, into report: inout Report) {
+        if let salvage { try? FileManager.default.createDirectory(atPath: salvage, withIntermediateDirectories: true) }
+        guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+            report.damage.append(Damage(path: relative.isEmpty ? "." : relative, problem: "cannot be listed"))
+            return
         }
-        while let relative = walker.nextObject() as? String {
-            let path = root + "/" + relative
+        for stored in entries.sorted() {
+            // The reapers' directory and long names' side files are no entries of the mount.
+            if stored.hasPrefix(".fuse_hidden") || LongName.isSideFile(stored) { continue }
+            let child = path + "/" + stored
+            var encoded = stored
+            if LongName.isStandIn(stored) {
+                guard let contents = try? String(contentsOfFile: child + LongName.sideFileSuffix, encoding: .utf8),
+                      LongName.matches(stored, encoded: contents) else {
+                    report.damage.append(Damage(path: join(relative, stored), problem: "a long name whose side file is missing or does not match"))
+                    continue
+                }
+                encoded = contents
+            }
+            guard let plainBytes = device.nameCipher.open(encoded, directoryID: id) else {
+                report.damage.append(Damage(path: join(relative, stored), problem: "a name that does not open (forged, or moved from another directory)"))
+                continue
+            }
+            let plain = String(decoding: plainBytes, as: UTF8.self)
+            let childRelative = join(relative, plain)
+            let target = salvage.map { $0 + "/" + plain }
             var st = stat()
-            guard lstat(path, &st) == 0 else { continue }
-            let target = salvage.map { $0 + "/" + relative }
+            guard lstat(child, &st) == 0 else { continue }
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
-                if let target { try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true) }
-                checkDirectoryClass(path, relative: relative, into: &report)
+                walk(child, relative: childRelative, salvage: target, into: &report)
             case S_IFREG:
                 report.files += 1
-                check(path, relative: relative, salvage: target, into: &report)
+                check(child, relative: childRelative, salvage: target, into: &report)
+            case S_IFLNK:
+                guard let stored = try? FileManager.default.destinationOfSymbolicLink(atPath: child),
+                      let linkTarget = device.nameCipher.openTarget(stored) else {
+                    report.damage.append(Damage(path: childRelative, problem: "symlink target does not open (forged or damaged)"))
+                    continue
+                }
+                if let target { _ = symlink(String(decoding: linkTarget, as: UTF8.self), target) }
             default:
                 continue
             }
         }
-        return report
+    }
+
+    private func join(_ relative: String, _ name: String) -> String {
+        relative.isEmpty ? name : relative + "/" + name
     }
 
     private func check(_ path: String, relative: String, salvage: String?, into report: inout Report) {
@@ -120,11 +154,15 @@ public struct DeviceCheck {
         if output >= 0 { report.salvaged += 1 }
     }
 
-    private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) {
+    /// The directory's ID, from its class record; nil (and a report) when missing or forged.
+    private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
-        if n > 0, DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) != nil { return }
+        if n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) {
+            return record.directoryID
+        }
         report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
-                                    problem: "directory class record missing or forged; no file can be created in it"))
+                                    problem: "directory class record missing or forged; its names cannot be read and no file can be created in it"))
+        return nil
     }
 }

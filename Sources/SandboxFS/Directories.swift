@@ -38,7 +38,9 @@ extension SandboxFileSystem {
             let next = off_t(entry.pointee.d_off)
             let added = withUnsafePointer(to: &entry.pointee.d_name) { namePointer -> Int? in
                 namePointer.withMemoryRebound(to: CChar.self, capacity: 256) { backing -> Int? in
-                    guard let name = plaintextName(backing, in: directory) else { return 0 }
+                    guard let plain = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
+                    return plain.withUnsafeBufferPointer { namePointer -> Int? in
+                    let name = namePointer.baseAddress.unsafelyUnwrapped
                     let room = size - used
                     var st = stat()
                     st.st_ino = entry.pointee.d_ino
@@ -56,6 +58,7 @@ extension SandboxFileSystem {
                         parameters = entryParameters(inode, found)
                     }
                     return fuse_add_direntry_plus(req, buffer + used, room, name, &parameters, next)
+                    }
                 }
             }
             guard let added else { break }  // full: the next call resumes at this entry
@@ -70,9 +73,7 @@ extension SandboxFileSystem {
         var st = stat()
         guard fstatat(directoryFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
         if let known = inodes.retainExisting(InodeKey(st)) {
-            if known.isRegular {
-                if let file = known.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
-            }
+            if known.isRegular, let file = known.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
             return .success((known, st))
         }
         let fd = openat(directoryFD, backing, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)

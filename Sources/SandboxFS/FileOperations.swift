@@ -160,10 +160,12 @@ extension SandboxFileSystem {
     func create(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,
                 _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let backing = form.stored
+        if let error = prepareName(form, in: parent) { return reply(req, error) }
         let made: CreatedFile
         switch createRegular(Caller(req), parent, backing, mode: mode) {
-        case .failure(let error): return reply(req, error)
+        case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
         let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent)

@@ -37,6 +37,9 @@ final class Inode: @unchecked Sendable {
     var lookups: UInt64 = 0
     /// The open-file state, shared by every handle and every name.
     let open = Mutex(OpenState())
+    /// A directory's random ID, read from its class record on first use: its names
+    /// are sealed under it (Names.swift). Fixed for the directory's life.
+    let directoryID = Mutex<[UInt8]?>(nil)
 
     struct OpenState {
         var file: OpenFile?

@@ -1,30 +1,118 @@
-// Where a name the kernel sends meets the backing tree: one function maps a plaintext
-// name in a directory to its backing name (lookup, readdir's reverse, create, rename
-// all go through here). Identity for now; encrypted names replace this one place.
+// Where a name the kernel sends meets the backing tree: a plaintext name in a
+// directory maps to its sealed backing name (NameCipher: deterministic per directory,
+// so a lookup is one seal and one *at() call, no scan), and readdir maps back. A name
+// whose sealed form passes 255 bytes is stored under a stand-in, with its sealed form
+// in a side file "<stand-in>.name" beside it, written before the entry is made and
+// removed after it is gone (a crash leaves at most an unused side file).
 //
 // Reserved: the reapers' directory (NodeReaper.swift) sits at the sandbox root under a
-// name beginning with ".fuse_hidden", the prefix libfuse's path API used for files
-// unlinked while open. Such names are never listed or found, and no node may take one.
+// name beginning with ".fuse_hidden". Sealed names are base64url, which never holds a
+// dot, so they never meet it nor a side file's name.
+import BlockStore
+import DataProtection
 import Glibc
+
+/// A plaintext name's form in the backing tree.
+struct BackingName {
+    /// What the directory entry is called.
+    let stored: [CChar]
+    /// For a long name: the side file's name and contents.
+    let sideFile: (name: [CChar], contents: String)?
+}
 
 extension SandboxFileSystem {
     static let reservedNamePrefix = ".fuse_hidden"
 
-    /// Whether a name is reserved (never listed, found, made or renamed to).
+    /// Whether a backing name is reserved (never listed, found, made or renamed to).
     @inline(__always)
     static func isReserved(_ name: UnsafePointer<CChar>) -> Bool {
         name.pointee == 0x2e && strncmp(name, reservedNamePrefix, 12) == 0
     }
 
-    /// The backing name of `name` in `directory`; nil for a reserved name.
-    @inline(__always)
-    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) -> UnsafePointer<CChar>? {
-        Self.isReserved(name) ? nil : name
+    /// The backing form of plaintext `name` in `directory`; nil when the directory's ID
+    /// cannot be read (its class record is damaged).
+    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) -> BackingName? {
+        let length = strlen(name)
+        // Over NAME_MAX: the raw name itself, which the backing filesystem refuses
+        // (ENAMETOOLONG), as it would a name that long.
+        if length > Int(NAME_MAX) {
+            return BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil)
+        }
+        guard let id = directoryID(directory) else { return nil }
+        let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
+        let sealed = device.nameCipher.seal(plain, directoryID: id)
+        let stored = Array(sealed.stored.utf8CString)
+        guard sealed.isLong else { return BackingName(stored: stored, sideFile: nil) }
+        return BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded))
     }
 
-    /// The plaintext name of a backing directory entry; nil when it is not shown.
-    @inline(__always)
-    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode) -> UnsafePointer<CChar>? {
-        Self.isReserved(backing) ? nil : backing
+    /// The plaintext name of backing entry `backing` in `directory` (whose listing
+    /// descriptor is `directoryFD`); nil for what is not shown: "." and ".." pass as
+    /// they are, reserved names, side files and names that do not open are hidden.
+    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode, directoryFD: Int32) -> [CChar]? {
+        if Self.isDotOrDotDot(backing) { return Array(UnsafeBufferPointer(start: backing, count: strlen(backing) + 1)) }
+        if Self.isReserved(backing) { return nil }
+        let stored = String(cString: backing)
+        if LongName.isSideFile(stored) { return nil }
+        guard let id = directoryID(directory) else { return nil }
+        var encoded = stored
+        if LongName.isStandIn(stored) {
+            guard let contents = readSideFile(directoryFD, stored + LongName.sideFileSuffix),
+                  LongName.matches(stored, encoded: contents) else { return nil }
+            encoded = contents
+        }
+        guard let plain = device.nameCipher.open(encoded, directoryID: id), !plain.contains(0),
+              !plain.contains(UInt8(ascii: "/")) else { return nil }
+        return plain.map { CChar(bitPattern: $0) } + [0]
+    }
+
+    /// A directory's ID, from its class record, cached on the entry.
+    func directoryID(_ directory: Inode) -> [UInt8]? {
+        if let known = directory.directoryID.withLock({ $0 }) { return known }
+        guard case .success(let record) = directoryRecord(directory) else { return nil }
+        directory.directoryID.withLock { $0 = record.directoryID }
+        return record.directoryID
+    }
+
+    /// Writes a long name's side file (before its entry is made); 0 or -errno.
+    func writeSideFile(_ parentFD: Int32, _ name: BackingName) -> Int32 {
+        guard let side = name.sideFile else { return 0 }
+        let fd = openat(parentFD, side.name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return -errno }
+        defer { close(fd) }
+        let bytes = Array(side.contents.utf8)
+        let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
+        if written != 0 { return written }
+        return fdatasync(fd) == 0 ? 0 : -errno
+    }
+
+    /// Removes a long name's side file once its entry is gone.
+    func removeSideFile(_ parentFD: Int32, _ name: BackingName) {
+        if let side = name.sideFile { _ = unlinkat(parentFD, side.name, 0) }
+    }
+
+    func readSideFile(_ directoryFD: Int32, _ name: String) -> String? {
+        let fd = openat(directoryFD, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = buffer.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    // MARK: Symlink targets
+
+    /// The stored form of a symlink target; nil when it would pass PATH_MAX sealed.
+    func backingTarget(_ target: UnsafePointer<CChar>) -> [CChar]? {
+        let sealed = device.nameCipher.sealTarget(Array(UnsafeRawBufferPointer(start: target, count: strlen(target))))
+        guard sealed.utf8.count < Int(PATH_MAX) else { return nil }
+        return Array(sealed.utf8CString)
+    }
+
+    /// A stored symlink target's plaintext (NUL-terminated); nil when forged or damaged.
+    func plaintextTarget(_ stored: [CChar]) -> [CChar]? {
+        guard let plain = device.nameCipher.openTarget(String(decoding: stored.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)) else { return nil }
+        return plain.map { CChar(bitPattern: $0) } + [0]
     }
 }

@@ -19,9 +19,7 @@ extension SandboxFileSystem {
             return .failure(error)
         }
         let inode = inodes.remember(fd: fd, st)
-        if inode.isRegular {
-            if let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
-        }
+        if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
         return .success((inode, st))
     }
 
@@ -35,7 +33,7 @@ extension SandboxFileSystem {
 
     func lookup(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        guard let backing = backingName(name, in: parent)?.stored else { return reply(req, .io) }
         switch enter(parent, backing) {
         case .failure(let error):
             if error == .noEntry {
@@ -65,32 +63,36 @@ extension SandboxFileSystem {
 
     func mknod(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let backing = form.stored
         let caller = Caller(req)
+        if let error = prepareName(form, in: parent) { return reply(req, error) }
         if mode & S_IFMT == S_IFREG {
             // A regular file made by mknod still needs a header and a key.
             switch createRegular(caller, parent, backing, mode: mode) {
-            case .failure(let error): return reply(req, error)
+            case .failure(let error): abandonName(form, in: parent); return reply(req, error)
             case .success(let made):
                 made.key.wipe()
                 close(made.fd)
                 return replyMade(req, parent, backing)
             }
         }
-        guard mknodat(parent.fd, backing, mode, rdev) == 0 else { return reply(req, .current) }
+        guard mknodat(parent.fd, backing, mode, rdev) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
         replyMade(req, parent, backing)
     }
 
     func mkdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let backing = form.stored
         let inherited: ProtectionClass
         switch directoryClass(parent) {
         case .failure(let error): return reply(req, error)
         case .success(let parentClass): inherited = parentClass
         }
-        guard mkdirat(parent.fd, backing, mode) == 0 else { return reply(req, .current) }
+        if let error = prepareName(form, in: parent) { return reply(req, error) }
+        guard mkdirat(parent.fd, backing, mode) == 0 else { return failMaking(req, form, in: parent) }
         storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
@@ -98,8 +100,11 @@ extension SandboxFileSystem {
 
     func symlink(_ req: fuse_req_t?, _ target: UnsafePointer<CChar>, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
-        guard symlinkat(target, parent.fd, backing) == 0 else { return reply(req, .current) }
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let backing = form.stored
+        guard let storedTarget = backingTarget(target) else { return reply(req, Errno(ENAMETOOLONG)) }
+        if let error = prepareName(form, in: parent) { return reply(req, error) }
+        guard symlinkat(storedTarget, parent.fd, backing) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
     }
@@ -107,10 +112,12 @@ extension SandboxFileSystem {
     func link(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
         let inode = node(ino)
         let newParent = node(newParentID)
-        guard let backing = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
+        guard let form = backingName(newName, in: newParent) else { return reply(req, .io) }
+        let backing = form.stored
+        if let error = prepareName(form, in: newParent) { return reply(req, error) }
         // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
         let linked = procPath(inode.fd).withCString { linkat(AT_FDCWD, $0, newParent.fd, backing, AT_SYMLINK_FOLLOW) }
-        guard linked == 0 else { return reply(req, .current) }
+        guard linked == 0 else { return failMaking(req, form, in: newParent) }
         switch attributes(inode) {
         case .failure(let error): reply(req, error)
         case .success(let st):
@@ -121,26 +128,33 @@ extension SandboxFileSystem {
 
     func unlink(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let backing = form.stored
         var st = stat()
         guard fstatat(parent.fd, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
         // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
         guard st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR else {
-            return replyResult(req, unlinkat(parent.fd, backing, 0))
+            let rc = unlinkat(parent.fd, backing, 0)
+            if rc == 0 { removeSideFile(parent.fd, form) }
+            return replyResult(req, rc)
         }
         // A closed file the kernel still knows: nothing can reach its data once its
         // last name goes, but the entry's O_PATH descriptor would hold its blocks until
         // the kernel forgets it, so the reaper cuts them away.
         let contents = st.st_mode & S_IFMT == S_IFREG ? discardableContents(InodeKey(st)) : -1
-        if reaper.remove(parent.fd, backing, contents: contents) { return replyOK(req) }
+        if reaper.remove(parent.fd, backing, contents: contents) {
+            removeSideFile(parent.fd, form)
+            return replyOK(req)
+        }
         let rc = unlinkat(parent.fd, backing, 0)
         let error = errno
         if contents >= 0 {
             if rc == 0 { _ = ftruncate(contents, 0) }
             close(contents)
         }
+        if rc == 0 { removeSideFile(parent.fd, form) }
         fuse_reply_err(req, rc == 0 ? 0 : error)
     }
 
@@ -153,15 +167,43 @@ extension SandboxFileSystem {
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
-        replyResult(req, unlinkat(parent.fd, backing, AT_REMOVEDIR))
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        let rc = unlinkat(parent.fd, form.stored, AT_REMOVEDIR)
+        if rc == 0 { removeSideFile(parent.fd, form) }
+        replyResult(req, rc)
     }
 
     func rename(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>,
                 _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
         let parent = node(parentID), newParent = node(newParentID)
-        guard let from = backingName(name, in: parent) else { return reply(req, .noEntry) }
-        guard let to = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
-        replyResult(req, renameat2(parent.fd, from, newParent.fd, to, flags))
+        guard let from = backingName(name, in: parent), let to = backingName(newName, in: newParent) else {
+            return reply(req, .io)
+        }
+        if let error = prepareName(to, in: newParent) { return reply(req, error) }
+        let exchange: UInt32 = 2  // RENAME_EXCHANGE: both names stay, each side file stays right
+        let rc = renameat2(parent.fd, from.stored, newParent.fd, to.stored, flags)
+        if rc == 0 && flags & exchange == 0 && from.stored != to.stored { removeSideFile(parent.fd, from) }
+        replyResult(req, rc)
+    }
+
+    /// Before a long name's entry is made: its side file. nil, or the error to reply.
+    func prepareName(_ form: BackingName, in parent: Inode) -> Errno? {
+        let rc = writeSideFile(parent.fd, form)
+        return rc == 0 ? nil : Errno(-rc)
+    }
+
+    /// A long name's side file whose entry was not made (and does not exist) goes again.
+    func abandonName(_ form: BackingName, in parent: Inode) {
+        var st = stat()
+        if form.sideFile != nil && fstatat(parent.fd, form.stored, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            removeSideFile(parent.fd, form)
+        }
+    }
+
+    /// Replies with the error of a call that failed to make `form`, tidying its side file.
+    func failMaking(_ req: fuse_req_t?, _ form: BackingName, in parent: Inode) {
+        let error = Errno.current
+        abandonName(form, in: parent)
+        reply(req, error)
     }
 }

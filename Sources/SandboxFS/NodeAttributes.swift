@@ -78,7 +78,9 @@ extension SandboxFileSystem {
         let n = readlinkat(inode.fd, "", &buffer, Int(PATH_MAX))
         guard n >= 0 else { return reply(req, .current) }
         buffer[n] = 0
-        fuse_reply_readlink(req, buffer)
+        // Targets are stored sealed (Names.swift); one that does not open is damage.
+        guard let target = plaintextTarget(buffer) else { return reply(req, .io) }
+        fuse_reply_readlink(req, target)
     }
 
     /// access(2) and chdir on a mount without default_permissions (MountSession): the

@@ -71,22 +71,24 @@ public final class SandboxFileSystem: Sendable {
         switch inode.backingStat() {
         case .failure(let error): return .failure(error)
         case .success(var st):
-            if inode.isRegular {
-                if let file = inode.openFile {
-                    st.st_size = off_t(file.reading { file.plainSize })
-                } else {
-                    Self.presentSize(&st)
-                }
+            if inode.isRegular, let file = inode.openFile {
+                st.st_size = off_t(file.reading { file.plainSize })
+            } else {
+                Self.presentSize(&st)
             }
             return .success(st)
         }
     }
 
-    /// Reports a regular file's plaintext size instead of its backing size.
+    /// Reports a regular file's plaintext size instead of its backing size, and a
+    /// symlink's plaintext target length instead of its sealed one (NameCipher: base64url
+    /// of nonce ‖ target ‖ tag, so it follows from the length alone).
     @inline(__always)
     static func presentSize(_ st: UnsafeMutablePointer<stat>) {
-        if st.pointee.st_mode & S_IFMT == S_IFREG {
-            st.pointee.st_size = off_t(BlockLayout.plainSize(backingSize: Int(st.pointee.st_size)))
+        switch st.pointee.st_mode & S_IFMT {
+        case S_IFREG: st.pointee.st_size = off_t(BlockLayout.plainSize(backingSize: Int(st.pointee.st_size)))
+        case S_IFLNK: st.pointee.st_size = off_t(max(0, Int(st.pointee.st_size) * 3 / 4 - NameCipher.targetOverhead))
+        default: break
         }
     }
 

@@ -7,7 +7,6 @@ source "$(dirname "$0")/lib.sh"
 setup_device
 unlock_device
 D="$MNT/Documents"
-B="$DEV/sandbox/Documents"
 SECRET_TEXT="the plaintext an attacker wants"
 slots_in_use() {  # how many of a backing header's two key slots are not all zeros
     python3 -c "
@@ -19,7 +18,7 @@ print(sum(1 for s in (h[24:152], h[152:280]) if any(s)))" "$1"
 printf '%s' "$SECRET_TEXT" > "$D/was-none.txt"
 setfattr -n user.dpfs.protection -v none "$D/was-none.txt"
 setfattr -n user.dpfs.protection -v complete "$D/was-none.txt"
-expect_eq "after none → complete one key slot is left" "$(slots_in_use "$B/was-none.txt")" "1"
+expect_eq "after none → complete one key slot is left" "$(slots_in_use "$(backing "$D/was-none.txt")")" "1"
 expect_eq "the file reads back" "$(cat "$D/was-none.txt")" "$SECRET_TEXT"
 
 # --- 2. Downgrade by flipping a header byte, while locked: a sweep of two values per
@@ -28,7 +27,7 @@ expect_eq "the file reads back" "$(cat "$D/was-none.txt")" "$SECRET_TEXT"
 setfattr -n user.dpfs.protection -v untilFirstAuth "$D/downgrade.txt"
 setfattr -n user.dpfs.protection -v complete "$D/downgrade.txt"
 "$DPFS" lock "$MNT" --now
-sweep=$(python3 - "$B/downgrade.txt" "$D/downgrade.txt" "$SECRET_TEXT" <<'PY'
+sweep=$(python3 - "$(backing "$D/downgrade.txt")" "$D/downgrade.txt" "$SECRET_TEXT" <<'PY'
 import os, sys
 backing, mounted, secret = sys.argv[1], sys.argv[2], sys.argv[3].encode()
 original = open(backing, "rb").read()
@@ -60,13 +59,14 @@ setfattr -n user.dpfs.protection -v complete "$D/vault"
 "$DPFS" restart "$MNT"
 check_error "before first unlock: lowering a complete directory is refused" "Operation not permitted" \
     setfattr -n user.dpfs.protection -v none "$D/vault"
-setfattr -n user.dpfs.protection -v none "$B/vault"
+VAULT=$(backing "$D/vault")
+setfattr -n user.dpfs.protection -v none "$VAULT"
 unlock_device
 check_error "a directory class edited in the backing tree reads as EIO" "Input/output error" \
     getfattr -n user.dpfs.protection "$D/vault"
 check_error "no file is created under the forged class" "Input/output error" sh -c "echo x > '$D/vault/new.txt'"
-expect_eq "nothing was created" "$(ls "$B/vault" | wc -l)" "0"
-setfattr -x user.dpfs.protection "$B/vault"
+expect_eq "nothing was created" "$(ls "$VAULT" | wc -l)" "0"
+setfattr -x user.dpfs.protection "$VAULT"
 check_error "a directory class removed in the backing tree reads as EIO" "Input/output error" \
     getfattr -n user.dpfs.protection "$D/vault"
 check "unlocked, the directory's class can be set again" setfattr -n user.dpfs.protection -v complete "$D/vault"
@@ -78,13 +78,15 @@ head -c 12288 /dev/urandom > "$WORK/three-blocks"
 for name in cut swapped other zeroed empty headeronly; do cp "$WORK/three-blocks" "$D/$name.bin"; done
 echo "another file" > "$D/other.bin"
 : > "$D/really-empty.bin"
+declare -A BK
+for name in cut swapped other empty headeronly zeroed really-empty; do BK[$name]=$(backing "$D/$name.bin"); done
 "$DPFS" unmount "$MNT"
-size=$(stat -c %s "$B/cut.bin"); truncate -s $((size - 4136)) "$B/cut.bin"        # the last block cut off
-cp "$B/other.bin" "$B/swapped.bin"                                               # another file's backing file
-: > "$B/empty.bin"                                                               # cut to zero bytes
-truncate -s 512 "$B/headeronly.bin"                                              # cut to its header
-dd if=/dev/zero of="$B/zeroed.bin" bs=1 seek=$((512 + 4136)) count=4136 conv=notrunc status=none  # block 1 zeroed
-truncate -s 552 "$B/really-empty.bin" && printf '\x01' | dd of="$B/really-empty.bin" bs=1 seek=530 conv=notrunc status=none
+size=$(stat -c %s "${BK[cut]}"); truncate -s $((size - 4136)) "${BK[cut]}"        # the last block cut off
+cp "${BK[other]}" "${BK[swapped]}"                                               # another file's backing file
+: > "${BK[empty]}"                                                               # cut to zero bytes
+truncate -s 512 "${BK[headeronly]}"                                              # cut to its header
+dd if=/dev/zero of="${BK[zeroed]}" bs=1 seek=$((512 + 4136)) count=4136 conv=notrunc status=none  # block 1 zeroed
+truncate -s 552 "${BK[really-empty]}" && printf '\x01' | dd of="${BK[really-empty]}" bs=1 seek=530 conv=notrunc status=none
 fsck_out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); fsck_rc=$?
 mount_device
 unlock_device

@@ -10,6 +10,7 @@ head -c 50000 /dev/urandom > "$WORK/a.bin"
 cp "$WORK/a.bin" "$D/a.bin"; cp "$WORK/a.bin" "$D/b.bin"; cp "$WORK/a.bin" "$D/c.bin"
 setfattr -n user.dpfs.protection -v complete "$D/b.bin"
 echo small > "$D/small.txt"
+A=$(backing "$D/a.bin"); BB=$(backing "$D/b.bin"); C=$(backing "$D/c.bin")
 "$DPFS" unmount "$MNT"
 
 check_fails "fsck refuses a wrong passcode" sh -c "echo nope | '$DPFS' fsck '$DEV'"
@@ -17,10 +18,9 @@ out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); rc=$?
 expect_eq "a clean device: exit 0" "$rc" "0"
 case "$out" in *"clean"*) pass "a clean device is reported clean" ;; *) fail "a clean device is reported clean" "$out" ;; esac
 
-B="$DEV/sandbox/Documents"
-printf '\x01' | dd of="$B/a.bin" bs=1 seek=$((512 + 4136 * 3 + 7)) conv=notrunc status=none   # block 3
-printf '\x01' | dd of="$B/b.bin" bs=1 seek=$((512 + 4136 * 0 + 60)) conv=notrunc status=none  # block 0
-printf 'XXXX' | dd of="$B/c.bin" bs=1 seek=0 conv=notrunc status=none                          # magic
+printf '\x01' | dd of="$A" bs=1 seek=$((512 + 4136 * 3 + 7)) conv=notrunc status=none   # block 3
+printf '\x01' | dd of="$BB" bs=1 seek=$((512 + 4136 * 0 + 60)) conv=notrunc status=none  # block 0
+printf 'XXXX' | dd of="$C" bs=1 seek=0 conv=notrunc status=none                          # magic
 out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$WORK/salvage"); rc=$?
 expect_eq "damage: exit 1" "$rc" "1"
 case "$out" in *"Documents/a.bin: 1 damaged block (3)"*) pass "names a.bin's damaged block 3" ;; *) fail "names a.bin's damaged block 3" "$out" ;; esac

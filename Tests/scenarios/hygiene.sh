@@ -26,7 +26,8 @@ cat "$D/c.txt" > /dev/null
 echo 3 > /proc/sys/vm/drop_caches   # the next read must go through the daemon
 cat "$D/c.txt" > /dev/null
 
-scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$DEV/sandbox/Documents/c.txt" --file "$DEV/sandbox/Documents/u.txt" --text "$MARK" --text "$WMARK"; }
+CB=$(backing "$D/c.txt"); UB=$(backing "$D/u.txt")
+scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$CB" --file "$UB" --text "$MARK" --text "$WMARK"; }
 scan > "$WORK/unlocked"
 for secret in "class key complete" "class key untilFirstAuth" "class key completeUnlessOpenPrivate" "file key c.txt"; do
     grep -q "^$secret present" "$WORK/unlocked" && pass "unlocked: the scan finds $secret (the search works)" \

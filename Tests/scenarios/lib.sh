@@ -77,6 +77,12 @@ unlock_device() {
     "$DPFS" unlock "$MNT" --passcode-file "$PASS"
 }
 
+# backing PATH: the backing node of PATH in the mount (names are sealed in the backing
+# tree; the mount reports the backing inode numbers). Needs the device mounted.
+backing() {
+    find "$DEV/sandbox" -xdev -inum "$(stat -c %i "$1")" -print -quit
+}
+
 state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }

@@ -16,7 +16,8 @@ D="$MNT/Documents"
 echo "complete data" > "$D/c.txt"; setfattr -n user.dpfs.protection -v complete "$D/c.txt"
 echo "ufa data" > "$D/u.txt"
 sync
-sum_before=$(tail -c +513 "$DEV/sandbox/Documents/c.txt" | sha256sum)
+CB=$(backing "$D/c.txt")
+sum_before=$(tail -c +513 "$CB" | sha256sum)
 
 # A third subscriber that goes away early must not disturb the daemon or the others.
 "$DPFS" events "$MNT" > /dev/null &
@@ -24,7 +25,7 @@ E3=$!
 sleep 0.2
 kill -9 $E3; wait $E3 2>/dev/null
 check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
-expect_eq "content ciphertext unchanged by a passcode change" "$(tail -c +513 "$DEV/sandbox/Documents/c.txt" | sha256sum)" "$sum_before"
+expect_eq "content ciphertext unchanged by a passcode change" "$(tail -c +513 "$CB" | sha256sum)" "$sum_before"
 check "lock --now" "$DPFS" lock "$MNT" --now
 check_error "the old passcode no longer unlocks" "wrong passcode" "$DPFS" unlock "$MNT" --passcode-file "$PASS"
 check "the new passcode unlocks" "$DPFS" unlock "$MNT" --passcode-file "$WORK/new"

@@ -431,16 +431,16 @@ import ctypes
 libc = ctypes.CDLL(None, use_errno=True); buf = ctypes.create_string_buffer(4)
 print(libc.getxattr(b\"f\", b\"user.k\", None, 0), libc.getxattr(b\"f\", b\"user.k\", buf, 4), os.strerror(ctypes.get_errno()))"'
 dpfs_case "user xattrs are sealed on disk, bound to their file, and readable while locked" '
-    B="$DEV/sandbox/Documents/posix/$(basename "$PWD")"
+    bk() { find "$DEV/sandbox" -xdev -inum "$(stat -c %i "$1")" -print -quit; }
     echo 1 > f && echo 2 > g && setfattr -n user.dpfs.protection -v complete f
     setfattr -n user.secret -v plaintext-marker-123 f && setfattr -n user.other -v x g
-    getfattr --absolute-names -h -d -e text "$B/f" 2>/dev/null | grep -c plaintext-marker
+    getfattr --absolute-names -h -d -e text "$(bk f)" 2>/dev/null | grep -c plaintext-marker
     "$DPFS" lock "$MNT" --now >/dev/null && cat f 2>&1 | sed "s/.*: //"
     getfattr --only-values -n user.secret f; echo; getfattr -d -m "^user\.s" f | grep -v "^#"
     "$DPFS" unlock "$MNT" --passcode-file "$PASS" >/dev/null
-    setfattr -n user.other -v "$(getfattr --absolute-names -e hex -n user.secret "$B/f" | sed -n "s/^user.secret=//p")" "$B/g"
+    setfattr -n user.other -v "$(getfattr --absolute-names -e hex -n user.secret "$(bk f)" | sed -n "s/^user.secret=//p")" "$(bk g)"
     getfattr -n user.other g 2>&1 | sed "s/.*: //"
-    setfattr -n user.planted -v inclear "$B/g"; getfattr -n user.planted g 2>&1 | sed "s/.*: //"' "0
+    setfattr -n user.planted -v inclear "$(bk g)"; getfattr -n user.planted g 2>&1 | sed "s/.*: //"' "0
 Operation not permitted
 plaintext-marker-123
 user.secret=\"plaintext-marker-123\"

@@ -17,10 +17,10 @@ if grep -rqa "$MARKER" "$DEV"; then fail "no plaintext of any class in the devic
 else pass "no plaintext of any class in the device directory"; fi
 grep -qa '1234' "$DEV/keybag.json" && fail "passcode not in the keybag" || pass "passcode not in the keybag"
 
-backing="$DEV/sandbox/Documents/none.txt"
-expect_eq "backing file starts with the DPFS magic" "$(head -c 4 "$backing")" "DPFS"
+NB=$(backing "$D/none.txt")
+expect_eq "backing file starts with the DPFS magic" "$(head -c 4 "$NB")" "DPFS"
 size=$(stat -c %s "$D/none.txt")
-expect_eq "backing size = 512 + blocks × 4136 (+ short tail)" "$(stat -c %s "$backing")" \
+expect_eq "backing size = 512 + blocks × 4136 (+ short tail)" "$(stat -c %s "$NB")" \
     "$((512 + size / 4096 * 4136 + (size % 4096 > 0 ? size % 4096 + 40 : 0)))"
 
 # Removed files are freed by the daemon's reapers (NodeReaper.swift): more than their
@@ -43,15 +43,15 @@ expect_eq "their space is back and no removed file waits within 5 s" "$freed" "y
 expect_eq "the directory is gone" "$(ls "$D" | grep -c '^many$')" "0"
 
 # A class change rewraps only: every content byte of the backing file stays the same.
-tail -c +513 "$DEV/sandbox/Documents/untilFirstAuth.txt" | sha256sum > "$WORK/before"
+UB=$(backing "$D/untilFirstAuth.txt")
+tail -c +513 "$UB" | sha256sum > "$WORK/before"
 check "class change untilFirstAuth → complete" setfattr -n user.dpfs.protection -v complete "$D/untilFirstAuth.txt"
-tail -c +513 "$DEV/sandbox/Documents/untilFirstAuth.txt" | sha256sum > "$WORK/after"
+tail -c +513 "$UB" | sha256sum > "$WORK/after"
 check "class change leaves the ciphertext unchanged" cmp "$WORK/before" "$WORK/after"
 
 # Tampering: work on copies so each case starts from a good file.
 cp "$D/none.txt" "$WORK/good.txt"
-make_victim() { cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; }
-VB="$DEV/sandbox/Documents/victim.txt"
+make_victim() { cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; VB=$(backing "$D/victim.txt"); }
 
 make_victim
 printf '\xff' | dd of="$VB" bs=1 seek=$((512 + 4136 + 100)) conv=notrunc status=none
@@ -66,7 +66,7 @@ dd if="$WORK/b0" of="$VB" bs=1 seek=$((512 + 4136)) conv=notrunc status=none
 check_error "two swapped blocks read as EIO" "Input/output error" cat "$D/victim.txt"
 
 make_victim
-dd if="$DEV/sandbox/Documents/complete.txt" of="$VB" bs=1 skip=$((512 + 4136)) seek=$((512 + 4136)) count=4136 conv=notrunc status=none
+dd if="$(backing "$D/complete.txt")" of="$VB" bs=1 skip=$((512 + 4136)) seek=$((512 + 4136)) count=4136 conv=notrunc status=none
 check_error "a block moved from another file reads as EIO" "Input/output error" cat "$D/victim.txt"
 
 make_victim
@@ -74,7 +74,7 @@ truncate -s $((512 + 4136 + 2000)) "$VB"
 check_error "a ciphertext cut mid-block reads as EIO" "Input/output error" cat "$D/victim.txt"
 
 cp "$WORK/good.txt" "$D/other.txt"; make_victim
-OB="$DEV/sandbox/Documents/other.txt"
+OB=$(backing "$D/other.txt")
 dd if="$VB" of="$WORK/h1" bs=512 count=1 status=none
 dd if="$OB" of="$VB" bs=512 count=1 conv=notrunc status=none
 dd if="$WORK/h1" of="$OB" bs=512 count=1 conv=notrunc status=none

@@ -8,7 +8,7 @@
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
-    public static let currentVersion = 2
+    public static let currentVersion = 3
 
     public var formatVersion = KeybagFile.currentVersion
     public var kdf: KDFParameters

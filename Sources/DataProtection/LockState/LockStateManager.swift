@@ -50,6 +50,9 @@ public final class LockStateManager: Sendable {
     /// Authenticates file headers and directory classes (MetadataKey.swift). Derived
     /// from the device secret alone, so it is there in every lock state, as metadata is.
     public let metadataKey: SecureBuffer
+    /// Seals and opens names and symlink targets (NameCipher); derived from the device
+    /// secret, so names are there in every lock state, as on iOS.
+    public let nameCipher: NameCipher
     private let core: Mutex<Core>
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
     /// holding `core` across the slow parts (KDF, page-cache invalidation).
@@ -73,6 +76,7 @@ public final class LockStateManager: Sendable {
         let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
         self.metadataKey = MetadataKey.derive(from: secret)
+        self.nameCipher = NameCipher(deviceSecret: secret)
         var keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
         self.bootNotice = try Self.distrustRolledBackCounter(&keybag, directory: directory, deviceSecret: secret,
                                                              testHooks: testHooks)

@@ -12,6 +12,8 @@ import CSodium
 
 public struct NameCipher: Sendable {
     public static let ivSize = 16
+    /// Bytes a sealed symlink target adds before encoding: nonce and tag.
+    public static let targetOverhead = 40
     public static let maxStoredName = 255
     private let sivKey: SecureBuffer
     private let streamKey: SecureBuffer

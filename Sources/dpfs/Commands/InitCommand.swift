@@ -54,7 +54,8 @@ struct Init: ParsableCommand {
             var keybag = device.keybag
             let metadataKey = MetadataKey.derive(from: device.secret)
             defer { metadataKey.wipe() }
-            try createSandbox(directory, defaultClass: defaultClass, metadataKey: metadataKey)
+            try createSandbox(directory, defaultClass: defaultClass, metadataKey: metadataKey,
+                              names: NameCipher(deviceSecret: device.secret))
             try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
                                      entitlementsPlist: entitlements.map(absolutePath))
             // The keybag last: its presence is what marks a device as initialised.
@@ -97,15 +98,27 @@ struct Init: ParsableCommand {
         }
     }
 
-    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass, metadataKey: SecureBuffer) throws {
-        let root = directory.sandboxPath
-        guard mkdir(root, 0o755) == 0 else { throw SystemError("mkdir", root) }
-        for path in [root] + DeviceDirectory.sandboxLayout.map({ root + "/" + $0 }) {
-            if path != root, mkdir(path, 0o755) != 0 { throw SystemError("mkdir", path) }
-            let record = DirectoryClassRecord.encode(defaultClass, directoryID: DirectoryClassRecord.newDirectoryID(),
-                                                     metadataKey: metadataKey)
+    /// The backing tree: the root and the layout directories, each with its class record
+    /// and random ID, each name sealed under its parent's ID (dpfs(5), "Names").
+    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass,
+                               metadataKey: SecureBuffer, names: NameCipher) throws {
+        var backingPaths: [String: (path: String, id: [UInt8])] = [:]
+        for plain in [""] + DeviceDirectory.sandboxLayout {
+            let id = DirectoryClassRecord.newDirectoryID()
+            let path: String
+            if plain.isEmpty {
+                path = directory.sandboxPath
+            } else {
+                let parentPlain = (plain as NSString).deletingLastPathComponent
+                guard let parent = backingPaths[parentPlain] else { throw CLIError("layout out of order: \(plain)") }
+                let name = (plain as NSString).lastPathComponent
+                path = parent.path + "/" + names.seal(Array(name.utf8), directoryID: parent.id).stored
+            }
+            guard mkdir(path, 0o755) == 0 else { throw SystemError("mkdir", path) }
+            let record = DirectoryClassRecord.encode(defaultClass, directoryID: id, metadataKey: metadataKey)
             let rc = record.withUnsafeBytes { setxattr(path, MountAttributes.protection, $0.baseAddress, $0.count, 0) }
             guard rc == 0 else { throw SystemError("setxattr (the device directory needs a filesystem with user xattrs)", path) }
+            backingPaths[plain] = (path, id)
         }
     }
 
