@@ -10,7 +10,7 @@ import Glibc
 extension SandboxFileSystem {
     /// The entry for `name` in `parent` (a backing name), one lookup counted.
     func enter(_ parent: Inode, _ name: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
-        let fd = openat(parent.fd, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        let fd = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return .failure(.current) }
         var st = stat()
         guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -77,7 +77,7 @@ extension SandboxFileSystem {
                 return replyMade(req, parent, backing)
             }
         }
-        guard mknodat(parent.fd, backing, mode, rdev) == 0 else { return reply(req, .current) }
+        guard parent.withDescriptor({ mknodat($0, backing, mode, rdev) }) == 0 else { return reply(req, .current) }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
         replyMade(req, parent, backing)
     }
@@ -90,7 +90,7 @@ extension SandboxFileSystem {
         case .failure(let error): return reply(req, error)
         case .success(let parentClass): inherited = parentClass
         }
-        guard mkdirat(parent.fd, backing, mode) == 0 else { return reply(req, .current) }
+        guard parent.withDescriptor({ mkdirat($0, backing, mode) }) == 0 else { return reply(req, .current) }
         storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
@@ -99,7 +99,7 @@ extension SandboxFileSystem {
     func symlink(_ req: fuse_req_t?, _ target: UnsafePointer<CChar>, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
         guard let backing = backingName(name, in: parent) else { return reply(req, .notPermitted) }
-        guard symlinkat(target, parent.fd, backing) == 0 else { return reply(req, .current) }
+        guard parent.withDescriptor({ symlinkat(target, $0, backing) }) == 0 else { return reply(req, .current) }
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
     }
@@ -109,7 +109,11 @@ extension SandboxFileSystem {
         let newParent = node(newParentID)
         guard let backing = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
         // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
-        let linked = procPath(inode.fd).withCString { linkat(AT_FDCWD, $0, newParent.fd, backing, AT_SYMLINK_FOLLOW) }
+        let linked = inode.withDescriptor { fd in
+            newParent.withDescriptor { parentFD in
+                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, backing, AT_SYMLINK_FOLLOW) }
+            }
+        }
         guard linked == 0 else { return reply(req, .current) }
         switch attributes(inode) {
         case .failure(let error): reply(req, error)
@@ -122,20 +126,25 @@ extension SandboxFileSystem {
     func unlink(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
         guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
+        using(req, parent) { unlink(req, $0, backing) }
+    }
+
+    /// unlink in the parent's descriptor `parentFD`.
+    private func unlink(_ req: fuse_req_t?, _ parentFD: Int32, _ backing: UnsafePointer<CChar>) {
         var st = stat()
-        guard fstatat(parent.fd, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+        guard fstatat(parentFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
         // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
         guard st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR else {
-            return replyResult(req, unlinkat(parent.fd, backing, 0))
+            return replyResult(req, unlinkat(parentFD, backing, 0))
         }
         // A closed file the kernel still knows: nothing can reach its data once its
         // last name goes, but the entry's O_PATH descriptor would hold its blocks until
         // the kernel forgets it, so the reaper cuts them away.
         let contents = st.st_mode & S_IFMT == S_IFREG ? discardableContents(InodeKey(st)) : -1
-        if reaper.remove(parent.fd, backing, contents: contents) { return replyOK(req) }
-        let rc = unlinkat(parent.fd, backing, 0)
+        if reaper.remove(parentFD, backing, contents: contents) { return replyOK(req) }
+        let rc = unlinkat(parentFD, backing, 0)
         let error = errno
         if contents >= 0 {
             if rc == 0 { _ = ftruncate(contents, 0) }
@@ -148,13 +157,13 @@ extension SandboxFileSystem {
     /// know it (nothing holds its blocks) or a handle has it open (it lives on).
     func discardableContents(_ key: InodeKey) -> Int32 {
         guard let inode = inodes.existing(key), inode.open.withLock({ $0.handles == 0 }) else { return -1 }
-        return procPath(inode.fd).withCString { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
+        return withNodePath(inode) { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
     }
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
         guard let backing = backingName(name, in: parent) else { return reply(req, .noEntry) }
-        replyResult(req, unlinkat(parent.fd, backing, AT_REMOVEDIR))
+        replyResult(req, parent.withDescriptor { unlinkat($0, backing, AT_REMOVEDIR) })
     }
 
     func rename(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>,
@@ -162,6 +171,8 @@ extension SandboxFileSystem {
         let parent = node(parentID), newParent = node(newParentID)
         guard let from = backingName(name, in: parent) else { return reply(req, .noEntry) }
         guard let to = backingName(newName, in: newParent) else { return reply(req, .notPermitted) }
-        replyResult(req, renameat2(parent.fd, from, newParent.fd, to, flags))
+        replyResult(req, parent.withDescriptor { fromFD in
+            newParent.withDescriptor { toFD in renameat2(fromFD, from, toFD, to, flags) }
+        })
     }
 }
