@@ -73,4 +73,26 @@ static inline int dpfs_open_tmpfile(int dirfd, const char *directory, mode_t mod
 static inline int dpfs_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
+
+/// A kernel file handle (struct file_handle with room for the largest, MAX_HANDLE_SZ):
+/// names an inode, generation included, without holding it open.
+#define DPFS_HANDLE_MAX 128
+struct dpfs_file_handle { unsigned int handle_bytes; int handle_type; unsigned char f_handle[DPFS_HANDLE_MAX]; };
+extern int name_to_handle_at(int dirfd, const char *name, void *handle, int *mount_id, int flags);
+extern int open_by_handle_at(int mount_fd, void *handle, int flags);
+
+/// The file handle of the node `fd` (any descriptor, O_PATH too); 0 or -1 (errno:
+/// EOPNOTSUPP when its filesystem has none).
+static inline int dpfs_name_to_handle(int fd, struct dpfs_file_handle *handle) {
+    int mount_id;
+    handle->handle_bytes = DPFS_HANDLE_MAX;
+    return name_to_handle_at(fd, "", handle, &mount_id, 0x1000 /* AT_EMPTY_PATH */);
+}
+
+/// Opens the node `handle` names, on the filesystem of `mount_fd` (needs
+/// CAP_DAC_READ_SEARCH); ESTALE when that inode is gone.
+static inline int dpfs_open_by_handle(int mount_fd, struct dpfs_file_handle *handle, int flags) {
+    return open_by_handle_at(mount_fd, handle, flags);
+}
+
 #endif

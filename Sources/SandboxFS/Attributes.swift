@@ -25,10 +25,11 @@ extension SandboxFileSystem {
         return Int32(bytes.count)
     }
 
-    /// Runs `body` with a path that reaches the node itself.
+    /// Runs `body` (a system call) with a path that reaches the node itself; -1 and
+    /// errno when the node's descriptor cannot be reopened.
     @inline(__always)
-    func withNodePath<R>(_ node: Inode, _ body: (UnsafePointer<CChar>) -> R) -> R {
-        procPath(node.fd).withCString(body)
+    func withNodePath<R: BinaryInteger>(_ node: Inode, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        node.withDescriptor { (fd: Int32) -> R in procPath(fd).withCString(body) }
     }
 
     /// The authenticated header of a regular file: its open entry's, else read.
@@ -141,20 +142,28 @@ extension SandboxFileSystem {
 
     /// A directory holding a name of `node` (a regular file): the directory of the path
     /// /proc/self/fd shows for it (the name it was found by, create's opens it by name
-    /// for that). nil when it has no name left.
+    /// for that). nil when it has no name left, or none the kernel can show: a
+    /// descriptor reopened from a file handle may be of an unnamed (disconnected) one.
     func parentDirectory(of node: Inode) -> Inode? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = withNodePath(node) { CLinux.readlink($0, &buffer, Int(PATH_MAX)) }
-        guard n > 0 else { return nil }
-        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = path.lastIndex(of: "/"), !path.hasSuffix(" (deleted)") else { return nil }
+        guard let path = Self.kernelPath(node), let root = Self.kernelPath(inodes.root),
+              let slash = path.lastIndex(of: "/"), !path.hasSuffix(" (deleted)") else { return nil }
         let directory = String(path[..<slash])
-        let fd = Glibc.open(directory.isEmpty ? "/" : directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        // Only a directory of the sandbox (not "/" for an unnamed file).
+        guard directory == root || directory.hasPrefix(root + "/") else { return nil }
+        let fd = Glibc.open(directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var st = stat()
         guard fstat(fd, &st) == 0 else { close(fd); return nil }
         // Not counted as a lookup: a private entry, never handed to the kernel.
         return Inode(fd: fd, key: InodeKey(st), type: S_IFDIR, generation: 0)
+    }
+
+    /// The path /proc/self/fd shows for the node's descriptor.
+    static func kernelPath(_ node: Inode) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = node.withDescriptor { fd in procPath(fd).withCString { CLinux.readlink($0, &buffer, Int(PATH_MAX)) } }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Rewraps the file key under `newClass`, writing the spare header slot and

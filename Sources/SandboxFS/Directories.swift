@@ -10,7 +10,7 @@ import Glibc
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let inode = node(ino)
-        let fd = openat(inode.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = inode.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return reply(req, .current) }
         guard let stream = fdopendir(fd) else { let error = Errno.current; close(fd); return reply(req, error) }
         let handle = DirectoryHandle(stream: stream)

@@ -15,7 +15,7 @@ extension SandboxFileSystem {
     func directoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
-        let n = procPath(directory.fd).withCString { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
+        let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
         if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(.current) }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
@@ -41,7 +41,7 @@ extension SandboxFileSystem {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { return -EPERM }
             directoryID = DirectoryClassRecord.newDirectoryID()
         }
-        let fd = openat(directory.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         return storeDirectoryClass(fd, newClass, directoryID: directoryID)
@@ -51,7 +51,7 @@ extension SandboxFileSystem {
     @discardableResult
     func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
                              directoryID: [UInt8]) -> Int32 {
-        let fd = openat(parent.fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         return storeDirectoryClass(fd, protectionClass, directoryID: directoryID)

@@ -42,7 +42,7 @@ extension SandboxFileSystem {
     /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
     /// header is not an access; loadFile clears it for the data path.
     func openBacking(_ inode: Inode) -> Int32 {
-        procPath(inode.fd).withCString { path in
+        withNodePath(inode) { path in
             func open(_ flags: Int32) -> Int32 {
                 let fd = Glibc.open(path, flags | O_CLOEXEC | OpenFlag.noAccessTime)
                 return fd >= 0 || errno != EPERM ? fd : Glibc.open(path, flags | O_CLOEXEC)
@@ -193,7 +193,7 @@ extension SandboxFileSystem {
     /// through /proc/self/fd if the name was replaced meanwhile.
     func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> Int32 {
         var made = stat(), found = stat()
-        let byName = openat(parent.fd, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        let byName = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         if byName >= 0 && fstat(fd, &made) == 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0
             && InodeKey(made) == InodeKey(found) {
             return byName
@@ -220,13 +220,15 @@ extension SandboxFileSystem {
         guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(.notPermitted) }
         // Unnamed until its header and empty last block are written (O_TMPFILE), then
         // linked in: a file without a header is always damage, never a new file.
-        let fd = dpfs_open_tmpfile(parent.fd, ".", mode)
+        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
         let bytes = header.serialized(metadataKey: device.metadataKey)
         var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
         if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
         if rc == 0 {
-            let linked = procPath(fd).withCString { linkat(AT_FDCWD, $0, parent.fd, name, AT_SYMLINK_FOLLOW) }
+            let linked = parent.withDescriptor { parentFD in
+                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) }
+            }
             if linked != 0 { rc = -errno }
         }
         if rc != 0 {

@@ -1,9 +1,11 @@
 // One backing inode as the kernel knows it: one entry per (st_dev, st_ino), whatever
 // its names, so every hard link is the same kernel inode (one link count, one page
-// cache, one set of locks). The entry holds an O_PATH descriptor of the node, which
-// every operation on it starts from (a *at() call, or /proc/self/fd/N), and which
-// keeps the backing inode alive (so its number cannot be reused) until the kernel
-// forgets the entry.
+// cache, one set of locks). Every operation on it starts from an O_PATH descriptor of
+// the node (a *at() call, or /proc/self/fd/N), taken with `withDescriptor`, which pins
+// it while in use. Where the backing filesystem makes file handles and the daemon may
+// open them (root), the entry keeps the node's handle and its descriptor is open only
+// while the inode is among the recently used (DescriptorCache), in use, or has open
+// files; otherwise the entry keeps its descriptor until the kernel forgets it.
 import BlockStore
 import CFuse
 import DataProtection
@@ -21,25 +23,41 @@ struct InodeKey: Hashable, Sendable {
 }
 
 final class Inode: @unchecked Sendable {
-    // @unchecked: `lookups` is guarded by InodeTable's mutex, the open-file state by
-    // `open`; everything else is immutable.
-    /// An O_PATH descriptor of the node, owned by the entry.
-    let fd: Int32
+    // @unchecked: `lookups` is guarded by InodeTable's mutex, the descriptor by
+    // `descriptor`, the open-file state by `open`; everything else is immutable.
     let key: InodeKey
     /// The node's type (S_IFMT bits): fixed for an inode's life.
     let type: mode_t
     /// Distinguishes this entry from an earlier one the kernel knew by the same node id.
     let generation: UInt64
+    /// Reopens the node when its descriptor was closed; nil: the descriptor stays open
+    /// for the entry's life (no handles here, or the root).
+    let handle: KernelFileHandle?
+    /// Where a closed descriptor is reopened and open ones are counted (with `handle`).
+    private let cache: DescriptorCache?
     /// The kernel's node id: 1 for the root, else this object's address (valid while
     /// the table holds it, that is until the kernel forgets it).
     private(set) var nodeID: fuse_ino_t = 0
     /// How many lookups the kernel has not forgotten yet (InodeTable's mutex).
     var lookups: UInt64 = 0
+    /// The O_PATH descriptor and who uses it.
+    private let descriptor: Mutex<Descriptor>
     /// The open-file state, shared by every handle and every name.
     let open = Mutex(OpenState())
     /// A directory's random ID, read from its class record on first use: its names
     /// are sealed under it (Names.swift). Fixed for the directory's life.
     let directoryID = Mutex<[UInt8]?>(nil)
+
+    private struct Descriptor {
+        /// -1 while closed (only with a handle).
+        var fd: Int32
+        /// Threads inside `withDescriptor` now: eviction waits for none.
+        var users = 0
+        /// Used since the cache's clock hand last passed.
+        var referenced = true
+        /// The kernel forgot the entry: the descriptor closes with its last user.
+        var retired = false
+    }
 
     struct OpenState {
         var file: OpenFile?
@@ -49,24 +67,125 @@ final class Inode: @unchecked Sendable {
         var cachedClass: ProtectionClass?
     }
 
-    init(fd: Int32, key: InodeKey, type: mode_t, generation: UInt64, isRoot: Bool = false) {
-        self.fd = fd
+    /// `fd`: an O_PATH descriptor of the node, owned by the entry. With a `handle` and a
+    /// `cache`, the caller admits the new entry to the cache.
+    init(fd: Int32, key: InodeKey, type: mode_t, generation: UInt64, handle: KernelFileHandle? = nil,
+         cache: DescriptorCache? = nil, isRoot: Bool = false) {
         self.key = key
         self.type = type
         self.generation = generation
+        self.handle = cache == nil ? nil : handle
+        self.cache = handle == nil ? nil : cache
+        descriptor = Mutex(Descriptor(fd: fd))
         nodeID = isRoot ? fuse_ino_t(FUSE_ROOT_ID) : fuse_ino_t(UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()))
     }
 
-    deinit { close(fd) }
+    deinit {
+        let fd = descriptor.withLock { $0.fd }
+        if fd >= 0 { close(fd) }
+    }
 
     var isRegular: Bool { type == S_IFREG }
     var isDirectory: Bool { type == S_IFDIR }
 
+    /// Whether the descriptor is open now (so the backing inode is alive).
+    var holdsDescriptor: Bool { descriptor.withLock { $0.fd >= 0 } }
+
+    /// Runs `body` with the node's O_PATH descriptor, reopened from its handle if it
+    /// was closed, and kept open until `body` returns (eviction passes over it); the
+    /// failure to reopen it (ESTALE: the inode is gone) otherwise.
+    func withDescriptor<T>(_ body: (Int32) -> Result<T, Errno>) -> Result<T, Errno> {
+        let fd: Int32
+        do throws(Errno) { fd = try pin() } catch { return .failure(error) }
+        defer { unpin() }
+        return body(fd)
+    }
+
+    /// `withDescriptor` for a system call: its result, or -1 with errno set when the
+    /// descriptor cannot be reopened, as a failed call would.
+    func withDescriptor<R: BinaryInteger>(_ body: (Int32) -> R) -> R {
+        let fd: Int32
+        do throws(Errno) { fd = try pin() } catch {
+            errno = error.rawValue
+            return -1
+        }
+        defer { unpin() }
+        return body(fd)
+    }
+
+    private func pin() throws(Errno) -> Int32 {
+        if let fd = descriptor.withLock({ state -> Int32? in
+            guard state.fd >= 0 else { return nil }
+            state.users += 1
+            state.referenced = true
+            return state.fd
+        }) { return fd }
+        guard let handle, let cache else { throw Errno.badDescriptor }  // never: such descriptors stay open
+        let fresh = handle.open(on: cache.mountFD)
+        guard fresh >= 0 else { throw Errno.current }
+        let (fd, spare, admit) = descriptor.withLock { state -> (Int32, Int32, Bool) in
+            state.users += 1
+            state.referenced = true
+            if state.fd >= 0 { return (state.fd, fresh, false) }  // a racing use reopened it
+            state.fd = fresh
+            // A forgotten entry's descriptor closes with its last user, outside the cache.
+            return (fresh, -1, !state.retired)
+        }
+        if spare >= 0 { close(spare) }
+        if admit { cache.admit(self) }
+        return fd
+    }
+
+    private func unpin() {
+        let saved = errno  // the body's, for its caller
+        defer { errno = saved }
+        let closing = descriptor.withLock { state -> Int32 in
+            state.users -= 1
+            guard state.users == 0, state.retired, state.fd >= 0 else { return -1 }
+            defer { state.fd = -1 }
+            return state.fd
+        }
+        if closing >= 0 { close(closing) }
+    }
+
+    /// Closes the descriptor for the cache if nothing needs it: true when the entry
+    /// leaves the cache (closed, or forgotten), false when it stays for now (in use,
+    /// open files, or used since the hand last passed, whose mark this clears).
+    func evict() -> Bool {
+        if open.withLock({ $0.handles > 0 }) { return false }
+        let closing = descriptor.withLock { state -> Int32? in
+            if state.retired { return -1 }
+            guard state.users == 0, state.fd >= 0 else { return state.fd < 0 ? -1 : nil }
+            if state.referenced {
+                state.referenced = false
+                return nil
+            }
+            defer { state.fd = -1 }
+            return state.fd
+        }
+        guard let closing else { return false }
+        if closing >= 0 { close(closing) }
+        return true
+    }
+
+    /// The kernel forgot the entry: its descriptor closes now, or with its last user.
+    func retire() {
+        let closing = descriptor.withLock { state -> Int32 in
+            state.retired = true
+            guard state.users == 0, state.fd >= 0 else { return -1 }
+            defer { state.fd = -1 }
+            return state.fd
+        }
+        if closing >= 0 { close(closing) }
+    }
+
     /// The node's attributes, straight from the backing node (sizes are backing sizes).
     func backingStat() -> Result<stat, Errno> {
-        var st = stat()
-        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
-        return .success(st)
+        withDescriptor { fd -> Result<stat, Errno> in
+            var st = stat()
+            guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
+            return .success(st)
+        }
     }
 
     /// The open-file entry, if a handle holds one.

@@ -1,6 +1,11 @@
 // The kernel's inodes, by backing (st_dev, st_ino): what lookup, readdirplus, create,
 // mknod, mkdir, symlink and link hand to the kernel, each adding one lookup, and what
 // forget takes away. An entry goes when its count reaches zero; the root never goes.
+//
+// With file handles (DescriptorCache) an entry does not hold its backing inode alive,
+// so the inode may be freed (unlinked, closed) while the kernel still knows the entry,
+// and its number given to a new inode: a lookup whose handle differs from the entry's
+// replaces it, and the old entry waits among the stale ones for the kernel to forget it.
 import BlockStore
 import CFuse
 import DataProtection
@@ -9,44 +14,67 @@ import Synchronization
 
 final class InodeTable: Sendable {
     let root: Inode
-    private let entries: Mutex<[InodeKey: Inode]>
+    /// Open descriptors beyond those in use; nil when entries keep theirs (no handles).
+    let descriptors: DescriptorCache?
+    private let entries: Mutex<Entries>
     private let generations = Atomic<UInt64>(1)
     /// The number of entries, for `dpfs status` (read without the mutex).
     let count = Atomic<Int>(1)
 
+    private struct Entries {
+        var byKey: [InodeKey: Inode]
+        /// Entries whose backing inode is gone, the kernel still knowing them.
+        var stale: [ObjectIdentifier: Inode] = [:]
+    }
+
     /// `rootFD`: an O_PATH descriptor of the sandbox directory, owned by the table.
-    init(rootFD: Int32) throws(Errno) {
+    /// `mountFD`: a readable one (open_by_handle_at refuses O_PATH), not owned.
+    /// `cacheCapacity`: open descriptors kept when the filesystem makes file handles.
+    init(rootFD: Int32, mountFD: Int32, cacheCapacity: Int = DescriptorCache.defaultCapacity) throws(Errno) {
         var st = stat()
         guard fstatat(rootFD, "", &st, AtFlag.emptyPath) == 0 else { throw Errno.current }
         root = Inode(fd: rootFD, key: InodeKey(st), type: S_IFDIR, generation: 0, isRoot: true)
         root.lookups = 1
-        entries = Mutex([root.key: root])
+        entries = Mutex(Entries(byKey: [root.key: root]))
+        descriptors = KernelFileHandle.supported(on: mountFD) ? DescriptorCache(mountFD: mountFD, capacity: cacheCapacity) : nil
     }
 
     /// The entry for the node `fd` (an O_PATH descriptor, consumed) whose attributes
     /// are `st`, made if new; counts one lookup.
     func remember(fd: Int32, _ st: stat) -> Inode {
         let key = InodeKey(st)
-        let (inode, spare) = entries.withLock { table -> (Inode, Int32) in
-            if let existing = table[key] {
-                existing.lookups += 1
-                return (existing, fd)
+        // Only nodes on the root's filesystem: open_by_handle_at reads a handle on it.
+        let handle = descriptors != nil && key.device == root.key.device ? KernelFileHandle(of: fd) : nil
+        let (inode, spare, admit) = entries.withLock { table -> (Inode, Int32, Bool) in
+            if let existing = table.byKey[key] {
+                // No handle now (a failed name_to_handle_at): trust the number, as without handles.
+                if existing.handle == handle || handle == nil {
+                    existing.lookups += 1
+                    return (existing, fd, false)
+                }
+                table.byKey[key] = nil
+                table.stale[ObjectIdentifier(existing)] = existing
             }
             let made = Inode(fd: fd, key: key, type: st.st_mode & S_IFMT,
-                             generation: generations.add(1, ordering: .relaxed).newValue)
+                             generation: generations.add(1, ordering: .relaxed).newValue,
+                             handle: handle, cache: descriptors)
             made.lookups = 1
-            table[key] = made
+            table.byKey[key] = made
             count.add(1, ordering: .relaxed)
-            return (made, -1)
+            return (made, -1, made.handle != nil)
         }
         if spare >= 0 { close(spare) }
+        if admit, let descriptors { descriptors.admit(inode) }
         return inode
     }
 
-    /// The entry for `key` if there is one, with one more lookup counted.
+    /// The entry for `key` if there is one, with one more lookup counted. Only an entry
+    /// that holds its inode open now is surely the inode of that number: another one's
+    /// may be gone and the number reused (the caller then opens the node and asks
+    /// `remember`, which compares handles).
     func retainExisting(_ key: InodeKey) -> Inode? {
         entries.withLock { table in
-            guard let existing = table[key] else { return nil }
+            guard let existing = table.byKey[key], existing.holdsDescriptor else { return nil }
             existing.lookups += 1
             return existing
         }
@@ -54,7 +82,7 @@ final class InodeTable: Sendable {
 
     /// The entry for `key` if there is one (no lookup counted).
     func existing(_ key: InodeKey) -> Inode? {
-        entries.withLock { $0[key] }
+        entries.withLock { $0.byKey[key] }
     }
 
     /// One more lookup of an entry the kernel knows (link's new name).
@@ -66,15 +94,21 @@ final class InodeTable: Sendable {
     func forget(_ inode: Inode, _ lookups: UInt64) {
         let gone = entries.withLock { table -> Inode? in
             inode.lookups -= min(lookups, inode.lookups)
-            guard inode.lookups == 0, inode !== root, table[inode.key] === inode else { return nil }
+            guard inode.lookups == 0, inode !== root else { return nil }
+            if table.byKey[inode.key] === inode {
+                table.byKey[inode.key] = nil
+            } else if table.stale.removeValue(forKey: ObjectIdentifier(inode)) == nil {
+                return nil
+            }
             count.add(-1, ordering: .relaxed)
-            return table.removeValue(forKey: inode.key)
+            return inode
         }
-        _ = gone  // its descriptor closes here, outside the lock, once no handle holds it
+        // Its descriptor closes here, outside the lock, or with its last user.
+        gone?.retire()
     }
 
     /// Every entry now (for a lock, which visits each).
     func all() -> [Inode] {
-        entries.withLock { Array($0.values) }
+        entries.withLock { Array($0.byKey.values) }
     }
 }

@@ -10,7 +10,7 @@ import Glibc
 extension SandboxFileSystem {
     /// The entry for `name` in `parent` (a backing name), one lookup counted.
     func enter(_ parent: Inode, _ name: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
-        let fd = openat(parent.fd, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        let fd = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return .failure(.current) }
         var st = stat()
         guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -77,7 +77,7 @@ extension SandboxFileSystem {
                 return replyMade(req, parent, backing)
             }
         }
-        guard mknodat(parent.fd, backing, mode, rdev) == 0 else { return failMaking(req, form, in: parent) }
+        guard parent.withDescriptor({ mknodat($0, backing, mode, rdev) }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
         replyMade(req, parent, backing)
     }
@@ -92,7 +92,7 @@ extension SandboxFileSystem {
         case .success(let parentClass): inherited = parentClass
         }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
-        guard mkdirat(parent.fd, backing, mode) == 0 else { return failMaking(req, form, in: parent) }
+        guard parent.withDescriptor({ mkdirat($0, backing, mode) }) == 0 else { return failMaking(req, form, in: parent) }
         storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
@@ -104,7 +104,7 @@ extension SandboxFileSystem {
         let backing = form.stored
         guard let storedTarget = backingTarget(target) else { return reply(req, Errno(ENAMETOOLONG)) }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
-        guard symlinkat(storedTarget, parent.fd, backing) == 0 else { return failMaking(req, form, in: parent) }
+        guard parent.withDescriptor({ symlinkat(storedTarget, $0, backing) }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, backing)
     }
@@ -116,7 +116,11 @@ extension SandboxFileSystem {
         let backing = form.stored
         if let error = prepareName(form, in: newParent) { return reply(req, error) }
         // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
-        let linked = procPath(inode.fd).withCString { linkat(AT_FDCWD, $0, newParent.fd, backing, AT_SYMLINK_FOLLOW) }
+        let linked = inode.withDescriptor { fd in
+            newParent.withDescriptor { parentFD in
+                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, backing, AT_SYMLINK_FOLLOW) }
+            }
+        }
         guard linked == 0 else { return failMaking(req, form, in: newParent) }
         switch attributes(inode) {
         case .failure(let error): reply(req, error)
@@ -129,32 +133,37 @@ extension SandboxFileSystem {
     func unlink(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
         guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        using(req, parent) { unlink(req, $0, form) }
+    }
+
+    /// unlink in the parent's descriptor `parentFD`.
+    private func unlink(_ req: fuse_req_t?, _ parentFD: Int32, _ form: BackingName) {
         let backing = form.stored
         var st = stat()
-        guard fstatat(parent.fd, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+        guard fstatat(parentFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
         // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
         guard st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR else {
-            let rc = unlinkat(parent.fd, backing, 0)
-            if rc == 0 { removeSideFile(parent.fd, form) }
+            let rc = unlinkat(parentFD, backing, 0)
+            if rc == 0 { removeSideFile(parentFD, form) }
             return replyResult(req, rc)
         }
         // A closed file the kernel still knows: nothing can reach its data once its
         // last name goes, but the entry's O_PATH descriptor would hold its blocks until
         // the kernel forgets it, so the reaper cuts them away.
         let contents = st.st_mode & S_IFMT == S_IFREG ? discardableContents(InodeKey(st)) : -1
-        if reaper.remove(parent.fd, backing, contents: contents) {
-            removeSideFile(parent.fd, form)
+        if reaper.remove(parentFD, backing, contents: contents) {
+            removeSideFile(parentFD, form)
             return replyOK(req)
         }
-        let rc = unlinkat(parent.fd, backing, 0)
+        let rc = unlinkat(parentFD, backing, 0)
         let error = errno
         if contents >= 0 {
             if rc == 0 { _ = ftruncate(contents, 0) }
             close(contents)
         }
-        if rc == 0 { removeSideFile(parent.fd, form) }
+        if rc == 0 { removeSideFile(parentFD, form) }
         fuse_reply_err(req, rc == 0 ? 0 : error)
     }
 
@@ -162,14 +171,17 @@ extension SandboxFileSystem {
     /// know it (nothing holds its blocks) or a handle has it open (it lives on).
     func discardableContents(_ key: InodeKey) -> Int32 {
         guard let inode = inodes.existing(key), inode.open.withLock({ $0.handles == 0 }) else { return -1 }
-        return procPath(inode.fd).withCString { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
+        return withNodePath(inode) { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
     }
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
         guard let form = backingName(name, in: parent) else { return reply(req, .io) }
-        let rc = unlinkat(parent.fd, form.stored, AT_REMOVEDIR)
-        if rc == 0 { removeSideFile(parent.fd, form) }
+        let rc = parent.withDescriptor { fd -> Int32 in
+            let rc = unlinkat(fd, form.stored, AT_REMOVEDIR)
+            if rc == 0 { removeSideFile(fd, form) }
+            return rc
+        }
         replyResult(req, rc)
     }
 
@@ -181,22 +193,34 @@ extension SandboxFileSystem {
         }
         if let error = prepareName(to, in: newParent) { return reply(req, error) }
         let exchange: UInt32 = 2  // RENAME_EXCHANGE: both names stay, each side file stays right
-        let rc = renameat2(parent.fd, from.stored, newParent.fd, to.stored, flags)
-        if rc == 0 && flags & exchange == 0 && from.stored != to.stored { removeSideFile(parent.fd, from) }
+        let rc = parent.withDescriptor { fromFD in
+            newParent.withDescriptor { toFD -> Int32 in
+                let rc = renameat2(fromFD, from.stored, toFD, to.stored, flags)
+                if rc == 0 && flags & exchange == 0 && from.stored != to.stored { removeSideFile(fromFD, from) }
+                return rc
+            }
+        }
         replyResult(req, rc)
     }
 
     /// Before a long name's entry is made: its side file. nil, or the error to reply.
     func prepareName(_ form: BackingName, in parent: Inode) -> Errno? {
-        let rc = writeSideFile(parent.fd, form)
-        return rc == 0 ? nil : Errno(-rc)
+        guard form.sideFile != nil else { return nil }
+        let rc = parent.withDescriptor { fd -> Int32 in
+            let rc = writeSideFile(fd, form)
+            if rc != 0 { errno = -rc }
+            return rc
+        }
+        return rc == 0 ? nil : .current
     }
 
     /// A long name's side file whose entry was not made (and does not exist) goes again.
     func abandonName(_ form: BackingName, in parent: Inode) {
-        var st = stat()
-        if form.sideFile != nil && fstatat(parent.fd, form.stored, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            removeSideFile(parent.fd, form)
+        guard form.sideFile != nil else { return }
+        _ = parent.withDescriptor { fd -> Int32 in
+            var st = stat()
+            if fstatat(fd, form.stored, &st, AT_SYMLINK_NOFOLLOW) != 0 { removeSideFile(fd, form) }
+            return 0
         }
     }
 

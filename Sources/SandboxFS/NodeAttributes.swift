@@ -19,7 +19,7 @@ extension SandboxFileSystem {
         let caller = Caller(req)
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
-            let rc = handle.map { fchmod($0.file.fd, mode) } ?? procPath(inode.fd).withCString { chmod($0, mode) }
+            let rc = handle.map { fchmod($0.file.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
             guard rc == 0 else { return reply(req, .current) }
             // After the change: a writer that checked before it must not count as clean.
             if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
@@ -27,7 +27,7 @@ extension SandboxFileSystem {
         if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
             let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max
             let gid = toSet & FUSE_SET_ATTR_GID != 0 ? attr.pointee.st_gid : gid_t.max
-            guard fchownat(inode.fd, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+            guard inode.withDescriptor({ fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }) == 0 else { return reply(req, .current) }
         }
         if toSet & FUSE_SET_ATTR_SIZE != 0 {
             let size = attr.pointee.st_size
@@ -60,7 +60,7 @@ extension SandboxFileSystem {
                 times[1] = attr.pointee.st_mtim
             }
             let rc = handle.map { futimens($0.file.fd, times) }
-                ?? procPath(inode.fd).withCString { utimensat(AT_FDCWD, $0, times, 0) }
+                ?? withNodePath(inode) { utimensat(AT_FDCWD, $0, times, 0) }
             guard rc == 0 else { return reply(req, .current) }
         }
         replyAttributes(req, inode)
@@ -75,7 +75,7 @@ extension SandboxFileSystem {
     func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
         let inode = node(ino)
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlinkat(inode.fd, "", &buffer, Int(PATH_MAX))
+        let n = inode.withDescriptor { readlinkat($0, "", &buffer, Int(PATH_MAX)) }
         guard n >= 0 else { return reply(req, .current) }
         buffer[n] = 0
         // Targets are stored sealed (Names.swift); one that does not open is damage.
@@ -87,7 +87,7 @@ extension SandboxFileSystem {
     /// answer the backing node gives the daemon, which is root, as the caller is.
     func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
         let inode = node(ino)
-        replyResult(req, procPath(inode.fd).withCString { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+        replyResult(req, withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
     }
 
     func statfs(_ req: fuse_req_t?) {

@@ -43,7 +43,7 @@ public final class SandboxFileSystem: Sendable {
         let pathFD = Glibc.open(sandbox, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
         guard pathFD >= 0 else { close(fd); throw SystemError("open", sandbox) }
         do {
-            inodes = try InodeTable(rootFD: pathFD)
+            inodes = try InodeTable(rootFD: pathFD, mountFD: fd)
         } catch {
             close(fd); close(pathFD)
             throw SystemError("stat", sandbox)
@@ -64,6 +64,16 @@ public final class SandboxFileSystem: Sendable {
         if ino == fuse_ino_t(FUSE_ROOT_ID) { return inodes.root }
         let raw = UnsafeRawPointer(bitPattern: UInt(ino)).unsafelyUnwrapped
         return Unmanaged<Inode>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Runs `body` with `inode`'s descriptor (Inode.withDescriptor), or answers `req`
+    /// with the error that kept it from being reopened.
+    func using(_ req: fuse_req_t?, _ inode: Inode, _ body: (Int32) -> Void) {
+        let pinned = inode.withDescriptor { fd -> Result<Void, Errno> in
+            body(fd)
+            return .success(())
+        }
+        if case .failure(let error) = pinned { reply(req, error) }
     }
 
     /// The node's attributes as the kernel sees them: a regular file's plaintext size.

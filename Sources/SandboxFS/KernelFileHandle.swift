@@ -1,0 +1,43 @@
+// A kernel file handle (name_to_handle_at): names one backing inode, its generation
+// included, without holding it open, so the inode table can close an entry's O_PATH
+// descriptor and reopen the same inode later (open_by_handle_at), or learn that it is
+// gone (ESTALE) and its number may belong to another inode now.
+import BlockStore
+import CLinux
+import Glibc
+
+struct KernelFileHandle: Equatable, Sendable {
+    let type: Int32
+    let bytes: [UInt8]
+
+    /// The handle of the node `fd` (any descriptor), nil when its filesystem has none.
+    init?(of fd: Int32) {
+        var raw = dpfs_file_handle()
+        guard dpfs_name_to_handle(fd, &raw) == 0 else { return nil }
+        type = raw.handle_type
+        let count = Int(min(raw.handle_bytes, UInt32(DPFS_HANDLE_MAX)))
+        bytes = withUnsafeBytes(of: &raw.f_handle) { Array($0.prefix(count)) }
+    }
+
+    /// An O_PATH descriptor of the node, opened on the filesystem of `mountFD`; -1 and
+    /// errno (ESTALE when the inode is gone, EPERM without CAP_DAC_READ_SEARCH).
+    func open(on mountFD: Int32) -> Int32 {
+        var raw = dpfs_file_handle()
+        raw.handle_type = type
+        raw.handle_bytes = UInt32(bytes.count)
+        withUnsafeMutableBytes(of: &raw.f_handle) { target in
+            bytes.withUnsafeBytes { target.copyMemory(from: $0) }
+        }
+        return dpfs_open_by_handle(mountFD, &raw, OpenFlag.path | O_CLOEXEC)
+    }
+
+    /// Whether this daemon can reopen nodes of the filesystem of `fd` (a directory) by
+    /// handle: the filesystem makes handles, and the daemon may open them.
+    static func supported(on fd: Int32) -> Bool {
+        guard let handle = KernelFileHandle(of: fd) else { return false }
+        let reopened = handle.open(on: fd)
+        guard reopened >= 0 else { return false }
+        close(reopened)
+        return true
+    }
+}
