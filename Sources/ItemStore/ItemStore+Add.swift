@@ -31,7 +31,7 @@ extension ItemStore {
                                     accessGroup: group, synchronizable: synchronizable)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
-        let item = try pool.write { db in
+        let item = try commit { db in
             try checkNoDuplicate(identity, db)
             let columns = identity.columns + [("label", attributes.label), ("accessible", accessibility.rawValue),
                                               ("created", now), ("modified", now), ("secret", Data())]

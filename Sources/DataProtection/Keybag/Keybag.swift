@@ -101,6 +101,22 @@ public enum Keybag {
         return .unlocked(keys)
     }
 
+    /// Crypto-shred: a keybag of fresh class keys and no passcode in place of `file`,
+    /// so every file and item sealed before is unrecoverable. The policy keeps its
+    /// count and says `erased`; the device's identity and store stay.
+    public static func erased(_ file: KeybagFile, deviceSecret: SecureBuffer) throws -> KeybagFile {
+        var fresh = try create(passcode: nil, deviceSecret: deviceSecret, defaultProtection: file.defaultProtection,
+                               eraseAfter: nil, kdf: file.kdf)
+        fresh.deviceUUID = file.deviceUUID
+        fresh.secretStore = file.secretStore
+        fresh.policy = file.policy
+        fresh.generation = file.generation
+        fresh.policy.erased = true
+        fresh.policy.retryAfter = nil
+        fresh.policy.eraseAfter = nil
+        return fresh
+    }
+
     static func unwrap(_ file: KeybagFile, _ name: String, with key: SecureBuffer) throws -> SecureBuffer {
         guard let sealed = file.wrappedKeys[name],
               let secret = AEAD.open(sealed.value, additionalData: additionalData(name), key: key) else {
