@@ -21,8 +21,12 @@ public struct KeybagFile: Codable, Sendable {
     public var policy: PasscodePolicy
     /// The device's identity, by which its secret store names the device secret.
     public var deviceUUID = ""
-    /// Where the device secret lives: `file:DIR` (SecretStoreLocation's description).
+    /// Where the device secret lives: `file:DIR` or `tpm2:TCTI` (SecretStoreLocation's description).
     public var secretStore = ""
+    /// With a tpm2 store: the sealed device secret's blobs (they load into that TPM only).
+    public var tpmSealedSecret: TPMSealedBlobs?
+    /// With a tpm2 store and a passcode: the passcode gate's blobs (Keybag+Passcode).
+    public var tpmPasscodeGate: TPMSealedBlobs?
     public var generation = 0
     public var mac: Bytes?
 
@@ -47,7 +51,15 @@ public struct KeybagFile: Codable, Sendable {
     /// The device's secret, from the store its keybag names.
     public static func loadDeviceSecret(of directory: DeviceDirectory) throws -> SecureBuffer {
         let file = try decode(from: directory)
-        return try DeviceSecretStore.load(for: file.deviceUUID, from: try file.storeLocation())
+        return try DeviceSecretStore.load(for: file.deviceUUID, from: try file.storeLocation(), sealed: file.tpmSealedSecret)
+    }
+
+    /// The TCTI of a tpm2 store, nil for any other.
+    var tpmTCTI: String? {
+        guard secretStore.hasPrefix("tpm2:"), case .tpm2(let tcti)? = try? SecretStoreLocation(parsing: secretStore) else {
+            return nil
+        }
+        return tcti
     }
 
     /// The secret store the keybag names (a mount never takes it from anywhere else).

@@ -65,6 +65,13 @@ public enum DeviceRecordStore {
             do { bytes = try AtomicFile.read(path) } catch {
                 throw DeviceRecordError.unreadable(store: location.description, device: deviceUUID, reason: "\(error)")
             }
+        case .tpm2(let tcti):
+            do {
+                guard let stored = try TPMSecretStore.readRecord(for: deviceUUID, tcti: tcti) else { return nil }
+                bytes = stored
+            } catch {
+                throw DeviceRecordError.unreadable(store: location.description, device: deviceUUID, reason: "\(error)")
+            }
         }
         do {
             return try JSONDecoder().decode(DeviceRecord.self, from: Data(bytes))
@@ -81,6 +88,8 @@ public enum DeviceRecordStore {
         switch location {
         case .file(let directory):
             try AtomicFile.write(bytes, to: statePath(of: deviceUUID, in: directory), mode: 0o600)
+        case .tpm2(let tcti):
+            try TPMSecretStore.writeRecord(bytes, for: deviceUUID, tcti: tcti)
         }
     }
 
