@@ -90,6 +90,12 @@ expect_eq "dpfs counts the guesses the TPM judged: 3" \
     "$("$DPFS" status "$MNT" --json | sed -n 's/.*"failedAttempts":\([0-9]*\).*/\1/p')" 3
 sleep 4
 check "after the TPM's recovery time the right passcode unlocks" unlock_device
+# A passcode change seals a new gate: the new passcode works, the old one is wrong.
+printf '5678\n' > "$WORK/new"; chmod 600 "$WORK/new"
+check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
+"$DPFS" lock "$MNT" --now
+check "the new passcode unlocks" "$DPFS" unlock "$MNT" --passcode-file "$WORK/new"
+check "and back" "$DPFS" passcode change "$MNT" --passcode-file "$WORK/new" --new-passcode-file "$PASS"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 # The record lives in the TPM's NV index: an old copy of the device directory is refused.

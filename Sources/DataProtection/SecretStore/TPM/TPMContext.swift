@@ -9,10 +9,14 @@ final class TPMContext {
     private var tctiContext: OpaquePointer?
     private(set) var esys: OpaquePointer?
 
+    /// The TCTI libraries print their own diagnostics; the error we throw says it once.
+    /// Set once, at the first TPM use (a boot, before the daemon's servers start),
+    /// and never over a TSS2_LOG the user chose.
+    private static let quietLibraryLogs: Void = { setenv("TSS2_LOG", "all+none", 0) }()
+
     init(tcti: String) throws {
         self.tcti = tcti
-        // The TCTI libraries print their own diagnostics; the error we throw says it once.
-        setenv("TSS2_LOG", "all+none", 0)
+        Self.quietLibraryLogs
         var tctiContext: OpaquePointer?
         var rc = Tss2_TctiLdr_Initialize(tcti, &tctiContext)
         guard rc == 0, let tctiContext else {
