@@ -8,12 +8,19 @@ extension LockStateManager {
     /// - A keybag two or more generations behind the record is an old copy: refused.
     /// - One behind is the crash between a save's two writes (the record goes first):
     ///   accepted, with the record's failure count and erase, then saved again.
-    /// - No record (a device from before records): one is started from the keybag.
+    /// - No record (a device from before records): one is started from the keybag;
+    ///   for a tpm2 device (whose NV index init defines) that is refused.
     /// - Ahead of the record (the record lost an update): the record catches up.
     static func reconcile(_ keybag: inout KeybagFile, directory: DeviceDirectory, deviceSecret: SecureBuffer,
                           testHooks: TestHooks) throws -> String? {
         let location = try keybag.storeLocation()
         guard let record = try DeviceRecordStore.load(for: keybag.deviceUUID, in: location) else {
+            // A tpm2 device has had its NV index since init: without it, anything could
+            // be an old copy.
+            if case .tpm2 = location {
+                throw DeviceRecordError.unreadable(store: location.description, device: keybag.deviceUUID,
+                                                   reason: "its NV index is missing (removed, or the TPM was cleared)")
+            }
             try keybag.save(in: directory, deviceSecret: deviceSecret)
             return "secret store \(location) held no record of device \(keybag.deviceUUID); "
                 + "started one at keybag generation \(keybag.generation)"
