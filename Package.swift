@@ -30,7 +30,11 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CLinux"),
-        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux"], swiftSettings: testHooks),
+        // tpm2-tss: ESAPI (tss2-esys), the TCTI loader (tss2-tctildr) and tss2-mu, all
+        // from Debian's libtss2-dev; the module map links the three.
+        .systemLibrary(name: "CTss", pkgConfig: "tss2-esys",
+                       providers: [.apt(["libtss2-dev"])]),
+        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux", "CTss"], swiftSettings: testHooks),
         .target(name: "ItemStore", dependencies: [
             "DataProtection",
             .product(name: "GRDB", package: "GRDB.swift"),

@@ -33,7 +33,7 @@ extension ItemStore {
         let now = Date().timeIntervalSince1970
         let record = ItemRecord(identity: identity, label: attributes.label, created: now, modified: now)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
-        try pool.write { db in
+        try commit { db in
             try checkNoDuplicate(columns, db)
             let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
             try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "

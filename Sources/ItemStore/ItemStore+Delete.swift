@@ -10,7 +10,7 @@ extension ItemStore {
             throw SecError(SecStatus.param, "delete takes no data and no new attributes")
         }
         let query = try query(request.attributes, caller: caller)
-        try pool.write { db in
+        try commit { db in
             let matches = try query.fetch(db, withSecret: false, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
             // A row whose accessibility is damaged may still go: deleting is how one recovers.

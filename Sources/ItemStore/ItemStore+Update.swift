@@ -16,7 +16,7 @@ extension ItemStore {
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
-        try pool.write { db in
+        try commit { db in
             let matches = try query.fetch(db, withSecret: true, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
             try checkAvailable(matches)

@@ -24,16 +24,18 @@ public final class ItemStore: Sendable {
         observerID = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
-                if device?.status().passcodeSet == false { try? Self.destroyPasscodeItems(pool) }
+                if let device, !device.status().passcodeSet { try? Self.destroyPasscodeItems(pool, device) }
             case .erased:
                 // The class keys were replaced: every sealed secret is unreadable now.
-                try? pool.write { try $0.execute(sql: "DELETE FROM items") }
+                if let device { _ = try? Self.commit(pool, device) { try $0.execute(sql: "DELETE FROM items") } }
             default:
                 break
             }
         }
+        // An old copy of the database put back is refused (ItemStore+Generation).
+        try device.checkKeychainGeneration(try pool.read { try Self.generation($0) })
         // The passcode may have gone while no store was listening.
-        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool) }
+        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool, device) }
     }
 
     deinit { device.stopObserving(observerID) }
@@ -60,7 +62,7 @@ public final class ItemStore: Sendable {
     /// Registers another app (or re-registers one with new entitlements); returns its bundle ID.
     public func registerApp(entitlements: Data) throws -> String {
         let app = try Entitlements(plist: entitlements)
-        try pool.write { try AppRegistry.register(app, plist: entitlements, isSandboxApp: false, in: $0) }
+        try commit { try AppRegistry.register(app, plist: entitlements, isSandboxApp: false, in: $0) }
         callers.withLock { $0.removeAll() }
         return app.bundleID
     }
@@ -72,10 +74,10 @@ public final class ItemStore: Sendable {
     }
 
     /// Destroys every WhenPasscodeSetThisDeviceOnly item; called when the passcode is removed.
-    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool) }
+    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool, device) }
 
-    private static func destroyPasscodeItems(_ pool: DatabasePool) throws {
-        try pool.write {
+    private static func destroyPasscodeItems(_ pool: DatabasePool, _ device: LockStateManager) throws {
+        try commit(pool, device) {
             try $0.execute(sql: "DELETE FROM items WHERE accessible = ?",
                            arguments: [Accessibility.whenPasscodeSetThisDeviceOnly.rawValue])
         }

@@ -80,6 +80,13 @@ enum Schema {
                     securityDomain, authenticationType, accessGroup, synchronizable);
                 """)
         }
+        // The generation every write bumps (ItemStore+Generation).
+        migrator.registerMigration("v2-generation") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                INSERT INTO meta (key, value) VALUES ('generation', 0);
+                """)
+        }
         return migrator
     }
 }

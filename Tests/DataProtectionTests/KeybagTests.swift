@@ -104,91 +104,6 @@ final class KeybagTamperTests: XCTestCase {
 
 }
 
-/// keybag.seq that cannot vouch for the keybag counts as the worst case (dpfs(5)).
-final class KeybagSequenceTests: XCTestCase {
-    func testJudgingTheRecord() {
-        XCTAssertEqual(KeybagSequence.judge(recordText: "7\n", generation: 7), .vouches)
-        XCTAssertEqual(KeybagSequence.judge(recordText: "6\n", generation: 7), .vouches, "a crash between the writes")
-        XCTAssertEqual(KeybagSequence.judge(recordText: nil, generation: 7), .missing)
-        for garbled in ["garbage\n", "", "\n", "-3", "7x", "+7", "99999999999999999999999"] {
-            XCTAssertEqual(KeybagSequence.judge(recordText: garbled, generation: 7), .garbled, garbled)
-        }
-        XCTAssertEqual(KeybagSequence.judge(recordText: "9\n", generation: 7), .ahead(recorded: 9))
-        XCTAssertNil(KeybagSequence.vouches.distrust(generation: 7))
-        XCTAssertNotNil(KeybagSequence.missing.distrust(generation: 7))
-    }
-
-    /// Five failures, then keybag.seq is tampered with; a boot must not see fewer.
-    private func failFiveTimesThen(_ tamper: (TestDevice) throws -> Void) throws -> TestDevice {
-        let device = try TestDevice()
-        let manager = try device.boot()
-        for guess in ["1", "2", "3", "4", "5"] { _ = try? manager.unlock(passcode: TestDevice.secret(guess)) }
-        XCTAssertEqual(manager.status().failedAttempts, 5)
-        try tamper(device)
-        return device
-    }
-
-    private func assertWorstCase(_ device: TestDevice, _ reason: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let manager = try device.boot(delayScale: 1)
-        let status = manager.status()
-        XCTAssertEqual(status.failedAttempts, 9, file: file, line: line)
-        XCTAssertGreaterThan(status.retryAfter ?? 0, 3590, "the highest tier's hour", file: file, line: line)
-        XCTAssertTrue(status.worstCaseReason?.contains(reason) == true, "\(String(describing: status.worstCaseReason))",
-                      file: file, line: line)
-        XCTAssertNotNil(manager.bootNotice, file: file, line: line)
-        XCTAssertThrowsError(try manager.unlock(passcode: TestDevice.secret("1234")), file: file, line: line) {
-            guard case .mustWait = $0 as? LockError else { return XCTFail("\($0)", file: file, line: line) }
-        }
-        // Saved at once: keybag.seq vouches again, and a reboot keeps the count and the wait.
-        let again = try device.boot(delayScale: 1)
-        XCTAssertNil(again.bootNotice, "keybag.seq was rewritten", file: file, line: line)
-        XCTAssertEqual(again.status().failedAttempts, 9, file: file, line: line)
-        XCTAssertGreaterThan(again.status().retryAfter ?? 0, 3500, file: file, line: line)
-    }
-
-    func testAMissingRecordCountsAsTheWorstCase() throws {
-        let device = try failFiveTimesThen { try FileManager.default.removeItem(atPath: $0.directory.keybagSequencePath) }
-        try assertWorstCase(device, "missing")
-    }
-
-    func testAGarbledRecordCountsAsTheWorstCase() throws {
-        let device = try failFiveTimesThen {
-            try "garbage\n".write(toFile: $0.directory.keybagSequencePath, atomically: true, encoding: .utf8)
-        }
-        try assertWorstCase(device, "generation number")
-    }
-
-    func testAnOlderKeybagCountsAsTheWorstCase() throws {
-        let device = try TestDevice()
-        let old = try Data(contentsOf: URL(fileURLWithPath: device.directory.keybagPath))
-        let manager = try device.boot()
-        for guess in ["1", "2", "3", "4", "5"] { _ = try? manager.unlock(passcode: TestDevice.secret(guess)) }
-        try old.write(to: URL(fileURLWithPath: device.directory.keybagPath))
-        try assertWorstCase(device, "older")
-    }
-
-    func testTheRightPasscodeAfterTheWaitResetsIt() throws {
-        let device = try failFiveTimesThen { try FileManager.default.removeItem(atPath: $0.directory.keybagSequencePath) }
-        let manager = try device.boot(delayScale: 0)  // the hour, already waited
-        XCTAssertEqual(manager.status().failedAttempts, 9)
-        try manager.unlock(passcode: TestDevice.secret("1234"))
-        XCTAssertEqual(manager.status().failedAttempts, 0)
-        XCTAssertNil(manager.status().worstCaseReason)
-        XCTAssertEqual(try device.boot().status().failedAttempts, 0, "the reset is saved")
-    }
-
-    func testAMissingRecordNeverErases() throws {
-        let device = try TestDevice(eraseAfter: 6)
-        let manager = try device.boot()
-        for guess in ["1", "2", "3"] { _ = try? manager.unlock(passcode: TestDevice.secret(guess)) }
-        try FileManager.default.removeItem(atPath: device.directory.keybagSequencePath)
-        let booted = try device.boot(delayScale: 0)
-        XCTAssertEqual(booted.status().failedAttempts, 5, "one below --erase-after")
-        XCTAssertFalse(booted.status().erased)
-        try booted.unlock(passcode: TestDevice.secret("1234"))
-    }
-}
-
 final class PasscodePolicyTests: XCTestCase {
     func testIOSDelayTable() {
         let delays = (1...10).map { PasscodePolicy.delay(afterFailures: $0) }
@@ -207,26 +122,14 @@ final class PasscodePolicyTests: XCTestCase {
         XCTAssertNil(policy.retryAfter)
     }
 
-    func testAssumeWorstCase() {
+    func testAdoptingARecordedCount() {
         let now = Date(timeIntervalSince1970: 1000)
         var policy = PasscodePolicy()
-        policy.failedAttempts = 5
-        policy.assumeWorstCase("keybag.seq is missing", now: now)
-        XCTAssertEqual(policy.failedAttempts, 9, "the highest delay tier")
-        XCTAssertEqual(policy.retryAfter, 4600, "its full hour")
-        XCTAssertEqual(policy.worstCaseReason, "keybag.seq is missing")
-        var higher = PasscodePolicy()
-        higher.failedAttempts = 12
-        higher.retryAfter = 9000
-        higher.assumeWorstCase("x", now: now)
-        XCTAssertEqual(higher.failedAttempts, 12, "never lowered")
-        XCTAssertEqual(higher.retryAfter, 9000, "never shortened")
-        var erasing = PasscodePolicy(eraseAfter: 4)
-        erasing.assumeWorstCase("x", now: now)
-        XCTAssertEqual(erasing.failedAttempts, 3, "one below --erase-after")
-        XCTAssertEqual(erasing.recordFailure(fingerprint: [1], now: now), .erase, "the next wrong passcode erases")
-        policy.recordSuccess()
-        XCTAssertNil(policy.worstCaseReason)
+        policy.failedAttempts = 4
+        XCTAssertFalse(policy.adoptRecordedFailures(3, now: now), "never lowered")
+        XCTAssertTrue(policy.adoptRecordedFailures(6, now: now))
+        XCTAssertEqual(policy.failedAttempts, 6)
+        XCTAssertEqual(policy.retryAfter, 1300, "the sixth failure's five minutes, from now")
     }
 }
 

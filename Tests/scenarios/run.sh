@@ -98,7 +98,7 @@ out=$("$DPFS" run "$MNT" --app com.example.mail -- env)
 expect_eq "a registered --app becomes DPFS_APP" "$(value DPFS_APP)" "com.example.mail"
 
 # Not a sandbox.
-check_error "a plain directory is refused" "is not a mounted dpfs sandbox" "$DPFS" run "$WORK" -- true
-check_error "a path inside the mount is not its root" "is not a mounted dpfs sandbox" "$DPFS" run "$MNT/Documents" -- true
+check_error "a plain directory is refused" "is not a dpfs mount owned by you" "$DPFS" run "$WORK" -- true
+check_error "a path inside the mount is not its root" "is not a dpfs mount owned by you" "$DPFS" run "$MNT/Documents" -- true
 check_error "no program is a usage error" "give the program to run" "$DPFS" run "$MNT"
 finish

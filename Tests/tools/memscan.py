@@ -34,7 +34,10 @@ def seal_open(sealed, public, private):
 
 def class_keys(device, passcode):
     bag = json.load(open(device + "/keybag.json"))
-    secret = open(device + "/device.secret", "rb").read()
+    # The device secret lives in the secret store the keybag names (dpfs(5), "Secret store").
+    store = bag["secretStore"]
+    assert store.startswith("file:"), "memscan reads file secret stores only"
+    secret = open(store[len("file:"):] + "/" + bag["deviceUUID"] + ".secret", "rb").read()
     kdf = bag["kdf"]
     stretched = ctypes.create_string_buffer(32)
     salt = base64.b64decode(kdf["salt"])
@@ -48,6 +51,7 @@ def class_keys(device, passcode):
     none_key = blake2b(b"dpfs.class-none.v1", secret)
     keys["none"] = aead_open(wrapped["none"], b"dpfs.classkey.v1.none", none_key)
     keys["completeUnlessOpenPublic"] = base64.b64decode(bag["completeUnlessOpenPublicKey"])
+    keys["metadata"] = blake2b(b"dpfs.metadata.v2", secret)
     return keys
 
 def file_key(path, keys):
@@ -56,7 +60,9 @@ def file_key(path, keys):
     slots = []
     for i in range(2):
         raw = header[24 + 128 * i: 24 + 128 * (i + 1)]
-        if blake2b(raw[:112], file_id, 16) != raw[112:]:
+        # Format 2: each slot is MACed under the metadata key (dpfs(5), "Backing file format").
+        mac = blake2b(b"dpfs.header-slot.v2" + header[:24] + bytes([i]) + raw[:112], keys["metadata"], 16)
+        if mac != raw[112:]:
             continue
         generation = int.from_bytes(raw[:8], "little")
         slots.append((generation, raw[8], raw[10:10 + raw[9]]))
@@ -92,7 +98,7 @@ def main():
         (files if flag == "--file" else texts).append(value)
     passcode = open(passfile, "rb").read().split(b"\n")[0]
     keys = class_keys(device, passcode)
-    secrets = {f"class key {k}": v for k, v in keys.items() if k != "completeUnlessOpenPublic"}
+    secrets = {f"class key {k}": v for k, v in keys.items() if k not in ("completeUnlessOpenPublic", "metadata")}
     for f in files:
         secrets[f"file key {f.rsplit('/', 1)[-1]}"] = file_key(f, keys)
     for t in texts:

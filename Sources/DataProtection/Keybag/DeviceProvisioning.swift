@@ -13,12 +13,12 @@ public enum DeviceProvisioning {
     public static func create(store: SecretStoreLocation, passcode: SecureBuffer?, defaultProtection: ProtectionClass,
                               eraseAfter: Int?, kdf: KDFParameters = .standard()) throws -> NewDevice {
         let deviceUUID = UUIDText.random()
-        let secret = try DeviceSecretStore.create(for: deviceUUID, in: store)
+        let (secret, sealed) = try DeviceSecretStore.create(for: deviceUUID, in: store)
         do {
             var keybag = try Keybag.create(passcode: passcode, deviceSecret: secret, defaultProtection: defaultProtection,
-                                           eraseAfter: eraseAfter, kdf: kdf)
+                                           eraseAfter: eraseAfter, kdf: kdf, secretStore: store.description)
             keybag.deviceUUID = deviceUUID
-            keybag.secretStore = store.description
+            keybag.tpmSealedSecret = sealed
             return NewDevice(keybag: keybag, secret: secret)
         } catch {
             secret.wipe()
@@ -30,7 +30,11 @@ public enum DeviceProvisioning {
     /// Removes a secret whose device was never finished (init failed after creating it).
     public static func discard(_ deviceUUID: String, in store: SecretStoreLocation) {
         switch store {
-        case .file(let directory): _ = DeviceSecretStore.path(of: deviceUUID, in: directory).withCString { unlink($0) }
+        case .file(let directory):
+            _ = DeviceSecretStore.path(of: deviceUUID, in: directory).withCString { unlink($0) }
+            _ = DeviceRecordStore.statePath(of: deviceUUID, in: directory).withCString { unlink($0) }
+        case .tpm2(let tcti):
+            TPMSecretStore.discard(deviceUUID, tcti: tcti)
         }
     }
 }

@@ -31,7 +31,7 @@ public enum Keybag {
     /// A new keybag with fresh class keys.
     public static func create(passcode: SecureBuffer?, deviceSecret: SecureBuffer,
                               defaultProtection: ProtectionClass, eraseAfter: Int?,
-                              kdf: KDFParameters = .standard()) throws -> KeybagFile {
+                              kdf: KDFParameters = .standard(), secretStore: String = "") throws -> KeybagFile {
         let pair = SealedBox.makeKeyPair()
         var keys = ClassKeySet()
         keys.insert(.random(count: AEAD.keySize), for: .none)
@@ -42,6 +42,7 @@ public enum Keybag {
                               completeUnlessOpenPublicKey: Bytes(pair.publicKey),
                               defaultProtection: defaultProtection,
                               policy: PasscodePolicy(eraseAfter: eraseAfter))
+        file.secretStore = secretStore
         try rewrap(&file, keys: keys, newPasscode: passcode, deviceSecret: deviceSecret)
         keys.wipeAll()
         return file
@@ -54,8 +55,9 @@ public enum Keybag {
         var kdf = file.kdf
         kdf.salt = Bytes(Sodium.randomBytes(kdf.salt.value.count))
         let wrappingKey = try newPasscode.map {
-            try PasscodeKDF.deriveKey(passcode: $0, parameters: kdf, deviceSecret: deviceSecret)
+            try newPasscodeKey(&file, passcode: $0, kdf: kdf, deviceSecret: deviceSecret)
         } ?? noPasscodeKey(deviceSecret)
+        if newPasscode == nil { file.tpmPasscodeGate = nil }
         var wrapped: [String: Bytes] = [:]
         for protectionClass in passcodeClasses {
             guard let key = keys.key(for: protectionClass) else { throw DeviceError.corruptKeybag("a class key is missing") }
@@ -86,19 +88,41 @@ public enum Keybag {
     /// Unwraps every class key with a passcode; a wrong passcode yields its fingerprint.
     public static func unlock(_ file: KeybagFile, passcode: SecureBuffer,
                               deviceSecret: SecureBuffer) throws -> UnwrapResult {
-        let passcodeKey = try PasscodeKDF.deriveKey(passcode: passcode, parameters: file.kdf,
-                                                    deviceSecret: deviceSecret)
+        let passcodeKey: SecureBuffer
+        let print: [UInt8]
+        switch try checkPasscode(file, passcode: passcode, deviceSecret: deviceSecret) {
+        case .wrong(let fingerprint): return .wrongPasscode(fingerprint: fingerprint)
+        case .key(let key, let fingerprint): passcodeKey = key; print = fingerprint
+        }
+        defer { passcodeKey.wipe() }
         var keys = try bootKeys(file, deviceSecret: deviceSecret)
         for protectionClass in passcodeClasses {
             let name = wrappedName(protectionClass)
             guard let sealed = file.wrappedKeys[name] else { throw DeviceError.corruptKeybag("\(name) key is missing") }
             guard let key = AEAD.open(sealed.value, additionalData: additionalData(name), key: passcodeKey) else {
                 keys.wipeAll()
-                return .wrongPasscode(fingerprint: fingerprint(of: passcodeKey))
+                return .wrongPasscode(fingerprint: print)
             }
             keys.insert(key, for: protectionClass)
         }
         return .unlocked(keys)
+    }
+
+    /// Crypto-shred: a keybag of fresh class keys and no passcode in place of `file`,
+    /// so every file and item sealed before is unrecoverable. The policy keeps its
+    /// count and says `erased`; the device's identity and store stay.
+    public static func erased(_ file: KeybagFile, deviceSecret: SecureBuffer) throws -> KeybagFile {
+        var fresh = try create(passcode: nil, deviceSecret: deviceSecret, defaultProtection: file.defaultProtection,
+                               eraseAfter: nil, kdf: file.kdf)
+        fresh.deviceUUID = file.deviceUUID
+        fresh.secretStore = file.secretStore
+        fresh.tpmSealedSecret = file.tpmSealedSecret
+        fresh.policy = file.policy
+        fresh.generation = file.generation
+        fresh.policy.erased = true
+        fresh.policy.retryAfter = nil
+        fresh.policy.eraseAfter = nil
+        return fresh
     }
 
     static func unwrap(_ file: KeybagFile, _ name: String, with key: SecureBuffer) throws -> SecureBuffer {

@@ -2,9 +2,10 @@
 // by the passcode key or the device key, the completeUnlessOpen public key, and the
 // passcode policy state. It holds no secret in clear. It carries a MAC under a key
 // derived from the device secret (an edited keybag — a reset failure counter — is
-// refused) and a generation, mirrored in keybag.seq (KeybagSequence), so that an older
-// copy put back in its place mounts with the worst-case failure count, not its own.
-// It names the device (a UUID) and the secret store that holds the device secret.
+// refused) and a generation, recorded with the failure count in the device's record in
+// its secret store (DeviceRecord), so that an older copy put back in its place is
+// refused at mount. It names the device (a UUID) and the secret store that holds the
+// device secret.
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
@@ -20,8 +21,12 @@ public struct KeybagFile: Codable, Sendable {
     public var policy: PasscodePolicy
     /// The device's identity, by which its secret store names the device secret.
     public var deviceUUID = ""
-    /// Where the device secret lives: `file:DIR` (SecretStoreLocation's description).
+    /// Where the device secret lives: `file:DIR` or `tpm2:TCTI` (SecretStoreLocation's description).
     public var secretStore = ""
+    /// With a tpm2 store: the sealed device secret's blobs (they load into that TPM only).
+    public var tpmSealedSecret: TPMSealedBlobs?
+    /// With a tpm2 store and a passcode: the passcode gate's blobs (Keybag+Passcode).
+    public var tpmPasscodeGate: TPMSealedBlobs?
     public var generation = 0
     public var mac: Bytes?
 
@@ -46,11 +51,24 @@ public struct KeybagFile: Codable, Sendable {
     /// The device's secret, from the store its keybag names.
     public static func loadDeviceSecret(of directory: DeviceDirectory) throws -> SecureBuffer {
         let file = try decode(from: directory)
-        guard !file.deviceUUID.isEmpty, let location = try? SecretStoreLocation(parsing: file.secretStore),
-              file.secretStore.hasPrefix("file:") else {
+        return try DeviceSecretStore.load(for: file.deviceUUID, from: try file.storeLocation(), sealed: file.tpmSealedSecret)
+    }
+
+    /// The TCTI of a tpm2 store, nil for any other.
+    var tpmTCTI: String? {
+        guard secretStore.hasPrefix("tpm2:"), case .tpm2(let tcti)? = try? SecretStoreLocation(parsing: secretStore) else {
+            return nil
+        }
+        return tcti
+    }
+
+    /// The secret store the keybag names (a mount never takes it from anywhere else).
+    public func storeLocation() throws -> SecretStoreLocation {
+        guard !deviceUUID.isEmpty, secretStore.contains(":"),
+              let location = try? SecretStoreLocation(parsing: secretStore) else {
             throw DeviceError.corruptKeybag("it names no valid secret store")
         }
-        return try DeviceSecretStore.load(for: file.deviceUUID, from: location)
+        return location
     }
 
     public static func load(from directory: DeviceDirectory, deviceSecret: SecureBuffer) throws -> KeybagFile {
@@ -61,13 +79,27 @@ public struct KeybagFile: Codable, Sendable {
         return file
     }
 
-    /// Saves atomically as the next generation.
+    /// Saves atomically as the next generation, the device's record first: a crash
+    /// between the two writes leaves the record one generation ahead of the keybag,
+    /// holding the newer failure count, never behind it. A mount accepts a keybag one
+    /// generation behind its record (that crash) with the record's count and erase.
+    /// The save is done twice ("settled"), so the keybag one generation behind the
+    /// record always has the same contents as the newest: putting back the keybag from
+    /// before the last save — an old passcode, keys an erase destroyed — is refused.
     public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer) throws {
-        generation += 1
-        mac = Bytes(try authenticator(deviceSecret))
-        try AtomicFile.write(try Self.encode(self), to: directory.keybagPath)
-        // Written after the keybag: a crash between leaves the record behind, never ahead.
-        try AtomicFile.write(Array("\(generation)\n".utf8), to: directory.keybagSequencePath)
+        let location = try storeLocation()
+        for _ in 0..<2 {
+            let current = generation
+            let policy = self.policy
+            let record = try DeviceRecordStore.update(for: deviceUUID, in: location) { record in
+                record.keybagGeneration = max(record.keybagGeneration, current) + 1
+                record.failedAttempts = policy.failedAttempts
+                record.erased = policy.erased
+            }
+            generation = record.keybagGeneration
+            mac = Bytes(try authenticator(deviceSecret))
+            try AtomicFile.write(try Self.encode(self), to: directory.keybagPath)
+        }
     }
 
     static func encode(_ file: KeybagFile) throws -> [UInt8] {

@@ -11,10 +11,6 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
     public var retryAfter: Double?
     public var eraseAfter: Int?
     public var erased = false
-    /// Set when the failure count was raised to the worst case because keybag.seq
-    /// could not vouch for the keybag (KeybagSequence); says why. The right passcode
-    /// clears it.
-    public var worstCaseReason: String?
 
     public init(eraseAfter: Int? = nil) { self.eraseAfter = eraseAfter }
 
@@ -49,28 +45,21 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
         return .counted
     }
 
+    /// Takes a higher failure count from the device's record in the secret store
+    /// (the keybag was saved one generation behind it): that count's wait runs from
+    /// now, as if the failure had just been made. Returns whether anything changed.
+    public mutating func adoptRecordedFailures(_ recorded: Int, now: Date = Date()) -> Bool {
+        guard recorded > failedAttempts else { return false }
+        failedAttempts = recorded
+        let delay = Self.delay(afterFailures: recorded)
+        if delay > 0 { retryAfter = max(retryAfter ?? 0, now.timeIntervalSince1970 + delay) }
+        return true
+    }
+
     public mutating func recordSuccess() {
         failedAttempts = 0
         lastFailureFingerprint = nil
         retryAfter = nil
-        worstCaseReason = nil
-    }
-
-    /// The failure count assumed when the real one may have been rolled back: the
-    /// first count of the highest delay tier.
-    public static let worstCaseFailures = 9
-
-    /// Puts the policy into its strictest state short of erasing, for a keybag whose
-    /// failure count may have been rolled back (dpfs(5)): at least `worstCaseFailures`
-    /// failures — but one below --erase-after, so only a further wrong passcode can
-    /// erase, never a missing counter file — and that tier's full wait from now.
-    public mutating func assumeWorstCase(_ reason: String, now: Date = Date()) {
-        var floor = Self.worstCaseFailures
-        if let limit = eraseAfter { floor = min(floor, max(limit - 1, 0)) }
-        failedAttempts = max(failedAttempts, floor)
-        let wait = now.timeIntervalSince1970 + Self.delay(afterFailures: Self.worstCaseFailures)
-        retryAfter = max(retryAfter ?? 0, wait)
-        worstCaseReason = reason
     }
 }
 

@@ -34,9 +34,6 @@ public struct DeviceStatus: Codable, Sendable {
     public var failedAttempts: Int
     public var retryAfter: Double?
     public var erased: Bool
-    /// Why failedAttempts is the assumed worst case rather than the keybag's own count
-    /// (keybag.seq missing, garbled or ahead; dpfs(5)); nil when it is the real count.
-    public var worstCaseReason: String?
     public var gracePeriod: Double
     public var defaultProtection: String
     public var deviceDirectory: String

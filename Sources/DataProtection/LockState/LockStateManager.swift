@@ -63,9 +63,12 @@ public final class LockStateManager: Sendable {
     private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
     private let nextObserver = Atomic<UInt64>(0)
     public let completeUnlessOpenPublicKey: [UInt8]
-    /// One line for the daemon's log when the boot found keybag.seq unable to vouch
-    /// for the keybag and assumed the worst-case failure count; nil otherwise.
+    /// One line for the daemon's log when the boot had to bring the keybag and the
+    /// device's record in the secret store together (LockStateManager+Record); nil otherwise.
     public let bootNotice: String?
+    /// The device's name in its secret store, and that store (the keybag's record of both).
+    public let deviceUUID: String
+    public let secretStore: SecretStoreLocation
 
     /// Boots the device: reads the keybag and unwraps what needs no passcode.
     public init(directory: DeviceDirectory, gracePeriod: TimeInterval, testHooks: TestHooks = TestHooks()) throws {
@@ -78,38 +81,13 @@ public final class LockStateManager: Sendable {
         self.metadataKey = MetadataKey.derive(from: secret)
         self.nameCipher = NameCipher(deviceSecret: secret)
         var keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
-        self.bootNotice = try Self.distrustRolledBackCounter(&keybag, directory: directory, deviceSecret: secret,
-                                                             testHooks: testHooks)
+        self.deviceUUID = keybag.deviceUUID
+        self.secretStore = try keybag.storeLocation()
+        self.bootNotice = try Self.reconcile(&keybag, directory: directory, deviceSecret: secret, testHooks: testHooks)
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
         self.core = Mutex(Core(keys: keys, keybag: keybag, phase: phase))
-    }
-
-    /// A keybag that keybag.seq does not vouch for may be an old copy with a smaller
-    /// failure count: the policy takes its worst case, and the keybag is saved at once
-    /// so keybag.seq is right again and a remount cannot restart the wait (dpfs(5)).
-    private static func distrustRolledBackCounter(_ keybag: inout KeybagFile, directory: DeviceDirectory,
-                                                  deviceSecret: SecureBuffer, testHooks: TestHooks) throws -> String? {
-        let sequence = KeybagSequence.read(in: directory, generation: keybag.generation)
-        guard let reason = sequence.distrust(generation: keybag.generation) else { return nil }
-        let notice: String
-        if keybag.passcodeSet {
-            let now = Date()
-            keybag.policy.assumeWorstCase(reason, now: now)
-            #if DPFS_TEST_HOOKS
-            testHooks.scaleWait(&keybag.policy, now: now)
-            #endif
-            let wait = keybag.policy.waitRemaining(now: now).map { ", next attempt in \(describeWait($0))" } ?? ""
-            notice = "\(reason): a rolled-back failure count cannot be ruled out, so it counts as "
-                + "\(keybag.policy.failedAttempts) failed attempts\(wait)"
-        } else {
-            notice = "\(reason); no passcode is set, so there is no failure count to distrust"
-        }
-        // keybag.seq never goes backwards.
-        keybag.generation = max(keybag.generation, sequence.recorded ?? 0)
-        try keybag.save(in: directory, deviceSecret: deviceSecret)
-        return notice
     }
 
     // MARK: Queries
@@ -141,7 +119,7 @@ public final class LockStateManager: Sendable {
                                 failedAttempts: core.keybag.policy.failedAttempts,
                                 retryAfter: core.keybag.policy.waitRemaining(),
                                 erased: core.keybag.policy.erased,
-                                worstCaseReason: core.keybag.policy.worstCaseReason, gracePeriod: gracePeriod,
+                                gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
                                 deviceDirectory: directory.root, pid: getpid(),
                                 inodes: mountedInodes.withLock { $0 }?())
@@ -296,16 +274,7 @@ public final class LockStateManager: Sendable {
     /// Crypto-shred: fresh class keys replace the old ones, so every file and item
     /// sealed before is unrecoverable; the device comes back without a passcode.
     private func eraseKeyMaterial(_ keybag: inout KeybagFile) throws {
-        var fresh = try Keybag.create(passcode: nil, deviceSecret: deviceSecret,
-                                      defaultProtection: keybag.defaultProtection, eraseAfter: nil,
-                                      kdf: keybag.kdf)
-        fresh.policy = keybag.policy
-        fresh.generation = keybag.generation
-        fresh.deviceUUID = keybag.deviceUUID
-        fresh.secretStore = keybag.secretStore
-        fresh.policy.erased = true
-        fresh.policy.retryAfter = nil
-        fresh.policy.eraseAfter = nil
+        let fresh = try Keybag.erased(keybag, deviceSecret: deviceSecret)
         let keys = try Keybag.bootKeys(fresh, deviceSecret: deviceSecret)
         for revoke in revokers.withLock({ $0 }) { revoke(Set(ProtectionClass.allCases), .restart) }
         keybag = fresh

@@ -24,9 +24,18 @@ public enum SecretStoreError: Error, CustomStringConvertible {
 public enum DeviceSecretStore {
     public static let secretSize = 32
 
-    /// Makes a new random secret for `deviceUUID` and stores it durably.
-    public static func create(for deviceUUID: String, in location: SecretStoreLocation) throws -> SecureBuffer {
+    /// Makes a new random secret for `deviceUUID` and stores it durably; a TPM store
+    /// also gives the sealed object's blobs, which the keybag keeps.
+    public static func create(for deviceUUID: String,
+                              in location: SecretStoreLocation) throws -> (SecureBuffer, TPMSealedBlobs?) {
         switch location {
+        case .tpm2(let tcti):
+            do {
+                let (secret, blobs) = try TPMSecretStore.createSecret(for: deviceUUID, tcti: tcti)
+                return (secret, blobs)
+            } catch {
+                throw SecretStoreError.cannotCreate(store: location.description, reason: "\(error)")
+            }
         case .file(let directory):
             do {
                 try prepareDirectory(directory)
@@ -41,13 +50,25 @@ public enum DeviceSecretStore {
                 secret.wipe()
                 throw SecretStoreError.cannotCreate(store: location.description, reason: "\(error)")
             }
-            return secret
+            return (secret, nil)
         }
     }
 
-    /// The secret of `deviceUUID`, into locked memory.
-    public static func load(for deviceUUID: String, from location: SecretStoreLocation) throws -> SecureBuffer {
+    /// The secret of `deviceUUID`, into locked memory; `sealed` is the keybag's blobs
+    /// of a TPM store.
+    public static func load(for deviceUUID: String, from location: SecretStoreLocation,
+                            sealed: TPMSealedBlobs? = nil) throws -> SecureBuffer {
         switch location {
+        case .tpm2(let tcti):
+            guard let sealed else {
+                throw SecretStoreError.missing(store: location.description, device: deviceUUID,
+                                               reason: "the keybag holds no sealed object")
+            }
+            do {
+                return try TPMSecretStore.loadSecret(sealed, tcti: tcti)
+            } catch {
+                throw SecretStoreError.missing(store: location.description, device: deviceUUID, reason: "\(error)")
+            }
         case .file(let directory):
             try checkDirectory(directory, store: location)
             let file = path(of: deviceUUID, in: directory)

@@ -1,24 +1,26 @@
 // Where a device's secret lives (SPEC §11): never in the device directory, so that a
 // copy of that directory allows no passcode guess. `init --secret-store` chooses; the
-// keybag records the choice and the device's UUID, by which the store names the secret.
+// keybag records the choice and the device's UUID, by which the store names the secret
+// (a file) or its record (a file, or the TPM's NV index).
 import Foundation
 import Glibc
 
 public enum SecretStoreLocation: Sendable, Equatable, CustomStringConvertible {
     /// A 0600 file `UUID.secret` in a 0700 directory of the device's owner.
     case file(directory: String)
+    /// Sealed to a TPM 2.0 reached through a TCTI (TPMSecretStore).
+    case tpm2(tcti: String)
+
+    public static let defaultTCTI = "device:/dev/tpmrm0"
 
     public enum ParseError: Error, CustomStringConvertible {
         case unknown(String)
         case relative(String)
-        case tpmUnsupported
 
         public var description: String {
             switch self {
             case .unknown(let text): return "unknown secret store '\(text)'; use file, file:DIR or tpm2[:TCTI]"
             case .relative(let dir): return "secret store directory \(dir) must be an absolute path"
-            case .tpmUnsupported:
-                return "secret store tpm2 is not available in this build of dpfs; use file or file:DIR"
             }
         }
     }
@@ -35,7 +37,14 @@ public enum SecretStoreLocation: Sendable, Equatable, CustomStringConvertible {
             self = .file(directory: (directory as NSString).standardizingPath)
             return
         }
-        if text == "tpm2" || text.hasPrefix("tpm2:") { throw .tpmUnsupported }
+        if text == "tpm2" {
+            self = .tpm2(tcti: Self.defaultTCTI)
+            return
+        }
+        if text.hasPrefix("tpm2:"), text.count > 5 {
+            self = .tpm2(tcti: String(text.dropFirst(5)))
+            return
+        }
         throw .unknown(text)
     }
 
@@ -43,6 +52,7 @@ public enum SecretStoreLocation: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .file(let directory): return "file:" + directory
+        case .tpm2(let tcti): return "tpm2:" + tcti
         }
     }
 

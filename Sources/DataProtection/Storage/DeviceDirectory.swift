@@ -11,7 +11,6 @@ public struct DeviceDirectory: Sendable {
     }
 
     public var keybagPath: String { root + "/keybag.json" }
-    public var keybagSequencePath: String { root + "/keybag.seq" }
     public var sandboxPath: String { root + "/sandbox" }
     public var itemStorePath: String { root + "/keychain.sqlite" }
     public var lockPath: String { root + "/mount.lock" }

@@ -5,6 +5,7 @@ import DataProtection
 import Foundation
 import Glibc
 import BlockStore
+import ItemStore
 
 struct Fsck: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,6 +23,10 @@ struct Fsck: ParsableCommand {
         let device: LockStateManager
         do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError("\(error)") }
         if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }
+        // An old copy of the keybag was refused above; one of the item store is here.
+        do { try ItemStore.checkGeneration(path: directory.itemStorePath, device: device) } catch {
+            throw CLIError("\(error)")
+        }
         if device.status().passcodeSet {
             let passcode = try PasscodeSource.read(file: passcodeFile)
             do { try device.unlock(passcode: passcode) } catch { throw CLIError("\(error)") }

@@ -20,7 +20,7 @@ struct Init: ParsableCommand {
     var defaultProtection: String?
     @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
     @Option(help: ArgumentHelp(
-        "Where the device secret lives, outside the device directory: file (the default: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs) or file:DIR.",
+        "Where the device secret lives, outside the device directory: file (the default: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), file:DIR, or tpm2[:TCTI] (sealed to a TPM 2.0; default TCTI device:/dev/tpmrm0).",
         valueName: "store")) var secretStore: String?
 
     func validate() throws {

@@ -56,7 +56,6 @@ struct Status: ParsableCommand {
         }
         print("passcode: \(status.passcodeSet ? "set" : "none")")
         print("failed attempts: \(status.failedAttempts)")
-        if let reason = status.worstCaseReason { print("  (assumed worst case: \(reason))") }
         if let wait = status.retryAfter { print("next attempt in: \(describeWait(wait))") }
         if status.erased { print("erased: yes (the keys were destroyed after too many failed attempts)") }
         print("default class: \(status.defaultProtection)")

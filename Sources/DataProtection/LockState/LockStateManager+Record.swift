@@ -1,0 +1,79 @@
+// Rollback defence at boot and for the keychain (SPEC §11, dpfs(5)): the keybag and the
+// item store are checked against the device's record in the secret store, which a copy
+// of the device directory cannot bring back.
+import Foundation
+
+extension LockStateManager {
+    /// Brings a freshly loaded keybag and the device's record together, or refuses it.
+    /// - A keybag two or more generations behind the record is an old copy: refused.
+    /// - One behind is the crash between a save's two writes (the record goes first):
+    ///   accepted, with the record's failure count and erase, then saved again.
+    /// - No record (a device from before records): one is started from the keybag;
+    ///   for a tpm2 device (whose NV index init defines) that is refused.
+    /// - Ahead of the record (the record lost an update): the record catches up.
+    static func reconcile(_ keybag: inout KeybagFile, directory: DeviceDirectory, deviceSecret: SecureBuffer,
+                          testHooks: TestHooks) throws -> String? {
+        let location = try keybag.storeLocation()
+        guard let record = try DeviceRecordStore.load(for: keybag.deviceUUID, in: location) else {
+            // A tpm2 device has had its NV index since init: without it, anything could
+            // be an old copy.
+            if case .tpm2 = location {
+                throw DeviceRecordError.unreadable(store: location.description, device: keybag.deviceUUID,
+                                                   reason: "its NV index is missing (removed, or the TPM was cleared)")
+            }
+            try keybag.save(in: directory, deviceSecret: deviceSecret)
+            return "secret store \(location) held no record of device \(keybag.deviceUUID); "
+                + "started one at keybag generation \(keybag.generation)"
+        }
+        if keybag.generation < record.keybagGeneration - 1 {
+            throw DeviceRecordError.rolledBack(what: "keybag", store: location.description,
+                                               found: keybag.generation, recorded: record.keybagGeneration)
+        }
+        var notice: String?
+        if keybag.generation > record.keybagGeneration {
+            notice = "the device's record in secret store \(location) was behind the keybag "
+                + "(generation \(record.keybagGeneration) < \(keybag.generation)); it is brought up to date"
+        }
+        var changed = keybag.generation != record.keybagGeneration
+        if record.erased && !keybag.policy.erased {
+            // The save of an erase was cut short after the record said so: finish it.
+            keybag = try Keybag.erased(keybag, deviceSecret: deviceSecret)
+            changed = true
+            notice = "the record in secret store \(location) says the device was erased; the erase is completed"
+        }
+        let now = Date()
+        if keybag.passcodeSet && keybag.policy.adoptRecordedFailures(record.failedAttempts, now: now) {
+            #if DPFS_TEST_HOOKS
+            testHooks.scaleWait(&keybag.policy, now: now)
+            #endif
+            changed = true
+        }
+        if changed { try keybag.save(in: directory, deviceSecret: deviceSecret) }
+        return notice
+    }
+
+    /// Refuses an item store older than the device's record; a newer one (by one: the
+    /// crash between its commit and the mirror) brings the record up to date.
+    public func checkKeychainGeneration(_ found: Int) throws {
+        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { record in
+            if found < record.keychainGeneration {
+                throw DeviceRecordError.rolledBack(what: "keychain", store: secretStore.description,
+                                                   found: found, recorded: record.keychainGeneration)
+            }
+            record.keychainGeneration = found
+        }
+    }
+
+    /// Mirrors a committed item-store generation into the record; never goes back
+    /// (two commits may mirror out of order).
+    public func recordKeychainGeneration(_ generation: Int) throws {
+        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { record in
+            record.keychainGeneration = max(record.keychainGeneration, generation)
+        }
+    }
+
+    /// The record as stored now (fsck and tests).
+    public func deviceRecord() throws -> DeviceRecord? {
+        try DeviceRecordStore.load(for: deviceUUID, in: secretStore)
+    }
+}

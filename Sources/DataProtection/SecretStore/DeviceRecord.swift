@@ -1,0 +1,99 @@
+// The device's record in its secret store (SPEC §11, dpfs(5)): the generations of the
+// keybag and of the item store and the failed-attempt count. The device directory
+// cannot vouch for itself — an older copy of it is internally consistent — so the
+// authority on "how new" and "how many failures" lives where the device secret lives.
+import Foundation
+import Glibc
+import Synchronization
+
+public struct DeviceRecord: Codable, Sendable, Equatable {
+    public var keybagGeneration = 0
+    public var keychainGeneration = 0
+    public var failedAttempts = 0
+    public var erased = false
+
+    public init() {}
+}
+
+public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
+    /// `what` is "keybag" or "keychain".
+    case rolledBack(what: String, store: String, found: Int, recorded: Int)
+    case unreadable(store: String, device: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .rolledBack(let what, let store, let found, let recorded):
+            return "the \(what) is older than the device's record in secret store \(store) "
+                + "(generation \(found) < \(recorded)): an old copy was put back"
+        case .unreadable(let store, let device, let reason):
+            return "the record of device \(device) in secret store \(store) cannot be used: \(reason)"
+        }
+    }
+}
+
+/// Reads and updates a device's record. One process at a time holds a device (the
+/// mount lock); within it, every read-modify-write goes through `serial`, so a keybag
+/// save and a keychain commit never lose each other's update.
+public enum DeviceRecordStore {
+    private static let serial = Mutex<Void>(())
+
+    /// The record, or nil when the store has none yet (a device made before records existed).
+    public static func load(for deviceUUID: String, in location: SecretStoreLocation) throws -> DeviceRecord? {
+        try serial.withLock { _ in try read(deviceUUID, location) }
+    }
+
+    /// Applies `change` to the stored record (an empty one when there is none) and
+    /// writes it crash-atomically; returns the record written.
+    @discardableResult
+    public static func update(for deviceUUID: String, in location: SecretStoreLocation,
+                              _ change: (inout DeviceRecord) throws -> Void) throws -> DeviceRecord {
+        try serial.withLock { _ in
+            var record = try read(deviceUUID, location) ?? DeviceRecord()
+            let before = record
+            try change(&record)
+            if record != before { try write(record, deviceUUID, location) }
+            return record
+        }
+    }
+
+    private static func read(_ deviceUUID: String, _ location: SecretStoreLocation) throws -> DeviceRecord? {
+        let bytes: [UInt8]
+        switch location {
+        case .file(let directory):
+            let path = statePath(of: deviceUUID, in: directory)
+            guard access(path, F_OK) == 0 else { return nil }
+            do { bytes = try AtomicFile.read(path) } catch {
+                throw DeviceRecordError.unreadable(store: location.description, device: deviceUUID, reason: "\(error)")
+            }
+        case .tpm2(let tcti):
+            do {
+                guard let stored = try TPMSecretStore.readRecord(for: deviceUUID, tcti: tcti) else { return nil }
+                bytes = stored
+            } catch {
+                throw DeviceRecordError.unreadable(store: location.description, device: deviceUUID, reason: "\(error)")
+            }
+        }
+        do {
+            return try JSONDecoder().decode(DeviceRecord.self, from: Data(bytes))
+        } catch {
+            throw DeviceRecordError.unreadable(store: location.description, device: deviceUUID,
+                                               reason: "it is not a device record")
+        }
+    }
+
+    private static func write(_ record: DeviceRecord, _ deviceUUID: String, _ location: SecretStoreLocation) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes = [UInt8](try encoder.encode(record))
+        switch location {
+        case .file(let directory):
+            try AtomicFile.write(bytes, to: statePath(of: deviceUUID, in: directory), mode: 0o600)
+        case .tpm2(let tcti):
+            try TPMSecretStore.writeRecord(bytes, for: deviceUUID, tcti: tcti)
+        }
+    }
+
+    public static func statePath(of deviceUUID: String, in directory: String) -> String {
+        directory + "/" + deviceUUID + ".state"
+    }
+}

@@ -1,0 +1,42 @@
+// What can go wrong talking to a TPM, in words a user can act on. The response codes
+// that matter for a passcode are told apart: a wrong authorization (counted by the
+// TPM's dictionary-attack protection) and the lockout it leads to.
+import CTss
+import Foundation
+
+public enum TPMError: Error, CustomStringConvertible, Equatable {
+    /// The TCTI could not be loaded or the TPM did not answer.
+    case unreachable(tcti: String, reason: String)
+    /// TPM_RC_AUTH_FAIL: a wrong authValue, counted against the lockout.
+    case authorizationFailed
+    /// TPM_RC_LOCKOUT: dictionary-attack lockout; one try comes back after `recovery` s.
+    case lockout(recovery: Int)
+    /// Any other failure of `command`.
+    case failed(command: String, code: UInt32)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let tcti, let reason): return "the TPM at \(tcti) cannot be reached: \(reason)"
+        case .authorizationFailed: return "the TPM refused the authorization"
+        case .lockout(let recovery):
+            return "the TPM is in dictionary-attack lockout; try again in \(describeWait(TimeInterval(max(recovery, 1))))"
+        case .failed(let command, let code):
+            return "the TPM refused \(command) (response code 0x\(String(code, radix: 16)))"
+        }
+    }
+
+    static let rcFormat1: UInt32 = 0x080
+    static let rcAuthFail: UInt32 = 0x08E
+    static let rcBadAuth: UInt32 = 0x0A2
+    static let rcLockout: UInt32 = 0x921
+
+    /// The TPM's own response code without the layer and the handle/session/parameter
+    /// number a format-1 code carries.
+    static func base(_ rc: TSS2_RC) -> UInt32 {
+        let code = UInt32(rc) & 0xFFF
+        return code & rcFormat1 != 0 ? code & 0x0BF : code
+    }
+
+    /// Whether `rc` came from the TPM itself (layer 0), not from the software stack.
+    static func isFromTPM(_ rc: TSS2_RC) -> Bool { UInt32(rc) & 0xFFFF_0000 == 0 }
+}

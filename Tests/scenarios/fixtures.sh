@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 14: the frozen format-2 device (Tests/fixtures/v2.tar.gz, made once by
+# Tests/fixtures/make-v2.sh) still mounts, unlocks and reads back exact bytes: one file
+# per class and per cipher, a symlink, a directory class, one keychain item per
+# accessibility. A format change that breaks this is a deliberate new version.
+source "$(dirname "$0")/lib.sh"
+
+FIXTURE="$(cd "$(dirname "$0")/.." && pwd)/fixtures/v2.tar.gz"
+BASE=/var/tmp/dpfs-fixture-v2   # the secret store path its keybag records
+scenario_cleanup() { rm -rf "$BASE"; }
+rm -rf "$BASE"; mkdir -p "$BASE"
+tar --xattrs --xattrs-include='user.*' -xzf "$FIXTURE" -C "$BASE"
+chmod 700 "$BASE/secrets"; chmod 600 "$BASE/secrets"/* "$BASE/passcode"
+DEV="$BASE/device"
+"$DPFS" mount "$DEV" "$MNT" >/dev/null || { fail "the fixture mounts"; finish; }
+pass "the fixture mounts"
+check "it unlocks with its passcode" "$DPFS" unlock "$MNT" --passcode-file "$BASE/passcode"
+aes=$(grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && echo yes || echo no)
+while read -r sum name; do
+    [ -n "$name" ] || continue
+    case "$name" in *-xchacha.bin|vault/*|empty.bin) ;; *) [ "$aes" = yes ] || continue ;; esac
+    expect_eq "$name reads back exactly" "$(sha256sum < "$MNT/Documents/$name" | cut -d' ' -f1)" "$sum"
+done < <(grep -v '^\.\./' "$BASE/manifest")
+for class in none complete completeUnlessOpen untilFirstAuth; do
+    expect_eq "$class.bin has its class" "$(getfattr --only-values -n user.dpfs.protection "$MNT/Documents/$class.bin" 2>/dev/null)" "$class"
+    expect_eq "$class-xchacha.bin is sealed with XChaCha20-Poly1305 (cipher 1)" \
+        "$(od -An -tu1 -j6 -N1 "$DEV/sandbox/Documents/$class-xchacha.bin" | tr -d ' ')" "1"
+done
+expect_eq "the vault directory keeps its class" "$(getfattr --only-values -n user.dpfs.protection "$MNT/Documents/vault" 2>/dev/null)" "complete"
+expect_eq "the symlink keeps its target" "$(readlink "$MNT/Documents/link")" "$(grep '^\.\./' "$BASE/manifest")"
+for accessible in WhenUnlocked AfterFirstUnlock Always WhenPasscodeSetThisDeviceOnly; do
+    expect_eq "the $accessible keychain item reads back" \
+        "$("$DPFS" keychain find "$MNT" --service fixture.example.com --account "$accessible" 2>&1)" "secret of $accessible"
+done
+"$DPFS" lock "$MNT" --now
+check_error "locked, its complete file is refused" "Operation not permitted" cat "$MNT/Documents/complete.bin"
+"$DPFS" unmount "$MNT"
+out=$("$DPFS" fsck "$DEV" --passcode-file "$BASE/passcode" 2>&1); rc=$?
+expect_eq "fsck finds the fixture clean" "$rc" "0"
+sed -i 's/"formatVersion" : 2/"formatVersion" : 1/' "$DEV/keybag.json"
+check_error "a device of format version 1 is refused with one line" "on-disk format version 1" "$DPFS" mount "$DEV" "$MNT"
+finish

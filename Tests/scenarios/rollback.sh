@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 15 (SPEC §11): putting back an older copy of the device directory, of its
+# keybag or of its item store is refused at mount and by fsck with one clear line —
+# it never resets the failed-attempt count or undoes an erase. The authority is the
+# device's record in the secret store ($SECRETS/UUID.state, dpfs(5)).
+source "$(dirname "$0")/lib.sh"
+
+json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
+attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
+OLD="older than the device's record in secret store file:$SECRETS"
+
+# 1. The whole device directory from before five failures.
+setup_device
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV" "$WORK/before-failures"
+mount_device
+for i in 1 2 3 4 5; do attempt "$i" >/dev/null; done
+expect_eq "five failures counted" "$("$DPFS" status "$MNT" --json | json_field failedAttempts)" 5
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV" "$WORK/after-failures"
+expect_eq "keybag.seq is gone: the secret store keeps the record" "$(ls "$DEV"/keybag.seq 2>/dev/null)" ""
+expect_eq "the record is 0600 beside the secret" "$(stat -c %a "$SECRETS"/*.state)" 600
+rm -rf "$DEV"; cp -a "$WORK/before-failures" "$DEV"
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1) && fail "the old copy is refused at mount" "it mounted" || {
+    case "$out" in *"the keybag is $OLD (generation "*" < "*"): an old copy was put back"*)
+        pass "the old copy is refused at mount with one clear line" ;;
+        *) fail "the old copy is refused at mount with one clear line" "$out" ;; esac
+    expect_eq "that is one line" "$(printf '%s\n' "$out" | wc -l)" 1; }
+check_error "fsck reports the old copy" "the keybag is $OLD" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+rm -rf "$DEV"; cp -a "$WORK/after-failures" "$DEV"
+mount_device
+json=$("$DPFS" status "$MNT" --json)
+expect_eq "the real device still counts five failures" "$(printf '%s' "$json" | json_field failedAttempts)" 5
+check_error "and still makes the right passcode wait" "try again in" unlock_device
+"$DPFS" unmount "$MNT" || fail "unmount"
+
+# 2. keychain.sqlite alone, from before an add.
+rm -rf "$DEV"
+setup_device
+unlock_device
+printf 'one' | "$DPFS" keychain add "$MNT" --service first >/dev/null || fail "keychain add"
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV/keychain.sqlite" "$WORK/keychain-before"
+mount_device
+unlock_device
+printf 'two' | "$DPFS" keychain add "$MNT" --service second >/dev/null || fail "keychain add"
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$WORK/keychain-before" "$DEV/keychain.sqlite"
+rm -f "$DEV/keychain.sqlite-wal" "$DEV/keychain.sqlite-shm"
+check_error "an old keychain.sqlite is refused at mount" \
+    "the keychain is $OLD (generation [0-9]* < [0-9]*): an old copy was put back" "$DPFS" mount "$DEV" "$MNT"
+check_error "fsck reports the old keychain" "the keychain is $OLD" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+
+# 3. An erase after N failures, undone by putting back the keybag from before.
+rm -rf "$DEV"
+setup_device --erase-after 3
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV/keybag.json" "$WORK/keybag-before-erase"
+mount_device
+for i in 1 2 3; do out=$(attempt "$i"); done
+case "$out" in *erased*) pass "the third failure erases" ;; *) fail "the third failure erases" "$out" ;; esac
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV/keybag.json" "$WORK/keybag-erased"
+cp -a "$WORK/keybag-before-erase" "$DEV/keybag.json"
+check_error "the keybag from before the erase is refused" "the keybag is $OLD" "$DPFS" mount "$DEV" "$MNT"
+cp -a "$WORK/keybag-erased" "$DEV/keybag.json"
+mount_device
+expect_eq "the erased keybag mounts, still erased" "$("$DPFS" status "$MNT" --json | json_field erased)" True
+finish

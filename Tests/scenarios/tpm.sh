@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Issue 15 (SPEC §11): the tpm2 secret store against a software TPM (swtpm) the test
+# starts on a free loopback port and stops by its pid, even on failure. The device
+# secret is sealed to the TPM (class none works before first unlock), every passcode
+# check is a TPM authorization (wrong ones raise the TPM's lockout counter, up to its
+# dictionary-attack lockout), the device's record lives in an NV index, and a copy of
+# the device directory without that TPM does not mount.
+source "$(dirname "$0")/lib.sh"
+
+SWTPM_PID=""
+stop_swtpm() {
+    if [ -n "$SWTPM_PID" ]; then kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; SWTPM_PID=""; fi
+}
+scenario_cleanup() { stop_swtpm; }
+
+command -v swtpm >/dev/null || { fail "swtpm is installed (Scripts/setup installs it)"; finish; }
+# Two free loopback ports in a row: N for the TPM, N+1 for its control channel.
+PORT=$(python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    port = random.randint(20000, 60000)
+    try:
+        for p in (port, port + 1):
+            s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()
+        print(port); break
+    except OSError:
+        continue
+PY
+)
+TCTI="swtpm:host=127.0.0.1,port=$PORT"
+
+start_swtpm() {  # start_swtpm STATEDIR
+    mkdir -p "$1"
+    swtpm socket --tpm2 --server type=tcp,port="$PORT",bindaddr=127.0.0.1 \
+        --ctrl type=tcp,port=$((PORT + 1)),bindaddr=127.0.0.1 \
+        --flags not-need-init,startup-clear --tpmstate dir="$1" >"$WORK/swtpm.log" 2>&1 &
+    SWTPM_PID=$!
+    for _ in $(seq 50); do
+        python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "swtpm starts" "$(cat "$WORK/swtpm.log")"; finish
+}
+lockout_counter() { "$DPFS" tpm-lockout "$TCTI" | sed -n 's/^counter \([0-9]*\) .*/\1/p'; }
+
+start_swtpm "$WORK/tpm-a"
+# Three tries before lockout; one try back every 3 s.
+check "the test sets the software TPM's lockout parameters" "$DPFS" tpm-lockout "$TCTI" --set 3,3,3
+expect_eq "the lockout counter starts at 0" "$(lockout_counter)" 0
+
+"$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "tpm2:$TCTI" >/dev/null || { fail "init with tpm2"; finish; }
+pass "init --secret-store tpm2:$TCTI"
+expect_eq "the keybag names the TPM store" \
+    "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secretStore"])' "$DEV/keybag.json")" "tpm2:$TCTI"
+expect_eq "no secret file anywhere: nothing was made in a file store" "$(ls "$SECRETS" 2>/dev/null)" ""
+mount_device
+expect_eq "mounted before first unlock" "$(state_of)" beforeFirstUnlock
+check "unlock" unlock_device
+check "a class-none file" sh -c "printf always > '$MNT/Documents/none.txt' && '$DPFS' protection set none '$MNT/Documents/none.txt'"
+echo secret > "$MNT/Documents/c.txt"
+"$DPFS" protection set complete "$MNT/Documents/c.txt"
+check "lock --now" "$DPFS" lock "$MNT" --now
+check_fails "a complete file is unreadable while locked" cat "$MNT/Documents/c.txt"
+check "unlock again" unlock_device
+expect_eq "the complete file reads" "$(cat "$MNT/Documents/c.txt")" secret
+check "restart" "$DPFS" restart "$MNT"
+expect_eq "the class-none file reads before first unlock (its key needs no passcode)" "$(cat "$MNT/Documents/none.txt")" always
+check "unlock after restart" unlock_device
+"$DPFS" unmount "$MNT" || fail "unmount"
+mount_device
+expect_eq "after a remount, the class-none file reads before first unlock" "$(cat "$MNT/Documents/none.txt")" always
+check "unlock after remount" unlock_device
+expect_eq "a successful unlock made no TPM failure" "$(lockout_counter)" 0
+
+# Every wrong passcode is a failed TPM authorization; the same one twice counts once.
+"$DPFS" lock "$MNT" --now
+attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
+check_error "wrong passcode 1" "wrong passcode (1 failed attempt)" attempt 1
+expect_eq "the TPM's lockout counter is 1" "$(lockout_counter)" 1
+check_error "the same wrong passcode again" "wrong passcode (1 failed attempt)" attempt 1
+expect_eq "a repeat does not spend a TPM try" "$(lockout_counter)" 1
+check_error "wrong passcode 2" "wrong passcode (2 failed attempts)" attempt 2
+expect_eq "the TPM's lockout counter is 2" "$(lockout_counter)" 2
+check_error "wrong passcode 3" "wrong passcode (3 failed attempts)" attempt 3
+expect_eq "the TPM's lockout counter is 3" "$(lockout_counter)" 3
+check_error "the TPM's lockout refuses the next attempt" \
+    "the TPM is in dictionary-attack lockout; try again in 3 s" attempt 4
+check_error "even the right passcode, during the lockout" "dictionary-attack lockout" unlock_device
+expect_eq "dpfs counts the guesses the TPM judged: 3" \
+    "$("$DPFS" status "$MNT" --json | sed -n 's/.*"failedAttempts":\([0-9]*\).*/\1/p')" 3
+sleep 4
+check "after the TPM's recovery time the right passcode unlocks" unlock_device
+# A passcode change seals a new gate: the new passcode works, the old one is wrong.
+printf '5678\n' > "$WORK/new"; chmod 600 "$WORK/new"
+check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
+"$DPFS" lock "$MNT" --now
+check "the new passcode unlocks" "$DPFS" unlock "$MNT" --passcode-file "$WORK/new"
+check "and back" "$DPFS" passcode change "$MNT" --passcode-file "$WORK/new" --new-passcode-file "$PASS"
+"$DPFS" unmount "$MNT" || fail "unmount"
+
+# The record lives in the TPM's NV index: an old copy of the device directory is refused.
+cp -a "$DEV" "$WORK/old-device"
+mount_device
+"$DPFS" lock "$MNT" --now 2>/dev/null
+sleep 4  # let the TPM give back a try
+attempt 5 >/dev/null
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV" "$WORK/new-device"
+rm -rf "$DEV"; cp -a "$WORK/old-device" "$DEV"
+check_error "an old copy is refused by the record in the TPM" \
+    "the keybag is older than the device's record in secret store tpm2:$TCTI" "$DPFS" mount "$DEV" "$MNT"
+rm -rf "$DEV"; cp -a "$WORK/new-device" "$DEV"
+
+# Another TPM on the same port: the copy of the device directory cannot be mounted.
+stop_swtpm
+start_swtpm "$WORK/tpm-b"
+UUID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$DEV/keybag.json")
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1) && fail "another TPM cannot mount the device" "it mounted" || {
+    case "$out" in *"device $UUID"*"secret store tpm2:$TCTI"*) pass "another TPM: one line names the device and the store" ;;
+        *) fail "another TPM: one line names the device and the store" "$out" ;; esac
+    expect_eq "that is one line" "$(printf '%s\n' "$out" | wc -l)" 1; }
+stop_swtpm
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1) && fail "no TPM at all: refused" "it mounted" || {
+    case "$out" in *"$TCTI"*) pass "no TPM at all: refused with one line naming it" ;;
+        *) fail "no TPM at all: refused with one line naming it" "$out" ;; esac; }
+
+# The first TPM again: the device mounts and unlocks.
+start_swtpm "$WORK/tpm-a"
+mount_device
+sleep 3
+check "back on its own TPM the device unlocks" unlock_device
+expect_eq "and its data is there" "$(cat "$MNT/Documents/c.txt")" secret
+"$DPFS" unmount "$MNT" || fail "unmount"
+stop_swtpm
+finish
