@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Issue 14: the frozen format-2 device (Tests/fixtures/v2.tar.gz, made once by
-# Tests/fixtures/make-v2.sh) still mounts, unlocks and reads back exact bytes: one file
+# Issue 14: the frozen format-3 device (Tests/fixtures/v3.tar.gz, made once by
+# Tests/fixtures/make-v3.sh) still mounts, unlocks and reads back exact bytes: one file
 # per class and per cipher, a symlink, a directory class, one keychain item per
-# accessibility. A format change that breaks this is a deliberate new version.
+# accessibility. A format change that breaks this is a deliberate new version; the
+# format-2 fixture (names in clear) is refused with one line.
 source "$(dirname "$0")/lib.sh"
 
-FIXTURE="$(cd "$(dirname "$0")/.." && pwd)/fixtures/v2.tar.gz"
-BASE=/var/tmp/dpfs-fixture-v2   # the secret store path its keybag records
-scenario_cleanup() { rm -rf "$BASE"; }
-rm -rf "$BASE"; mkdir -p "$BASE"
-tar --xattrs --xattrs-include='user.*' -xzf "$FIXTURE" -C "$BASE"
-chmod 700 "$BASE/secrets"; chmod 600 "$BASE/secrets"/* "$BASE/passcode"
+FIXTURES="$(cd "$(dirname "$0")/.." && pwd)/fixtures"
+BASE=/var/tmp/dpfs-fixture-v3   # the secret store path its keybag records
+OLD=/var/tmp/dpfs-fixture-v2
+scenario_cleanup() { rm -rf "$BASE" "$OLD"; }
+unpack() {  # unpack VERSION DIR
+    rm -rf "$2"; mkdir -p "$2"
+    tar --xattrs --xattrs-include='user.*' -xzf "$FIXTURES/$1.tar.gz" -C "$2"
+    chmod 700 "$2/secrets"; chmod 600 "$2/secrets"/* "$2/passcode"
+}
+unpack v2 "$OLD"
+check_error "the format-2 fixture is refused with one line" "on-disk format version 2" "$DPFS" mount "$OLD/device" "$MNT"
+unpack v3 "$BASE"
 DEV="$BASE/device"
 "$DPFS" mount "$DEV" "$MNT" >/dev/null || { fail "the fixture mounts"; finish; }
 pass "the fixture mounts"
@@ -24,7 +31,7 @@ done < <(grep -v '^\.\./' "$BASE/manifest")
 for class in none complete completeUnlessOpen untilFirstAuth; do
     expect_eq "$class.bin has its class" "$(getfattr --only-values -n user.dpfs.protection "$MNT/Documents/$class.bin" 2>/dev/null)" "$class"
     expect_eq "$class-xchacha.bin is sealed with XChaCha20-Poly1305 (cipher 1)" \
-        "$(od -An -tu1 -j6 -N1 "$DEV/sandbox/Documents/$class-xchacha.bin" | tr -d ' ')" "1"
+        "$(od -An -tu1 -j6 -N1 "$(backing "$MNT/Documents/$class-xchacha.bin")" | tr -d ' ')" "1"
 done
 expect_eq "the vault directory keeps its class" "$(getfattr --only-values -n user.dpfs.protection "$MNT/Documents/vault" 2>/dev/null)" "complete"
 expect_eq "the symlink keeps its target" "$(readlink "$MNT/Documents/link")" "$(grep '^\.\./' "$BASE/manifest")"
@@ -37,6 +44,6 @@ check_error "locked, its complete file is refused" "Operation not permitted" cat
 "$DPFS" unmount "$MNT"
 out=$("$DPFS" fsck "$DEV" --passcode-file "$BASE/passcode" 2>&1); rc=$?
 expect_eq "fsck finds the fixture clean" "$rc" "0"
-sed -i 's/"formatVersion" : 2/"formatVersion" : 1/' "$DEV/keybag.json"
+sed -i 's/"formatVersion" : 3/"formatVersion" : 1/' "$DEV/keybag.json"
 check_error "a device of format version 1 is refused with one line" "on-disk format version 1" "$DPFS" mount "$DEV" "$MNT"
 finish
