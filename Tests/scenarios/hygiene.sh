@@ -26,7 +26,9 @@ cat "$D/c.txt" > /dev/null
 echo 3 > /proc/sys/vm/drop_caches   # the next read must go through the daemon
 cat "$D/c.txt" > /dev/null
 
-CB=$(backing "$D/c.txt"); UB=$(backing "$D/u.txt")
+# memscan names a file key by the path's last component: links named as in the mount.
+ln -s "$(backing "$D/c.txt")" "$WORK/c.txt"; ln -s "$(backing "$D/u.txt")" "$WORK/u.txt"
+CB="$WORK/c.txt"; UB="$WORK/u.txt"
 scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$CB" --file "$UB" --text "$MARK" --text "$WMARK"; }
 scan > "$WORK/unlocked"
 for secret in "class key complete" "class key untilFirstAuth" "class key completeUnlessOpenPrivate" "file key c.txt"; do
