@@ -62,6 +62,10 @@ final class Inode: @unchecked Sendable {
     struct OpenState {
         var file: OpenFile?
         var handles = 0
+        /// Opens making the open-file entry now (outside the lock).
+        var opening = 0
+        /// Its data was cut away once it had no name and no handle: it opens no more.
+        var discarded = false
         /// A lockable class this file had while open since the last lock: the kernel
         /// may hold its pages, which a lock of that class must drop.
         var cachedClass: ProtectionClass?
@@ -194,23 +198,56 @@ final class Inode: @unchecked Sendable {
     /// Counts one more handle on the open-file entry, making it with `make` (outside
     /// the lock: it reads the header) when there is none.
     func retainOpen(_ make: () -> Result<OpenFile, Errno>) -> Result<OpenFile, Errno> {
-        if let file = open.withLock({ state -> OpenFile? in
-            guard let file = state.file else { return nil }
+        let found = open.withLock { state -> Result<OpenFile?, Errno> in
+            if state.discarded { return .failure(.noEntry) }
+            guard let file = state.file else {
+                state.opening += 1
+                return .success(nil)
+            }
             state.handles += 1
             if file.protectionClass != .none { state.cachedClass = file.protectionClass }
-            return file
-        }) { return .success(file) }
-        switch make() {
+            return .success(file)
+        }
+        switch found {
         case .failure(let error): return .failure(error)
+        case .success(let file?): return .success(file)
+        case .success(nil): break
+        }
+        let made = make()
+        switch made {
+        case .failure(let error):
+            open.withLock { $0.opening -= 1 }
+            return .failure(error)
         case .success(let fresh):
             // A racing open may have made one meanwhile: use it, drop ours.
             return .success(open.withLock { state -> OpenFile in
+                state.opening -= 1
                 let file = state.file ?? fresh
                 state.file = file
                 state.handles += 1
                 if file.protectionClass != .none { state.cachedClass = file.protectionClass }
                 return file
             })
+        }
+    }
+
+    /// Cuts away the data of this regular file if it has no name left (its last was
+    /// just unlinked) and no handle, nor an open on the way: nothing can reach the data
+    /// any more, but a descriptor held for the kernel would keep its blocks until the
+    /// kernel forgets the inode. Later opens fail with ENOENT, as if they had come after
+    /// the unlink.
+    func discardIfUnlinked() {
+        _ = withDescriptor { fd -> Int32 in
+            open.withLock { state -> Int32 in
+                guard state.handles == 0, state.opening == 0, !state.discarded else { return 0 }
+                var st = stat()
+                guard fstat(fd, &st) == 0, st.st_nlink == 0 else { return 0 }
+                let writable = procPath(fd).withCString { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
+                guard writable >= 0 else { return -1 }
+                state.discarded = true
+                defer { close(writable) }
+                return ftruncate(writable, 0)
+            }
         }
     }
 

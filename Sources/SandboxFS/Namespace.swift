@@ -149,29 +149,23 @@ extension SandboxFileSystem {
             if rc == 0 { removeSideFile(parentFD, form) }
             return replyResult(req, rc)
         }
-        // A closed file the kernel still knows: nothing can reach its data once its
-        // last name goes, but the entry's O_PATH descriptor would hold its blocks until
-        // the kernel forgets it, so the reaper cuts them away.
-        let contents = st.st_mode & S_IFMT == S_IFREG ? discardableContents(InodeKey(st)) : -1
-        if reaper.remove(parentFD, backing, contents: contents) {
+        // A file the kernel still knows: the entry's O_PATH descriptor would hold its
+        // blocks until the kernel forgets it, so once it has no name and no handle (a
+        // link or an open may still come first) its data is cut away.
+        let known = st.st_mode & S_IFMT == S_IFREG ? inodes.existing(InodeKey(st)) : nil
+        var then: (@Sendable () -> Void)?
+        if let known { then = { known.discardIfUnlinked() } }
+        if reaper.remove(parentFD, backing, then: then) {
             removeSideFile(parentFD, form)
             return replyOK(req)
         }
         let rc = unlinkat(parentFD, backing, 0)
         let error = errno
-        if contents >= 0 {
-            if rc == 0 { _ = ftruncate(contents, 0) }
-            close(contents)
+        if rc == 0 {
+            known?.discardIfUnlinked()
+            removeSideFile(parentFD, form)
         }
-        if rc == 0 { removeSideFile(parentFD, form) }
         fuse_reply_err(req, rc == 0 ? 0 : error)
-    }
-
-    /// A writable descriptor of the known, closed file `key`; -1 when the kernel does not
-    /// know it (nothing holds its blocks) or a handle has it open (it lives on).
-    func discardableContents(_ key: InodeKey) -> Int32 {
-        guard let inode = inodes.existing(key), inode.open.withLock({ $0.handles == 0 }) else { return -1 }
-        return withNodePath(inode) { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
     }
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {

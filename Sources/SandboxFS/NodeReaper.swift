@@ -27,7 +27,9 @@ final class NodeReaper: Sendable {
     /// The reapers' directory once made (at the first removal); -1 before, or if it
     /// cannot be made (then unlink frees in place).
     private let directory = Mutex<Int32>(-1)
-    private let pending = Mutex<[(name: String, contents: Int32)]>([])
+    /// A parked name and what to do once it is unlinked.
+    private typealias Item = (name: String, then: (@Sendable () -> Void)?)
+    private let pending = Mutex<[Item]>([])
     private let serial = Atomic<UInt64>(0)
     private let queued = DispatchSemaphore(value: 0)
     private let slots = DispatchSemaphore(value: NodeReaper.backlog)
@@ -82,11 +84,9 @@ final class NodeReaper: Sendable {
     }
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan
-    /// directory to be unlinked soon. `contents`, when not -1, is a writable descriptor
-    /// of the file, whose data the reaper cuts away too (the inode table's O_PATH
-    /// descriptor would keep the blocks until the kernel forgets the inode); the reaper
-    /// closes it. False if it could not be moved (nothing changed, `contents` stays open).
-    func remove(_ directory: Int32, _ name: UnsafePointer<CChar>, contents: Int32 = -1) -> Bool {
+    /// directory to be unlinked soon, then runs `then` (Inode.discardIfUnlinked). False
+    /// if it could not be moved (nothing changed, `then` not run).
+    func remove(_ directory: Int32, _ name: UnsafePointer<CChar>, then: (@Sendable () -> Void)? = nil) -> Bool {
         let orphans = orphanDirectory()
         guard orphans >= 0 else { return false }
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
@@ -95,7 +95,7 @@ final class NodeReaper: Sendable {
             slots.signal()
             return false
         }
-        pending.withLock { $0.append((parked, contents)) }
+        pending.withLock { $0.append((parked, then)) }
         queued.signal()
         return true
     }
@@ -109,12 +109,9 @@ final class NodeReaper: Sendable {
         }
     }
 
-    private func reap(_ item: (name: String, contents: Int32), in orphans: Int32) {
+    private func reap(_ item: Item, in orphans: Int32) {
         unlinkat(orphans, item.name, 0)
-        if item.contents >= 0 {
-            _ = ftruncate(item.contents, 0)
-            close(item.contents)
-        }
+        item.then?()
     }
 
     /// Unlinks every file still waiting, on the calling thread: at unmount, so that
