@@ -19,11 +19,12 @@ plist() {  # plist FILE APP_ID GROUP...
     } > "$file"
 }
 
-# example NAME [ARG...]: runs the example as $APP (unset: the sandbox's app); must exit 0.
+# example NAME [ARG...]: runs the example inside `dpfs run` as $APP (unset: the sandbox's
+# app); must exit 0.
 example() {
     local name=$1; shift
     local out
-    if out=$(DPFS_MOUNT="$MNT" DPFS_APP="${APP:-}" "$EXAMPLES/Example$name" "$@" 2>&1) \
+    if out=$("$DPFS" run "$MNT" ${APP:+--app "$APP"} -- "$EXAMPLES/Example$name" "$@" 2>&1) \
         && printf '%s' "$out" | grep -q "every call answered as on iOS"; then
         pass "$name $* ${APP:+as $APP }answers as iOS"
     else
@@ -35,7 +36,7 @@ example() {
 example_differs() {
     local name=$1 status=$2; shift 2
     local out
-    if out=$(DPFS_MOUNT="$MNT" DPFS_APP="${APP:-}" "$EXAMPLES/Example$name" "$@" 2>&1); then
+    if out=$("$DPFS" run "$MNT" ${APP:+--app "$APP"} -- "$EXAMPLES/Example$name" "$@" 2>&1); then
         fail "$name $* fails with $status" "exited 0"
     elif printf '%s' "$out" | grep -q "FAIL.*$status"; then
         pass "$name $* fails with $status"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An outside package of ordinary Apple-platform keychain code (Tests/AppleKeychainWrapper,
 # which depends on dpfs by path for its `Security` product) builds unchanged on Linux and
-# its own XCTest suite passes inside a mounted device; after `dpfs lock --now` its
+# its own XCTest suite passes inside `dpfs run` on a mounted device; after `dpfs lock --now` its
 # WhenUnlocked read gets errSecInteractionNotAllowed, as on a locked iPhone.
 # The fixture builds into $FIXTURE_SCRATCH (default .build-fixture/ at the package root,
 # git-ignored) so that later runs reuse the build.
@@ -11,6 +11,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURE="$ROOT/Tests/AppleKeychainWrapper"
 SCRATCH=${FIXTURE_SCRATCH:-$ROOT/.build-fixture}
 fixture() { swift "$1" --package-path "$FIXTURE" --scratch-path "$SCRATCH" "${@:2}"; }
+# The test run as the app inside the sandbox, as a developer runs it (SPEC §10).
+fixture_test() { "$DPFS" run "$MNT" -- swift test --package-path "$FIXTURE" --scratch-path "$SCRATCH" --skip-build "$@"; }
 
 if grep -rq 'os(Linux)' "$FIXTURE/Sources" "$FIXTURE/Tests"; then
     fail "the fixture has no #if os(Linux)"
@@ -21,10 +23,8 @@ check "the fixture builds against Security" fixture build --build-tests
 
 setup_device
 check "unlock" unlock_device
-# What `dpfs run` sets for an app: the device, and the sandbox's own app.
-export DPFS_MOUNT="$MNT" DPFS_APP=com.example.app
 
-out=$(fixture test --skip-build --filter KeychainWrapperTests 2>&1)
+out=$(fixture_test --filter KeychainWrapperTests 2>&1)
 if printf '%s' "$out" | grep -q "Executed 4 tests, with 0 failures"; then
     pass "the fixture's tests pass on the unlocked device"
 else
@@ -32,7 +32,7 @@ else
 fi
 
 check "lock --now" "$DPFS" lock "$MNT" --now
-out=$(KEYCHAIN_DEVICE_LOCKED=1 fixture test --skip-build --filter LockedDeviceTests 2>&1)
+out=$(KEYCHAIN_DEVICE_LOCKED=1 fixture_test --filter LockedDeviceTests 2>&1)
 if printf '%s' "$out" | grep -q "testWhenUnlockedPasswordIsInteractionNotAllowed' passed"; then
     pass "locked: the wrapper's WhenUnlocked read is errSecInteractionNotAllowed"
 else
@@ -40,7 +40,7 @@ else
 fi
 
 check "unlock" unlock_device
-out=$(KEYCHAIN_DEVICE_LOCKED=1 fixture test --skip-build --filter LockedDeviceTests 2>&1)
+out=$(KEYCHAIN_DEVICE_LOCKED=1 fixture_test --filter LockedDeviceTests 2>&1)
 if printf '%s' "$out" | grep -q "testWhenUnlockedPasswordIsInteractionNotAllowed' failed"; then
     pass "unlocked: the same test fails, the read succeeds"
 else
