@@ -50,7 +50,7 @@ expect_eq "2,048 one-byte header edits while locked: no plaintext" "$sweep" "204
 check_error "the restored complete file is still refused while locked" "Operation not permitted" cat "$D/downgrade.txt"
 unlock_device
 expect_eq "after unlock it reads back" "$(head -c ${#SECRET_TEXT} "$D/downgrade.txt")" "$SECRET_TEXT"
-expect_eq "and is still complete" "$(getfattr --only-values -n user.dpfs.protection "$D/downgrade.txt")" "complete"
+expect_eq "and is still complete" "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$D/downgrade.txt")" "complete"
 
 # --- 3. A directory's class cannot be lowered without its key, through the mount or
 # by editing the backing directory's attribute.
@@ -71,7 +71,7 @@ check_error "a directory class removed in the backing tree reads as EIO" "Input/
     getfattr -n user.dpfs.protection "$D/vault"
 check "unlocked, the directory's class can be set again" setfattr -n user.dpfs.protection -v complete "$D/vault"
 check "and files are created in it" sh -c "echo x > '$D/vault/new.txt'"
-expect_eq "in its class" "$(getfattr --only-values -n user.dpfs.protection "$D/vault/new.txt")" "complete"
+expect_eq "in its class" "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$D/vault/new.txt")" "complete"
 
 # --- 8. Tampering that used to read back as data.
 head -c 12288 /dev/urandom > "$WORK/three-blocks"
