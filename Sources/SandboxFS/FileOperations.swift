@@ -123,7 +123,9 @@ extension SandboxFileSystem {
     /// Opens an empty file's block, read with its header, once the key is there: a
     /// file cut down to its first bytes would read as empty otherwise.
     func checkEmptyBlock(_ file: OpenFile) -> Errno? {
-        file.writing { () -> Errno? in
+        // Every open asks: the exclusive lock only for the one open that has work to do.
+        if file.reading({ file.content.uncheckedEmptyBlock == nil }) { return nil }
+        return file.writing { () -> Errno? in
             guard let sealed = file.content.uncheckedEmptyBlock, let key = file.content.key else { return nil }
             guard file.content.plainSize == 0, BlockIO.openEmptyBlock(file.content, key: key, sealed: sealed) else {
                 logger.error("an empty file's block does not open: cut short or altered")

@@ -45,7 +45,8 @@ enum UUIDText {
         var bytes = Sodium.randomBytes(16)
         bytes[6] = (bytes[6] & 0x0f) | 0x40
         bytes[8] = (bytes[8] & 0x3f) | 0x80
-        let hex = bytes.map { byte in String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        let digits = Array("0123456789abcdef")
+        let hex = String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
         let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
         return parts.map(String.init).joined(separator: "-")
     }

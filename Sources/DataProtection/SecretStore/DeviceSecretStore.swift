@@ -89,7 +89,7 @@ public enum DeviceSecretStore {
         }
     }
 
-    /// Whether the store holds a secret for `deviceUUID` (fsck's report).
+    /// The file of `deviceUUID`'s secret in a file store's directory.
     public static func path(of deviceUUID: String, in directory: String) -> String {
         directory + "/" + deviceUUID + ".secret"
     }
