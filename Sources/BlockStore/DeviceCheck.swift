@@ -28,15 +28,16 @@ public struct DeviceCheck {
 
     public func run(salvageInto salvage: String?) -> Report {
         var report = Report()
-        walk(device.directory.sandboxPath, relative: "", salvage: salvage, into: &report)
+        walk(device.directory.sandboxPath, relative: "", place: nil, salvage: salvage, into: &report)
         return report
     }
 
     /// Checks a backing directory and everything below it, naming what it reports by
     /// plaintext path (names are sealed under each directory's ID, NameCipher).
-    private func walk(_ path: String, relative: String, salvage: String?, into report: inout Report) {
+    private func walk(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
         if let salvage { try? FileManager.default.createDirectory(atPath: salvage, withIntermediateDirectories: true) }
         guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
+        if let place { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
             report.damage.append(Damage(path: relative.isEmpty ? "." : relative, problem: "cannot be listed"))
             return
@@ -54,7 +55,7 @@ public struct DeviceCheck {
                 }
                 encoded = contents
             }
-            guard let plainBytes = device.nameCipher.open(encoded, directoryID: id) else {
+            guard let (plainBytes, place) = device.nameCipher.openPlaced(encoded, directoryID: id) else {
                 report.damage.append(Damage(path: join(relative, stored), problem: "a name that does not open (forged, or moved from another directory)"))
                 continue
             }
@@ -65,10 +66,10 @@ public struct DeviceCheck {
             guard lstat(child, &st) == 0 else { continue }
             switch st.st_mode & S_IFMT {
             case S_IFDIR:
-                walk(child, relative: childRelative, salvage: target, into: &report)
+                walk(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFREG:
                 report.files += 1
-                check(child, relative: childRelative, salvage: target, into: &report)
+                check(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFLNK:
                 guard let stored = try? FileManager.default.destinationOfSymbolicLink(atPath: child),
                       let linkTarget = device.nameCipher.openTarget(stored) else {
@@ -86,7 +87,7 @@ public struct DeviceCheck {
         relative.isEmpty ? name : relative + "/" + name
     }
 
-    private func check(_ path: String, relative: String, salvage: String?, into report: inout Report) {
+    private func check(_ path: String, relative: String, place: NamePlace, salvage: String?, into report: inout Report) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             report.damage.append(Damage(path: relative, problem: String(cString: strerror(errno))))
@@ -107,6 +108,7 @@ public struct DeviceCheck {
             header = parsed
         }
         guard let slot = header.current else { close(fd); return }
+        checkNameTag(path, relative: relative, identity: header.fileID, place: place, into: &report)
         if header.staleSlotIndex != nil {
             report.damage.append(Damage(path: relative, problem: "a superseded key slot is still present (a class change was cut short; opening the file through the mount clears it)"))
         }
@@ -154,13 +156,20 @@ public struct DeviceCheck {
         if output >= 0 { report.salvaged += 1 }
     }
 
+    /// Reports a node whose name tags do not list the name it was found by: moved in the
+    /// backing tree over another node's name (or its tags are damaged). It reads as EIO.
+    private func checkNameTag(_ path: String, relative: String, identity: [UInt8], place: NamePlace,
+                              into report: inout Report) {
+        // A device still in format 3 gets its tags at its next mount.
+        guard device.formatVersion == KeybagFile.currentVersion else { return }
+        if let tags = NameTagStore.read(path),
+           NameBinding.lists(tags, identity: identity, place: place, metadataKey: device.metadataKey) { return }
+        report.damage.append(Damage(path: relative, problem: "its name tags do not list this name: another node was moved here in the backing tree (or its tags are damaged); it reads as EIO"))
+    }
+
     /// The directory's ID, from its class record; nil (and a report) when missing or forged.
     private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) -> [UInt8]? {
-        var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
-        let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
-        if n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) {
-            return record.directoryID
-        }
+        if let record = DirectoryClassRecord.read(at: path, metadataKey: device.metadataKey) { return record.directoryID }
         report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
                                     problem: "directory class record missing or forged; its names cannot be read and no file can be created in it"))
         return nil

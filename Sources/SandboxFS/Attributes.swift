@@ -34,13 +34,18 @@ extension SandboxFileSystem {
 
     /// The authenticated header of a regular file: its open entry's, else read.
     func header(of node: Inode) -> Result<FileHeader, Errno> {
-        if let file = node.openFile { return .success(file.reading { file.content.header }) }
+        if let file = node.openFile {
+            let header = file.reading { file.content.header }
+            return reachedByOwnNames(node, identity: header.fileID, fd: file.content.fd) ? .success(header) : .failure(.io)
+        }
         // O_NOATIME: reading metadata from the header is not reading the file.
         var fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
         if fd < 0 && errno == EPERM { fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
         guard fd >= 0 else { return .failure(.current) }
         defer { close(fd) }
-        return HeaderIO.read(fd, metadataKey: device.metadataKey)
+        return HeaderIO.read(fd, metadataKey: device.metadataKey).flatMap { header in
+            reachedByOwnNames(node, identity: header.fileID, fd: fd) ? .success(header) : .failure(.io)
+        }
     }
 
     /// The class of a regular file, read from its header.
@@ -104,10 +109,10 @@ extension SandboxFileSystem {
             return CLinux.listxattr(backing, &names, needed)
         }
         guard got >= 0 else { return -errno }
-        var stored = Array(names[0..<got])
-        let ours = Array(Self.protectionAttribute.utf8CString)
-        let listed = stored.split(separator: 0).contains { Array($0) + [0] == ours }
-        if (node.isRegular || node.isDirectory) && !listed { stored += ours }
+        // The dpfs namespace shows only the class; its other names (name tags) stay hidden.
+        let reserved = Array(Self.reservedPrefix.utf8).map { CChar(bitPattern: $0) }
+        var stored: [CChar] = names[0..<got].split(separator: 0).filter { !$0.starts(with: reserved) }.flatMap { Array($0) + [0] }
+        if node.isRegular || node.isDirectory { stored += Array(Self.protectionAttribute.utf8CString) }
         if size == 0 { return Int32(stored.count) }
         guard size >= stored.count, let list else { return -ERANGE }
         stored.withUnsafeBytes { UnsafeMutableRawPointer(list).copyMemory(from: $0.start, byteCount: stored.count) }

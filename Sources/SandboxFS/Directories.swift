@@ -10,6 +10,9 @@ import Glibc
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let inode = node(ino)
+        // A directory whose names cannot be read (record damaged, or reached by a name
+        // that is not its own) lists as EIO, not as empty.
+        guard directoryID(inode) != nil else { return reply(req, .io) }
         let fd = inode.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return reply(req, .current) }
         guard let stream = fdopendir(fd) else { let error = Errno.current; close(fd); return reply(req, error) }
@@ -38,7 +41,7 @@ extension SandboxFileSystem {
             let next = off_t(entry.pointee.d_off)
             let added = withUnsafePointer(to: &entry.pointee.d_name) { namePointer -> Int? in
                 namePointer.withMemoryRebound(to: CChar.self, capacity: 256) { backing -> Int? in
-                    guard let plain = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
+                    guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
                     return plain.withUnsafeBufferPointer { namePointer -> Int? in
                     let name = namePointer.baseAddress.unsafelyUnwrapped
                     let room = size - used
@@ -55,6 +58,7 @@ extension SandboxFileSystem {
                     parameters.attr = st
                     if !Self.isDotOrDotDot(name) {
                         guard case .success(let (inode, found)) = listedEntry(directoryFD, backing) else { return 0 }
+                        reached(inode, by: place)
                         parameters = entryParameters(inode, found)
                     }
                     return fuse_add_direntry_plus(req, buffer + used, room, name, &parameters, next)

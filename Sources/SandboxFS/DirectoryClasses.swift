@@ -47,14 +47,19 @@ extension SandboxFileSystem {
         return storeDirectoryClass(fd, newClass, directoryID: directoryID)
     }
 
-    /// Stores the class record of the new directory `name` in `parent`.
+    /// Stores the class record of the new directory `name` in `parent`, and the tag of
+    /// its name at `place` (NameBindings.swift).
     @discardableResult
     func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
-                             directoryID: [UInt8]) -> Int32 {
+                             directoryID: [UInt8], place: NamePlace?) -> Int32 {
         let fd = parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
-        return storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
+        let rc = storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
+        guard rc == 0, let place else { return rc }
+        // A new directory: its one tag, no other to keep.
+        let tag = NameBinding.tag(identity: directoryID, place: place, metadataKey: device.metadataKey)
+        return procPath(fd).withCString { NameTagStore.write($0, [tag]) }
     }
 
     func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {

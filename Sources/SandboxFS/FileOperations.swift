@@ -61,6 +61,10 @@ extension SandboxFileSystem {
         switch inode.retainOpen({ loadFile(inode) }) {
         case .failure(let error): return .failure(error)
         case .success(let file):
+            guard reachedByOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd) else {
+                inode.releaseOpen()
+                return .failure(.io)
+            }
             if let error = ensureKey(file) {
                 inode.releaseOpen()
                 return .failure(error)
@@ -166,7 +170,7 @@ extension SandboxFileSystem {
         let backing = form.stored
         if let error = prepareName(form, in: parent) { return reply(req, error) }
         let made: CreatedFile
-        switch createRegular(Caller(req), parent, backing, mode: mode) {
+        switch createRegular(Caller(req), parent, form, mode: mode) {
         case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
@@ -180,6 +184,7 @@ extension SandboxFileSystem {
             return reply(req, error)
         }
         let inode = inodes.remember(fd: pathFD, st)
+        vouched(inode, for: form.place)
         st.st_size = 0
         // The new key goes straight into the entry: a completeUnlessOpen file created
         // while locked could not unwrap it again.
@@ -213,23 +218,28 @@ extension SandboxFileSystem {
 
     /// Creates a backing file with its header, in the class its directory passes on.
     /// Nothing is created when the class cannot take a new file now (EPERM).
-    func createRegular(_ caller: Caller, _ parent: Inode, _ name: UnsafePointer<CChar>, mode: mode_t) -> Result<CreatedFile, Errno> {
+    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName, mode: mode_t) -> Result<CreatedFile, Errno> {
         let protectionClass: ProtectionClass
         switch directoryClass(parent) {
         case .failure(let error): return .failure(error)
         case .success(let inherited): protectionClass = inherited
         }
         guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(.notPermitted) }
-        // Unnamed until its header and empty last block are written (O_TMPFILE), then
-        // linked in: a file without a header is always damage, never a new file.
+        // Unnamed until its header, empty last block and name tag are written
+        // (O_TMPFILE), then linked in: a file without a header is always damage, never
+        // a new file.
         let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
         let bytes = header.serialized(metadataKey: device.metadataKey)
         var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
         if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
+        if rc == 0, let place = form.place {
+            let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
+            if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
+        }
         if rc == 0 {
             let linked = parent.withDescriptor { parentFD in
-                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) }
+                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, form.stored, AT_SYMLINK_FOLLOW) }
             }
             if linked != 0 { rc = -errno }
         }

@@ -47,6 +47,9 @@ final class Inode: @unchecked Sendable {
     /// A directory's random ID, read from its class record on first use: its names
     /// are sealed under it (Names.swift). Fixed for the directory's life.
     let directoryID = Mutex<[UInt8]?>(nil)
+    /// The names the kernel reached this node by, and which of them its name tags
+    /// were checked for (NameBindings.swift).
+    let places = Mutex(Places())
 
     private struct Descriptor {
         /// -1 while closed (only with a handle).
@@ -69,6 +72,32 @@ final class Inode: @unchecked Sendable {
         /// A lockable class this file had while open since the last lock: the kernel
         /// may hold its pages, which a lock of that class must drop.
         var cachedClass: ProtectionClass?
+    }
+
+    struct Places {
+        /// Reached by, not checked yet: checked before the node's contents are used.
+        var pending: [NamePlace] = []
+        var checked: [NamePlace] = []
+
+        mutating func reached(_ place: NamePlace) {
+            if !checked.contains(place) && !pending.contains(place) { pending.append(place) }
+        }
+
+        /// Names it lost through the mount (rename, unlink), recent first: a lookup that
+        /// raced the change may still bring one, which is stale, not foreign.
+        var departed: [NamePlace] = []
+
+        mutating func vouched(_ place: NamePlace) {
+            pending.removeAll { $0 == place }
+            departed.removeAll { $0 == place }
+            if !checked.contains(place) { checked.append(place) }
+        }
+
+        mutating func left(_ place: NamePlace) {
+            checked.removeAll { $0 == place }
+            departed.insert(place, at: 0)
+            if departed.count > 8 { departed.removeLast() }
+        }
     }
 
     /// `fd`: an O_PATH descriptor of the node, owned by the entry. With a `handle` and a

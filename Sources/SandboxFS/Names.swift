@@ -18,6 +18,9 @@ struct BackingName {
     let stored: [CChar]
     /// For a long name: the side file's name and contents.
     let sideFile: (name: [CChar], contents: String)?
+    /// The name in its directory, as its node's name tags know it (NameBindings.swift);
+    /// nil for a name too long to exist.
+    var place: NamePlace? = nil
 }
 
 extension SandboxFileSystem {
@@ -42,15 +45,17 @@ extension SandboxFileSystem {
         let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
         let sealed = device.nameCipher.seal(plain, directoryID: id)
         let stored = Array(sealed.stored.utf8CString)
-        guard sealed.isLong else { return BackingName(stored: stored, sideFile: nil) }
-        return BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded))
+        guard sealed.isLong else { return BackingName(stored: stored, sideFile: nil, place: sealed.place) }
+        return BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded),
+                           place: sealed.place)
     }
 
     /// The plaintext name of backing entry `backing` in `directory` (whose listing
-    /// descriptor is `directoryFD`); nil for what is not shown: "." and ".." pass as
-    /// they are, reserved names, side files and names that do not open are hidden.
-    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode, directoryFD: Int32) -> [CChar]? {
-        if Self.isDotOrDotDot(backing) { return Array(UnsafeBufferPointer(start: backing, count: strlen(backing) + 1)) }
+    /// descriptor is `directoryFD`), with its place; nil for what is not shown: "." and
+    /// ".." pass as they are (no place), reserved names, side files and names that do
+    /// not open are hidden.
+    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode, directoryFD: Int32) -> (name: [CChar], place: NamePlace?)? {
+        if Self.isDotOrDotDot(backing) { return (Array(UnsafeBufferPointer(start: backing, count: strlen(backing) + 1)), nil) }
         if Self.isReserved(backing) { return nil }
         let stored = String(cString: backing)
         if LongName.isSideFile(stored) { return nil }
@@ -61,17 +66,23 @@ extension SandboxFileSystem {
                   LongName.matches(stored, encoded: contents) else { return nil }
             encoded = contents
         }
-        guard let plain = device.nameCipher.open(encoded, directoryID: id), !plain.contains(0),
+        guard let (plain, place) = device.nameCipher.openPlaced(encoded, directoryID: id), !plain.contains(0),
               !plain.contains(UInt8(ascii: "/")) else { return nil }
-        return plain.map { CChar(bitPattern: $0) } + [0]
+        return (plain.map { CChar(bitPattern: $0) } + [0], place)
     }
 
-    /// A directory's ID, from its class record, cached on the entry.
+    /// A directory's ID, from its class record, cached on the entry; nil also when the
+    /// directory was reached by a name that is not its own (NameBindings.swift).
     func directoryID(_ directory: Inode) -> [UInt8]? {
-        if let known = directory.directoryID.withLock({ $0 }) { return known }
-        guard case .success(let record) = directoryRecord(directory) else { return nil }
-        directory.directoryID.withLock { $0 = record.directoryID }
-        return record.directoryID
+        let id: [UInt8]
+        if let known = directory.directoryID.withLock({ $0 }) {
+            id = known
+        } else {
+            guard case .success(let record) = directoryRecord(directory) else { return nil }
+            directory.directoryID.withLock { $0 = record.directoryID }
+            id = record.directoryID
+        }
+        return reachedByOwnNames(directory, identity: id) ? id : nil
     }
 
     /// Writes a long name's side file (before its entry is made); 0 or -errno.

@@ -8,8 +8,9 @@ import DataProtection
 import Glibc
 
 extension SandboxFileSystem {
-    /// The entry for `name` in `parent` (a backing name), one lookup counted.
-    func enter(_ parent: Inode, _ name: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
+    /// The entry for `name` in `parent` (a backing name), one lookup counted, reached by
+    /// the name at `place`; `made`: by a name this daemon just made and tagged.
+    func enter(_ parent: Inode, _ name: UnsafePointer<CChar>, place: NamePlace?, made: Bool = false) -> Result<(Inode, stat), Errno> {
         let fd = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return .failure(.current) }
         var st = stat()
@@ -19,13 +20,14 @@ extension SandboxFileSystem {
             return .failure(error)
         }
         let inode = inodes.remember(fd: fd, st)
+        if made { vouched(inode, for: place) } else { reached(inode, by: place) }
         if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
         return .success((inode, st))
     }
 
-    /// Answers a request that made `name` in `parent` with its new entry.
-    func replyMade(_ req: fuse_req_t?, _ parent: Inode, _ name: UnsafePointer<CChar>) {
-        switch enter(parent, name) {
+    /// Answers a request that made `form` in `parent` with its new entry.
+    func replyMade(_ req: fuse_req_t?, _ parent: Inode, _ form: BackingName) {
+        switch enter(parent, form.stored, place: form.place, made: true) {
         case .failure(let error): reply(req, error)
         case .success(let (inode, st)): replyEntry(req, inode, st)
         }
@@ -33,8 +35,8 @@ extension SandboxFileSystem {
 
     func lookup(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let backing = backingName(name, in: parent)?.stored else { return reply(req, .io) }
-        switch enter(parent, backing) {
+        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        switch enter(parent, form.stored, place: form.place) {
         case .failure(let error):
             if error == .noEntry {
                 // A negative entry, cached for the entry timeout.
@@ -69,17 +71,17 @@ extension SandboxFileSystem {
         if let error = prepareName(form, in: parent) { return reply(req, error) }
         if mode & S_IFMT == S_IFREG {
             // A regular file made by mknod still needs a header and a key.
-            switch createRegular(caller, parent, backing, mode: mode) {
+            switch createRegular(caller, parent, form, mode: mode) {
             case .failure(let error): abandonName(form, in: parent); return reply(req, error)
             case .success(let made):
                 made.key.wipe()
                 close(made.fd)
-                return replyMade(req, parent, backing)
+                return replyMade(req, parent, form)
             }
         }
         guard parent.withDescriptor({ mknodat($0, backing, mode, rdev) }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
-        replyMade(req, parent, backing)
+        replyMade(req, parent, form)
     }
 
     func mkdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
@@ -93,9 +95,9 @@ extension SandboxFileSystem {
         }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
         guard parent.withDescriptor({ mkdirat($0, backing, mode) }) == 0 else { return failMaking(req, form, in: parent) }
-        storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID())
+        storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID(), place: form.place)
         ownership.take(Caller(req), parent: parent, name: backing)
-        replyMade(req, parent, backing)
+        replyMade(req, parent, form)
     }
 
     func symlink(_ req: fuse_req_t?, _ target: UnsafePointer<CChar>, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
@@ -106,7 +108,7 @@ extension SandboxFileSystem {
         if let error = prepareName(form, in: parent) { return reply(req, error) }
         guard parent.withDescriptor({ symlinkat(storedTarget, $0, backing) }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(Caller(req), parent: parent, name: backing)
-        replyMade(req, parent, backing)
+        replyMade(req, parent, form)
     }
 
     func link(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
@@ -115,13 +117,32 @@ extension SandboxFileSystem {
         guard let form = backingName(newName, in: newParent) else { return reply(req, .io) }
         let backing = form.stored
         if let error = prepareName(form, in: newParent) { return reply(req, error) }
+        // The new name's tag first (a regular file's: directories have no links).
+        var identity: [UInt8]?
+        if inode.isRegular {
+            let tagged = inode.withDescriptor { fd -> Result<[UInt8], Errno> in
+                guard let id = self.identity(ofNode: fd, type: S_IFREG) else { return .failure(.io) }
+                let rc = retag(fd, identity: id, adding: form.place, removing: nil)
+                return rc == 0 ? .success(id) : .failure(Errno(-rc))
+            }
+            switch tagged {
+            case .failure(let error): abandonName(form, in: newParent); return reply(req, error)
+            case .success(let id): identity = id
+            }
+        }
         // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
         let linked = inode.withDescriptor { fd in
             newParent.withDescriptor { parentFD in
                 procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, backing, AT_SYMLINK_FOLLOW) }
             }
         }
-        guard linked == 0 else { return failMaking(req, form, in: newParent) }
+        guard linked == 0 else {
+            let error = errno
+            if let identity { _ = inode.withDescriptor { retag($0, identity: identity, adding: nil, removing: form.place) } }
+            errno = error
+            return failMaking(req, form, in: newParent)
+        }
+        vouched(inode, for: form.place)
         switch attributes(inode) {
         case .failure(let error): reply(req, error)
         case .success(let st):
@@ -145,8 +166,17 @@ extension SandboxFileSystem {
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
         guard st.st_nlink == 1 && st.st_mode & S_IFMT != S_IFDIR else {
+            // A file that keeps other names loses this one's tag once the name is gone.
+            let linked = st.st_mode & S_IFMT == S_IFREG ? try? taggedNode(parentFD, backing).get() : nil
+            defer { if let linked { close(linked.fd) } }
             let rc = unlinkat(parentFD, backing, 0)
-            if rc == 0 { removeSideFile(parentFD, form) }
+            if rc == 0 {
+                removeSideFile(parentFD, form)
+                if let linked {
+                    departed(linked.status, from: form.place)
+                    _ = retag(linked.fd, identity: linked.identity, adding: nil, removing: form.place)
+                }
+            }
             return replyResult(req, rc)
         }
         // A file the kernel still knows: the entry's O_PATH descriptor would hold its
@@ -189,12 +219,62 @@ extension SandboxFileSystem {
         let exchange: UInt32 = 2  // RENAME_EXCHANGE: both names stay, each side file stays right
         let rc = parent.withDescriptor { fromFD in
             newParent.withDescriptor { toFD -> Int32 in
-                let rc = renameat2(fromFD, from.stored, toFD, to.stored, flags)
-                if rc == 0 && flags & exchange == 0 && from.stored != to.stored { removeSideFile(fromFD, from) }
-                return rc
+                renameTagged(fromFD, from, toFD, to, flags, exchange: flags & exchange != 0)
             }
         }
         replyResult(req, rc)
+    }
+
+    /// renameat2 with the moved nodes' name tags kept right: each node gets its new
+    /// name's tag before the rename and loses its old name's after it (a node that
+    /// loses its name to the rename, if it keeps other links, loses that name's tag).
+    private func renameTagged(_ fromFD: Int32, _ from: BackingName, _ toFD: Int32, _ to: BackingName,
+                              _ flags: UInt32, exchange: Bool) -> Int32 {
+        // A node whose identity cannot be read would arrive where its tags never let it
+        // open: refused. A damaged node being replaced gets no tag work.
+        guard case .success(let source) = taggedNode(fromFD, from.stored) else { errno = EIO; return -1 }
+        let target = try? taggedNode(toFD, to.stored).get()
+        defer {
+            if let source { close(source.fd) }
+            if let target { close(target.fd) }
+        }
+        let sameName = from.place == to.place
+        var tagged: [(TaggedNode, NamePlace?)] = []
+        func untag() { for (node, place) in tagged { _ = retag(node.fd, identity: node.identity, adding: nil, removing: place) } }
+        if let source, !sameName {
+            let rc = retag(source.fd, identity: source.identity, adding: to.place, removing: nil)
+            if rc != 0 { errno = -rc; return -1 }
+            tagged.append((source, to.place))
+        }
+        if exchange, let target, !sameName {
+            let rc = retag(target.fd, identity: target.identity, adding: from.place, removing: nil)
+            if rc != 0 { untag(); errno = -rc; return -1 }
+            tagged.append((target, from.place))
+        }
+        guard renameat2(fromFD, from.stored, toFD, to.stored, flags) == 0 else {
+            let error = errno
+            untag()
+            errno = error
+            return -1
+        }
+        if sameName { return 0 }
+        if !exchange { removeSideFile(fromFD, from) }
+        if let source {
+            if let known = inodes.existing(InodeKey(source.status)) { vouched(known, for: to.place) }
+            departed(source.status, from: from.place)
+            _ = retag(source.fd, identity: source.identity, adding: nil, removing: from.place)
+        }
+        if let target {
+            if exchange {
+                if let known = inodes.existing(InodeKey(target.status)) { vouched(known, for: from.place) }
+                departed(target.status, from: to.place)
+                _ = retag(target.fd, identity: target.identity, adding: nil, removing: to.place)
+            } else if target.status.st_mode & S_IFMT == S_IFREG && target.status.st_nlink > 1 {
+                departed(target.status, from: to.place)
+                _ = retag(target.fd, identity: target.identity, adding: nil, removing: to.place)
+            }
+        }
+        return 0
     }
 
     /// Before a long name's entry is made: its side file. nil, or the error to reply.

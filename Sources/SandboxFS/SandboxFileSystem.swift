@@ -31,6 +31,9 @@ public final class SandboxFileSystem: Sendable {
     let privileges = PrivilegeEpoch()
     let reaper: NodeReaper
     let kernel = KernelNotifier()
+    /// Serialises changes to name tags: each is a read-modify-write of one attribute,
+    /// and a link racing a rename of the same file must not lose a tag.
+    let nameTagChanges = Mutex<Void>(())
 
     /// How long the kernel may keep a name's entry and a node's attributes.
     static let entryTimeout = 1.0

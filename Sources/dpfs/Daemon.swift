@@ -1,6 +1,7 @@
 // The mounted daemon: boots the device (keybag, class keys available without a
 // passcode), opens the item store, starts the control socket and serves the sandbox
 // until unmounted.
+import BlockStore
 import CLinux
 import Control
 import DataProtection
@@ -41,6 +42,11 @@ struct Daemon {
             #endif
             let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: testHooks)
             if let notice = device.bootNotice { logger.warning("\(notice)") }
+            if device.formatVersion != KeybagFile.currentVersion {
+                let tagged = NameTagUpgrade(device: device).run()
+                try device.markUpgraded()
+                logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
+            }
             let items = try ItemStore(path: directory.itemStorePath, device: device)
             let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)

@@ -100,4 +100,55 @@ expect_eq "fsck exits 1" "$fsck_rc" "1"
 for name in cut empty headeronly really-empty; do
     case "$fsck_out" in *"Documents/$name.bin:"*) pass "fsck reports $name.bin" ;; *) fail "fsck reports $name.bin" "$fsck_out" ;; esac
 done
+# --- 8, continued. Whole nodes moved in the backing tree onto another's name: each
+# name is tagged on its node under the metadata key (dpfs(5), "Name tags").
+for n in alpha beta gamma delta eps zeta eta gone; do printf '%s' "$n's text" > "$D/$n.txt"; done
+mkdir "$D/dirA" "$D/dirB"; echo "in A" > "$D/dirA/f"; echo "in B" > "$D/dirB/f"
+declare -A BN
+for n in alpha.txt beta.txt gamma.txt delta.txt eps.txt zeta.txt eta.txt gone.txt dirA dirB; do BN[$n]=$(backing "$D/$n"); done
+rm "$D/gone.txt"                                                 # its backing name is free now
+"$DPFS" unmount "$MNT"
+mv "${BN[alpha.txt]}" "${BN[beta.txt]}"                          # a whole node, attributes and all
+cp --preserve=all "${BN[gamma.txt]}" "${BN[delta.txt]}"          # content and attributes copied over
+mv "${BN[eps.txt]}" "${BN[gone.txt]}"                            # onto a name no node has now
+eta_tags=$(getfattr --absolute-names --only-values -e hex -n user.dpfs.names "${BN[eta.txt]}")
+mv "${BN[zeta.txt]}" "${BN[eta.txt]}"                            # with the victim's own tags put on it
+setfattr -n user.dpfs.names -v "$eta_tags" "${BN[eta.txt]}"
+mv "${BN[dirA]}" "${BN[dirA]}.x" && mv "${BN[dirB]}" "${BN[dirA]}" && mv "${BN[dirA]}.x" "${BN[dirB]}"  # two directories swapped
+fsck_out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
+mount_device
+unlock_device
+check_error "a file moved onto another's name: EIO" "Input/output error" cat "$D/beta.txt"
+check_error "a file copied with its attributes onto another's name: EIO" "Input/output error" cat "$D/delta.txt"
+check_error "a file moved onto a free name: EIO" "Input/output error" cat "$D/gone.txt"
+check_error "a file moved onto another's name with the victim's tags: EIO" "Input/output error" cat "$D/eta.txt"
+check_error "two directories swapped: listing one is EIO" "Input/output error" ls "$D/dirA"
+check_error "and a name inside it is EIO" "Input/output error" cat "$D/dirB/f"
+for n in beta.txt delta.txt gone.txt eta.txt dirA dirB; do
+    case "$fsck_out" in *"Documents/$n: its name tags"*) pass "fsck reports $n" ;; *) fail "fsck reports $n" "$fsck_out" ;; esac
+done
+
+# Names made, moved and removed through the mount keep their tags right: every name
+# still opens after a remount, and fsck finds nothing to report about them.
+mkdir -p "$D/kept/sub"
+for n in a b c d e; do printf '%s' "$n" > "$D/kept/$n"; done
+mv "$D/kept/a" "$D/kept/a2"                                      # renamed in place
+mv "$D/kept/b" "$D/kept/sub/b"                                   # moved to another directory
+ln "$D/kept/c" "$D/kept/sub/c-link" && ln "$D/kept/c" "$D/kept/c-link2" && rm "$D/kept/c"   # links outlive the first name
+ln "$D/kept/d" "$D/kept/d-link" && mv "$D/kept/e" "$D/kept/d"    # a linked file replaced by a rename
+python3 -c "
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2) != 0: sys.exit(os.strerror(ctypes.get_errno()))
+" "$D/kept/a2" "$D/kept/sub/b"                                    # RENAME_EXCHANGE
+mv "$D/kept/sub" "$D/kept/moved-sub"                             # a directory renamed
+chmod 444 "$D/kept/d-link" && mv "$D/kept/d-link" "$D/kept/d-ro" # a read-only file renamed
+"$DPFS" unmount "$MNT"
+fsck_kept=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1 | grep "kept" || true)
+expect_eq "fsck reports nothing about names made through the mount" "$fsck_kept" ""
+mount_device
+unlock_device
+expect_eq "after a remount every name opens with its own contents" \
+    "$(cd "$D/kept" && for f in a2 moved-sub/b moved-sub/c-link c-link2 d d-ro; do printf '%s=%s ' "$f" "$(cat "$f")"; done)" \
+    "a2=b moved-sub/b=a moved-sub/c-link=c c-link2=c d=e d-ro=d "
 finish

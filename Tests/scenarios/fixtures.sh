@@ -3,7 +3,8 @@
 # Tests/fixtures/make-v3.sh) still mounts, unlocks and reads back exact bytes: one file
 # per class and per cipher, a symlink, a directory class, one keychain item per
 # accessibility. A format change that breaks this is a deliberate new version; the
-# format-2 fixture (names in clear) is refused with one line.
+# format-2 fixture (names in clear) is refused with one line. Format 3 has no name
+# tags (issue 12): its first mount writes them and records format 4.
 source "$(dirname "$0")/lib.sh"
 
 FIXTURES="$(cd "$(dirname "$0")/.." && pwd)/fixtures"
@@ -21,6 +22,7 @@ unpack v3 "$BASE"
 DEV="$BASE/device"
 "$DPFS" mount "$DEV" "$MNT" >/dev/null || { fail "the fixture mounts"; finish; }
 pass "the fixture mounts"
+expect_eq "its first mount records format 4" "$(grep -c '"formatVersion" : 4' "$DEV/keybag.json")" "1"
 check "it unlocks with its passcode" "$DPFS" unlock "$MNT" --passcode-file "$BASE/passcode"
 aes=$(grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && echo yes || echo no)
 while read -r sum name; do
@@ -43,7 +45,15 @@ done
 check_error "locked, its complete file is refused" "Operation not permitted" cat "$MNT/Documents/complete.bin"
 "$DPFS" unmount "$MNT"
 out=$("$DPFS" fsck "$DEV" --passcode-file "$BASE/passcode" 2>&1); rc=$?
-expect_eq "fsck finds the fixture clean" "$rc" "0"
-sed -i 's/"formatVersion" : 3/"formatVersion" : 1/' "$DEV/keybag.json"
+expect_eq "fsck finds the upgraded fixture clean, name tags included" "$rc" "0"
+"$DPFS" mount "$DEV" "$MNT" >/dev/null && "$DPFS" unlock "$MNT" --passcode-file "$BASE/passcode"
+swapped=$(backing "$MNT/Documents/untilFirstAuth.bin"); moved=$(backing "$MNT/Documents/none.bin")
+"$DPFS" unmount "$MNT"
+mv "$moved" "$swapped"
+"$DPFS" mount "$DEV" "$MNT" >/dev/null && "$DPFS" unlock "$MNT" --passcode-file "$BASE/passcode"
+check_error "after the upgrade, a file moved onto another's name reads as EIO" "Input/output error" \
+    cat "$MNT/Documents/untilFirstAuth.bin"
+"$DPFS" unmount "$MNT"
+sed -i 's/"formatVersion" : 4/"formatVersion" : 1/' "$DEV/keybag.json"
 check_error "a device of format version 1 is refused with one line" "on-disk format version 1" "$DPFS" mount "$DEV" "$MNT"
 finish

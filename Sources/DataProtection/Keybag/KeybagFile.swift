@@ -9,7 +9,10 @@
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
-    public static let currentVersion = 3
+    public static let currentVersion = 4
+    /// Older formats a mount brings up to date: format 3 lacks name tags (NameBinding),
+    /// which the first mount writes for every node before it serves a request.
+    public static let upgradableVersions = [3]
 
     public var formatVersion = KeybagFile.currentVersion
     public var kdf: KDFParameters
@@ -38,7 +41,7 @@ public struct KeybagFile: Codable, Sendable {
         guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
             throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
         }
-        guard version.formatVersion == currentVersion else {
+        guard version.formatVersion == currentVersion || upgradableVersions.contains(version.formatVersion) else {
             throw DeviceError.unsupportedFormat(directory.root, version.formatVersion)
         }
         do {

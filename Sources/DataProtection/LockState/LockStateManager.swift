@@ -96,6 +96,23 @@ public final class LockStateManager: Sendable {
 
     public var defaultProtection: ProtectionClass { core.withLock { $0.keybag.defaultProtection } }
 
+    /// The on-disk format the device's keybag records (KeybagFile.currentVersion once
+    /// an older device was brought up to date).
+    public var formatVersion: Int { core.withLock { $0.keybag.formatVersion } }
+
+    /// Records that the device's tree is in the current format (after the walk that
+    /// upgraded it): saved last, so a crash before it repeats the walk.
+    public func markUpgraded() throws {
+        try transition.withLock { _ in
+            var keybag = core.withLock { $0.keybag }
+            guard keybag.formatVersion != KeybagFile.currentVersion else { return }
+            keybag.formatVersion = KeybagFile.currentVersion
+            try keybag.save(in: directory, deviceSecret: deviceSecret)
+            let saved = keybag
+            core.withLock { $0.keybag = saved }
+        }
+    }
+
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
         core.withLock { $0.keys.isAvailable(protectionClass) }
     }

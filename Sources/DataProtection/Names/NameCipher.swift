@@ -33,25 +33,31 @@ public struct NameCipher: Sendable {
 
     /// The stored form of `name` in the directory `directoryID`: its encrypted form, or,
     /// when that passes 255 bytes, a long-name stand-in (`isLong` then true; the caller
-    /// keeps `encoded` in the side file).
-    public func seal(_ name: [UInt8], directoryID: [UInt8]) -> (stored: String, encoded: String, isLong: Bool) {
+    /// keeps `encoded` in the side file); and the name's place (NameBinding).
+    public func seal(_ name: [UInt8], directoryID: [UInt8]) -> (stored: String, encoded: String, isLong: Bool, place: NamePlace) {
         let iv = syntheticIV(name, directoryID: directoryID)
         var ciphertext = name
         xor(&ciphertext, iv: iv)
         let encoded = Base64URL.encode(iv + ciphertext)
-        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false) }
-        return (LongName.standIn(for: encoded), encoded, true)
+        let place = NamePlace(iv: iv)
+        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false, place) }
+        return (LongName.standIn(for: encoded), encoded, true, place)
     }
 
     /// The plaintext of an encoded name (the stored form, or a long name's side file
     /// contents); nil when it is not a name sealed for this directory by this device.
     public func open(_ encoded: String, directoryID: [UInt8]) -> [UInt8]? {
+        openPlaced(encoded, directoryID: directoryID)?.name
+    }
+
+    /// The plaintext and place (NameBinding) of an encoded name; nil as for `open`.
+    public func openPlaced(_ encoded: String, directoryID: [UInt8]) -> (name: [UInt8], place: NamePlace)? {
         guard let bytes = Base64URL.decode(encoded), bytes.count > Self.ivSize else { return nil }
         let iv = Array(bytes[0..<Self.ivSize])
         var plain = Array(bytes[Self.ivSize...])
         xor(&plain, iv: iv)
         guard MetadataKey.matches(syntheticIV(plain, directoryID: directoryID), iv) else { return nil }
-        return plain
+        return (plain, NamePlace(iv: iv))
     }
 
     private func syntheticIV(_ name: [UInt8], directoryID: [UInt8]) -> [UInt8] {

@@ -1,0 +1,23 @@
+// Where a node's name tags (NameBinding) are kept: its backing `user.dpfs.names`
+// attribute, read and written by path (a /proc/self/fd path serves an O_PATH
+// descriptor, which the f*xattr calls do not take).
+import CLinux
+import DataProtection
+import Glibc
+
+public enum NameTagStore {
+    /// The tags stored on the node at `path`: empty when it has none; nil when they
+    /// cannot be read or are malformed.
+    public static func read(_ path: UnsafePointer<CChar>) -> [[UInt8]]? {
+        var buffer = [UInt8](repeating: 0, count: NameBinding.maxNames * NameBinding.tagSize)
+        let n = CLinux.getxattr(path, NameBinding.attribute, &buffer, buffer.count)
+        if n < 0 { return errno == ENODATA ? [] : nil }
+        return NameBinding.decode(buffer[0..<n])
+    }
+
+    /// Replaces the tags of the node at `path`; 0 or -errno.
+    public static func write(_ path: UnsafePointer<CChar>, _ tags: [[UInt8]]) -> Int32 {
+        let bytes = NameBinding.encode(tags)
+        return bytes.withUnsafeBytes { CLinux.setxattr(path, NameBinding.attribute, $0.baseAddress, $0.count, 0) } == 0 ? 0 : -errno
+    }
+}

@@ -1,0 +1,140 @@
+// Name tags (NameBinding): each regular file and directory lists, in its backing
+// `user.dpfs.names` attribute, a MAC of its identity and each name it has. A tag is
+// written before the name it vouches for appears (create, mknod, mkdir, link, rename)
+// and removed once that name is gone, so a crash leaves at most a tag too many, never
+// a name without its tag: the attribute is metadata the backing filesystem journals
+// in order with the directory entry. The names the kernel reaches a node by (lookup,
+// readdirplus) are checked against its tags before its contents are used: at open for
+// a file, at first use of its ID for a directory. One that is not listed is a node
+// renamed in the backing tree over another's name: EIO.
+import BlockStore
+import CLinux
+import DataProtection
+import Glibc
+
+extension SandboxFileSystem {
+    /// Notes that the kernel reached `inode` by the name at `place`.
+    func reached(_ inode: Inode, by place: NamePlace?) {
+        guard let place, inode.isRegular || inode.isDirectory else { return }
+        inode.places.withLock { $0.reached(place) }
+    }
+
+    /// Notes that `inode`'s tags hold the name at `place` (written by this daemon).
+    func vouched(_ inode: Inode, for place: NamePlace?) {
+        guard let place, inode.isRegular || inode.isDirectory else { return }
+        inode.places.withLock { $0.vouched(place) }
+    }
+
+    /// Whether every name the kernel reached `node` by is among its tags, read from the
+    /// node's descriptor `fd` (O_PATH or open), or its own when nil.
+    func reachedByOwnNames(_ node: Inode, identity: [UInt8], fd: Int32? = nil) -> Bool {
+        let pending = node.places.withLock { $0.pending }
+        if pending.isEmpty { return true }
+        let tags: [[UInt8]]?
+        if let fd {
+            tags = readNameTags(fd)
+        } else {
+            tags = try? node.withDescriptor { fd -> Result<[[UInt8]]?, Errno> in .success(readNameTags(fd)) }.get()
+        }
+        guard let tags else { return refuseForeignName() }
+        let unlisted = pending.filter { !NameBinding.lists(tags, identity: identity, place: $0, metadataKey: device.metadataKey) }
+        return node.places.withLock { places in
+            // An unlisted name this node lost through the mount came from a lookup that
+            // raced the rename or unlink: stale, dropped. Any other is foreign.
+            guard unlisted.allSatisfy(places.departed.contains) else { return refuseForeignName() }
+            for place in pending {
+                if unlisted.contains(place) { places.pending.removeAll { $0 == place } } else { places.vouched(place) }
+            }
+            return true
+        }
+    }
+
+    private func refuseForeignName() -> Bool {
+        logger.error("a node is reached by a name that is not its own (moved in the backing tree, or its name tags are damaged): EIO")
+        return false
+    }
+
+    /// Notes that the node `status` names lost the name at `place` through the mount.
+    func departed(_ status: stat, from place: NamePlace?) {
+        guard let place, let known = inodes.existing(InodeKey(status)) else { return }
+        known.places.withLock { $0.left(place) }
+    }
+
+    /// The name tags stored on the node of descriptor `fd`; nil when unreadable or malformed.
+    func readNameTags(_ fd: Int32) -> [[UInt8]]? {
+        procPath(fd).withCString { NameTagStore.read($0) }
+    }
+
+    /// Adds the tag for `adding` and drops the one for `removing` on the node of
+    /// descriptor `fd` whose identity is `identity`; 0 or -errno (EMLINK: too many names).
+    func retag(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) -> Int32 {
+        guard adding != nil || removing != nil else { return 0 }
+        return nameTagChanges.withLock { _ in retagLocked(fd, identity: identity, adding: adding, removing: removing) }
+    }
+
+    private func retagLocked(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) -> Int32 {
+        guard let tags = readNameTags(fd) else { return -EIO }
+        guard let updated = NameBinding.updated(tags, identity: identity, adding: adding, removing: removing,
+                                                metadataKey: device.metadataKey) else { return -EMLINK }
+        return procPath(fd).withCString { path in
+            func store() -> Int32 { NameTagStore.write(path, updated) }
+            let rc = store()
+            // A daemon that is not root may not set attributes on a node its owner made
+            // read-only (a user xattr needs write permission): it lends itself the owner's
+            // write bit for the moment.
+            guard rc == -EACCES else { return rc }
+            var st = stat()
+            guard stat(path, &st) == 0, st.st_uid == geteuid(), chmod(path, st.st_mode | S_IWUSR) == 0 else { return rc }
+            let retried = store()
+            _ = chmod(path, st.st_mode & 0o7777)
+            return retried
+        }
+    }
+
+    /// A node's identity for its name tags: a file's ID from its header, a directory's
+    /// from its class record; nil for other nodes (they carry no tags) or when unreadable.
+    func identity(ofNode fd: Int32, type: mode_t) -> [UInt8]? {
+        switch type {
+        case S_IFREG:
+            var file = procPath(fd).withCString { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
+            if file < 0 && errno == EPERM { file = procPath(fd).withCString { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
+            guard file >= 0 else { return nil }
+            defer { close(file) }
+            guard case .success(let header) = HeaderIO.read(file, metadataKey: device.metadataKey) else { return nil }
+            return header.fileID
+        case S_IFDIR:
+            var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
+            let n = procPath(fd).withCString { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
+            guard n > 0 else { return nil }
+            return DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey)?.directoryID
+        default:
+            return nil
+        }
+    }
+
+    /// The node `name` in `directoryFD` as a tagged node: its O_PATH descriptor (the
+    /// caller closes it), identity and attributes; nil when there is none or it carries
+    /// no tags (not a regular file or directory); EIO when its identity is unreadable.
+    func taggedNode(_ directoryFD: Int32, _ name: UnsafePointer<CChar>) -> Result<TaggedNode?, Errno> {
+        let fd = openat(directoryFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return .success(nil) }
+        var st = stat()
+        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0,
+              st.st_mode & S_IFMT == S_IFREG || st.st_mode & S_IFMT == S_IFDIR else {
+            close(fd)
+            return .success(nil)
+        }
+        guard let identity = identity(ofNode: fd, type: st.st_mode & S_IFMT) else {
+            close(fd)
+            return .failure(.io)
+        }
+        return .success(TaggedNode(fd: fd, identity: identity, status: st))
+    }
+}
+
+/// A regular file or directory found by name, ready to have its tags changed.
+struct TaggedNode {
+    let fd: Int32
+    let identity: [UInt8]
+    let status: stat
+}
