@@ -44,7 +44,15 @@ extension SandboxFileSystem {
         let fd = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
-        return storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        guard rc == 0, directoryID != directory.directoryID.withLock({ $0 }) else { return rc }
+        // A repaired record has a new ID: the directory's tags are remade for the names
+        // the kernel knows it by, which the unlocked device vouches for.
+        directory.directoryID.withLock { $0 = directoryID }
+        let places = directory.places.withLock { $0.checked + $0.pending }
+        let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
+        for place in places { vouched(directory, for: place) }
+        return procPath(fd).withCString { NameTagStore.write($0, tags) }
     }
 
     /// Stores the class record of the new directory `name` in `parent`, and the tag of

@@ -151,4 +151,5 @@ unlock_device
 expect_eq "after a remount every name opens with its own contents" \
     "$(cd "$D/kept" && for f in a2 moved-sub/b moved-sub/c-link c-link2 d d-ro; do printf '%s=%s ' "$f" "$(cat "$f")"; done)" \
     "a2=b moved-sub/b=a moved-sub/c-link=c c-link2=c d=e d-ro=d "
+expect_eq "the directory whose damaged class record was set again (3.) opens after a remount" "$(cat "$D/vault/new.txt")" "x"
 finish
