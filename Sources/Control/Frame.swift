@@ -47,16 +47,24 @@ public struct Frame {
         self.secrets = secrets
     }
 
+    /// Sends the frame in one gathered write, so the peer wakes once for it, not once
+    /// per part; the secrets go from their locked memory straight to the socket.
     public func write(to fd: Int32) throws {
         let secretLength = secrets.reduce(0) { $0 + 4 + $1.count }
         var header = ControlProtocol.magic
         header += [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
         header += Frame.bigEndian(UInt32(json.count)) + Frame.bigEndian(UInt32(secretLength))
-        try Frame.writeAll(fd, header)
-        try Frame.writeAll(fd, json)
-        for secret in secrets {
-            try Frame.writeAll(fd, Frame.bigEndian(UInt32(secret.count)))
-            try Frame.writeAll(fd, secret.bytes)
+        let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.count)) }
+        try header.withUnsafeBytes { headerBytes in
+            try json.withUnsafeBytes { jsonBytes in
+                try prefixes.withUnsafeBytes { prefixBytes in
+                    var parts = [headerBytes, jsonBytes]
+                    for (index, secret) in secrets.enumerated() {
+                        parts += [UnsafeRawBufferPointer(rebasing: prefixBytes[4 * index..<4 * index + 4]), secret.bytes]
+                    }
+                    try Frame.writeAll(fd, parts)
+                }
+            }
         }
     }
 
@@ -96,16 +104,29 @@ public struct Frame {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)]
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { try writeAll(fd, $0) }
-    }
-
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws {
-        var done = 0
-        while done < buffer.count {
-            let n = send(fd, buffer.start + done, buffer.count - done, Int32(MSG_NOSIGNAL))
+    /// Writes `parts` in order with sendmsg, resuming after a partial write.
+    static func writeAll(_ fd: Int32, _ parts: [UnsafeRawBufferPointer]) throws {
+        var vectors = parts.filter { $0.count > 0 }.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.start), iov_len: $0.count)
+        }
+        var first = 0
+        while first < vectors.count {
+            let n = vectors[first...].withUnsafeMutableBufferPointer { pending -> Int in
+                var message = msghdr()
+                message.msg_iov = pending.baseAddress
+                message.msg_iovlen = pending.count
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
             if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
-            done += n
+            var sent = n
+            while first < vectors.count && sent >= vectors[first].iov_len {
+                sent -= vectors[first].iov_len
+                first += 1
+            }
+            if sent > 0 {
+                vectors[first].iov_base += sent
+                vectors[first].iov_len -= sent
+            }
         }
     }
 
