@@ -3,7 +3,10 @@
 // file key only. The mount root also answers `user.dpfs.control` with the path of the
 // control socket, so the CLI finds the daemon from the mountpoint. Other user.*
 // attributes are stored sealed (SealedAttributes.swift); the other namespaces
-// (system.*, trusted.*, security.*) are stored on the backing node as they are.
+// (system.* such as POSIX ACLs, trusted.*, security.capability) are stored on the
+// backing node as they are. Security labels (security.* but the capability) are not
+// kept: no security module on the host reads them from a FUSE mount, and answering
+// EOPNOTSUPP lets ls -l stop asking for them after the first file (PosixACL.swift).
 // The backing node is reached through /proc/self/fd/N of its O_PATH descriptor (the
 // f*xattr calls do not take one); the handlers below return a count or -errno, and
 // the request handlers at the end turn that into one reply.
@@ -69,6 +72,7 @@ extension SandboxFileSystem {
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
+        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
         let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
         return n < 0 ? -errno : Int32(n)
@@ -87,6 +91,7 @@ extension SandboxFileSystem {
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
+        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
         let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
@@ -104,7 +109,7 @@ extension SandboxFileSystem {
             return CLinux.listxattr(backing, &names, needed)
         }
         guard got >= 0 else { return -errno }
-        var stored = Array(names[0..<got])
+        var stored = Self.withoutUnkeptLabels(names[0..<got])
         let ours = Array(Self.protectionAttribute.utf8CString)
         let listed = stored.split(separator: 0).contains { Array($0) + [0] == ours }
         if (node.isRegular || node.isDirectory) && !listed { stored += ours }
@@ -133,6 +138,8 @@ extension SandboxFileSystem {
             }
         } else if attribute.hasPrefix(Self.reservedPrefix) {
             return -ENODATA
+        } else if Self.isUnkeptLabel(attribute) {
+            return -EOPNOTSUPP
         }
         let rc = withNodePath(node) { CLinux.removexattr($0, name) }
         guard rc == 0 else { return -errno }
