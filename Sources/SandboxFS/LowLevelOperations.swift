@@ -129,11 +129,15 @@ extension SandboxFileSystem {
         let wanted = UInt32(FUSE_CAP_PARALLEL_DIROPS) | UInt32(FUSE_CAP_ASYNC_READ)
             | UInt32(FUSE_CAP_READDIRPLUS) | UInt32(FUSE_CAP_READDIRPLUS_AUTO)
         conn.pointee.want |= wanted & conn.pointee.capable
-        // POSIX ACLs turn on the kernel's permission checks (default_permissions) and
-        // its per-inode ACL cache. The umask goes with them: only together can a node
-        // made under a default ACL get the mode ext4 gives it (PosixACL.swift).
-        let acl = UInt32(FUSE_CAP_POSIX_ACL) | UInt32(FUSE_CAP_DONT_MASK)
-        if conn.pointee.capable & acl == acl { conn.pointee.want |= acl }
+        // The umask is applied here, not by the kernel: a node made under a default ACL
+        // must get the mode ext4 gives it, which ignores the umask (PosixACL.swift).
+        conn.pointee.want |= UInt32(FUSE_CAP_DONT_MASK) & conn.pointee.capable
+        // POSIX ACLs the kernel enforces and caches per inode, where it checks
+        // permissions (MountSession.needsKernelPermissionChecks). Not on a mount only
+        // root reaches: the ACL would turn the checks on, and they cost a GETATTR of
+        // the parent per create (its attributes go stale at each create in it: +10% of
+        // the requests of an untar), for ACLs that bind no one there.
+        if kernel.checksPermissions { conn.pointee.want |= UInt32(FUSE_CAP_POSIX_ACL) & conn.pointee.capable }
     }
 
     // MARK: Replies (each request gets exactly one)

@@ -1,17 +1,20 @@
 // POSIX ACLs and security labels, as a local filesystem has them.
 //
-// ACLs: the session takes FUSE_CAP_POSIX_ACL (LowLevelOperations.configure), so the
-// kernel checks permissions itself (default_permissions), reads a node's ACL
-// (system.posix_acl_access, _default) once and keeps it with the inode, and enforces it.
+// ACLs: where the kernel checks permissions (default_permissions: allow_other,
+// allow_root, or a mount owner other than root; MountSession), the session takes
+// FUSE_CAP_POSIX_ACL (LowLevelOperations.configure), so the kernel reads a node's ACL
+// (system.posix_acl_access, _default), keeps it with the inode and enforces it. The
+// kernel drops that copy at every readdirplus or lookup that refreshes the inode, so
+// ls -l still costs one request per listed file (two per directory).
 // The ACLs live on the backing nodes, where ext4 keeps mode and ACL in sync: a chmod
 // sets the mask, a setfacl sets the group bits, and a node made in a directory with a
 // default ACL inherits it. The kernel drops its copy when it sets an ACL or a mode
 // itself; the daemon tells it too (Attributes.swift) when an ACL changes.
 //
-// With ACLs the kernel leaves the caller's umask to the filesystem (FUSE_CAP_DONT_MASK,
-// taken with them): ext4 ignores the umask where a default ACL applies and the daemon
-// makes nodes with umask 0, so creationMode applies the caller's umask exactly where
-// the parent has no default ACL.
+// The kernel leaves the caller's umask to the filesystem (FUSE_CAP_DONT_MASK): ext4
+// ignores the umask where a default ACL applies and the daemon makes nodes with umask
+// 0, so creationMode applies the caller's umask exactly where the parent has no
+// default ACL.
 //
 // Security labels (security.selinux, security.SMACK64*, security.apparmor, …: every
 // security.* name but security.capability) are not kept: no security module on the host

@@ -120,4 +120,23 @@ else
     check "security.capability can be set" setfattr -n security.capability -v 0sAQAAAgAgAAAAAAAAAAAAAAAAAAA= "$S/label"
     expect_eq "and read back" "$(getfattr --only-values -e base64 -n security.capability "$S/label" 2>/dev/null)" "0sAQAAAgAgAAAAAAAAAAAAAAAAAAA="
 fi
+
+# A root mount only root reaches: no kernel checks (they would cost a GETATTR per
+# create), but ACLs are kept and inherited as on ext4 all the same.
+check "unmount" "$DPFS" unmount "$MNT"
+MOUNT_ARGS="" mount_device
+unlock_device
+expect_eq "a root-only mount has no default_permissions" \
+    "$(findmnt -no OPTIONS "$MNT" | tr , '\n' | grep -cx default_permissions)" "0"
+for d in "$S" "$L"; do
+    mkdir "$d/rootonly"
+    setfacl -d -m u:1001:rwx "$d/rootonly"
+    (umask 077; echo x > "$d/rootonly/file"; mkdir "$d/rootonly/sub")
+    (umask 027; echo x > "$d/rootonly.plain")
+done
+for name in rootonly/file rootonly/sub rootonly.plain; do
+    expect_eq "root-only $name: mode as on ext4" "$(stat -c %A "$S/$name")" "$(stat -c %A "$L/$name")"
+    expect_eq "root-only $name: ACL as on ext4" "$(acl "$S/$name")" "$(acl "$L/$name")"
+done
+expect_eq "ACLs set before the remount are still there" "$(acl "$S/grant")" "$(acl "$S/grant.cp")"
 finish
