@@ -107,6 +107,15 @@ check_error "setfattr security.SMACK64: not supported" "Operation not supported"
 check_error "setfattr security.apparmor: not supported" "Operation not supported" setfattr -n security.apparmor -v x "$S/label"
 expect_eq "the list leaves the label out" "$(getfattr -d -m - "$S/label" 2>/dev/null | grep -c 'security.selinux')" "0"
 expect_eq "the backing label is untouched" "$(getfattr --only-values -n security.selinux "$B" 2>/dev/null)" "system_u:object_r:x_t"
+# A tree from a host with SELinux labels: rsync reports each label it cannot set
+# (exit 23, as into NFS or vfat); excluding them copies everything else.
+echo x > "$L/labelled"; setfattr -n security.selinux -v system_u:object_r:x_t "$L/labelled"
+setfattr -n user.note -v kept "$L/labelled"; setfacl -m u:1001:r "$L/labelled"
+check_fails "rsync -aX of a labelled file reports the label" rsync -aX "$L/labelled" "$S/labelled.rsync"
+check "rsync -aHAX --filter='-x security.selinux' copies it" \
+    rsync -aHAX --filter='-x security.selinux' "$L/labelled" "$S/labelled.filtered"
+expect_eq "with its user attribute" "$(getfattr --only-values -n user.note "$S/labelled.filtered" 2>/dev/null)" "kept"
+expect_eq "and its ACL" "$(acl "$S/labelled.filtered")" "$(acl "$L/labelled")"
 if command -v strace >/dev/null; then
     calls=$(strace -f -e trace=lgetxattr,getxattr ls -l "$S" 2>&1 >/dev/null | grep -c '"security.selinux"')
     expect_eq "ls -l asks security.selinux once for the whole directory" "$calls" "1"
