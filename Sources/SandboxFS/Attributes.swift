@@ -3,7 +3,10 @@
 // file key only. The mount root also answers `user.dpfs.control` with the path of the
 // control socket, so the CLI finds the daemon from the mountpoint. Other user.*
 // attributes are stored sealed (SealedAttributes.swift); the other namespaces
-// (system.*, trusted.*, security.*) are stored on the backing node as they are.
+// (system.* such as POSIX ACLs, trusted.*, security.capability) are stored on the
+// backing node as they are. Security labels (security.* but the capability) are not
+// kept: no security module on the host reads them from a FUSE mount, and answering
+// EOPNOTSUPP lets ls -l stop asking for them after the first file (PosixACL.swift).
 // The backing node is reached through /proc/self/fd/N of its O_PATH descriptor (the
 // f*xattr calls do not take one); the handlers below return a count or -errno, and
 // the request handlers at the end turn that into one reply.
@@ -74,6 +77,7 @@ extension SandboxFileSystem {
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
+        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
         let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
         return n < 0 ? -errno : Int32(n)
@@ -92,6 +96,7 @@ extension SandboxFileSystem {
             }
         }
         if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
+        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
         let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
@@ -109,9 +114,11 @@ extension SandboxFileSystem {
             return CLinux.listxattr(backing, &names, needed)
         }
         guard got >= 0 else { return -errno }
-        // The dpfs namespace shows only the class; its other names (name tags) stay hidden.
+        // The dpfs namespace shows only the class (its name tags stay hidden), and
+        // labels dpfs does not keep are not listed.
         let reserved = Array(Self.reservedPrefix.utf8).map { CChar(bitPattern: $0) }
-        var stored: [CChar] = names[0..<got].split(separator: 0).filter { !$0.starts(with: reserved) }.flatMap { Array($0) + [0] }
+        let kept = Self.withoutUnkeptLabels(names[0..<got])
+        var stored: [CChar] = kept.split(separator: 0).filter { !$0.starts(with: reserved) }.flatMap { Array($0) + [0] }
         if node.isRegular || node.isDirectory { stored += Array(Self.protectionAttribute.utf8CString) }
         if size == 0 { return Int32(stored.count) }
         guard size >= stored.count, let list else { return -ERANGE }
@@ -138,6 +145,8 @@ extension SandboxFileSystem {
             }
         } else if attribute.hasPrefix(Self.reservedPrefix) {
             return -ENODATA
+        } else if Self.isUnkeptLabel(attribute) {
+            return -EOPNOTSUPP
         }
         let rc = withNodePath(node) { CLinux.removexattr($0, name) }
         guard rc == 0 else { return -errno }

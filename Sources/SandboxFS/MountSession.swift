@@ -31,7 +31,9 @@ public final class MountSession {
         self.mountpoint = mountpoint
         let device = fileSystem.device.directory.root
         var all = ["fsname=dpfs:\(device)", "subtype=dpfs"]
-        if Self.needsKernelPermissionChecks(options) { all.append("default_permissions") }
+        let checks = Self.needsKernelPermissionChecks(options)
+        if checks { all.append("default_permissions") }
+        fileSystem.kernel.checksPermissions = checks
         if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
             all.append("auto_unmount")  // a killed daemon leaves no dead mount behind
         }
@@ -80,6 +82,8 @@ public final class MountSession {
     /// directory's attributes go stale at every create or unlink in it, and the next
     /// check fetches them again. Executing a file without an x bit is still refused by
     /// the kernel, and access(2) is answered for root (SandboxFileSystem.access).
+    /// Where the kernel checks, it enforces POSIX ACLs as well (PosixACL.swift); where
+    /// only root reaches the mount, ACLs bind no one, as root passes them on ext4.
     static func needsKernelPermissionChecks(_ options: [String]) -> Bool {
         let given = options.flatMap { $0.split(separator: ",") }
         // libfuse makes the mount's owner the real user (getuid), not the effective one.

@@ -84,7 +84,8 @@ extension SandboxFileSystem {
     }
 
     /// access(2) and chdir on a mount without default_permissions (MountSession): the
-    /// answer the backing node gives the daemon, which is root, as the caller is.
+    /// answer the backing node gives the daemon, which is root, as the caller is. With
+    /// default_permissions the kernel answers itself, from the mode and the ACL.
     func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
         let inode = node(ino)
         replyResult(req, withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })

@@ -130,8 +130,12 @@ struct Caller {
 
 /// The session, for the notifications a lock and a privilege drop send the kernel.
 final class KernelNotifier: @unchecked Sendable {
-    // @unchecked: `session` is written once, before the loop serves requests.
+    // @unchecked: `session` and `checksPermissions` are written once, before the loop
+    // serves requests.
     var session: OpaquePointer?
+    /// Whether the kernel checks permissions on this mount (MountSession): then it
+    /// enforces POSIX ACLs too (LowLevelOperations.configure).
+    var checksPermissions = false
 
     /// Drops the kernel's cached pages of `inode` (writing dirty ones back first) and its attributes.
     func invalidatePages(_ inode: Inode) {

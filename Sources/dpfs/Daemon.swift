@@ -27,10 +27,11 @@ struct Daemon {
         _ = dpfs_scrub_freed_memory()
         _ = dpfs_share_malloc_arenas(2)
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
-        // The kernel has applied the caller's umask to the mode of every create, mkdir
-        // and mknod it sends; the umask inherited from the shell that ran `dpfs mount`
-        // must not strip it a second time. Set before any thread starts; the daemon's
-        // own files (keybag, socket, its directory) pass explicit modes.
+        // The caller's umask is applied to the mode of every create, mkdir and mknod
+        // (by the daemon, or where a default ACL applies not at all: PosixACL.swift);
+        // the umask inherited from the shell that ran `dpfs mount` must not strip it a
+        // second time. Set before any thread starts; the daemon's own files (keybag,
+        // socket, its directory) pass explicit modes.
         umask(0)
         do {
             let lockFD = try directory.takeMountLock()

@@ -1,0 +1,62 @@
+// POSIX ACLs and security labels, as a local filesystem has them.
+//
+// ACLs: where the kernel checks permissions (default_permissions: allow_other,
+// allow_root, or a mount owner other than root; MountSession), the session takes
+// FUSE_CAP_POSIX_ACL (LowLevelOperations.configure), so the kernel reads a node's ACL
+// (system.posix_acl_access, _default), keeps it with the inode and enforces it. The
+// kernel drops that copy at every readdirplus or lookup that refreshes the inode, so
+// ls -l still costs one request per listed file (two per directory).
+// The ACLs live on the backing nodes, where ext4 keeps mode and ACL in sync: a chmod
+// sets the mask, a setfacl sets the group bits, and a node made in a directory with a
+// default ACL inherits it. The kernel drops its copy when it sets an ACL or a mode
+// itself; the daemon tells it too (Attributes.swift) when an ACL changes.
+//
+// The kernel leaves the caller's umask to the filesystem (FUSE_CAP_DONT_MASK): ext4
+// ignores the umask where a default ACL applies and the daemon makes nodes with umask
+// 0, so creationMode applies the caller's umask exactly where the parent has no
+// default ACL.
+//
+// Security labels (security.selinux, security.SMACK64*, security.apparmor, …: every
+// security.* name but security.capability) are not kept: no security module on the host
+// labels a FUSE mount's files from them. Get, set and remove answer EOPNOTSUPP and the
+// list leaves them out, as a filesystem without label support does. coreutils' ls -l
+// asks lgetxattr(security.selinux) per file until one answer says "not supported", then
+// remembers that for the device: one request per listing instead of one per file.
+import CFuse
+import CLinux
+import Glibc
+
+extension SandboxFileSystem {
+    static let defaultACLAttribute = "system.posix_acl_default"
+
+    /// Whether `attribute` is a security label dpfs does not keep.
+    static func isUnkeptLabel(_ attribute: String) -> Bool {
+        attribute.hasPrefix("security.") && attribute != capabilityAttribute
+    }
+
+    /// A NUL-separated attribute list without the labels dpfs does not keep.
+    static func withoutUnkeptLabels(_ names: ArraySlice<CChar>) -> [CChar] {
+        var kept: [CChar] = []
+        kept.reserveCapacity(names.count)
+        for name in names.split(separator: 0) {
+            let text = String(decoding: name.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if isUnkeptLabel(text) { continue }
+            kept += name
+            kept.append(0)
+        }
+        return kept
+    }
+
+    /// The mode to make a node with in `parentID` for a create, mkdir or mknod that
+    /// asked for `mode`: the caller's umask applied unless the parent has a default ACL
+    /// (then ext4 applies the ACL instead, as it would for a local caller). Applying the
+    /// umask again to a mode the kernel masked already changes nothing.
+    func creationMode(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ mode: mode_t) -> mode_t {
+        guard let context = fuse_req_ctx(req) else { return mode }
+        let mask = context.pointee.umask & 0o777
+        if mask == 0 || mode & ~mask == mode { return mode }
+        let parent = node(parentID)
+        let defaultACL = withNodePath(parent) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
+        return defaultACL > 0 ? mode : mode & ~mask
+    }
+}
