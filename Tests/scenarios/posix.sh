@@ -416,7 +416,7 @@ E(os.setxattr, \"f\", \"system.posix_acl_access\", a); print(os.getxattr(\"f\", 
 E(os.setxattr, \"d\", \"system.posix_acl_default\", a); print(os.getxattr(\"d\", \"system.posix_acl_default\") == a)
 E(os.removexattr, \"f\", \"system.posix_acl_access\"); print(oct(os.stat(\"f\").st_mode & 0o777))
 E(os.setxattr, \"f\", \"system.posix_acl_access\", b\"junk\")"'
-limitation "POSIX ACLs are stored (getfacl/setfacl, cp -a, rsync -A keep them) but the kernel checks access by the mode bits alone: dpfs does not negotiate FUSE_POSIX_ACL (the kernel would then leave umask and default-ACL inheritance to the daemon, whose creates share one process umask), so with -o allow_other an ACL entry grants or denies nothing"
+limitation "POSIX ACLs bind only where the kernel checks permissions — on a mount other users reach (-o allow_other, or a non-root owner) the kernel enforces them (FUSE_CAP_POSIX_ACL; acl.sh); a root mount without allow_other serves only root, which ACLs do not bind, so there they are stored, inherited and kept in step with the mode but decide nothing"
 documented "a sealed xattr value takes 41 bytes more on disk" 'echo 1 > f && rm -f "$WORK/probe" && echo 1 > "$WORK/probe" && py "
 def r(p, n):
     try: os.setxattr(p, \"user.v\", b\"v\" * n); return \"ok\"
