@@ -3,15 +3,24 @@
 
 // dpfs's multithreaded session loop, in place of fuse_session_loop_mt: the same shape
 // (a worker starts another when none is left waiting, up to a maximum; none exits
-// before the session ends; each is cancelled only while it waits for a request), but
-// each worker's request buffer is a mapping of its own rather than malloc'd. The daemon
-// has glibc fill every malloc'd block (M_PERTURB, to scrub freed plaintext), which made
-// libfuse's 1 MiB buffer per worker resident in full at once, though with splice the
-// data of a large write stays in the pipe and the buffer holds only headers and small
-// requests. A mapping only costs the pages a request touches.
+// before the session ends; each is cancelled only while it waits for a request), with
+// two differences for the daemon's memory:
+//
+// - Each worker's request buffer is a mapping of its own. libfuse malloc's 1 MiB per
+//   worker, and the daemon has glibc fill every malloc'd block (M_PERTURB, to scrub
+//   freed plaintext), so each buffer was resident in full from the start. A mapping
+//   costs the pages requests touch; after a large one (a write's data: requests are
+//   read, not spliced, see KernelChannel.swift) all but the first 64 KiB are given
+//   back, since the kernel hands requests to the waiting workers in turn and would
+//   otherwise keep every worker's buffer resident in full.
+// - When the session has been idle for a moment after serving requests, `idle` runs
+//   (the filesystem gives back its idle I/O buffers) and glibc returns the free parts of
+//   its heaps (malloc_trim): a burst of 1 MiB reads leaves megabytes behind otherwise.
 
 #include <fuse3/fuse_lowlevel.h>
 #include <errno.h>
+#include <malloc.h>
+#include <time.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -23,6 +32,10 @@
 #define DPFS_LOOP_MAX_WORKERS 64
 /// What stays resident of a worker's buffer after a larger request.
 #define DPFS_LOOP_KEEP_BYTES ((size_t)64 * 1024)
+/// How long the session must be idle before memory is given back.
+#define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
+
+typedef void (*dpfs_idle_callback)(void *context);
 
 struct dpfs_loop;
 
@@ -41,6 +54,11 @@ struct dpfs_loop {
     unsigned int max;
     int error;
     int exiting;
+    unsigned long served;   // requests served so far
+    pthread_cond_t tick;    // wakes the trimmer early, at the end
+    pthread_t trimmer;
+    dpfs_idle_callback idle;
+    void *idle_context;
     struct dpfs_worker workers[DPFS_LOOP_MAX_WORKERS];
 };
 
@@ -90,6 +108,7 @@ static inline void *dpfs_loop_worker(void *argument) {
         }
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
+        loop->served++;
         pthread_mutex_unlock(&loop->lock);
     }
     sem_post(&loop->finished);
@@ -128,26 +147,73 @@ static inline int dpfs_loop_start_worker(struct dpfs_loop *loop) {
     return 0;
 }
 
+// Every quarter second: if requests were served before the last tick and none since,
+// gives memory back once.
+static inline void *dpfs_loop_trimmer(void *argument) {
+    struct dpfs_loop *loop = (struct dpfs_loop *)argument;
+    unsigned long seen = 0, trimmed = 0;
+    pthread_mutex_lock(&loop->lock);
+    while (!loop->exiting) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += DPFS_LOOP_IDLE_NANOSECONDS;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&loop->tick, &loop->lock, &until);
+        if (loop->exiting) break;
+        unsigned long served = loop->served;
+        int busy = loop->waiting < loop->count;
+        if (served == seen && served != trimmed && !busy) {
+            trimmed = served;
+            pthread_mutex_unlock(&loop->lock);
+            if (loop->idle != NULL) loop->idle(loop->idle_context);
+            malloc_trim(0);
+            pthread_mutex_lock(&loop->lock);
+        }
+        seen = served;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return NULL;
+}
+
 /// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
-/// signal); 0, or a negative errno.
-static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers) {
+/// signal), calling `idle(idle_context)` (which may be NULL) when it falls idle;
+/// 0, or a negative errno.
+static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
+                                       dpfs_idle_callback idle, void *idle_context) {
     struct dpfs_loop *loop = (struct dpfs_loop *)calloc(1, sizeof(struct dpfs_loop));
     if (loop == NULL) return -ENOMEM;
     loop->se = se;
     loop->max = max_workers < 1 ? 1 : max_workers > DPFS_LOOP_MAX_WORKERS ? DPFS_LOOP_MAX_WORKERS : max_workers;
+    loop->idle = idle;
+    loop->idle_context = idle_context;
     pthread_mutex_init(&loop->lock, NULL);
+    pthread_cond_init(&loop->tick, NULL);
     sem_init(&loop->finished, 0, 0);
     pthread_mutex_lock(&loop->lock);
     int err = dpfs_loop_start_worker(loop);
     pthread_mutex_unlock(&loop->lock);
+    int trimming = 0;
+    if (err == 0) {
+        sigset_t blocked, previous;
+        sigemptyset(&blocked);
+        sigaddset(&blocked, SIGTERM);
+        sigaddset(&blocked, SIGINT);
+        sigaddset(&blocked, SIGHUP);
+        sigaddset(&blocked, SIGQUIT);
+        pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+        trimming = pthread_create(&loop->trimmer, NULL, dpfs_loop_trimmer, loop) == 0;
+        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    }
     if (err == 0) {
         // sem_wait returns early on a signal, whose handler has exited the session.
         while (!fuse_session_exited(se)) sem_wait(&loop->finished);
         pthread_mutex_lock(&loop->lock);
         for (unsigned int i = 0; i < loop->count; i++) pthread_cancel(loop->workers[i].thread);
         loop->exiting = 1;
+        pthread_cond_signal(&loop->tick);
         unsigned int count = loop->count;
         pthread_mutex_unlock(&loop->lock);
+        if (trimming) pthread_join(loop->trimmer, NULL);
         for (unsigned int i = 0; i < count; i++) {
             pthread_join(loop->workers[i].thread, NULL);
             munmap(loop->workers[i].buf.mem, dpfs_request_buffer_size());
@@ -156,6 +222,7 @@ static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max
     } else {
         err = -ENOMEM;
     }
+    pthread_cond_destroy(&loop->tick);
     pthread_mutex_destroy(&loop->lock);
     sem_destroy(&loop->finished);
     free(loop);
