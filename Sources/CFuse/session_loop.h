@@ -9,13 +9,15 @@
 // - Each worker's request buffer is a mapping of its own. libfuse malloc's 1 MiB per
 //   worker, and the daemon has glibc fill every malloc'd block (M_PERTURB, to scrub
 //   freed plaintext), so each buffer was resident in full from the start. A mapping
-//   costs the pages requests touch; after a large one (a write's data: requests are
-//   read, not spliced, see KernelChannel.swift) all but the first 64 KiB are given
-//   back, since the kernel hands requests to the waiting workers in turn and would
-//   otherwise keep every worker's buffer resident in full.
+//   costs the pages requests touch. A large request (a write's data: requests are read,
+//   not spliced, see KernelChannel.swift) touches most of it, and the kernel hands
+//   requests to the waiting workers in turn, so after a sequential write every
+//   worker's buffer would stay resident in full.
 // - When the session has been idle for a moment after serving requests, `idle` runs
-//   (the filesystem gives back its idle I/O buffers) and glibc returns the free parts of
-//   its heaps (malloc_trim): a burst of 1 MiB reads leaves megabytes behind otherwise.
+//   (the filesystem gives back its idle I/O buffers), glibc returns the free parts of
+//   its heaps (malloc_trim: a burst of 1 MiB reads leaves megabytes behind), and each
+//   worker gives back all but 64 KiB of its buffer after its next request (it cannot
+//   be done while the worker waits: the kernel may be writing a request into it).
 
 #include <fuse3/fuse_lowlevel.h>
 #include <errno.h>
@@ -43,6 +45,8 @@ struct dpfs_worker {
     struct dpfs_loop *loop;
     pthread_t thread;
     struct fuse_buf buf;
+    size_t touched;         // bytes of the buffer requests have touched
+    unsigned long trims;    // the loop's trims when this worker last looked
 };
 
 struct dpfs_loop {
@@ -55,6 +59,7 @@ struct dpfs_loop {
     int error;
     int exiting;
     unsigned long served;   // requests served so far
+    unsigned long trims;    // times memory was given back
     pthread_cond_t tick;    // wakes the trimmer early, at the end
     pthread_t trimmer;
     dpfs_idle_callback idle;
@@ -97,19 +102,23 @@ static inline void *dpfs_loop_worker(void *argument) {
         pthread_mutex_unlock(&loop->lock);
         size_t received = buf->size;
         fuse_session_process_buf(loop->se, buf);
-        // A large request (a write's data) touched most of the buffer; the kernel hands
-        // requests to waiting workers in turn, so every worker's buffer would stay
-        // resident in full. Give back all but the part small requests use.
-        if (!(buf->flags & FUSE_BUF_IS_FD) && received > DPFS_LOOP_KEEP_BYTES) {
-            size_t page = (size_t)sysconf(_SC_PAGESIZE);
-            size_t keep = (DPFS_LOOP_KEEP_BYTES + page - 1) / page * page;
-            size_t end = (received + page - 1) / page * page;
-            if (end > keep) madvise((char *)buf->mem + keep, end - keep, MADV_DONTNEED);
-        }
+        if (!(buf->flags & FUSE_BUF_IS_FD) && received > worker->touched) worker->touched = received;
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
         loop->served++;
+        unsigned long trims = loop->trims;
         pthread_mutex_unlock(&loop->lock);
+        // After the session was idle, the first request gives back what large requests
+        // (a write's data) touched beyond the first 64 KiB. Not after every large request:
+        // faulting the pages in again costs more than sealing them.
+        if (trims != worker->trims && worker->touched > DPFS_LOOP_KEEP_BYTES) {
+            size_t page = (size_t)sysconf(_SC_PAGESIZE);
+            size_t keep = (DPFS_LOOP_KEEP_BYTES + page - 1) / page * page;
+            size_t end = (worker->touched + page - 1) / page * page;
+            if (end > keep) madvise((char *)buf->mem + keep, end - keep, MADV_DONTNEED);
+            worker->touched = keep;
+        }
+        worker->trims = trims;
     }
     sem_post(&loop->finished);
     return NULL;
@@ -164,6 +173,7 @@ static inline void *dpfs_loop_trimmer(void *argument) {
         int busy = loop->waiting < loop->count;
         if (served == seen && served != trimmed && !busy) {
             trimmed = served;
+            loop->trims++;
             pthread_mutex_unlock(&loop->lock);
             if (loop->idle != NULL) loop->idle(loop->idle_context);
             malloc_trim(0);

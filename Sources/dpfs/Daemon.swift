@@ -25,6 +25,7 @@ struct Daemon {
         _ = dpfs_set_not_dumpable()
         _ = dpfs_scrub_freed_memory()
         _ = dpfs_share_malloc_arenas(2)
+        _ = dpfs_keep_heap_until_idle()
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         // The kernel has applied the caller's umask to the mode of every create, mkdir
         // and mknod it sends; the umask inherited from the shell that ran `dpfs mount`
