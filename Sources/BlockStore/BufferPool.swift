@@ -60,11 +60,15 @@ public final class BufferPool: Sendable {
         try withSlot { try body($0.buffer) }
     }
 
-    /// Zeroes every idle buffer: they may hold plaintext of partial blocks.
+    /// Zeroes every idle buffer: they may hold plaintext of partial blocks. The pages
+    /// are given back (a private anonymous mapping reads as zeros afterwards) rather than
+    /// written over, which would make all of every buffer resident.
     public func scrub() {
         free.withLock { slots in
             for slot in slots {
-                if let base = slot.buffer.baseAddress { memset(base, 0, slot.buffer.count) }
+                if let base = slot.buffer.baseAddress, madvise(base, slot.buffer.count, MADV_DONTNEED) != 0 {
+                    memset(base, 0, slot.buffer.count)
+                }
                 slot.keyState.wipe()
             }
         }

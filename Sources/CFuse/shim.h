@@ -2,7 +2,7 @@
 #define DPFS_CFUSE_SHIM_H
 
 // libfuse picks its ABI from FUSE_USE_VERSION; it must be set before the include.
-// 3.12 is the oldest version with fuse_loop_cfg_*; Debian 12 ships 3.14.
+// Debian 12 ships 3.14.
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 #include <sys/xattr.h>
@@ -11,17 +11,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-// fuse_session_loop_mt is a macro that selects a versioned symbol; Swift cannot
-// call macros, so this wrapper pins the version.
-static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_threads) {
-    struct fuse_loop_config *config = fuse_loop_cfg_create();
-    if (config == NULL) return -1;
-    fuse_loop_cfg_set_max_threads(config, max_threads);
-    fuse_loop_cfg_set_clone_fd(config, 0);
-    int rc = fuse_session_loop_mt(se, config);
-    fuse_loop_cfg_destroy(config);
-    return rc;
-}
+#include "session_loop.h"
 
 /// The bytes of a write request when they sit in one memory buffer (no splice),
 /// or NULL.

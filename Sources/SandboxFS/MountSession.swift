@@ -137,7 +137,13 @@ public final class MountSession {
 
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
-        let rc = dpfs_session_loop_mt(session, 16)
+        // When the session falls idle, the idle I/O buffers give their pages back (they
+        // may also hold plaintext of partial blocks).
+        let context = Unmanaged.passUnretained(fileSystem).toOpaque()
+        let rc = dpfs_session_loop_mt(session, 16, { context in
+            guard let context else { return }
+            Unmanaged<SandboxFileSystem>.fromOpaque(context).takeUnretainedValue().pool.scrub()
+        }, context)
         fileSystem.finishRemovals()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)

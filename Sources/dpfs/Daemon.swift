@@ -26,6 +26,7 @@ struct Daemon {
         _ = dpfs_set_not_dumpable()
         _ = dpfs_scrub_freed_memory()
         _ = dpfs_share_malloc_arenas(2)
+        _ = dpfs_keep_heap_until_idle()
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         // The caller's umask is applied to the mode of every create, mkdir and mknod
         // (by the daemon, or where a default ACL applies not at all: PosixACL.swift);

@@ -1,5 +1,6 @@
 // What the lock-state manager reports, as `dpfs events` prints it (one JSON line each).
 import Foundation
+import Glibc
 
 public enum LockPhase: String, Codable, Sendable {
     case beforeFirstUnlock, unlocked, locking, locked
@@ -20,9 +21,26 @@ public struct DeviceEvent: Codable, Sendable {
         self.event = event
         self.state = state
         self.failedAttempts = failedAttempts
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        self.timestamp = formatter.string(from: Date())
+        self.timestamp = Self.utcTimestamp()
+    }
+
+    /// Now in UTC with milliseconds ("2026-01-02T03:04:05.678Z"), from the C library:
+    /// Foundation's formatters (ISO8601DateFormatter, even Date.ISO8601FormatStyle through
+    /// its GMT time zone) load ICU's calendar, zone and locale data into the daemon, several
+    /// MiB resident after its first event.
+    static func utcTimestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(Int(parts.tm_year) + 1900, 4))-\(padded(Int(parts.tm_mon) + 1, 2))-\(padded(Int(parts.tm_mday), 2))"
+            + "T\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))"
+            + ".\(padded(now.tv_nsec / 1_000_000, 3))Z"
     }
 }
 

@@ -1,0 +1,243 @@
+#ifndef DPFS_CFUSE_SESSION_LOOP_H
+#define DPFS_CFUSE_SESSION_LOOP_H
+
+// dpfs's multithreaded session loop, in place of fuse_session_loop_mt: the same shape
+// (a worker starts another when none is left waiting, up to a maximum; none exits
+// before the session ends; each is cancelled only while it waits for a request), with
+// two differences for the daemon's memory:
+//
+// - Each worker's request buffer is a mapping of its own. libfuse malloc's 1 MiB per
+//   worker, and the daemon has glibc fill every malloc'd block (M_PERTURB, to scrub
+//   freed plaintext), so each buffer was resident in full from the start. A mapping
+//   costs the pages requests touch. A large request (a write's data: requests are read,
+//   not spliced, see KernelChannel.swift) touches most of it, and the kernel hands
+//   requests to the waiting workers in turn, so after a sequential write every
+//   worker's buffer would stay resident in full.
+// - When the session has been idle for a moment after serving requests, `idle` runs
+//   (the filesystem gives back its idle I/O buffers), glibc returns the free parts of
+//   its heaps (malloc_trim: a burst of 1 MiB reads leaves megabytes behind), and each
+//   worker gives back all but 64 KiB of its buffer after its next request (it cannot
+//   be done while the worker waits: the kernel may be writing a request into it).
+
+#include <fuse3/fuse_lowlevel.h>
+#include <errno.h>
+#include <malloc.h>
+#include <time.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define DPFS_LOOP_MAX_WORKERS 64
+/// What stays resident of a worker's buffer after a larger request.
+#define DPFS_LOOP_KEEP_BYTES ((size_t)64 * 1024)
+/// How long the session must be idle before memory is given back.
+#define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
+
+typedef void (*dpfs_idle_callback)(void *context);
+
+struct dpfs_loop;
+
+struct dpfs_worker {
+    struct dpfs_loop *loop;
+    pthread_t thread;
+    struct fuse_buf buf;
+    size_t touched;         // bytes of the buffer requests have touched
+    unsigned long trims;    // the loop's trims when this worker last looked
+};
+
+struct dpfs_loop {
+    struct fuse_session *se;
+    pthread_mutex_t lock;
+    sem_t finished;
+    unsigned int waiting;   // workers waiting for a request
+    unsigned int count;     // workers started
+    unsigned int max;
+    int error;
+    int exiting;
+    unsigned long served;   // requests served so far
+    unsigned long trims;    // times memory was given back
+    pthread_cond_t tick;    // wakes the trimmer early, at the end
+    pthread_t trimmer;
+    dpfs_idle_callback idle;
+    void *idle_context;
+    struct dpfs_worker workers[DPFS_LOOP_MAX_WORKERS];
+};
+
+// The largest request libfuse reads into a buffer: FUSE_MAX_MAX_PAGES (256) pages and
+// a page of headers before the INIT exchange, max_write and the headers after it
+// (dpfs asks for 1 MiB, which libfuse caps at that first size anyway).
+static inline size_t dpfs_request_buffer_size(void) {
+    return (size_t)257 * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static inline int dpfs_loop_start_worker(struct dpfs_loop *loop);
+
+static inline void *dpfs_loop_worker(void *argument) {
+    struct dpfs_worker *worker = (struct dpfs_worker *)argument;
+    struct dpfs_loop *loop = worker->loop;
+    struct fuse_buf *buf = &worker->buf;
+    while (!fuse_session_exited(loop->se)) {
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+        int res = fuse_session_receive_buf(loop->se, buf);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        if (res == -EINTR) continue;
+        if (res <= 0) {
+            if (res < 0) {
+                fuse_session_exit(loop->se);
+                loop->error = res;
+            }
+            break;
+        }
+        pthread_mutex_lock(&loop->lock);
+        if (loop->exiting) {
+            pthread_mutex_unlock(&loop->lock);
+            return NULL;
+        }
+        loop->waiting--;
+        if (loop->waiting == 0 && loop->count < loop->max) dpfs_loop_start_worker(loop);
+        pthread_mutex_unlock(&loop->lock);
+        size_t received = buf->size;
+        fuse_session_process_buf(loop->se, buf);
+        if (!(buf->flags & FUSE_BUF_IS_FD) && received > worker->touched) worker->touched = received;
+        pthread_mutex_lock(&loop->lock);
+        loop->waiting++;
+        loop->served++;
+        unsigned long trims = loop->trims;
+        pthread_mutex_unlock(&loop->lock);
+        // After the session was idle, the first request gives back what large requests
+        // (a write's data) touched beyond the first 64 KiB. Not after every large request:
+        // faulting the pages in again costs more than sealing them.
+        if (trims != worker->trims && worker->touched > DPFS_LOOP_KEEP_BYTES) {
+            size_t page = (size_t)sysconf(_SC_PAGESIZE);
+            size_t keep = (DPFS_LOOP_KEEP_BYTES + page - 1) / page * page;
+            size_t end = (worker->touched + page - 1) / page * page;
+            if (end > keep) madvise((char *)buf->mem + keep, end - keep, MADV_DONTNEED);
+            worker->touched = keep;
+        }
+        worker->trims = trims;
+    }
+    sem_post(&loop->finished);
+    return NULL;
+}
+
+// Called with loop->lock held.
+static inline int dpfs_loop_start_worker(struct dpfs_loop *loop) {
+    unsigned int index = loop->count;
+    size_t size = dpfs_request_buffer_size();
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return -1;
+    struct dpfs_worker *worker = &loop->workers[index];
+    memset(worker, 0, sizeof(*worker));
+    worker->loop = loop;
+    worker->buf.mem = memory;
+    worker->buf.size = size;
+    // Signals go to the thread that waits for the session's end, not to the workers.
+    sigset_t blocked, previous;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIGINT);
+    sigaddset(&blocked, SIGHUP);
+    sigaddset(&blocked, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+    loop->count++;
+    loop->waiting++;
+    int rc = pthread_create(&worker->thread, NULL, dpfs_loop_worker, worker);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    if (rc != 0) {
+        loop->count--;
+        loop->waiting--;
+        munmap(memory, size);
+        return -1;
+    }
+    return 0;
+}
+
+// Every quarter second: if requests were served before the last tick and none since,
+// gives memory back once.
+static inline void *dpfs_loop_trimmer(void *argument) {
+    struct dpfs_loop *loop = (struct dpfs_loop *)argument;
+    unsigned long seen = 0, trimmed = 0;
+    pthread_mutex_lock(&loop->lock);
+    while (!loop->exiting) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += DPFS_LOOP_IDLE_NANOSECONDS;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&loop->tick, &loop->lock, &until);
+        if (loop->exiting) break;
+        unsigned long served = loop->served;
+        int busy = loop->waiting < loop->count;
+        if (served == seen && served != trimmed && !busy) {
+            trimmed = served;
+            loop->trims++;
+            pthread_mutex_unlock(&loop->lock);
+            if (loop->idle != NULL) loop->idle(loop->idle_context);
+            malloc_trim(0);
+            pthread_mutex_lock(&loop->lock);
+        }
+        seen = served;
+    }
+    pthread_mutex_unlock(&loop->lock);
+    return NULL;
+}
+
+/// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
+/// signal), calling `idle(idle_context)` (which may be NULL) when it falls idle;
+/// 0, or a negative errno.
+static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
+                                       dpfs_idle_callback idle, void *idle_context) {
+    struct dpfs_loop *loop = (struct dpfs_loop *)calloc(1, sizeof(struct dpfs_loop));
+    if (loop == NULL) return -ENOMEM;
+    loop->se = se;
+    loop->max = max_workers < 1 ? 1 : max_workers > DPFS_LOOP_MAX_WORKERS ? DPFS_LOOP_MAX_WORKERS : max_workers;
+    loop->idle = idle;
+    loop->idle_context = idle_context;
+    pthread_mutex_init(&loop->lock, NULL);
+    pthread_cond_init(&loop->tick, NULL);
+    sem_init(&loop->finished, 0, 0);
+    pthread_mutex_lock(&loop->lock);
+    int err = dpfs_loop_start_worker(loop);
+    pthread_mutex_unlock(&loop->lock);
+    int trimming = 0;
+    if (err == 0) {
+        sigset_t blocked, previous;
+        sigemptyset(&blocked);
+        sigaddset(&blocked, SIGTERM);
+        sigaddset(&blocked, SIGINT);
+        sigaddset(&blocked, SIGHUP);
+        sigaddset(&blocked, SIGQUIT);
+        pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+        trimming = pthread_create(&loop->trimmer, NULL, dpfs_loop_trimmer, loop) == 0;
+        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    }
+    if (err == 0) {
+        // sem_wait returns early on a signal, whose handler has exited the session.
+        while (!fuse_session_exited(se)) sem_wait(&loop->finished);
+        pthread_mutex_lock(&loop->lock);
+        for (unsigned int i = 0; i < loop->count; i++) pthread_cancel(loop->workers[i].thread);
+        loop->exiting = 1;
+        pthread_cond_signal(&loop->tick);
+        unsigned int count = loop->count;
+        pthread_mutex_unlock(&loop->lock);
+        if (trimming) pthread_join(loop->trimmer, NULL);
+        for (unsigned int i = 0; i < count; i++) {
+            pthread_join(loop->workers[i].thread, NULL);
+            munmap(loop->workers[i].buf.mem, dpfs_request_buffer_size());
+        }
+        err = loop->error;
+    } else {
+        err = -ENOMEM;
+    }
+    pthread_cond_destroy(&loop->tick);
+    pthread_mutex_destroy(&loop->lock);
+    sem_destroy(&loop->finished);
+    free(loop);
+    fuse_session_reset(se);
+    return err;
+}
+
+#endif
