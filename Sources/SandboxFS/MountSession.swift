@@ -3,6 +3,7 @@
 // for the mount, signal handlers, the multithreaded loop.
 import BlockStore
 import CFuse
+import CLinux
 import DataProtection
 import Foundation
 import Glibc
@@ -55,10 +56,32 @@ public final class MountSession {
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
+        Self.closeUnmounterSocketLast(after: fuse_session_fd(made))
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         _ = KernelChannel.install(on: made)
         _ = fuse_set_signal_handlers(made)
         Self.raiseReadAhead(mountpoint)
+    }
+
+    /// With auto_unmount, libfuse keeps a socket to the fusermount3 it started, which
+    /// unmounts when the socket closes, but only if opening the mount point then fails
+    /// with ENOTCONN, that is once the kernel has ended the connection. A killed process's
+    /// descriptors close in numeric order, and that socket's number is below /dev/fuse's
+    /// (it was made first): fusermount3 could look before the connection was gone, get
+    /// ECONNABORTED, and leave the dead mount behind. Renumbered above /dev/fuse, the
+    /// socket closes after it.
+    static func closeUnmounterSocketLast(after fuseFD: Int32) {
+        guard fuseFD > 0 else { return }
+        for fd in 0..<fuseFD {
+            var st = stat()
+            var pid: pid_t = 0, uid: uid_t = 0
+            guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK,
+                  dpfs_peer_credentials(fd, &pid, &uid) == 0,
+                  readProcFile("/proc/\(pid)/comm")?.hasPrefix("fusermount") == true else { continue }
+            let moved = fcntl(fd, F_DUPFD_CLOEXEC, fuseFD + 1)
+            if moved >= 0 { close(fd) }
+            return
+        }
     }
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
