@@ -13,6 +13,7 @@ extension SandboxFileSystem {
 
     /// The authenticated class record of a directory; EIO when missing or forged.
     func directoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
+        if let known = directory.classRecord.withLock({ $0 }) { return .success(known) }
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
         let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
@@ -21,7 +22,11 @@ extension SandboxFileSystem {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
             return .failure(.io)
         }
-        return .success(record)
+        // Kept unless a class change through the mount got there first.
+        return .success(directory.classRecord.withLock { cached in
+            if cached == nil { cached = record }
+            return cached ?? record
+        })
     }
 
     func directoryClass(_ directory: Inode) -> Result<ProtectionClass, Errno> {
@@ -45,6 +50,9 @@ extension SandboxFileSystem {
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        directory.classRecord.withLock {
+            $0 = rc == 0 ? DirectoryClassRecord.Decoded(protectionClass: newClass, directoryID: directoryID) : nil
+        }
         guard rc == 0, directoryID != directory.directoryID.withLock({ $0 }) else { return rc }
         // A repaired record has a new ID: the directory's tags are remade for the names
         // the kernel knows it by, which the unlocked device vouches for.
