@@ -174,9 +174,9 @@ extension SandboxFileSystem {
         case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
-        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent)
         var st = stat()
-        guard pathFD >= 0, fstat(made.fd, &st) == 0, let slot = made.header.current else {
+        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent, stat: &st)
+        guard pathFD >= 0, let slot = made.header.current else {
             let error = Errno.current
             if pathFD >= 0 { close(pathFD) }
             close(made.fd)
@@ -197,12 +197,13 @@ extension SandboxFileSystem {
 
     /// An O_PATH descriptor of the new file `fd`, opened by its name so the kernel's
     /// path for it is that name (an O_TMPFILE descriptor's shows an unnamed file);
-    /// through /proc/self/fd if the name was replaced meanwhile.
-    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> Int32 {
-        var made = stat(), found = stat()
+    /// through /proc/self/fd if the name was replaced meanwhile. `made` gets the new
+    /// file's attributes (-1 if they could not be read).
+    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode, stat made: inout stat) -> Int32 {
+        var found = stat()
+        guard fstat(fd, &made) == 0 else { return -1 }
         let byName = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
-        if byName >= 0 && fstat(fd, &made) == 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0
-            && InodeKey(made) == InodeKey(found) {
+        if byName >= 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0 && InodeKey(made) == InodeKey(found) {
             return byName
         }
         if byName >= 0 { close(byName) }
@@ -239,7 +240,7 @@ extension SandboxFileSystem {
         }
         if rc == 0 {
             let linked = parent.withDescriptor { parentFD in
-                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, form.stored, AT_SYMLINK_FOLLOW) }
+                linkDescriptor(fd, into: parentFD, as: form.stored)
             }
             if linked != 0 { rc = -errno }
         }
