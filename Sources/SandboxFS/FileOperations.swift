@@ -231,9 +231,7 @@ extension SandboxFileSystem {
         // a new file.
         let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
-        let bytes = header.serialized(metadataKey: device.metadataKey)
-        var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
-        if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
+        var rc = writeNewContents(fd, header, key)
         if rc == 0, let place = form.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
             if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
@@ -251,6 +249,21 @@ extension SandboxFileSystem {
         }
         ownership.take(caller, parent: parent, fd: fd, mode: mode)
         return .success(CreatedFile(fd: fd, header: header, key: key))
+    }
+
+    /// A new file's header and its empty last block, in one write: the block follows
+    /// the header (whose serialized form fills its whole area). 0 or -errno.
+    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer) -> Int32 {
+        var bytes = header.serialized(metadataKey: device.metadataKey)
+        let blockStart = bytes.count
+        guard blockStart == BlockLayout.headerSize else { return -EIO }
+        bytes += [UInt8](repeating: 0, count: BlockIO.overhead)
+        bytes.withUnsafeMutableBytes { all in
+            BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
+                              plain: UnsafeRawBufferPointer(start: nil, count: 0),
+                              into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
+        }
+        return bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
     }
 
     /// Gives the kernel a handle on `file` (counted by the caller on `inode`): for open,
