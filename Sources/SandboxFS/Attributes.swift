@@ -67,7 +67,7 @@ extension SandboxFileSystem {
         if attribute == Self.protectionAttribute {
             let found: Result<ProtectionClass, Errno>
             switch node.type {
-            case S_IFDIR: found = directoryClass(node)
+            case S_IFDIR: found = directoryClass(node, fresh: true)
             case S_IFREG: found = fileClass(node)
             default: return -ENODATA
             }

@@ -12,7 +12,30 @@ extension SandboxFileSystem {
     static let protectionAttribute = MountAttributes.protection
 
     /// The authenticated class record of a directory; EIO when missing or forged.
-    func directoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
+    /// Creates take the one kept on the inode; `fresh` (a class read or changed through
+    /// the mount) reads the backing attribute, so damage there shows as EIO, and keeps
+    /// what it found (nothing when it does not verify).
+    func directoryRecord(_ directory: Inode, fresh: Bool = false) -> Result<DirectoryClassRecord.Decoded, Errno> {
+        if fresh {
+            // Read and kept under the mutex: a class change that writes meanwhile
+            // keeps its own record after this one (setDirectoryClass).
+            return directory.classRecord.withLock { cached in
+                let found = readDirectoryRecord(directory)
+                cached = try? found.get()
+                return found
+            }
+        }
+        if let known = directory.classRecord.withLock({ $0 }) { return .success(known) }
+        let found = readDirectoryRecord(directory)
+        guard case .success(let record) = found else { return found }
+        // Kept unless a class change through the mount got there first.
+        return .success(directory.classRecord.withLock { cached in
+            if cached == nil { cached = record }
+            return cached ?? record
+        })
+    }
+
+    private func readDirectoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
         let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
@@ -24,15 +47,15 @@ extension SandboxFileSystem {
         return .success(record)
     }
 
-    func directoryClass(_ directory: Inode) -> Result<ProtectionClass, Errno> {
-        directoryRecord(directory).map(\.protectionClass)
+    func directoryClass(_ directory: Inode, fresh: Bool = false) -> Result<ProtectionClass, Errno> {
+        directoryRecord(directory, fresh: fresh).map(\.protectionClass)
     }
 
     /// A class change through the mount: needs the directory's current class key (EPERM),
     /// or, for a directory whose record is damaged, an unlocked device.
     func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) -> Int32 {
         let directoryID: [UInt8]
-        switch directoryRecord(directory) {
+        switch directoryRecord(directory, fresh: true) {
         case .success(let record):
             if record.protectionClass == newClass { return 0 }
             guard device.isAvailable(record.protectionClass) else { return -EPERM }
@@ -45,6 +68,9 @@ extension SandboxFileSystem {
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        directory.classRecord.withLock {
+            $0 = rc == 0 ? DirectoryClassRecord.Decoded(protectionClass: newClass, directoryID: directoryID) : nil
+        }
         guard rc == 0, directoryID != directory.directoryID.withLock({ $0 }) else { return rc }
         // A repaired record has a new ID: the directory's tags are remade for the names
         // the kernel knows it by, which the unlocked device vouches for.

@@ -174,9 +174,9 @@ extension SandboxFileSystem {
         case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
-        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent)
         var st = stat()
-        guard pathFD >= 0, fstat(made.fd, &st) == 0, let slot = made.header.current else {
+        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent, stat: &st)
+        guard pathFD >= 0, let slot = made.header.current else {
             let error = Errno.current
             if pathFD >= 0 { close(pathFD) }
             close(made.fd)
@@ -197,12 +197,13 @@ extension SandboxFileSystem {
 
     /// An O_PATH descriptor of the new file `fd`, opened by its name so the kernel's
     /// path for it is that name (an O_TMPFILE descriptor's shows an unnamed file);
-    /// through /proc/self/fd if the name was replaced meanwhile.
-    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> Int32 {
-        var made = stat(), found = stat()
+    /// through /proc/self/fd if the name was replaced meanwhile. `made` gets the new
+    /// file's attributes (-1 if they could not be read).
+    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode, stat made: inout stat) -> Int32 {
+        var found = stat()
+        guard fstat(fd, &made) == 0 else { return -1 }
         let byName = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
-        if byName >= 0 && fstat(fd, &made) == 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0
-            && InodeKey(made) == InodeKey(found) {
+        if byName >= 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0 && InodeKey(made) == InodeKey(found) {
             return byName
         }
         if byName >= 0 { close(byName) }
@@ -230,16 +231,14 @@ extension SandboxFileSystem {
         // a new file.
         let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
-        let bytes = header.serialized(metadataKey: device.metadataKey)
-        var rc = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
-        if rc == 0 { rc = BlockIO.writeEmptyFile(fd: fd, header: header, key: key) }
+        var rc = writeNewContents(fd, header, key)
         if rc == 0, let place = form.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
             if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
         }
         if rc == 0 {
             let linked = parent.withDescriptor { parentFD in
-                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, form.stored, AT_SYMLINK_FOLLOW) }
+                linkDescriptor(fd, into: parentFD, as: form.stored)
             }
             if linked != 0 { rc = -errno }
         }
@@ -250,6 +249,21 @@ extension SandboxFileSystem {
         }
         ownership.take(caller, parent: parent, fd: fd, mode: mode)
         return .success(CreatedFile(fd: fd, header: header, key: key))
+    }
+
+    /// A new file's header and its empty last block, in one write: the block follows
+    /// the header (whose serialized form fills its whole area). 0 or -errno.
+    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer) -> Int32 {
+        var bytes = header.serialized(metadataKey: device.metadataKey)
+        let blockStart = bytes.count
+        guard blockStart == BlockLayout.headerSize else { return -EIO }
+        bytes += [UInt8](repeating: 0, count: BlockIO.overhead)
+        bytes.withUnsafeMutableBytes { all in
+            BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
+                              plain: UnsafeRawBufferPointer(start: nil, count: 0),
+                              into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
+        }
+        return bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
     }
 
     /// Gives the kernel a handle on `file` (counted by the caller on `inode`): for open,

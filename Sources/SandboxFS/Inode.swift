@@ -47,6 +47,10 @@ final class Inode: @unchecked Sendable {
     /// A directory's random ID, read from its class record on first use: its names
     /// are sealed under it (Names.swift). Fixed for the directory's life.
     let directoryID = Mutex<[UInt8]?>(nil)
+    /// A directory's class record as last verified or written through the mount: a
+    /// create reads it here instead of from the backing attribute. Dropped at every
+    /// revocation, so a lock or restart reads (and verifies) it again.
+    let classRecord = Mutex<DirectoryClassRecord.Decoded?>(nil)
     /// The names the kernel reached this node by, and which of them its name tags
     /// were checked for (NameBindings.swift).
     let places = Mutex(Places())

@@ -130,11 +130,8 @@ extension SandboxFileSystem {
             case .success(let id): identity = id
             }
         }
-        // Through /proc/self/fd: linkat with AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH.
         let linked = inode.withDescriptor { fd in
-            newParent.withDescriptor { parentFD in
-                procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, backing, AT_SYMLINK_FOLLOW) }
-            }
+            newParent.withDescriptor { parentFD in linkDescriptor(fd, into: parentFD, as: backing) }
         }
         guard linked == 0 else {
             let error = errno

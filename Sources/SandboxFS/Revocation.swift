@@ -12,6 +12,9 @@ import Glibc
 extension SandboxFileSystem {
     func revoke(_ classes: Set<ProtectionClass>, reason: LockStateManager.RevokeReason) {
         let revokedFiles = classes.subtracting(reason == .lock ? [.completeUnlessOpen] : [])
+        // Directories' class records are read and verified again after a lock or
+        // restart: what the backing tree holds then is what counts.
+        for inode in inodes.all() where !inode.isRegular { inode.classRecord.withLock { $0 = nil } }
         for inode in inodes.all() where inode.isRegular {
             // The open file of a revoked class, and whether the kernel may cache pages
             // of a revoked class (open now or since the last lock).

@@ -35,9 +35,16 @@ public final class SandboxFileSystem: Sendable {
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())
 
-    /// How long the kernel may keep a name's entry and a node's attributes.
-    static let entryTimeout = 1.0
-    static let attributeTimeout = 1.0
+    /// How long the kernel may keep a name's entry and a node's attributes. Every
+    /// change to names and attributes goes through this mount (the kernel updates its
+    /// caches as it sends them), and a lock changes neither (names stay readable while
+    /// locked; Revocation.swift drops only file pages): a long timeout spares a LOOKUP
+    /// or GETATTR round trip per name whenever a tree is walked again (find, then cat,
+    /// then rm -rf). Edits made behind the mount in the backing tree are damage,
+    /// found where a name's tags are checked: when its node is opened or listed
+    /// (NameBindings.swift), which a cached entry does not skip.
+    static let entryTimeout = 60.0
+    static let attributeTimeout = 60.0
 
     public init(device: LockStateManager, controlSocketPath: String, logger: Logger) throws {
         let sandbox = device.directory.sandboxPath

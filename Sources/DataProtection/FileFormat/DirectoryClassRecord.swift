@@ -10,6 +10,11 @@ public enum DirectoryClassRecord {
     public struct Decoded: Sendable, Equatable {
         public let protectionClass: ProtectionClass
         public let directoryID: [UInt8]
+
+        public init(protectionClass: ProtectionClass, directoryID: [UInt8]) {
+            self.protectionClass = protectionClass
+            self.directoryID = directoryID
+        }
     }
 
     public static func encode(_ protectionClass: ProtectionClass, directoryID: [UInt8], metadataKey: SecureBuffer) -> [UInt8] {
