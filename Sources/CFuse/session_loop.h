@@ -76,6 +76,21 @@ static inline size_t dpfs_request_buffer_size(void) {
 
 static inline int dpfs_loop_start_worker(struct dpfs_loop *loop);
 
+/// pthread_create for the loop's threads: the session's signals go to the thread that
+/// waits for its end, never to them.
+static inline int dpfs_loop_create_thread(pthread_t *thread, void *(*body)(void *), void *argument) {
+    sigset_t blocked, previous;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIGINT);
+    sigaddset(&blocked, SIGHUP);
+    sigaddset(&blocked, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+    int rc = pthread_create(thread, NULL, body, argument);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return rc;
+}
+
 static inline void *dpfs_loop_worker(void *argument) {
     struct dpfs_worker *worker = (struct dpfs_worker *)argument;
     struct dpfs_loop *loop = worker->loop;
@@ -135,18 +150,9 @@ static inline int dpfs_loop_start_worker(struct dpfs_loop *loop) {
     worker->loop = loop;
     worker->buf.mem = memory;
     worker->buf.size = size;
-    // Signals go to the thread that waits for the session's end, not to the workers.
-    sigset_t blocked, previous;
-    sigemptyset(&blocked);
-    sigaddset(&blocked, SIGTERM);
-    sigaddset(&blocked, SIGINT);
-    sigaddset(&blocked, SIGHUP);
-    sigaddset(&blocked, SIGQUIT);
-    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
     loop->count++;
     loop->waiting++;
-    int rc = pthread_create(&worker->thread, NULL, dpfs_loop_worker, worker);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    int rc = dpfs_loop_create_thread(&worker->thread, dpfs_loop_worker, worker);
     if (rc != 0) {
         loop->count--;
         loop->waiting--;
@@ -204,15 +210,7 @@ static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max
     pthread_mutex_unlock(&loop->lock);
     int trimming = 0;
     if (err == 0) {
-        sigset_t blocked, previous;
-        sigemptyset(&blocked);
-        sigaddset(&blocked, SIGTERM);
-        sigaddset(&blocked, SIGINT);
-        sigaddset(&blocked, SIGHUP);
-        sigaddset(&blocked, SIGQUIT);
-        pthread_sigmask(SIG_BLOCK, &blocked, &previous);
-        trimming = pthread_create(&loop->trimmer, NULL, dpfs_loop_trimmer, loop) == 0;
-        pthread_sigmask(SIG_SETMASK, &previous, NULL);
+        trimming = dpfs_loop_create_thread(&loop->trimmer, dpfs_loop_trimmer, loop) == 0;
     }
     if (err == 0) {
         // sem_wait returns early on a signal, whose handler has exited the session.
