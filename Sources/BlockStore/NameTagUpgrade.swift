@@ -73,7 +73,7 @@ public struct NameTagUpgrade {
 
 extension DirectoryClassRecord {
     /// The verified class record of the backing directory at `path`; nil when missing or forged.
-    static func read(at path: String, metadataKey: SecureBuffer) -> Decoded? {
+    public static func read(at path: String, metadataKey: SecureBuffer) -> Decoded? {
         var buffer = [UInt8](repeating: 0, count: size + 1)
         let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
         guard n > 0 else { return nil }

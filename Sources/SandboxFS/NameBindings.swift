@@ -103,10 +103,7 @@ extension SandboxFileSystem {
             guard case .success(let header) = HeaderIO.read(file, metadataKey: device.metadataKey) else { return nil }
             return header.fileID
         case S_IFDIR:
-            var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
-            let n = procPath(fd).withCString { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
-            guard n > 0 else { return nil }
-            return DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey)?.directoryID
+            return DirectoryClassRecord.read(at: procPath(fd), metadataKey: device.metadataKey)?.directoryID
         default:
             return nil
         }
