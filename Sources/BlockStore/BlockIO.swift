@@ -535,16 +535,25 @@ public enum BlockIO {
             }
             return Int32(rc)
         }
-        // Shrinking: the new last block is sealed as the last, then the rest cut off.
-        if newSize == 0 {
-            guard ftruncate(file.fd, off_t(BlockLayout.headerSize)) == 0 else { return -errno }
-            file.plainSize = 0
-            return writeZeroLastBlock(file, key: key, block: 0, length: 0, pool: pool)
+        // Shrinking: the new last block is sealed as the last, then the rest cut off,
+        // the two steps marked in the header so a kill between them is finished at the
+        // next open (InterruptedCut). A file cut to nothing gets its empty block
+        // without reading the old one, which may be the damage being thrown away.
+        let begun = InterruptedCut.begin(file, to: newSize)
+        if begun != 0 { return begun }
+        TestHooks.killPoint("shrink-begun")
+        let sealed = newSize == 0
+            ? writeZeroLastBlock(file, key: key, block: 0, length: 0, pool: pool)
+            : resealBlock(file, key: key, block: newLast, newLength: newLength, last: true, pool: pool)
+        if sealed != 0 {
+            file.plainSize = size
+            _ = InterruptedCut.end(file)
+            return sealed
         }
-        let rc = resealBlock(file, key: key, block: newLast, newLength: newLength, last: true, pool: pool)
-        if rc != 0 { return rc }
+        TestHooks.killPoint("shrink-sealed")
         guard ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))) == 0 else { return -errno }
         file.plainSize = newSize
-        return 0
+        TestHooks.killPoint("shrink-cut")
+        return InterruptedCut.end(file)
     }
 }

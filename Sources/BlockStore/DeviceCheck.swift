@@ -125,8 +125,13 @@ public struct DeviceCheck {
         if !BlockLayout.isWholeBacking(backingSize) {
             report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
         }
-        let plainSize = BlockLayout.plainSize(backingSize: backingSize)
-        let file = SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: plainSize)
+        let file = SealedFile(fd: fd, header: header, slot: slot, key: key,
+                              plainSize: BlockLayout.plainSize(backingSize: backingSize))
+        if header.pendingCut != nil {
+            _ = InterruptedCut.finish(file, key: key, pool: pool, repair: false)
+            report.damage.append(Damage(path: relative, problem: "a truncate was interrupted by a kill (the file is checked at the size it cut to; opening it through the mount finishes the cut)"))
+        }
+        let plainSize = file.plainSize
         if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0 {
             report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
         }

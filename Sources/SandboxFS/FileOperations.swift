@@ -65,7 +65,7 @@ extension SandboxFileSystem {
                 inode.releaseOpen()
                 return .failure(.io)
             }
-            if let error = ensureKey(file) {
+            if let error = ensureKey(file) ?? finishInterruptedCut(file, inode) {
                 inode.releaseOpen()
                 return .failure(error)
             }
@@ -121,6 +121,24 @@ extension SandboxFileSystem {
             case .success(let key): file.content.key = key; return nil
             case .failure(let error): return error
             }
+        }
+    }
+
+    /// Finishes a shrinking truncate a kill interrupted (InterruptedCut), once the key
+    /// is there; the kernel, which has the size from before, is told to ask again.
+    func finishInterruptedCut(_ file: OpenFile, _ inode: Inode) -> Errno? {
+        if file.reading({ file.content.header.pendingCut == nil }) { return nil }
+        return file.writing { () -> Errno? in
+            guard file.content.header.pendingCut != nil, let key = file.content.key else { return nil }
+            let before = file.content.plainSize
+            let rc = InterruptedCut.finish(file.content, key: key, pool: pool, repair: true)
+            guard rc == 0 else { return Errno(-rc) }
+            if file.content.plainSize != before {
+                file.content.uncheckedEmptyBlock = nil
+                kernel.invalidateAttributes(inode)
+                logger.notice("a truncate a kill interrupted is finished: \(before) → \(file.content.plainSize) bytes")
+            }
+            return nil
         }
     }
 

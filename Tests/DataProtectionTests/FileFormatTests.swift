@@ -105,6 +105,20 @@ final class FileHeaderTests: XCTestCase {
         XCTAssertEqual(try parse(bytes).current?.generation, 1)
     }
 
+    /// The cut mark lies outside what the slots' MACs cover: setting and clearing it
+    /// (a shrinking truncate, InterruptedCut) needs no key and keeps the header valid.
+    func testCutMarkRoundTripsOutsideTheMACs() throws {
+        var bytes = header(generation: 1, .complete).serialized(metadataKey: metadataKey)
+        XCTAssertNil(try parse(bytes).pendingCut)
+        for size in [0, 5000, 1 << 40] {
+            bytes.replaceSubrange(FileHeader.cutMarkOffset..<FileHeader.cutMarkOffset + 8, with: FileHeader.cutMark(size))
+            XCTAssertEqual(try parse(bytes).pendingCut, size)
+            XCTAssertEqual(try parse(bytes).current?.protectionClass, .complete)
+        }
+        bytes.replaceSubrange(FileHeader.cutMarkOffset..<FileHeader.cutMarkOffset + 8, with: FileHeader.cutMark(nil))
+        XCTAssertNil(try parse(bytes).pendingCut)
+    }
+
     func testDamageIsRefused() {
         var bytes = header().serialized(metadataKey: metadataKey)
         bytes[0] = UInt8(ascii: "X")

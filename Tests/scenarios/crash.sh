@@ -76,16 +76,22 @@ with open(journal, "a") as j:
     for name in in_flight:
         path = os.path.join(root, name)
         if os.path.exists(path):
-            with open(path, "rb") as f:
-                j.write(json.dumps({"file": name, "sha": hashlib.sha256(f.read()).hexdigest(),
-                                    "class": os.getxattr(path, "user.dpfs.protection").decode()}) + "\n")
+            try:
+                with open(path, "rb") as f:
+                    j.write(json.dumps({"file": name, "sha": hashlib.sha256(f.read()).hexdigest(),
+                                        "class": os.getxattr(path, "user.dpfs.protection").decode()}) + "\n")
+            except OSError as e:
+                # Left either way by the kill, but it must read one way or the other.
+                bad.append(f"{name} (in flight at the kill): {e}")
+                j.write(json.dumps({"gone": name}) + "\n")
         else:
             j.write(json.dumps({"gone": name}) + "\n")
 print(f"{len(files)} files, {len(items)} items checked; " + ("; ".join(bad) if bad else "all intact"))
 PY
 )
     case "$report" in *"all intact"*) pass "seed $seed: committed data intact ($report)" ;;
-                      *) fail "seed $seed: committed data intact" "$report" ;; esac
+                      *) fail "seed $seed: committed data intact" "$report"
+                         grep -v '^$' "$DEV/daemon.log" | tail -8 | sed 's/^/     daemon: /' ;; esac
     # Every file must read, whole or with a clean EIO; never a hang or garbage.
     unreadable=0
     for f in "$MNT/Documents/crash"/*; do [ -f "$f" ] && { cat "$f" >/dev/null 2>&1 || unreadable=$((unreadable + 1)); }; done

@@ -3,13 +3,9 @@
 # The delay scale is a test hook that only a debug build has (dpfs(1), ENVIRONMENT),
 # so this scenario runs the debug binary: DPFS_DEBUG, else the debug build beside
 # the release one that DPFS names.
-: "${DPFS:?set DPFS to the dpfs binary}"
-DPFS=${DPFS_DEBUG:-$(dirname "$DPFS")/../debug/dpfs}
-if [ ! -x "$DPFS" ]; then
-    printf 'FAIL erase: no debug build at %s (swift build; or set DPFS_DEBUG)\nerase: 0 passed, 1 failed\n' "$DPFS"
-    exit 1
-fi
 source "$(dirname "$0")/lib.sh"
+require_debug_build
+DPFS=$DEBUG
 export DPFS_TEST_DELAY_SCALE=0.01   # 1 min → 0.6 s, 1 h → 36 s
 
 setup_device --erase-after 6

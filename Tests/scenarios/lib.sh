@@ -88,6 +88,15 @@ state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }
 
+# The debug build beside the release one DPFS names (or DPFS_DEBUG): only it has the
+# test hooks (dpfs(1), ENVIRONMENT). Sets DEBUG; a scenario without it fails at once.
+require_debug_build() {
+    DEBUG=${DPFS_DEBUG:-$(dirname "$DPFS")/../debug/dpfs}
+    [ -x "$DEBUG" ] && return 0
+    fail "no debug build at $DEBUG (swift build; or set DPFS_DEBUG)"
+    finish
+}
+
 finish() {
     printf '%s: %d passed, %d failed\n' "$SCENARIO" "$PASSES" "$FAILS"
     [ "$FAILS" -eq 0 ]

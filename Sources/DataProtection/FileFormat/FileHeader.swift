@@ -33,6 +33,12 @@ public struct FileHeader: Sendable, Equatable {
     public var fileID: [UInt8]
     public var slots: [KeySlot?]  // always two entries
     public var cipher: BlockCipher
+    /// The plaintext size a shrinking truncate is cutting the file to, while it runs
+    /// (bytes 280–287: size + 1, little-endian; zero when none). Not authenticated, and
+    /// need not be: it only says which block to try as the new last one, and only the
+    /// file key can have sealed a block that opens there (BlockStore's InterruptedCut).
+    public var pendingCut: Int?
+    public static let cutMarkOffset = slotOffset + 2 * slotSize
 
     /// A new file's header: its blocks take `cipher` (by default AES-256-GCM where the
     /// CPU accelerates it, else XChaCha20-Poly1305).
@@ -81,6 +87,16 @@ public struct FileHeader: Sendable, Equatable {
                                   prefix: prefix, metadataKey: metadataKey)
         }
         guard current != nil else { throw .noValidSlot }
+        var mark: UInt64 = 0
+        for i in 0..<8 { mark |= UInt64(bytes[Self.cutMarkOffset + i]) << (8 * UInt64(i)) }
+        pendingCut = mark > 0 && mark <= UInt64(Int.max) ? Int(mark - 1) : nil
+    }
+
+    /// The bytes of a cut mark for `plainSize` (nil: the cleared mark), written alone
+    /// at `cutMarkOffset`.
+    public static func cutMark(_ plainSize: Int?) -> [UInt8] {
+        let stored = plainSize.map { UInt64($0) + 1 } ?? 0
+        return (0..<8).map { UInt8(truncatingIfNeeded: stored >> (8 * UInt64($0))) }
     }
 
     static func parseSlot(_ raw: [UInt8], index: Int, prefix: [UInt8], metadataKey: SecureBuffer) -> KeySlot? {

@@ -28,3 +28,14 @@ public struct TestHooks: Sendable {
     public init() {}
     #endif
 }
+
+extension TestHooks {
+    /// A crash at an exact step: in a debug build, the process kills itself (SIGKILL)
+    /// where the step named in DPFS_TEST_KILL_AT is reached. Nothing in a release build.
+    @inlinable
+    public static func killPoint(_ step: StaticString) {
+        #if DPFS_TEST_HOOKS
+        if let wanted = getenv("DPFS_TEST_KILL_AT"), strcmp(wanted, step.utf8Start) == 0 { kill(getpid(), SIGKILL) }
+        #endif
+    }
+}
