@@ -79,8 +79,14 @@ extension SandboxFileSystem {
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
         if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
+        let tracked = AbsentAttribute(attribute)
+        if let tracked, node.isKnownAbsent(tracked) { return -ENODATA }
+        let changes = node.attributeChanges()
         let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
-        return n < 0 ? -errno : Int32(n)
+        guard n < 0 else { return Int32(n) }
+        let error = errno
+        if error == ENODATA, let tracked { node.noteAbsent(tracked, seenAt: changes) }
+        return -error
     }
 
     func setAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
@@ -100,6 +106,7 @@ extension SandboxFileSystem {
         if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
         let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
+        if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: false) }
         if attribute == Self.capabilityAttribute { privileges.granted() }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
         return 0
@@ -150,6 +157,7 @@ extension SandboxFileSystem {
         }
         let rc = withNodePath(node) { CLinux.removexattr($0, name) }
         guard rc == 0 else { return -errno }
+        if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: true) }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
         return 0
     }

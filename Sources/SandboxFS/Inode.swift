@@ -54,6 +54,9 @@ final class Inode: @unchecked Sendable {
     /// The names the kernel reached this node by, and which of them its name tags
     /// were checked for (NameBindings.swift).
     let places = Mutex(Places())
+    /// The POSIX ACLs and file capability this node is known not to have
+    /// (AbsentAttributes.swift).
+    let absentAttributes = Atomic<UInt64>(0)
 
     private struct Descriptor {
         /// -1 while closed (only with a handle).

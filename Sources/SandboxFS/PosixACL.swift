@@ -56,7 +56,10 @@ extension SandboxFileSystem {
         let mask = context.pointee.umask & 0o777
         if mask == 0 || mode & ~mask == mode { return mode }
         let parent = node(parentID)
+        if parent.isKnownAbsent(.defaultACL) { return mode & ~mask }
+        let changes = parent.attributeChanges()
         let defaultACL = withNodePath(parent) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
+        if defaultACL < 0 && errno == ENODATA { parent.noteAbsent(.defaultACL, seenAt: changes) }
         return defaultACL > 0 ? mode : mode & ~mask
     }
 }

@@ -44,7 +44,16 @@ extension SandboxFileSystem {
                 clean = false
             }
         }
-        if fremovexattr(file.fd, Self.capabilityAttribute) != 0 && errno != ENODATA && errno != EOPNOTSUPP { clean = false }
+        if !inode.isKnownAbsent(.capability) {
+            let changes = inode.attributeChanges()
+            if fremovexattr(file.fd, Self.capabilityAttribute) == 0 {
+                inode.noteChanged(.capability, absent: true)
+            } else if errno == ENODATA {
+                inode.noteAbsent(.capability, seenAt: changes)
+            } else if errno != EOPNOTSUPP {
+                clean = false
+            }
+        }
         if clean { file.privilegesCleanAt.store(epoch, ordering: .relaxed) }
     }
 }

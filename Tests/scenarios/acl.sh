@@ -148,4 +148,26 @@ for name in rootonly/file rootonly/sub rootonly.plain; do
     expect_eq "root-only $name: ACL as on ext4" "$(acl "$S/$name")" "$(acl "$L/$name")"
 done
 expect_eq "ACLs set before the remount are still there" "$(acl "$S/grant")" "$(acl "$S/grant.cp")"
+
+# The daemon remembers which ACLs and capabilities a node lacks (AbsentAttributes.swift),
+# so each is asked for first (absent), then set, then asked for again.
+entries() { getfacl -cp "$1" 2>/dev/null | grep -c "^$2:1001"; }
+(umask 022; echo x > "$S/later"); mkdir "$S/laterdir"
+expect_eq "a new file has no ACL" "$(entries "$S/later" user)" "0"
+setfacl -m u:1001:r "$S/later"
+expect_eq "an ACL set after that shows" "$(entries "$S/later" user)" "1"
+setfacl -b "$S/later"
+expect_eq "and is gone once removed" "$(entries "$S/later" user)" "0"
+(umask 022; echo x > "$S/laterdir/before")
+setfacl -d -m u:1001:rwx "$S/laterdir"
+(umask 022; echo x > "$S/laterdir/after")
+expect_eq "a file made before the directory had a default ACL has none" "$(entries "$S/laterdir/before" user)" "0"
+expect_eq "a file made after inherits it" "$(entries "$S/laterdir/after" user)" "1"
+if command -v setcap >/dev/null; then
+    expect_eq "a new file has no capability" "$(getcap "$S/later")" ""
+    setcap cap_net_raw+ep "$S/later"
+    expect_eq "a capability set after that shows" "$(getcap "$S/later" | grep -c cap_net_raw)" "1"
+    echo more >> "$S/later"
+    expect_eq "and a write takes it away again" "$(getcap "$S/later")" ""
+fi
 finish
