@@ -325,7 +325,7 @@ public enum BlockIO {
         // space first (fallocate, costly on every small write) a failed write is cut
         // off again below. Near full, every write reserves, so a full disk stays full.
         let appendsOnly = blocks.lowerBound * blockSize >= oldSize
-            && hasRoom(file.fd, for: BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingSize(plainSize: oldSize))
+            && FreeSpace.hasRoom(file.fd, for: BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingSize(plainSize: oldSize))
         if !appendsOnly {
             let reserve = reserveSpace(file, plainSize: newSize, from: offset / blockSize)
             if reserve != 0 { return Int(reserve) }
@@ -431,13 +431,6 @@ public enum BlockIO {
 
     /// Writes of at least this many backing bytes start their own writeback.
     public static let startWritebackBytes = 512 * 1024
-
-    /// Whether the backing filesystem has `bytes` free and a wide margin besides.
-    public static func hasRoom(_ fd: Int32, for bytes: Int) -> Bool {
-        var st = statvfs()
-        guard fstatvfs(fd, &st) == 0 else { return false }
-        return UInt64(st.f_bavail) &* UInt64(st.f_frsize) > UInt64(max(bytes, 0)) + (256 << 20)
-    }
 
     /// Reserves backing space before growing, so a full disk fails the write before
     /// anything is overwritten. Only from block `from` on: a gap a write leaves before

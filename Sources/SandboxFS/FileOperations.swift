@@ -216,6 +216,11 @@ extension SandboxFileSystem {
         guard case .success(let file) = inode.retainOpen({ .success(OpenFile(content: content)) }) else {
             return reply(req, .io)
         }
+        // Made here without a capability: a write has nothing to take unless set-ID
+        // bits were asked for (Privileges.swift).
+        if st.st_mode & (S_ISUID | S_ISGID) == 0 {
+            file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
+        }
         install(req, inode, file, fi, created: st)
     }
 
