@@ -59,4 +59,17 @@ if tr '\0' '\n' < /proc/$PID/cmdline | grep -q 1234 || tr '\0' '\n' < /proc/$PID
 else
     pass "the passcode is not in the daemon's argv, environment or log"
 fi
+
+# Idle, the daemon gives back the code pages starting it touched (session_loop.h); the
+# code a request needs comes back, the keychain's and the file system's alike.
+code_kib() { awk '/^[0-9a-f]+-[0-9a-f]+ r-xp .* \//{code=1; next} /^[0-9a-f]+-[0-9a-f]+ /{code=0} code && /^Rss:/{sum+=$2} END{print sum+0}' /proc/$PID/smaps; }
+check "unlock" unlock_device
+head -c 300000 /dev/urandom > "$WORK/idle.bin"
+cp "$WORK/idle.bin" "$D/idle.bin"
+sleep 1
+idle=$(code_kib)
+if [ "$idle" -lt 12288 ]; then pass "idle: under 12 MiB of code resident ($idle KiB)"; else fail "idle: under 12 MiB of code resident" "$idle KiB"; fi
+check "the file system serves after the trim" cmp "$WORK/idle.bin" "$D/idle.bin"
+printf 's3cret' | check "the keychain serves after the trim" "$DPFS" keychain add "$MNT" --service idle --account a --data-file -
+expect_eq "and finds what it added" "$("$DPFS" keychain find "$MNT" --service idle --account a 2>&1)" "s3cret"
 finish
