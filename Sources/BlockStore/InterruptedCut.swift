@@ -29,10 +29,11 @@ public enum InterruptedCut {
         return rc
     }
 
-    /// The plaintext size the file has once an interrupted cut is finished: the marked
-    /// size if its last block was written, else the size it has. With `repair` the
-    /// backing file is cut and the mark cleared (the mount); without, nothing is
-    /// written (fsck). Caller holds the file's lock exclusively.
+    /// Gives the file the plaintext size it has once an interrupted cut is finished:
+    /// the marked size if its last block was written, else the size it has. With
+    /// `repair` the backing file is cut and the mark cleared (the mount, when it may
+    /// write the file); without, only the entry in memory changes (fsck, or a backing
+    /// file the daemon may only read). Caller holds the file's lock exclusively.
     public static func finish(_ file: SealedFile, key: SecureBuffer, pool: BufferPool, repair: Bool) -> Int32 {
         guard let target = file.header.pendingCut else { return 0 }
         if lastBlockWritten(file, key: key, for: target, pool: pool) && target < file.plainSize {
@@ -41,7 +42,11 @@ public enum InterruptedCut {
             }
             file.plainSize = target
         }
-        return repair ? end(file) : 0
+        guard repair else {
+            file.header.pendingCut = nil
+            return 0
+        }
+        return end(file)
     }
 
     /// Whether the block that ends a file of `plainSize` bytes is stored, sealed as the

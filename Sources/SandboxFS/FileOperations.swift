@@ -131,7 +131,8 @@ extension SandboxFileSystem {
         return file.writing { () -> Errno? in
             guard file.content.header.pendingCut != nil, let key = file.content.key else { return nil }
             let before = file.content.plainSize
-            let rc = InterruptedCut.finish(file.content, key: key, pool: pool, repair: true)
+            let writable = fcntl(file.content.fd, F_GETFL) & O_ACCMODE == O_RDWR
+            let rc = InterruptedCut.finish(file.content, key: key, pool: pool, repair: writable)
             guard rc == 0 else { return Errno(-rc) }
             if file.content.plainSize != before {
                 file.content.uncheckedEmptyBlock = nil
