@@ -16,32 +16,39 @@ wait_unmounted() {
     fusermount3 -uz "$MNT"; return 1
 }
 
-# case: old size, new size, how the cut is made
+# case: old size, new size, how the cut is made. Each file gets its own kill; then one
+# fsck names them all, and one mount opens them all.
 cases=("12388 5000 truncate" "5000 100 truncate" "300000 0 truncate" "20000 8192 truncate" "70000 0 o_trunc")
 n=0
+what=()
 for spec in "${cases[@]}"; do
     read -r old new how <<<"$spec"
     for step in shrink-begun shrink-sealed shrink-cut; do
-        n=$((n + 1)); name="f$n"; what="$old → $new bytes ($how), killed at $step"
+        n=$((n + 1)); name="f$n"; what[n]="$old → $new bytes ($how), killed at $step"
         head -c "$old" /dev/urandom > "$WORK/$name"
-        DPFS_TEST_KILL_AT=$step "$DEBUG" mount "$DEV" "$MNT" >/dev/null || { fail "$what: mount"; continue; }
-        unlock_device >/dev/null
-        cp "$WORK/$name" "$D/$name"; sync "$D/$name"
-        if [ "$how" = o_trunc ]; then (: > "$D/$name") 2>/dev/null; else truncate -s "$new" "$D/$name" 2>/dev/null; fi
-        if wait_unmounted; then pass "$what: the daemon died there"; else fail "$what: the daemon died there"; continue; fi
         # The kill came before the new last block was written: the old content stands.
         if [ "$step" = shrink-begun ]; then cp "$WORK/$name" "$WORK/$name.want"
         else head -c "$new" "$WORK/$name" > "$WORK/$name.want"; fi
-        report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
-        case "$report" in *"Documents/$name: a truncate was interrupted"*) pass "$what: fsck names the interrupted cut" ;;
-                          *) fail "$what: fsck names the interrupted cut" "$report" ;; esac
-        mount_device; unlock_device >/dev/null
-        if cmp -s "$WORK/$name.want" "$D/$name"; then pass "$what: reads whole, as $( [ "$step" = shrink-begun ] && echo before || echo after) the truncate"
-        else fail "$what: reads whole, as expected" "$(cat "$D/$name" 2>&1 | wc -c) bytes; want $(wc -c < "$WORK/$name.want")"; fi
-        expect_eq "$what: its size" "$(stat -c %s "$D/$name")" "$(wc -c < "$WORK/$name.want")"
-        "$DPFS" unmount "$MNT"
+        DPFS_TEST_KILL_AT=$step "$DEBUG" mount "$DEV" "$MNT" >/dev/null || { fail "${what[n]}: mount"; continue; }
+        unlock_device >/dev/null
+        cp "$WORK/$name" "$D/$name"; sync "$D/$name"
+        if [ "$how" = o_trunc ]; then (: > "$D/$name") 2>/dev/null; else truncate -s "$new" "$D/$name" 2>/dev/null; fi
+        if wait_unmounted; then pass "${what[n]}: the daemon died there"; else fail "${what[n]}: the daemon died there"; fi
     done
 done
+report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
+for i in $(seq 1 "$n"); do
+    case "$report" in *"Documents/f$i: a truncate was interrupted"*) pass "${what[i]}: fsck names the interrupted cut" ;;
+                      *) fail "${what[i]}: fsck names the interrupted cut" "$(printf '%s' "$report" | grep "f$i:")" ;; esac
+done
+mount_device; unlock_device >/dev/null
+for i in $(seq 1 "$n"); do
+    case "${what[i]}" in *shrink-begun) when=before ;; *) when=after ;; esac
+    if cmp -s "$WORK/f$i.want" "$D/f$i"; then pass "${what[i]}: reads whole, as $when the truncate"
+    else fail "${what[i]}: reads whole, as $when the truncate" "$(cat "$D/f$i" 2>&1 | wc -c) bytes; want $(wc -c < "$WORK/f$i.want")"; fi
+    expect_eq "${what[i]}: its size" "$(stat -c %s "$D/f$i")" "$(wc -c < "$WORK/f$i.want")"
+done
+"$DPFS" unmount "$MNT"
 # A release build has no kill points (SPEC §7: no test hooks in a release build).
 if [ "$DPFS" != "$DEBUG" ]; then
     DPFS_TEST_KILL_AT=shrink-sealed mount_device; unlock_device >/dev/null
