@@ -1,6 +1,6 @@
 // Where a node's name tags (NameBinding) are kept: its backing `user.dpfs.names`
 // attribute, read and written by path (a /proc/self/fd path serves an O_PATH
-// descriptor, which the f*xattr calls do not take).
+// descriptor, which the f*xattr calls do not take) or through an open descriptor.
 import CLinux
 import DataProtection
 import Glibc
@@ -13,6 +13,15 @@ public enum NameTagStore {
         let n = CLinux.getxattr(path, NameBinding.attribute, &buffer, buffer.count)
         if n < 0 { return errno == ENODATA ? [] : nil }
         return NameBinding.decode(buffer[0..<n])
+    }
+
+    /// The tags stored on the node open as `fd`: empty when it has none; nil when they
+    /// are malformed; EBADF for an O_PATH descriptor (read those by path).
+    public static func read(descriptor fd: Int32) -> Result<[[UInt8]]?, Errno> {
+        var buffer = [UInt8](repeating: 0, count: NameBinding.maxNames * NameBinding.tagSize)
+        let n = fgetxattr(fd, NameBinding.attribute, &buffer, buffer.count)
+        if n < 0 { return errno == ENODATA ? .success([]) : .failure(.current) }
+        return .success(NameBinding.decode(buffer[0..<n]))
     }
 
     /// Replaces the tags of the node at `path`; 0 or -errno.

@@ -42,7 +42,13 @@ extension SandboxFileSystem {
     /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
     /// header is not an access; loadFile clears it for the data path.
     func openBacking(_ inode: Inode) -> Int32 {
-        withNodePath(inode) { path in
+        // By its handle where the node has one: no walk of a /proc/self/fd path.
+        if let handle = inode.handle, let mountFD = inodes.descriptors?.mountFD {
+            var fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime)
+            if fd < 0 && errno == EPERM { fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC) }
+            if fd >= 0 { return fd }
+        }
+        return withNodePath(inode) { path in
             func open(_ flags: Int32) -> Int32 {
                 let fd = Glibc.open(path, flags | O_CLOEXEC | OpenFlag.noAccessTime)
                 return fd >= 0 || errno != EPERM ? fd : Glibc.open(path, flags | O_CLOEXEC)

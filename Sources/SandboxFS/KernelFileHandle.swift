@@ -19,16 +19,17 @@ struct KernelFileHandle: Equatable, Sendable {
         bytes = withUnsafeBytes(of: &raw.f_handle) { Array($0.prefix(count)) }
     }
 
-    /// An O_PATH descriptor of the node, opened on the filesystem of `mountFD`; -1 and
-    /// errno (ESTALE when the inode is gone, EPERM without CAP_DAC_READ_SEARCH).
-    func open(on mountFD: Int32) -> Int32 {
+    /// A descriptor of the node (O_PATH unless `flags` say otherwise), opened on the
+    /// filesystem of `mountFD`; -1 and errno (ESTALE when the inode is gone, EPERM
+    /// without CAP_DAC_READ_SEARCH).
+    func open(on mountFD: Int32, flags: Int32 = OpenFlag.path | O_CLOEXEC) -> Int32 {
         var raw = dpfs_file_handle()
         raw.handle_type = type
         raw.handle_bytes = UInt32(bytes.count)
         withUnsafeMutableBytes(of: &raw.f_handle) { target in
             bytes.withUnsafeBytes { target.copyMemory(from: $0) }
         }
-        return dpfs_open_by_handle(mountFD, &raw, OpenFlag.path | O_CLOEXEC)
+        return dpfs_open_by_handle(mountFD, &raw, flags)
     }
 
     /// Whether this daemon can reopen nodes of the filesystem of `fd` (a directory) by

@@ -62,7 +62,11 @@ extension SandboxFileSystem {
 
     /// The name tags stored on the node of descriptor `fd`; nil when unreadable or malformed.
     func readNameTags(_ fd: Int32) -> [[UInt8]]? {
-        procPath(fd).withCString { NameTagStore.read($0) }
+        switch NameTagStore.read(descriptor: fd) {
+        case .success(let tags): return tags
+        case .failure(let error) where error == .badDescriptor: return procPath(fd).withCString { NameTagStore.read($0) }
+        case .failure: return nil
+        }
     }
 
     /// Adds the tag for `adding` and drops the one for `removing` on the node of
