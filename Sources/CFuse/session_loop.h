@@ -13,8 +13,8 @@
 //   not spliced, see KernelChannel.swift) touches most of it, and the kernel hands
 //   requests to the waiting workers in turn, so after a sequential write every
 //   worker's buffer would stay resident in full.
-// - The code pages of the program and its libraries are unmapped each time the session
-//   falls idle (they stay in the page cache; those a request
+// - The read-only pages of the program and its libraries (code, constants) are unmapped
+//   each time the session falls idle (they stay in the page cache; those a request
 //   needs come back with a minor fault), with read-around off for them. Starting the
 //   Swift runtime and Foundation touches far more of them than serving requests does
 //   (with the kernel's fault-around, 64 KiB per touch): 27 of the idle daemon's 30 MiB.
@@ -200,26 +200,36 @@ static inline void *dpfs_loop_trimmer(void *argument) {
     return NULL;
 }
 
-/// Unmaps the resident pages of the program's and its libraries' code and turns
-/// read-around off for them, so only the pages in use come back.
+/// Unmaps the resident pages of the read-only file mappings (code and constants of the
+/// program and its libraries) that hold no private page, and turns read-around off for
+/// them, so only the pages in use come back. A mapping with private pages (relocated
+/// data made read-only after relocation, RELRO; a text relocation) is left alone: its
+/// private pages would be lost. Read-only, it cannot gain one after the check.
 static inline void dpfs_release_code_pages(void) {
-    FILE *maps = fopen("/proc/self/maps", "re");
-    if (maps == NULL) return;
+    FILE *smaps = fopen("/proc/self/smaps", "re");
+    if (smaps == NULL) return;
     char *line = NULL;
     size_t capacity = 0;
-    while (getline(&line, &capacity, maps) > 0) {
-        unsigned long start, end;
+    unsigned long start = 0, end = 0;
+    int candidate = 0;
+    while (getline(&line, &capacity, smaps) > 0) {
+        unsigned long from, to, anonymous;
         char permissions[5];
         int path = 0;
-        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &start, &end, permissions, &path) < 3 || path == 0) continue;
-        // Code only: a read-only data mapping may be relocated data made read-only after
-        // relocation (RELRO), whose private pages would be lost.
-        if (line[path] != '/' || strcmp(permissions, "r-xp") != 0) continue;
-        madvise((void *)start, end - start, MADV_RANDOM);
-        madvise((void *)start, end - start, MADV_DONTNEED);
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &from, &to, permissions, &path) >= 3 && path > 0) {
+            start = from;
+            end = to;
+            candidate = line[path] == '/' && permissions[1] != 'w' && permissions[3] == 'p';
+        } else if (candidate && sscanf(line, "Anonymous: %lu kB", &anonymous) == 1) {
+            if (anonymous == 0) {
+                madvise((void *)start, end - start, MADV_RANDOM);
+                madvise((void *)start, end - start, MADV_DONTNEED);
+            }
+            candidate = 0;
+        }
     }
     free(line);
-    fclose(maps);
+    fclose(smaps);
 }
 
 /// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
