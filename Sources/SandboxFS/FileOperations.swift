@@ -40,23 +40,32 @@ extension SandboxFileSystem {
 
     /// Opens a node's backing file for I/O: read-write when permitted (writes need
     /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
-    /// header is not an access; loadFile clears it for the data path.
-    func openBacking(_ inode: Inode) -> Int32 {
+    /// header is not an access; loadFile clears it for the data path. The descriptor
+    /// and the flags it was opened with, or -1 and errno.
+    func openBacking(_ inode: Inode) -> (fd: Int32, flags: Int32) {
         // By its handle where the node has one: no walk of a /proc/self/fd path.
         if let handle = inode.handle, let mountFD = inodes.descriptors?.mountFD {
-            var fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime)
-            if fd < 0 && errno == EPERM { fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC) }
-            if fd >= 0 { return fd }
-        }
-        return withNodePath(inode) { path in
-            func open(_ flags: Int32) -> Int32 {
-                let fd = Glibc.open(path, flags | O_CLOEXEC | OpenFlag.noAccessTime)
-                return fd >= 0 || errno != EPERM ? fd : Glibc.open(path, flags | O_CLOEXEC)
+            let quiet = O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime
+            var fd = handle.open(on: mountFD, flags: quiet)
+            if fd >= 0 { return (fd, quiet) }
+            if errno == EPERM {
+                fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC)
+                if fd >= 0 { return (fd, O_RDWR | O_CLOEXEC) }
             }
-            let fd = open(O_RDWR)
-            if fd >= 0 || (errno != EACCES && errno != EROFS && errno != EPERM) { return fd }
-            return open(O_RDONLY)
         }
+        var opened: (fd: Int32, flags: Int32) = (-1, 0)
+        _ = withNodePath(inode) { path -> Int32 in
+            func open(_ access: Int32) -> (fd: Int32, flags: Int32) {
+                let quiet = access | O_CLOEXEC | OpenFlag.noAccessTime
+                let fd = Glibc.open(path, quiet)
+                if fd >= 0 || errno != EPERM { return (fd, quiet) }
+                return (Glibc.open(path, access | O_CLOEXEC), access | O_CLOEXEC)
+            }
+            opened = open(O_RDWR)
+            if opened.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) { opened = open(O_RDONLY) }
+            return opened.fd
+        }
+        return opened
     }
 
     /// The open-file entry of a regular file, one handle counted, loading header and
@@ -81,9 +90,8 @@ extension SandboxFileSystem {
 
     /// Reads a backing file's header and size into a new entry (no key yet).
     func loadFile(_ inode: Inode) -> Result<OpenFile, Errno> {
-        let fd = openBacking(inode)
+        let (fd, statusFlags) = openBacking(inode)
         guard fd >= 0 else { return .failure(.current) }
-        let statusFlags = fcntl(fd, F_GETFL)
         var header: FileHeader
         switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
         case .failure(let error): close(fd); return .failure(error)
