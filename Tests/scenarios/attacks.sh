@@ -86,7 +86,7 @@ cp "${BK[other]}" "${BK[swapped]}"                                              
 : > "${BK[empty]}"                                                               # cut to zero bytes
 truncate -s 512 "${BK[headeronly]}"                                              # cut to its header
 dd if=/dev/zero of="${BK[zeroed]}" bs=1 seek=$((512 + 4136)) count=4136 conv=notrunc status=none  # block 1 zeroed
-truncate -s 552 "${BK[really-empty]}" && printf '\x01' | dd of="${BK[really-empty]}" bs=1 seek=530 conv=notrunc status=none
+truncate -s 552 "${BK[really-empty]}" && flip_bit "${BK[really-empty]}" 530
 fsck_out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); fsck_rc=$?
 mount_device
 unlock_device

@@ -18,8 +18,8 @@ out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); rc=$?
 expect_eq "a clean device: exit 0" "$rc" "0"
 case "$out" in *"clean"*) pass "a clean device is reported clean" ;; *) fail "a clean device is reported clean" "$out" ;; esac
 
-printf '\x01' | dd of="$A" bs=1 seek=$((512 + 4136 * 3 + 7)) conv=notrunc status=none   # block 3
-printf '\x01' | dd of="$BB" bs=1 seek=$((512 + 4136 * 0 + 60)) conv=notrunc status=none  # block 0
+flip_bit "$A" $((512 + 4136 * 3 + 7))   # block 3
+flip_bit "$BB" $((512 + 4136 * 0 + 60))  # block 0
 printf 'XXXX' | dd of="$C" bs=1 seek=0 conv=notrunc status=none                          # magic
 out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$WORK/salvage"); rc=$?
 expect_eq "damage: exit 1" "$rc" "1"

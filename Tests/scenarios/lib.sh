@@ -80,6 +80,15 @@ unlock_device() {
 
 # backing PATH: the backing node of PATH in the mount (names are sealed in the backing
 # tree; the mount reports the backing inode numbers). Needs the device mounted.
+# Inverts the lowest bit of the byte at offset $2 of file $1. Writing a fixed value
+# instead changes nothing one time in 256, where the ciphertext held that value.
+flip_bit() {
+    local byte
+    byte=$(od -A n -t u1 -j "$2" -N 1 "$1" | tr -d ' ')
+    [ -n "$byte" ] || { echo "flip_bit: $1 has no byte $2" >&2; return 1; }
+    printf "\\x$(printf %02x $((byte ^ 1)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
 backing() {
     find "$DEV/sandbox" -xdev -inum "$(stat -c %i "$1")" -print -quit
 }

@@ -54,7 +54,7 @@ cp "$D/none.txt" "$WORK/good.txt"
 make_victim() { cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; VB=$(backing "$D/victim.txt"); }
 
 make_victim
-printf '\xff' | dd of="$VB" bs=1 seek=$((512 + 4136 + 100)) conv=notrunc status=none
+flip_bit "$VB" $((512 + 4136 + 100))
 check_error "a flipped bit reads as EIO" "Input/output error" cat "$D/victim.txt"
 check "the blocks before the damage still read" sh -c "head -c 4096 '$D/victim.txt' | cmp - '$WORK/good.txt' -n 4096"
 
