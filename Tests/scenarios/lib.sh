@@ -78,8 +78,6 @@ unlock_device() {
     "$DPFS" unlock "$MNT" --passcode-file "$PASS"
 }
 
-# backing PATH: the backing node of PATH in the mount (names are sealed in the backing
-# tree; the mount reports the backing inode numbers). Needs the device mounted.
 # Inverts the lowest bit of the byte at offset $2 of file $1. Writing a fixed value
 # instead changes nothing one time in 256, where the ciphertext held that value.
 flip_bit() {
@@ -89,6 +87,8 @@ flip_bit() {
     printf "\\x$(printf %02x $((byte ^ 1)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
 
+# backing PATH: the backing node of PATH in the mount (names are sealed in the backing
+# tree; the mount reports the backing inode numbers). Needs the device mounted.
 backing() {
     find "$DEV/sandbox" -xdev -inum "$(stat -c %i "$1")" -print -quit
 }
