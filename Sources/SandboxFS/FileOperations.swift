@@ -220,10 +220,7 @@ extension SandboxFileSystem {
         vouched(inode, for: form.place)
         // Made here, bare: no capability, and no ACL unless the directory passes one on.
         inode.noteAbsent(.capability, seenAt: 0)
-        if parent.isKnownAbsent(.defaultACL) {
-            inode.noteAbsent(.accessACL, seenAt: 0)
-            inode.noteAbsent(.defaultACL, seenAt: 0)
-        }
+        noteMadeBare(inode, in: parent)
         st.st_size = 0
         // The new key goes straight into the entry: a completeUnlessOpen file created
         // while locked could not unwrap it again.

@@ -29,7 +29,9 @@ extension SandboxFileSystem {
     func replyMade(_ req: fuse_req_t?, _ parent: Inode, _ form: BackingName) {
         switch enter(parent, form.stored, place: form.place, made: true) {
         case .failure(let error): reply(req, error)
-        case .success(let (inode, st)): replyEntry(req, inode, st)
+        case .success(let (inode, st)):
+            noteMadeBare(inode, in: parent)
+            replyEntry(req, inode, st)
         }
     }
 

@@ -55,11 +55,25 @@ extension SandboxFileSystem {
         guard let context = fuse_req_ctx(req) else { return mode }
         let mask = context.pointee.umask & 0o777
         if mask == 0 || mode & ~mask == mode { return mode }
-        let parent = node(parentID)
-        if parent.isKnownAbsent(.defaultACL) { return mode & ~mask }
-        let changes = parent.attributeChanges()
-        let defaultACL = withNodePath(parent) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
-        if defaultACL < 0 && errno == ENODATA { parent.noteAbsent(.defaultACL, seenAt: changes) }
-        return defaultACL > 0 ? mode : mode & ~mask
+        return hasDefaultACL(node(parentID)) ? mode : mode & ~mask
+    }
+
+    /// Whether `directory` carries a default ACL; its absence is asked of the backing
+    /// node once and then remembered, so a tree being made asks once per directory.
+    func hasDefaultACL(_ directory: Inode) -> Bool {
+        if directory.isKnownAbsent(.defaultACL) { return false }
+        let changes = directory.attributeChanges()
+        let size = withNodePath(directory) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
+        if size < 0 && errno == ENODATA { directory.noteAbsent(.defaultACL, seenAt: changes) }
+        return size > 0
+    }
+
+    /// Records that `node`, just made in `parent` by this daemon, carries no ACL when
+    /// the parent passes none on: ls -l's question for each file of a tree just
+    /// extracted is then answered without a system call.
+    func noteMadeBare(_ node: Inode, in parent: Inode) {
+        guard !hasDefaultACL(parent), parent.isKnownAbsent(.defaultACL) else { return }
+        node.noteAbsent(.accessACL, seenAt: 0)
+        if node.isDirectory { node.noteAbsent(.defaultACL, seenAt: 0) }
     }
 }
