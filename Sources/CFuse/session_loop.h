@@ -208,6 +208,11 @@ static inline void *dpfs_loop_trimmer(void *argument) {
 static inline void dpfs_release_code_pages(void) {
     FILE *smaps = fopen("/proc/self/smaps", "re");
     if (smaps == NULL) return;
+    // stdio would read /proc's 1 KiB blocks one system call each (some 170 a pass);
+    // the buffer is a mapping so that it leaves nothing in the heap it just trimmed.
+    size_t buffered = (size_t)64 * 1024;
+    void *buffer = mmap(NULL, buffered, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buffer != MAP_FAILED) setvbuf(smaps, (char *)buffer, _IOFBF, buffered);
     char *line = NULL;
     size_t capacity = 0;
     unsigned long start = 0, end = 0;
@@ -230,6 +235,7 @@ static inline void dpfs_release_code_pages(void) {
     }
     free(line);
     fclose(smaps);
+    if (buffer != MAP_FAILED) munmap(buffer, buffered);
 }
 
 /// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
