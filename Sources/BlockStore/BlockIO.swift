@@ -115,15 +115,24 @@ public enum BlockIO {
         return done
     }
 
-    public static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int) -> Int32 {
+    public static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int,
+                                 partSize: Int = .max) -> Int32 {
         var done = 0
         while done < buffer.count {
-            let n = pwrite(fd, buffer.start + done, buffer.count - done, off_t(offset + done))
+            let n = pwrite(fd, buffer.start + done, min(buffer.count - done, partSize), off_t(offset + done))
             if n < 0 { if errno == EINTR { continue }; return -errno }
             done += n
         }
         return 0
     }
+
+    /// The most one pwrite of sealed blocks hands the backing file. ext4 (6.16 and
+    /// later) caches a file in folios as large as the writes that made them, and every
+    /// later small write into a folio walks all its buffers: a file written in 1 MiB
+    /// parts took random 4 KiB writes some 20 % slower than one written in 128 KiB
+    /// parts (25k against 30k IOPS here), the size the peers' writes have. Eight
+    /// system calls per 1 MiB request instead of one cost far less.
+    public static let backingWritePart = 128 * 1024
 
     // MARK: Read
 
@@ -409,7 +418,7 @@ public enum BlockIO {
                 let used = (batchEnd - 1 - first) * cipherSize
                     + BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: newSize) + overhead
                 let rc = pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
-                                   at: BlockLayout.backingOffset(ofBlock: first))
+                                   at: BlockLayout.backingOffset(ofBlock: first), partSize: backingWritePart)
                 if rc != 0 {
                     // No torn block left behind (a full disk): back to the size before.
                     if appendsOnly { _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: file.plainSize))) }
