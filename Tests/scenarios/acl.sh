@@ -172,9 +172,12 @@ setfacl -d -m u:1001:rwx "$S/extracted.acl"
 daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 strace -f -qq -p "$daemon" -e trace=getxattr,lgetxattr,fgetxattr -o "$WORK/daemon.strace" 2>/dev/null &
 tracer=$!
-for _ in $(seq 50); do grep -qs TracerPid:.*[1-9] "/proc/$daemon/status" && break; sleep 0.1; done
+attached=0
+for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
 ls -lR "$S/extracted" > /dev/null
+getfattr -n user.probe "$S/extracted" > /dev/null 2>&1   # one getxattr the trace must show
 kill -INT "$tracer"; wait "$tracer" 2>/dev/null
+expect_eq "strace followed the daemon" "$attached/$(grep -c user.probe "$WORK/daemon.strace")" "1/1"
 expect_eq "ls -lR of a tree just extracted: no ACL asked of the backing nodes" \
     "$(grep -c posix_acl "$WORK/daemon.strace")" "0"
 expect_eq "a file extracted under a default ACL has the inherited entry" \
