@@ -54,7 +54,8 @@ extension SandboxFileSystem {
     func creationMode(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ mode: mode_t) -> mode_t {
         guard let context = fuse_req_ctx(req) else { return mode }
         let mask = context.pointee.umask & 0o777
-        if mask == 0 || mode & ~mask == mode { return mode }
+        // Asked even where the umask would change nothing: what it learns lets the
+        // new node be known to carry no ACL (noteMadeBare).
         return hasDefaultACL(node(parentID)) ? mode : mode & ~mask
     }
 
@@ -69,10 +70,10 @@ extension SandboxFileSystem {
     }
 
     /// Records that `node`, just made in `parent` by this daemon, carries no ACL when
-    /// the parent passes none on: ls -l's question for each file of a tree just
-    /// extracted is then answered without a system call.
+    /// the parent is known to pass none on (creationMode asked it): ls -l's question
+    /// for each file of a tree just extracted is then answered without a system call.
     func noteMadeBare(_ node: Inode, in parent: Inode) {
-        guard !hasDefaultACL(parent), parent.isKnownAbsent(.defaultACL) else { return }
+        guard parent.isKnownAbsent(.defaultACL) else { return }
         node.noteAbsent(.accessACL, seenAt: 0)
         if node.isDirectory { node.noteAbsent(.defaultACL, seenAt: 0) }
     }
