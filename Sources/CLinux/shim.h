@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <malloc.h>
+#include <sys/syscall.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -78,6 +79,23 @@ static inline int dpfs_keep_heap_until_idle(void) {
 static inline int dpfs_open_tmpfile(int dirfd, const char *directory, mode_t mode) {
     return openat(dirfd, directory, __O_TMPFILE | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode);
 }
+
+/// One record of getdents64 (linux/dirent.h); the name follows, NUL-terminated.
+struct dpfs_dirent64 {
+    unsigned long long d_ino;
+    long long d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/// getdents64(2): the entries of the directory open as `fd` from its current offset,
+/// without glibc's DIR stream and its 32 KiB buffer per open.
+static inline long dpfs_getdents(int fd, void *buffer, size_t size) {
+    return syscall(SYS_getdents64, fd, buffer, size);
+}
+
+static inline const char *dpfs_dirent_name(const struct dpfs_dirent64 *entry) { return entry->d_name; }
 
 static inline int dpfs_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -1,74 +1,88 @@
-// Listing directories: opendir opens the backing directory from the node's O_PATH
-// descriptor; readdir and readdirplus fill the kernel's buffer from it, resuming at the
-// offset the kernel gives (the backing d_off). readdirplus hands the kernel an entry
-// for each name, which counts one lookup as a lookup does (not for "." and "..").
+// Listing directories without opening them: the session takes the kernel's
+// zero-message opendir (opendir answers ENOSYS once, then the kernel opens and releases
+// directories itself), two round trips fewer per directory listed. Each readdir opens
+// the backing directory from the node's O_PATH descriptor, moves to the offset the
+// kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads with
+// getdents64. readdirplus hands the kernel an entry for each name, which counts one
+// lookup as a lookup does (not for "." and "..").
 import BlockStore
 import CFuse
+import CLinux
 import DataProtection
 import Glibc
 
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
-        let inode = node(ino)
-        // A directory whose names cannot be read (record damaged, or reached by a name
-        // that is not its own) lists as EIO, not as empty.
-        guard directoryID(inode) != nil else { return reply(req, .io) }
-        let fd = inode.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { return reply(req, .current) }
-        guard let stream = fdopendir(fd) else { let error = Errno.current; close(fd); return reply(req, error) }
-        let handle = DirectoryHandle(stream: stream)
-        fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
-        if fuse_reply_open(req, fi) != 0 { Unmanaged<DirectoryHandle>.fromOpaque(Self.pointer(fi.pointee.fh)).release() }
+        // A kernel without zero-message opendir gets an open with no handle: readdir
+        // never needs one.
+        if opensDirectoriesItself.load(ordering: .relaxed) { return reply(req, Errno(ENOSYS)) }
+        fi.pointee.fh = 0
+        fuse_reply_open(req, fi)
     }
 
-    func readdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t,
-                 _ fi: UnsafeMutablePointer<fuse_file_info>?, plus: Bool) {
-        guard let fi, fi.pointee.fh != 0 else { return reply(req, .badDescriptor) }
+    func readdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, plus: Bool) {
         let directory = node(ino)
-        let handle = Unmanaged<DirectoryHandle>.fromOpaque(Self.pointer(fi.pointee.fh)).takeUnretainedValue()
-        let stream = handle.stream
-        let directoryFD = dirfd(stream)
-        guard let buffer = malloc(max(size, 1))?.assumingMemoryBound(to: CChar.self) else { return reply(req, Errno(ENOMEM)) }
-        defer { free(buffer) }
-        if offset == 0 { rewinddir(stream) } else { seekdir(stream, Int(offset)) }
+        // A directory whose names cannot be read (record damaged, or reached by a name
+        // that is not its own) lists as EIO, not as empty.
+        guard directoryID(directory) != nil else { return reply(req, .io) }
+        let directoryFD = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard directoryFD >= 0 else { return reply(req, .current) }
+        defer { close(directoryFD) }
+        if offset != 0 && Glibc.lseek(directoryFD, offset, SEEK_SET) < 0 { return reply(req, .current) }
+        // The reply, then the backing entries: one allocation, as every malloc'd block
+        // is filled twice (M_PERTURB).
+        let room = max(size, 1)
+        guard let memory = malloc(2 * room) else { return reply(req, Errno(ENOMEM)) }
+        defer { free(memory) }
+        let buffer = memory.assumingMemoryBound(to: CChar.self)
+        let backingEntries = memory + room
         var used = 0
-        while true {
-            errno = 0
-            guard let entry = Glibc.readdir(stream) else {
-                if errno != 0 && used == 0 { return reply(req, .current) }
-                break
-            }
-            let next = off_t(entry.pointee.d_off)
-            let added = withUnsafePointer(to: &entry.pointee.d_name) { namePointer -> Int? in
-                namePointer.withMemoryRebound(to: CChar.self, capacity: 256) { backing -> Int? in
-                    guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
-                    return plain.withUnsafeBufferPointer { namePointer -> Int? in
-                    let name = namePointer.baseAddress.unsafelyUnwrapped
-                    let room = size - used
-                    var st = stat()
-                    st.st_ino = entry.pointee.d_ino
-                    st.st_mode = mode_t(entry.pointee.d_type) << 12
-                    guard plus else {
-                        let needed = fuse_add_direntry(req, buffer + used, room, name, &st, next)
-                        return needed <= room ? needed : nil
-                    }
-                    // Whether it fits before counting a lookup the kernel would never see.
-                    guard fuse_add_direntry_plus(req, nil, 0, name, nil, 0) <= room else { return nil }
-                    var parameters = fuse_entry_param()
-                    parameters.attr = st
-                    if !Self.isDotOrDotDot(name) {
-                        guard case .success(let (inode, found)) = listedEntry(directoryFD, backing) else { return 0 }
-                        reached(inode, by: place)
-                        parameters = entryParameters(inode, found)
-                    }
-                    return fuse_add_direntry_plus(req, buffer + used, room, name, &parameters, next)
-                    }
+        listing: while true {
+            let count = dpfs_getdents(directoryFD, backingEntries, room)
+            if count < 0 && used == 0 { return reply(req, .current) }
+            guard count > 0 else { break }
+            var position = 0
+            while position < count {
+                let entry = (backingEntries + position).assumingMemoryBound(to: dpfs_dirent64.self)
+                position += Int(entry.pointee.d_reclen)
+                let backing = dpfs_dirent_name(entry).unsafelyUnwrapped
+                guard let added = addEntry(req, entry.pointee, backing, in: directory, directoryFD: directoryFD,
+                                           into: buffer + used, room: size - used, plus: plus) else {
+                    break listing  // full: the next call resumes at this entry
                 }
+                used += added
             }
-            guard let added else { break }  // full: the next call resumes at this entry
-            used += added
         }
         fuse_reply_buf(req, buffer, used)
+    }
+
+    /// Adds the entry for `backing` to a listing: its size, 0 if the name is not listed
+    /// (reserved, undecipherable, or gone), nil if it does not fit in `room`.
+    private func addEntry(_ req: fuse_req_t?, _ entry: dpfs_dirent64, _ backing: UnsafePointer<CChar>,
+                          in directory: Inode, directoryFD: Int32,
+                          into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool) -> Int? {
+        guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
+        let next = off_t(entry.d_off)
+        return plain.withUnsafeBufferPointer { namePointer -> Int? in
+            let name = namePointer.baseAddress.unsafelyUnwrapped
+            var st = stat()
+            st.st_ino = ino_t(entry.d_ino)
+            st.st_mode = mode_t(entry.d_type) << 12
+            guard plus else {
+                let needed = fuse_add_direntry(req, buffer, room, name, &st, next)
+                return needed <= room ? needed : nil
+            }
+            // Whether it fits before counting a lookup the kernel would never see.
+            guard fuse_add_direntry_plus(req, nil, 0, name, nil, 0) <= room else { return nil }
+            var parameters = fuse_entry_param()
+            parameters.attr = st
+            if !Self.isDotOrDotDot(name) {
+                guard case .success(let (inode, found)) = listedEntry(directoryFD, backing) else { return 0 }
+                reached(inode, by: place)
+                parameters = entryParameters(inode, found)
+            }
+            return fuse_add_direntry_plus(req, buffer, room, name, &parameters, next)
+        }
     }
 
     /// The entry for a name readdirplus lists, one lookup counted: found by its backing
@@ -97,18 +111,10 @@ extension SandboxFileSystem {
         name[0] == 0x2e && (name[1] == 0 || (name[1] == 0x2e && name[2] == 0))
     }
 
-    func releasedir(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        if let fi, fi.pointee.fh != 0 {
-            Unmanaged<DirectoryHandle>.fromOpaque(Self.pointer(fi.pointee.fh)).release()
-            fi.pointee.fh = 0
-        }
-        replyOK(req)
-    }
-
-    func fsyncdir(_ req: fuse_req_t?, _ dataOnly: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        guard let fi, fi.pointee.fh != 0 else { return reply(req, .badDescriptor) }
-        let handle = Unmanaged<DirectoryHandle>.fromOpaque(Self.pointer(fi.pointee.fh)).takeUnretainedValue()
-        let fd = dirfd(handle.stream)
+    func fsyncdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32) {
+        let fd = node(ino).withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { return reply(req, .current) }
+        defer { close(fd) }
         replyResult(req, dataOnly != 0 ? fdatasync(fd) : Glibc.fsync(fd))
     }
 

@@ -35,11 +35,3 @@ final class FileHandle: Sendable {
     let append: Bool
     init(inode: Inode, file: OpenFile, append: Bool) { self.inode = inode; self.file = file; self.append = append }
 }
-
-/// What a directory handle (fi->fh) points to: the listing stream of an opened directory.
-final class DirectoryHandle: @unchecked Sendable {
-    // @unchecked: the kernel serializes readdir calls on one handle.
-    let stream: OpaquePointer
-    init(stream: OpaquePointer) { self.stream = stream }
-    deinit { closedir(stream) }
-}
