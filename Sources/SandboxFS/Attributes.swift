@@ -79,6 +79,7 @@ extension SandboxFileSystem {
         if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
         if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
+        if Self.isACL(attribute) && acls.noneSet { return kernel.checksPermissions ? -ENODATA : -EOPNOTSUPP }
         let tracked = AbsentAttribute(attribute)
         if let tracked, node.isKnownAbsent(tracked) { return -ENODATA }
         let changes = node.attributeChanges()
@@ -104,6 +105,10 @@ extension SandboxFileSystem {
         if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
         if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
         if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
+        if Self.isACL(attribute) {
+            let recorded = acls.willSet(attribute, UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : size))
+            if recorded != 0 { return recorded }
+        }
         let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
         guard rc == 0 else { return -errno }
         if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: false) }

@@ -5,7 +5,9 @@
 // FUSE_CAP_POSIX_ACL (LowLevelOperations.configure), so the kernel reads a node's ACL
 // (system.posix_acl_access, _default), keeps it with the inode and enforces it. The
 // kernel drops that copy at every readdirplus or lookup that refreshes the inode, so
-// ls -l still costs one request per listed file (two per directory).
+// ls -l still costs one request per listed file (two per directory). On a device that
+// never held an ACL, a mount without those checks answers ACL reads as a filesystem
+// without ACLs does, and ls -l asks once per listing (ACLPresence.swift).
 // The ACLs live on the backing nodes, where ext4 keeps mode and ACL in sync: a chmod
 // sets the mask, a setfacl sets the group bits, and a node made in a directory with a
 // default ACL inherits it. The kernel drops its copy when it sets an ACL or a mode
@@ -27,7 +29,12 @@ import CLinux
 import Glibc
 
 extension SandboxFileSystem {
+    static let accessACLAttribute = "system.posix_acl_access"
     static let defaultACLAttribute = "system.posix_acl_default"
+
+    static func isACL(_ attribute: String) -> Bool {
+        attribute == accessACLAttribute || attribute == defaultACLAttribute
+    }
 
     /// Whether `attribute` is a security label dpfs does not keep.
     static func isUnkeptLabel(_ attribute: String) -> Bool {
@@ -62,7 +69,7 @@ extension SandboxFileSystem {
     /// Whether `directory` carries a default ACL; its absence is asked of the backing
     /// node once and then remembered, so a tree being made asks once per directory.
     func hasDefaultACL(_ directory: Inode) -> Bool {
-        if directory.isKnownAbsent(.defaultACL) { return false }
+        if acls.noneSet || directory.isKnownAbsent(.defaultACL) { return false }
         let changes = directory.attributeChanges()
         let size = withNodePath(directory) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
         if size < 0 && errno == ENODATA { directory.noteAbsent(.defaultACL, seenAt: changes) }

@@ -31,6 +31,7 @@ public final class SandboxFileSystem: Sendable {
     let privileges = PrivilegeEpoch()
     let reaper: NodeReaper
     let kernel = KernelNotifier()
+    let acls: ACLPresence
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())
@@ -62,6 +63,7 @@ public final class SandboxFileSystem: Sendable {
         }
         rootFD = fd
         self.device = device
+        acls = ACLPresence(device.directory)
         self.controlSocketPath = controlSocketPath
         self.logger = logger
         reaper = NodeReaper(sandbox: fd)

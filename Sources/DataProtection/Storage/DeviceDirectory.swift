@@ -14,6 +14,15 @@ public struct DeviceDirectory: Sendable {
     public var sandboxPath: String { root + "/sandbox" }
     public var itemStorePath: String { root + "/keychain.sqlite" }
     public var lockPath: String { root + "/mount.lock" }
+    /// Present while no POSIX ACL was ever set in the sandbox (dpfs(5)).
+    public var noACLsMarkerPath: String { root + "/no-acls" }
+
+    /// Marks a new device's sandbox as holding no POSIX ACL.
+    public func markNoACLs() throws {
+        let fd = open(noACLsMarkerPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SystemError("open", noACLsMarkerPath) }
+        close(fd)
+    }
 
     /// The directories `init` creates inside the sandbox, parents first.
     public static let sandboxLayout = [

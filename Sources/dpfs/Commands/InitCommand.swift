@@ -56,6 +56,7 @@ struct Init: ParsableCommand {
             defer { metadataKey.wipe() }
             try createSandbox(directory, defaultClass: defaultClass, metadataKey: metadataKey,
                               names: NameCipher(deviceSecret: device.secret))
+            try directory.markNoACLs()
             try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
                                      entitlementsPlist: entitlements.map(absolutePath))
             // The keybag last: its presence is what marks a device as initialised.
