@@ -1,10 +1,9 @@
-// Listing directories without opening them: the session takes the kernel's
-// zero-message opendir (opendir answers ENOSYS once, then the kernel opens and releases
-// directories itself), two round trips fewer per directory listed. Each readdir opens
-// the backing directory from the node's O_PATH descriptor, moves to the offset the
-// kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads with
-// getdents64. readdirplus hands the kernel an entry for each name, which counts one
-// lookup as a lookup does (not for "." and "..").
+// Listing directories without a handle: opendir gives none (fh 0), and each readdir
+// opens the backing directory from the node's O_PATH descriptor, moves to the offset
+// the kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads
+// with getdents64. Nothing is held between calls, so releasedir has nothing to free.
+// readdirplus hands the kernel an entry for each name, which counts one lookup as a
+// lookup does (not for "." and "..").
 import BlockStore
 import CFuse
 import CLinux
@@ -13,9 +12,6 @@ import Glibc
 
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
-        // A kernel without zero-message opendir gets an open with no handle: readdir
-        // never needs one.
-        if opensDirectoriesItself.load(ordering: .relaxed) { return reply(req, Errno(ENOSYS)) }
         fi.pointee.fh = 0
         fuse_reply_open(req, fi)
     }

@@ -132,13 +132,12 @@ extension SandboxFileSystem {
         // cat, rm -rf) then finds each entry in the kernel's cache instead of paying a
         // LOOKUP per name (377 of the 2,788 requests of reading the bench tree).
         conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
-        // Directories opened and released by the kernel alone (Directories.swift): an
-        // OPENDIR and a RELEASEDIR fewer per directory listed (ls -lR of the bench
-        // tree: 1,660 of its 13,089 requests).
-        if conn.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0 {
-            conn.pointee.want |= UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT)
-            opensDirectoriesItself.store(true, ordering: .relaxed)
-        }
+        // Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it spares an OPENDIR and a
+        // RELEASEDIR per directory listed (1,660 of the 3,354 requests of ls -lR on the
+        // bench tree): fusermount3's auto_unmount tells a dead daemon by an open of the
+        // mount root failing ENOTCONN, and a kernel that opens directories itself lets
+        // that open succeed on a dead connection; the killed daemon's mount would stay.
+        conn.pointee.want &= ~UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT)
         // The umask is applied here, not by the kernel: a node made under a default ACL
         // must get the mode ext4 gives it, which ignores the umask (PosixACL.swift).
         conn.pointee.want |= UInt32(FUSE_CAP_DONT_MASK) & conn.pointee.capable

@@ -35,8 +35,6 @@ public final class SandboxFileSystem: Sendable {
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())
-    /// Whether the kernel opens and releases directories without asking (Directories.swift).
-    let opensDirectoriesItself = Atomic<Bool>(false)
 
     /// How long the kernel may keep a name's entry and a node's attributes. Every
     /// change to names and attributes goes through this mount (the kernel updates its
