@@ -3,7 +3,8 @@
 // the kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads
 // with getdents64. Nothing is held between calls, so releasedir has nothing to free.
 // readdirplus hands the kernel an entry for each name, which counts one lookup as a
-// lookup does (not for "." and "..").
+// lookup does (not for "." and ".."), except for a node the kernel holds as last told
+// (KernelView.swift).
 import BlockStore
 import CFuse
 import CLinux
@@ -73,6 +74,13 @@ extension SandboxFileSystem {
             var parameters = fuse_entry_param()
             parameters.attr = st
             if !Self.isDotOrDotDot(name) {
+                // A node the kernel holds as last told goes without its entry (nodeid 0:
+                // the kernel keeps its own), and without a lookup to count.
+                if let known = inodes.existing(InodeKey(device: directory.key.device, inode: UInt64(entry.d_ino))),
+                   known.kernelView.isCurrent {
+                    parameters.ino = 0
+                    return fuse_add_direntry_plus(req, buffer, room, name, &parameters, next)
+                }
                 guard case .success(let (inode, found)) = listedEntry(directoryFD, backing) else { return 0 }
                 reached(inode, by: place)
                 parameters = entryParameters(inode, found)

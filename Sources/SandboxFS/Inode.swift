@@ -16,6 +16,11 @@ struct InodeKey: Hashable, Sendable {
     let device: UInt64
     let inode: UInt64
 
+    init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
     init(_ st: stat) {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
@@ -57,6 +62,8 @@ final class Inode: @unchecked Sendable {
     /// The POSIX ACLs and file capability this node is known not to have
     /// (AbsentAttributes.swift).
     let absentAttributes = Atomic<UInt64>(0)
+    /// What the kernel was last told of this node (readdirplus leaves out the current).
+    let kernelView = KernelView()
 
     private struct Descriptor {
         /// -1 while closed (only with a handle).

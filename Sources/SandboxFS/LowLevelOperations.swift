@@ -43,32 +43,46 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.mknod = { req, parent, name, mode, rdev in
         guard let name else { return invalid(req) }
         let filesystem = fs(req)
+        filesystem.changing(parent)
         filesystem.mknod(req, parent, name, filesystem.creationMode(req, parent, mode), rdev)
     }
     ops.mkdir = { req, parent, name, mode in
         guard let name else { return invalid(req) }
         let filesystem = fs(req)
+        filesystem.changing(parent)
         filesystem.mkdir(req, parent, name, filesystem.creationMode(req, parent, mode))
     }
     ops.unlink = { req, parent, name in
         guard let name else { return invalid(req) }
-        fs(req).unlink(req, parent, name)
+        let filesystem = fs(req)
+        filesystem.changing(parent)
+        filesystem.unlink(req, parent, name)
     }
     ops.rmdir = { req, parent, name in
         guard let name else { return invalid(req) }
-        fs(req).rmdir(req, parent, name)
+        let filesystem = fs(req)
+        filesystem.changing(parent)
+        filesystem.rmdir(req, parent, name)
     }
     ops.symlink = { req, target, parent, name in
         guard let target, let name else { return invalid(req) }
-        fs(req).symlink(req, target, parent, name)
+        let filesystem = fs(req)
+        filesystem.changing(parent)
+        filesystem.symlink(req, target, parent, name)
     }
     ops.rename = { req, parent, name, newParent, newName, flags in
         guard let name, let newName else { return invalid(req) }
-        fs(req).rename(req, parent, name, newParent, newName, flags)
+        let filesystem = fs(req)
+        filesystem.changing(parent)
+        filesystem.changing(newParent)
+        filesystem.rename(req, parent, name, newParent, newName, flags)
     }
     ops.link = { req, ino, newParent, newName in
         guard let newName else { return invalid(req) }
-        fs(req).link(req, ino, newParent, newName)
+        let filesystem = fs(req)
+        filesystem.changing(ino)
+        filesystem.changing(newParent)
+        filesystem.link(req, ino, newParent, newName)
     }
     ops.open = { req, ino, fi in
         guard let fi else { return invalid(req) }
@@ -77,12 +91,15 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.create = { req, parent, name, mode, fi in
         guard let name, let fi else { return invalid(req) }
         let filesystem = fs(req)
+        filesystem.changing(parent)
         filesystem.create(req, parent, name, filesystem.creationMode(req, parent, mode), fi)
     }
     ops.read = { req, _, size, offset, fi in fs(req).read(req, size, offset, fi) }
     ops.write_buf = { req, ino, bufv, offset, fi in
         guard let bufv else { return invalid(req) }
-        fs(req).writeBuffer(req, ino, bufv, offset, fi)
+        let filesystem = fs(req)
+        filesystem.changing(ino)
+        filesystem.writeBuffer(req, ino, bufv, offset, fi)
     }
     ops.release = { req, _, fi in fs(req).release(req, fi) }
     ops.fsync = { req, _, dataOnly, fi in fs(req).fsync(req, dataOnly, fi) }
@@ -96,7 +113,9 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.statfs = { req, _ in fs(req).statfs(req) }
     ops.setxattr = { req, ino, name, value, size, flags in
         guard let name else { return invalid(req) }
-        fs(req).setxattr(req, ino, name, value, size, flags)
+        let filesystem = fs(req)
+        filesystem.changing(ino)
+        filesystem.setxattr(req, ino, name, value, size, flags)
     }
     ops.getxattr = { req, ino, name, size in
         guard let name else { return invalid(req) }
@@ -105,10 +124,16 @@ func makeLowLevelOperations() -> fuse_lowlevel_ops {
     ops.listxattr = { req, ino, size in fs(req).listxattr(req, ino, size) }
     ops.removexattr = { req, ino, name in
         guard let name else { return invalid(req) }
-        fs(req).removexattr(req, ino, name)
+        let filesystem = fs(req)
+        filesystem.changing(ino)
+        filesystem.removexattr(req, ino, name)
     }
     ops.access = { req, ino, mask in fs(req).access(req, ino, mask) }
-    ops.fallocate = { req, _, mode, offset, length, fi in fs(req).fallocate(req, mode, offset, length, fi) }
+    ops.fallocate = { req, ino, mode, offset, length, fi in
+        let filesystem = fs(req)
+        filesystem.changing(ino)
+        filesystem.fallocate(req, mode, offset, length, fi)
+    }
     ops.lseek = { req, ino, offset, whence, fi in fs(req).lseek(req, ino, offset, whence, fi) }
     return ops
 }
@@ -161,6 +186,10 @@ extension SandboxFileSystem {
     @inline(__always)
     func replyResult(_ req: fuse_req_t?, _ rc: Int32) { fuse_reply_err(req, rc == 0 ? 0 : errno) }
 
+    /// Notes a request that changes `ino`'s attributes in the kernel (KernelView).
+    @inline(__always)
+    func changing(_ ino: fuse_ino_t) { node(ino).kernelView.changed() }
+
     /// Answers a lookup-like request with `inode` (whose lookup the caller counted).
     func replyEntry(_ req: fuse_req_t?, _ inode: Inode, _ st: stat) {
         var entry = entryParameters(inode, st)
@@ -168,6 +197,7 @@ extension SandboxFileSystem {
     }
 
     func entryParameters(_ inode: Inode, _ st: stat) -> fuse_entry_param {
+        inode.kernelView.toldEntry()
         var entry = fuse_entry_param()
         entry.ino = inode.nodeID
         entry.generation = inode.generation
@@ -180,7 +210,9 @@ extension SandboxFileSystem {
     func replyAttributes(_ req: fuse_req_t?, _ inode: Inode) {
         switch attributes(inode) {
         case .failure(let error): reply(req, error)
-        case .success(var st): fuse_reply_attr(req, &st, Self.attributeTimeout)
+        case .success(var st):
+            inode.kernelView.toldAttributes()
+            fuse_reply_attr(req, &st, Self.attributeTimeout)
         }
     }
 }

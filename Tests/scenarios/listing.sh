@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Listings of nodes the kernel already holds (KernelView.swift): readdirplus leaves out
+# the entry of a node the kernel was told of moments ago and that has not changed since,
+# so ls -lR right after an extraction costs the daemon no stat of its backing files.
+# Whatever a listing leaves out, ls -l must still show every change: sizes after
+# writes, link counts, modes, times, renames, removals.
+source "$(dirname "$0")/lib.sh"
+
+command -v strace >/dev/null || { fail "strace is missing (Scripts/setup installs it)"; finish; }
+setup_device
+unlock_device
+S="$MNT/Documents"
+
+# A tree made through the mount: every node was just told to the kernel.
+mkdir -p "$WORK/src/d1/d2"
+for i in $(seq 1 60); do printf 'file %s\n' "$i" > "$WORK/src/f$i"; printf 'deep %s\n' "$i" > "$WORK/src/d1/d2/g$i"; done
+tar cf "$WORK/src.tar" -C "$WORK" src
+tar xf "$WORK/src.tar" -C "$S"
+daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+strace -f -qq -p "$daemon" -e trace=newfstatat,openat,getxattr -o "$WORK/daemon.strace" 2>/dev/null &
+tracer=$!
+attached=0
+for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+listing=$(cd "$S/src" && ls -lR)
+getfattr -n user.probe "$S/src" > /dev/null 2>&1   # one getxattr the trace must show
+kill -INT "$tracer"; wait "$tracer" 2>/dev/null
+expect_eq "strace followed the daemon" "$attached/$(grep -c user.probe "$WORK/daemon.strace")" "1/1"
+# Per directory listed: one open of the backing directory; nothing per entry.
+stats=$(grep -c 'newfstatat(' "$WORK/daemon.strace")
+if [ "$stats" -lt 10 ]; then pass "ls -lR of a tree just extracted: no stat per listed node ($stats for 123 nodes)"
+else fail "ls -lR of a tree just extracted: no stat per listed node" "$stats newfstatat calls for 123 nodes"; fi
+expect_eq "the listing names every node" "$(printf '%s\n' "$listing" | grep -c -E ' (f|g)[0-9]+$')" "120"
+expect_eq "and reads as a plain copy's" "$(printf '%s\n' "$listing" | awk '/^-/ {print $5, $9}' | sort | md5sum)" \
+    "$(cd "$WORK/src" && ls -lR | awk '/^-/ {print $5, $9}' | sort | md5sum)"
+
+# Changes after a listing show in the next one.
+size_of() { (cd "$(dirname "$1")" && ls -l) | awk -v n="$(basename "$1")" '$9 == n {print $5}'; }
+links_of() { (cd "$(dirname "$1")" && ls -l) | awk -v n="$(basename "$1")" '$9 == n {print $2}'; }
+ls -lR "$S/src" > /dev/null
+printf 'more\n' >> "$S/src/f1"
+expect_eq "an append shows in ls -l" "$(size_of "$S/src/f1")" "12"
+head -c 70000 /dev/urandom > "$S/src/f2"
+expect_eq "a rewrite shows in ls -l" "$(size_of "$S/src/f2")" "70000"
+truncate -s 3 "$S/src/f3"
+expect_eq "a truncate shows in ls -l" "$(size_of "$S/src/f3")" "3"
+ln "$S/src/f4" "$S/src/d1/f4-link"
+expect_eq "a new link shows in the first name's count" "$(links_of "$S/src/f4")" "2"
+expect_eq "and in the new name's" "$(links_of "$S/src/d1/f4-link")" "2"
+rm "$S/src/d1/f4-link"
+expect_eq "a removed link shows" "$(links_of "$S/src/f4")" "1"
+chmod 600 "$S/src/f5"
+expect_eq "a mode change shows" "$( (cd "$S/src" && ls -l) | awk '$9 == "f5" {print $1}')" "-rw-------"
+touch -d '2001-02-03 04:05:06' "$S/src/f6"
+expect_eq "a time change shows" "$( (cd "$S/src" && ls -l --time-style=+%F) | awk '$7 == "f6" {print $6}')" "2001-02-03"
+mv "$S/src/f7" "$S/src/d1/f7-moved"
+expect_eq "a rename shows in both directories" \
+    "$( (cd "$S/src" && ls) | grep -cx f7)/$( (cd "$S/src/d1" && ls) | grep -cx f7-moved)" "0/1"
+mkdir "$S/src/d1/new"; echo x > "$S/src/d1/new/x"
+expect_eq "a directory made since shows its link count" "$(links_of "$S/src/d1")" "4"
+expect_eq "the whole tree still reads back" "$(cat "$S/src/f1")" "$(printf 'file 1\nmore')"
+"$DPFS" unmount "$MNT"
+finish
