@@ -148,6 +148,7 @@ final class KernelNotifier: @unchecked Sendable {
 
     /// Drops the kernel's cached pages of `inode` (writing dirty ones back first) and its attributes.
     func invalidatePages(_ inode: Inode) {
+        inode.kernelView.changed()  // the kernel drops the attributes with the pages
         guard let session else { return }
         _ = fuse_lowlevel_notify_inval_inode(session, inode.nodeID, 0, 0)
     }
@@ -155,6 +156,7 @@ final class KernelNotifier: @unchecked Sendable {
     /// Has the kernel fetch `inode`'s attributes before it uses them again (its pages
     /// stay). Safe inside any handler, also one serving that inode.
     func invalidateAttributes(_ inode: Inode) {
+        inode.kernelView.changed()
         guard let session else { return }
         _ = fuse_lowlevel_notify_inval_inode(session, inode.nodeID, -1, 0)
     }
