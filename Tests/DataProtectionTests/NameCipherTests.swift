@@ -55,4 +55,24 @@ final class NameCipherTests: XCTestCase {
         XCTAssertNil(Base64URL.decode("A"))
         XCTAssertNil(Base64URL.decode("a+b/"))
     }
+
+    /// Stored names are on disk: the same secret, directory and name must give the same
+    /// stored form in every version (these were made by the first implementation).
+    func testStoredFormIsStable() {
+        let secret = Array(0..<32 as Range<UInt8>).withUnsafeBytes { SecureBuffer(copying: $0) }
+        let fixed = NameCipher(deviceSecret: secret)
+        let directoryID = Array(100..<116 as Range<UInt8>)
+        for (name, stored) in Self.knownStoredForms {
+            let sealed = fixed.seal(Array(name.utf8), directoryID: directoryID)
+            XCTAssertEqual(sealed.stored, stored, name)
+            XCTAssertEqual(fixed.open(stored, directoryID: directoryID), Array(name.utf8), name)
+        }
+    }
+
+    static let knownStoredForms: [(String, String)] = [
+        ("a", "T6_sfIyx7_AOMbsZPGGsNOE"),
+        ("report – été.pdf", "ETvQ-vKkZNV7ncuVi_GsowvMCD4NUyxAqWvSscnhaJe2eF9U"),
+        ("source-file-12.c", "1-Kw5yeHkYBOmZlc5df0dIzVh8YpocRp13DLf1tVxqg"),
+        ("xy", "R2VAGgOkuSXb2sTLE7AEDV3U"),
+    ]
 }

@@ -15,13 +15,10 @@ public struct NamePlace: Hashable, Sendable {
     let high: UInt64
     let low: UInt64
 
-    init(iv: some Collection<UInt8>) {
-        var high: UInt64 = 0, low: UInt64 = 0
-        for (index, byte) in iv.prefix(16).enumerated() {
-            if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
-        }
-        self.high = high
-        self.low = low
+    /// `iv`: the 16 bytes of a synthetic IV.
+    init(iv: UnsafeRawBufferPointer) {
+        high = UInt64(bigEndian: iv.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        low = UInt64(bigEndian: iv.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
     }
 
     var bytes: [UInt8] {

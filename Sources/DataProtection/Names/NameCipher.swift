@@ -35,13 +35,26 @@ public struct NameCipher: Sendable {
     /// when that passes 255 bytes, a long-name stand-in (`isLong` then true; the caller
     /// keeps `encoded` in the side file); and the name's place (NameBinding).
     public func seal(_ name: [UInt8], directoryID: [UInt8]) -> (stored: String, encoded: String, isLong: Bool, place: NamePlace) {
-        let iv = syntheticIV(name, directoryID: directoryID)
-        var ciphertext = name
-        xor(&ciphertext, iv: iv)
-        let encoded = Base64URL.encode(iv + ciphertext)
-        let place = NamePlace(iv: iv)
-        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false, place) }
-        return (LongName.standIn(for: encoded), encoded, true, place)
+        // Every lookup and create seals a name: one allocation (the string), the rest
+        // on the stack.
+        let sealed = withUnsafeTemporaryAllocation(byteCount: Self.ivSize + name.count, alignment: 16) { bytes -> SealedName in
+            let iv = UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: Self.ivSize)
+            let body = UnsafeMutableRawBufferPointer(start: bytes.baseAddress.map { $0 + Self.ivSize }, count: name.count)
+            name.withUnsafeBytes { plain in
+                syntheticIV(plain, directoryID: directoryID, into: iv)
+                body.baseAddress?.copyMemory(from: plain.start, byteCount: plain.count)
+            }
+            xor(body, iv: UnsafeRawBufferPointer(iv))
+            return SealedName(encoded: Base64URL.encode(UnsafeRawBufferPointer(bytes)), place: NamePlace(iv: UnsafeRawBufferPointer(iv)))
+        }
+        let encoded = sealed.encoded
+        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false, sealed.place) }
+        return (LongName.standIn(for: encoded), encoded, true, sealed.place)
+    }
+
+    private struct SealedName {
+        let encoded: String
+        let place: NamePlace
     }
 
     /// The plaintext of an encoded name (the stored form, or a long name's side file
@@ -52,32 +65,51 @@ public struct NameCipher: Sendable {
 
     /// The plaintext and place (NameBinding) of an encoded name; nil as for `open`.
     public func openPlaced(_ encoded: String, directoryID: [UInt8]) -> (name: [UInt8], place: NamePlace)? {
-        guard let bytes = Base64URL.decode(encoded), bytes.count > Self.ivSize else { return nil }
-        let iv = Array(bytes[0..<Self.ivSize])
-        var plain = Array(bytes[Self.ivSize...])
-        xor(&plain, iv: iv)
-        guard MetadataKey.matches(syntheticIV(plain, directoryID: directoryID), iv) else { return nil }
-        return (plain, NamePlace(iv: iv))
-    }
-
-    private func syntheticIV(_ name: [UInt8], directoryID: [UInt8]) -> [UInt8] {
-        var iv = [UInt8](repeating: 0, count: Self.ivSize)
-        let message = [UInt8(directoryID.count)] + directoryID + name
-        message.withUnsafeBytes { body in iv.withUnsafeMutableBytes { Sodium.hash(body, key: sivKey.bytes, into: $0) } }
-        return iv
-    }
-
-    private func xor(_ bytes: inout [UInt8], iv: [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        let nonce = iv + [UInt8](repeating: 0, count: 24 - Self.ivSize)
-        let count = bytes.count
-        bytes.withUnsafeMutableBytes { buffer in
-            nonce.withUnsafeBytes { n in
-                _ = crypto_stream_xchacha20_xor(buffer.start,
-                                                buffer.start, UInt64(count),
-                                                n.start,
-                                                streamKey.bytes.start)
+        var encoded = encoded
+        var place: NamePlace?
+        let name = encoded.withUTF8 { text -> [UInt8]? in
+            withUnsafeTemporaryAllocation(byteCount: Self.ivSize + Base64URL.decodedCount(text.count), alignment: 16) { scratch -> [UInt8]? in
+                guard let start = scratch.baseAddress else { return nil }
+                // The recomputed IV, then the decoded IV and ciphertext.
+                let expected = UnsafeMutableRawBufferPointer(start: start, count: Self.ivSize)
+                let decoded = UnsafeMutableRawBufferPointer(start: start + Self.ivSize, count: scratch.count - Self.ivSize)
+                guard let count = Base64URL.decode(text, into: decoded), count > Self.ivSize else { return nil }
+                let iv = UnsafeRawBufferPointer(start: decoded.baseAddress, count: Self.ivSize)
+                let body = UnsafeMutableRawBufferPointer(start: start + 2 * Self.ivSize, count: count - Self.ivSize)
+                xor(body, iv: iv)
+                syntheticIV(UnsafeRawBufferPointer(body), directoryID: directoryID, into: expected)
+                guard sodium_memcmp(expected.start, iv.start, Self.ivSize) == 0 else { return nil }
+                place = NamePlace(iv: iv)
+                return [UInt8](UnsafeRawBufferPointer(body))
             }
+        }
+        guard let name, let place else { return nil }
+        return (name, place)
+    }
+
+    /// BLAKE2b-128 keyed with the SIV key over (length of the ID ‖ directory ID ‖ name).
+    private func syntheticIV(_ name: UnsafeRawBufferPointer, directoryID: [UInt8], into iv: UnsafeMutableRawBufferPointer) {
+        // The keyed state is on the stack, as in libsodium's one-shot hash, and zeroed.
+        withUnsafeTemporaryAllocation(byteCount: crypto_generichash_statebytes(), alignment: 64) { stateBytes in
+            let state = OpaquePointer(stateBytes.start)
+            let key = sivKey.bytes
+            _ = crypto_generichash_init(state, key.start, key.count, iv.count)
+            var idLength = UInt8(truncatingIfNeeded: directoryID.count)
+            _ = crypto_generichash_update(state, &idLength, 1)
+            _ = directoryID.withUnsafeBytes { crypto_generichash_update(state, $0.start, UInt64($0.count)) }
+            _ = crypto_generichash_update(state, name.start, UInt64(name.count))
+            _ = crypto_generichash_final(state, iv.start, iv.count)
+            sodium_memzero(stateBytes.baseAddress, stateBytes.count)
+        }
+    }
+
+    /// XChaCha20 under the stream key, nonce IV ‖ 0^8, in place.
+    private func xor(_ bytes: UnsafeMutableRawBufferPointer, iv: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        var nonce: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &nonce) { n in
+            n.copyMemory(from: iv)
+            _ = crypto_stream_xchacha20_xor(bytes.start, bytes.start, UInt64(bytes.count), n.start, streamKey.bytes.start)
         }
     }
 
@@ -126,52 +158,92 @@ public enum LongName {
 
 /// base64url without padding (RFC 4648 §5): the alphabet a file name may hold.
 public enum Base64URL {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-    static let values: [Int8] = {
-        var table = [Int8](repeating: -1, count: 256)
-        for (index, char) in alphabet.enumerated() { table[Int(char)] = Int8(index) }
-        return table
-    }()
-
     public static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-            index += 3
+        bytes.withUnsafeBytes { encode($0) }
+    }
+
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { out in
+            var index = 0, written = 0
+            while index + 3 <= bytes.count {
+                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                out[written] = character(n >> 18)
+                out[written + 1] = character(n >> 12 & 63)
+                out[written + 2] = character(n >> 6 & 63)
+                out[written + 3] = character(n & 63)
+                index += 3
+                written += 4
+            }
+            let rest = bytes.count - index
+            if rest > 0 {
+                let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                out[written] = character(n >> 18)
+                out[written + 1] = character(n >> 12 & 63)
+                if rest == 2 { out[written + 2] = character(n >> 6 & 63) }
+                written += rest + 1
+            }
+            return written
         }
-        let rest = bytes.count - index
-        if rest == 1 {
-            let n = UInt32(bytes[index]) << 16
-            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)]]
-        } else if rest == 2 {
-            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-            out += [alphabet[Int(n >> 18)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { chars in
+            var valid = true
+            let bytes = [UInt8](unsafeUninitializedCapacity: decodedCount(chars.count)) { out, count in
+                let written = decode(chars, into: UnsafeMutableRawBufferPointer(out))
+                valid = written != nil
+                count = written ?? 0
+            }
+            return valid ? bytes : nil
+        }
+    }
+
+    /// At most how many bytes `count` characters decode to.
+    static func decodedCount(_ count: Int) -> Int { count * 3 / 4 }
+
+    /// Decodes `chars` into `out` (at least `decodedCount` bytes): the count written,
+    /// nil when `chars` is not canonical base64url.
+    static func decode(_ chars: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Int? {
         guard chars.count % 4 != 1 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
+        var written = 0
         for char in chars {
-            let value = values[Int(char)]
-            guard value >= 0 else { return nil }
+            guard let value = value(of: char) else { return nil }
             accumulator = accumulator << 6 | UInt32(value)
             bits += 6
             if bits >= 8 {
                 bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                out[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                written += 1
             }
         }
         // Canonical form only: leftover bits must be zero, so each name has one encoding.
         guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        return out
+        return written
+    }
+
+    // The alphabet A–Z a–z 0–9 - _, computed rather than looked up in a global table
+    // (whose every access checks its lazy initialisation).
+    private static func character(_ value: UInt32) -> UInt8 {
+        switch value {
+        case 0..<26: UInt8(ascii: "A") + UInt8(value)
+        case 26..<52: UInt8(ascii: "a") + UInt8(value - 26)
+        case 52..<62: UInt8(ascii: "0") + UInt8(value - 52)
+        case 62: UInt8(ascii: "-")
+        default: UInt8(ascii: "_")
+        }
+    }
+
+    private static func value(of character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): character - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): character - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
     }
 }
