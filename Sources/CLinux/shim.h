@@ -116,6 +116,13 @@ static inline int dpfs_name_to_handle(int fd, struct dpfs_file_handle *handle) {
     return name_to_handle_at(fd, "", handle, &mount_id, 0x1000 /* AT_EMPTY_PATH */);
 }
 
+/// The file handle of `name` in the directory `dirfd`, a final symlink not followed.
+static inline int dpfs_name_to_handle_at(int dirfd, const char *name, struct dpfs_file_handle *handle) {
+    int mount_id;
+    handle->handle_bytes = DPFS_HANDLE_MAX;
+    return name_to_handle_at(dirfd, name, handle, &mount_id, 0);
+}
+
 /// Opens the node `handle` names, on the filesystem of `mount_fd` (needs
 /// CAP_DAC_READ_SEARCH); ESTALE when that inode is gone.
 static inline int dpfs_open_by_handle(int mount_fd, struct dpfs_file_handle *handle, int flags) {

@@ -90,13 +90,19 @@ extension SandboxFileSystem {
     }
 
     /// The entry for a name readdirplus lists, one lookup counted: found by its backing
-    /// inode when the kernel knows it already (no descriptor opened), else entered.
+    /// inode when the kernel knows it already, else entered (no descriptor opened
+    /// either way where a file handle names the node).
     func listedEntry(_ directoryFD: Int32, _ backing: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
         var st = stat()
         guard fstatat(directoryFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
         if let known = inodes.retainExisting(InodeKey(st)) {
-            if known.isRegular, let file = known.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
+            Self.presentSize(of: known, &st)
             return .success((known, st))
+        }
+        if let handle = inodes.handle(of: backing, in: directoryFD, matching: st) {
+            let inode = inodes.remember(handle: handle, st)
+            Self.presentSize(of: inode, &st)
+            return .success((inode, st))
         }
         let fd = openat(directoryFD, backing, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return .failure(.current) }

@@ -207,16 +207,13 @@ extension SandboxFileSystem {
         case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
-        var st = stat()
-        let pathFD = pathDescriptor(of: made.fd, named: backing, in: parent, stat: &st)
-        guard pathFD >= 0, let slot = made.header.current else {
+        guard let (inode, created) = enterCreated(made.fd, named: backing, in: parent), let slot = made.header.current else {
             let error = Errno.current
-            if pathFD >= 0 { close(pathFD) }
             close(made.fd)
             made.key.wipe()
             return reply(req, error)
         }
-        let inode = inodes.remember(fd: pathFD, st)
+        var st = created
         vouched(inode, for: form.place)
         // Made here, bare: no capability, and no ACL unless the directory passes one on.
         inode.noteAbsent(.capability, seenAt: 0)
@@ -234,6 +231,18 @@ extension SandboxFileSystem {
             file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
         }
         install(req, inode, file, fi, created: st)
+    }
+
+    /// The entry of the new file `fd` (named `name` in `parent`), one lookup counted,
+    /// and its attributes; nil and errno when they cannot be read.
+    func enterCreated(_ fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> (Inode, stat)? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        // Where handles reopen nodes, the entry needs no descriptor of its own now.
+        if let handle = inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st), st) }
+        let pathFD = pathDescriptor(of: fd, named: name, in: parent, stat: &st)
+        guard pathFD >= 0 else { return nil }
+        return (inodes.remember(fd: pathFD, st), st)
     }
 
     /// An O_PATH descriptor of the new file `fd`, opened by its name so the kernel's

@@ -42,13 +42,45 @@ final class InodeTable: Sendable {
     /// The entry for the node `fd` (an O_PATH descriptor, consumed) whose attributes
     /// are `st`, made if new; counts one lookup.
     func remember(fd: Int32, _ st: stat) -> Inode {
-        let key = InodeKey(st)
+        remember(st, handle: handle(of: fd, st), fd: fd)
+    }
+
+    /// The handle of the node `fd` (any descriptor) whose attributes are `st`, when
+    /// entries here can be made from handles.
+    func handle(of fd: Int32, _ st: stat) -> KernelFileHandle? {
         // Only nodes on the root's filesystem: open_by_handle_at reads a handle on it.
-        let handle = descriptors != nil && key.device == root.key.device ? KernelFileHandle(of: fd) : nil
+        guard descriptors != nil, UInt64(st.st_dev) == root.key.device else { return nil }
+        return KernelFileHandle(of: fd)
+    }
+
+    /// The entry for the node `handle` names, whose attributes are `st`, made if new
+    /// without a descriptor (opened from the handle when first used); one lookup.
+    func remember(handle: KernelFileHandle, _ st: stat) -> Inode {
+        remember(st, handle: handle, fd: -1)
+    }
+
+    /// The handle of `name` in `directoryFD`, whose attributes `st` were just read by
+    /// that name, when entries here can be made from handles and this one holds the
+    /// same inode number (the name was not replaced in between); nil: open the node.
+    /// A replacement that reused the very number in between goes unseen: the entry's
+    /// descriptor, opened from the handle, is still the handle's node, whose name tags
+    /// are checked before its contents are used.
+    func handle(of name: UnsafePointer<CChar>, in directoryFD: Int32, matching st: stat) -> KernelFileHandle? {
+        guard descriptors != nil, UInt64(st.st_dev) == root.key.device,
+              let handle = KernelFileHandle(at: directoryFD, name),
+              handle.inodeNumber == UInt64(st.st_ino) else { return nil }
+        return handle
+    }
+
+    /// `fd`: the node's O_PATH descriptor (consumed), or -1 with a `handle`.
+    private func remember(_ st: stat, handle: KernelFileHandle?, fd: Int32) -> Inode {
+        let key = InodeKey(st)
         let (inode, spare, admit) = entries.withLock { table -> (Inode, Int32, Bool) in
             if let existing = table.byKey[key] {
-                // No handle now (a failed name_to_handle_at): trust the number, as without handles.
-                if existing.handle == handle || handle == nil {
+                // No handle now (a failed name_to_handle_at): trust the number, as
+                // without handles; nor has an entry without one, whose descriptor
+                // stays open and so keeps its inode, and its number, alive.
+                if existing.handle == handle || handle == nil || existing.handle == nil {
                     existing.lookups += 1
                     return (existing, fd, false)
                 }
@@ -61,7 +93,7 @@ final class InodeTable: Sendable {
             made.lookups = 1
             table.byKey[key] = made
             count.add(1, ordering: .relaxed)
-            return (made, -1, made.handle != nil)
+            return (made, -1, made.handle != nil && fd >= 0)
         }
         if spare >= 0 { close(spare) }
         if admit, let descriptors { descriptors.admit(inode) }

@@ -14,10 +14,33 @@ struct KernelFileHandle: Equatable, Sendable {
     init?(of fd: Int32) {
         var raw = dpfs_file_handle()
         guard dpfs_name_to_handle(fd, &raw) == 0 else { return nil }
+        self.init(raw)
+    }
+
+    /// The handle of `name` in the directory `directoryFD` (a final symlink not
+    /// followed); nil and errno when there is none.
+    init?(at directoryFD: Int32, _ name: UnsafePointer<CChar>) {
+        var raw = dpfs_file_handle()
+        guard dpfs_name_to_handle_at(directoryFD, name, &raw) == 0 else { return nil }
+        self.init(raw)
+    }
+
+    private init(_ raw: dpfs_file_handle) {
+        var raw = raw
         type = raw.handle_type
         let count = Int(min(raw.handle_bytes, UInt32(DPFS_HANDLE_MAX)))
         bytes = withUnsafeBytes(of: &raw.f_handle) { Array($0.prefix(count)) }
     }
+
+    /// The inode number inside the handle, where its type defines one: FILEID_INO32_GEN
+    /// (ext4's and XFS's handles), a 32-bit number then the generation. nil for others.
+    var inodeNumber: UInt64? {
+        guard type == Self.ino32Generation, bytes.count == 8 else { return nil }
+        return bytes.withUnsafeBytes { UInt64($0.loadUnaligned(as: UInt32.self)) }
+    }
+
+    /// FILEID_INO32_GEN (include/linux/exportfs.h).
+    private static let ino32Generation: Int32 = 1
 
     /// A descriptor of the node (O_PATH unless `flags` say otherwise), opened on the
     /// filesystem of `mountFD`; -1 and errno (ESTALE when the inode is gone, EPERM

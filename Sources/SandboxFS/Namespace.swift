@@ -11,17 +11,32 @@ extension SandboxFileSystem {
     /// The entry for `name` in `parent` (a backing name), one lookup counted, reached by
     /// the name at `place`; `made`: by a name this daemon just made and tagged.
     func enter(_ parent: Inode, _ name: UnsafePointer<CChar>, place: NamePlace?, made: Bool = false) -> Result<(Inode, stat), Errno> {
-        let fd = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
-        guard fd >= 0 else { return .failure(.current) }
         var st = stat()
-        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
-            let error = Errno.current
-            close(fd)
-            return .failure(error)
+        let found = parent.withDescriptor { parentFD -> Result<Inode, Errno> in
+            // Where a file handle names the node, its entry needs no descriptor now: a
+            // stat (lookup's commonest caller) then opens nothing.
+            if inodes.descriptors != nil {
+                guard fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
+                if let handle = inodes.handle(of: name, in: parentFD, matching: st) {
+                    return .success(inodes.remember(handle: handle, st))
+                }
+            }
+            let fd = openat(parentFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return .failure(.current) }
+            guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
+                let error = Errno.current
+                close(fd)
+                return .failure(error)
+            }
+            return .success(inodes.remember(fd: fd, st))
         }
-        let inode = inodes.remember(fd: fd, st)
+        let inode: Inode
+        switch found {
+        case .failure(let error): return .failure(error)
+        case .success(let entered): inode = entered
+        }
         if made { vouched(inode, for: place) } else { reached(inode, by: place) }
-        if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { Self.presentSize(&st) }
+        Self.presentSize(of: inode, &st)
         return .success((inode, st))
     }
 

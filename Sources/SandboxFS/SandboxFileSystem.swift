@@ -114,6 +114,12 @@ public final class SandboxFileSystem: Sendable {
         }
     }
 
+    /// Sets `st`'s size as the mount shows it for `inode`: an open file's own size (it
+    /// may not have reached the backing file), else from the backing size.
+    static func presentSize(of inode: Inode, _ st: inout stat) {
+        if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { presentSize(&st) }
+    }
+
     /// Unlinks the removed files the reapers have not reached yet (at unmount).
     func finishRemovals() { reaper.drain() }
 
