@@ -99,22 +99,10 @@ extension SandboxFileSystem {
             Self.presentSize(of: known, &st)
             return .success((known, st))
         }
-        if let handle = inodes.handle(of: backing, in: directoryFD, matching: st) {
-            let inode = inodes.remember(handle: handle, st)
+        return entry(named: backing, in: directoryFD, &st, statted: true).map { inode in
             Self.presentSize(of: inode, &st)
-            return .success((inode, st))
+            return (inode, st)
         }
-        let fd = openat(directoryFD, backing, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(.current) }
-        // The name may have moved meanwhile: the descriptor's own attributes count.
-        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
-            let error = Errno.current
-            close(fd)
-            return .failure(error)
-        }
-        let inode = inodes.remember(fd: fd, st)
-        Self.presentSize(&st)
-        return .success((inode, st))
     }
 
     static func isDotOrDotDot(_ name: UnsafePointer<CChar>) -> Bool {

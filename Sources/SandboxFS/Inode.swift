@@ -195,6 +195,12 @@ final class Inode: @unchecked Sendable {
         if closing >= 0 { close(closing) }
     }
 
+    /// Opens the descriptor now if it is closed (the backing inode must be alive), so
+    /// that it keeps the inode until evicted or forgotten.
+    func holdOpen() {
+        _ = withDescriptor { _ in Int32(0) }
+    }
+
     /// Closes the descriptor for the cache if nothing needs it: true when the entry
     /// leaves the cache (closed, or forgotten), false when it stays for now (in use,
     /// open files, or used since the hand last passed, whose mark this clears).

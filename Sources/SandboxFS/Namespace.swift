@@ -12,24 +12,7 @@ extension SandboxFileSystem {
     /// the name at `place`; `made`: by a name this daemon just made and tagged.
     func enter(_ parent: Inode, _ name: UnsafePointer<CChar>, place: NamePlace?, made: Bool = false) -> Result<(Inode, stat), Errno> {
         var st = stat()
-        let found = parent.withDescriptor { parentFD -> Result<Inode, Errno> in
-            // Where a file handle names the node, its entry needs no descriptor now: a
-            // stat (lookup's commonest caller) then opens nothing.
-            if inodes.descriptors != nil {
-                guard fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
-                if let handle = inodes.handle(of: name, in: parentFD, matching: st) {
-                    return .success(inodes.remember(handle: handle, st))
-                }
-            }
-            let fd = openat(parentFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { return .failure(.current) }
-            guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
-                let error = Errno.current
-                close(fd)
-                return .failure(error)
-            }
-            return .success(inodes.remember(fd: fd, st))
-        }
+        let found = parent.withDescriptor { entry(named: name, in: $0, &st) }
         let inode: Inode
         switch found {
         case .failure(let error): return .failure(error)
@@ -38,6 +21,29 @@ extension SandboxFileSystem {
         if made { vouched(inode, for: place) } else { reached(inode, by: place) }
         Self.presentSize(of: inode, &st)
         return .success((inode, st))
+    }
+
+    /// The entry for `name` in the directory `directoryFD`, one lookup counted, its
+    /// attributes in `st` (which already holds the name's when `statted`): made from
+    /// its file handle where one names the node, so that a lookup opens nothing (a stat,
+    /// lookup's commonest caller, needs no descriptor), else from an O_PATH descriptor.
+    func entry(named name: UnsafePointer<CChar>, in directoryFD: Int32, _ st: inout stat,
+               statted: Bool = false) -> Result<Inode, Errno> {
+        if inodes.descriptors != nil {
+            if !statted && fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) != 0 { return .failure(.current) }
+            if let handle = inodes.handle(of: name, in: directoryFD, matching: st) {
+                return .success(inodes.remember(handle: handle, st))
+            }
+        }
+        let fd = openat(directoryFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.current) }
+        // The name may have moved meanwhile: the descriptor's own attributes count.
+        guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else {
+            let error = Errno.current
+            close(fd)
+            return .failure(error)
+        }
+        return .success(inodes.remember(fd: fd, st))
     }
 
     /// Answers a request that made `form` in `parent` with its new entry.
@@ -272,6 +278,11 @@ extension SandboxFileSystem {
             return -1
         }
         if sameName { return 0 }
+        // A node the rename replaced may still be opened by the kernel (an open that
+        // raced the rename looked it up before): its entry holds it open, as the
+        // kernel's own inode would on a local filesystem, until the kernel forgets it;
+        // reopened from its handle once gone, it would meet ESTALE.
+        if !exchange, let target, let known = inodes.existing(InodeKey(target.status)) { known.holdOpen() }
         if !exchange { removeSideFile(fromFD, from) }
         if let source {
             if let known = inodes.existing(InodeKey(source.status)) { vouched(known, for: to.place) }
