@@ -286,6 +286,9 @@ final class Inode: @unchecked Sendable {
     /// kernel forgets the inode. Later opens fail with ENOENT, as if they had come after
     /// the unlink.
     func discardIfUnlinked() {
+        // An entry whose descriptor is closed (made from a handle, or evicted) holds no
+        // blocks: reopening it would only meet ESTALE.
+        guard holdsDescriptor else { return }
         _ = withDescriptor { fd -> Int32 in
             open.withLock { state -> Int32 in
                 guard state.handles == 0, state.opening == 0, !state.discarded else { return 0 }

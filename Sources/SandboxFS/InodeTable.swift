@@ -18,6 +18,8 @@ final class InodeTable: Sendable {
     let descriptors: DescriptorCache?
     private let entries: Mutex<Entries>
     private let generations = Atomic<UInt64>(1)
+    /// Whether the backing filesystem's handles show their inode number (`handle(of:in:)`).
+    private let handlesShowInodes = Atomic<Bool>(true)
     /// The number of entries, for `dpfs status` (read without the mutex).
     let count = Atomic<Int>(1)
 
@@ -66,10 +68,14 @@ final class InodeTable: Sendable {
     /// descriptor, opened from the handle, is still the handle's node, whose name tags
     /// are checked before its contents are used.
     func handle(of name: UnsafePointer<CChar>, in directoryFD: Int32, matching st: stat) -> KernelFileHandle? {
-        guard descriptors != nil, UInt64(st.st_dev) == root.key.device,
-              let handle = KernelFileHandle(at: directoryFD, name),
-              handle.inodeNumber == UInt64(st.st_ino) else { return nil }
-        return handle
+        guard descriptors != nil, handlesShowInodes.load(ordering: .relaxed), UInt64(st.st_dev) == root.key.device,
+              let handle = KernelFileHandle(at: directoryFD, name) else { return nil }
+        guard let number = handle.inodeNumber else {
+            // This filesystem's handles do not show (e.g. btrfs, tmpfs): stop asking.
+            handlesShowInodes.store(false, ordering: .relaxed)
+            return nil
+        }
+        return number == UInt64(st.st_ino) ? handle : nil
     }
 
     /// `fd`: the node's O_PATH descriptor (consumed), or -1 with a `handle`.
