@@ -80,11 +80,18 @@ public enum BlockIO {
         }
     }
 
-    /// Seals one block with the file's key alone and a nonce from the system generator.
+    /// Seals one block with the file's key alone and `nonce` (fresh random bytes, at
+    /// least the cipher's nonce size), or, nil, a nonce from the system generator.
     public static func sealBlock(cipher: BlockCipher, fileID: [UInt8], key: SecureBuffer, block: Int, last: Bool,
-                          plain: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+                          plain: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer? = nil,
+                          into output: UnsafeMutableRawBufferPointer) {
         let sealer = BlockSealer(cipher: cipher, key: key.pointer)
-        Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize]))
+        let nonceField = UnsafeMutableRawBufferPointer(rebasing: output[0..<sealer.cipher.nonceSize])
+        if let nonce {
+            nonceField.copyMemory(from: UnsafeRawBufferPointer(rebasing: nonce[0..<nonceField.count]))
+        } else {
+            Sodium.fillRandom(nonceField)
+        }
         sealer.withSession { seal($0, AdditionalData(fileID), block: block, last: last, plain: plain, into: output) }
     }
 

@@ -56,6 +56,13 @@ public final class BufferPool: Sendable {
         return try body(slot)
     }
 
+    /// Fills `output` with fresh random bytes for public values (file IDs, nonces) from
+    /// a slot's nonce stream: no system call, unlike the system generator.
+    public func fillPublicRandom(_ output: UnsafeMutableRawBufferPointer) {
+        guard let base = output.baseAddress else { return }
+        withSlot { $0.nonces.fill(base, count: output.count) }
+    }
+
     public func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try withSlot { try body($0.buffer) }
     }

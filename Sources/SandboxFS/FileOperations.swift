@@ -13,16 +13,37 @@ import Glibc
 extension SandboxFileSystem {
     // MARK: Headers and keys
 
+    /// A new file's public random values: its ID and the nonces of its key wrap and
+    /// empty last block, drawn at once from the pool's nonce streams, so that a create
+    /// asks the system generator only for the key.
+    struct NewFileRandomness {
+        let fileID: [UInt8]
+        let wrapNonce: [UInt8]
+        let blockNonce: [UInt8]
+
+        init(_ pool: BufferPool) {
+            let idSize = FileHeader.fileIDSize, nonceSize = AEAD.nonceSize
+            var drawn = [UInt8](repeating: 0, count: idSize + 2 * nonceSize)
+            drawn.withUnsafeMutableBytes { pool.fillPublicRandom($0) }
+            fileID = Array(drawn[0..<idSize])
+            wrapNonce = Array(drawn[idSize..<idSize + nonceSize])
+            blockNonce = Array(drawn[(idSize + nonceSize)...])
+        }
+    }
+
     /// A fresh header and key for a new file of `protectionClass`; EPERM when the
     /// class cannot wrap a key now.
-    func makeHeader(_ protectionClass: ProtectionClass) -> Result<(FileHeader, SecureBuffer), Errno> {
-        let fileID = Sodium.randomBytes(FileHeader.fileIDSize)
+    func makeHeader(_ protectionClass: ProtectionClass, _ random: NewFileRandomness) -> Result<(FileHeader, SecureBuffer), Errno> {
         let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
-        guard let wrapped = FileKeyWrap.wrap(key, fileID: fileID, as: protectionClass, device: device) else {
+        let wrapped = random.wrapNonce.withUnsafeBytes {
+            FileKeyWrap.wrap(key, fileID: random.fileID, as: protectionClass, device: device, nonce: $0)
+        }
+        guard let wrapped else {
+            key.wipe()
             return .failure(.notPermitted)
         }
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: protectionClass, wrappedKey: wrapped)
-        return .success((FileHeader(fileID: fileID, slot: slot), key))
+        return .success((FileHeader(fileID: random.fileID, slot: slot), key))
     }
 
     func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, Errno> {
@@ -275,13 +296,14 @@ extension SandboxFileSystem {
         case .failure(let error): return .failure(error)
         case .success(let inherited): protectionClass = inherited
         }
-        guard case .success(let (header, key)) = makeHeader(protectionClass) else { return .failure(.notPermitted) }
+        let random = NewFileRandomness(pool)
+        guard case .success(let (header, key)) = makeHeader(protectionClass, random) else { return .failure(.notPermitted) }
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file.
         let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
-        var rc = writeNewContents(fd, header, key)
+        var rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
         if rc == 0, let place = form.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
             if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
@@ -303,15 +325,17 @@ extension SandboxFileSystem {
 
     /// A new file's header and its empty last block, in one write: the block follows
     /// the header (whose serialized form fills its whole area). 0 or -errno.
-    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer) -> Int32 {
+    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer, blockNonce: [UInt8]) -> Int32 {
         var bytes = header.serialized(metadataKey: device.metadataKey)
         let blockStart = bytes.count
         guard blockStart == BlockLayout.headerSize else { return -EIO }
         bytes += [UInt8](repeating: 0, count: BlockIO.overhead)
         bytes.withUnsafeMutableBytes { all in
-            BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
-                              plain: UnsafeRawBufferPointer(start: nil, count: 0),
-                              into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
+            blockNonce.withUnsafeBytes { nonce in
+                BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
+                                  plain: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
+                                  into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
+            }
         }
         return bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
     }

@@ -149,6 +149,25 @@ final class FileKeyWrapTests: XCTestCase {
         }
     }
 
+    /// A create passes the wrap its nonce (from the I/O slots' nonce stream): the record
+    /// carries that nonce and unwraps as one with a nonce of its own does.
+    func testWrapWithAGivenNonce() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+        let fileID = Sodium.randomBytes(16)
+        let key = SecureBuffer.random(count: 32)
+        let nonce = Sodium.randomBytes(AEAD.nonceSize)
+        let wrapped = try XCTUnwrap(nonce.withUnsafeBytes {
+            FileKeyWrap.wrap(key, fileID: fileID, as: .complete, device: manager, nonce: $0)
+        })
+        XCTAssertEqual(Array(wrapped.prefix(AEAD.nonceSize)), nonce)
+        let unwrapped = try FileKeyWrap.unwrap(wrapped, fileID: fileID, as: .complete, device: manager)
+        XCTAssertTrue(Sodium.equal(unwrapped.bytes, key.bytes))
+        let again = try XCTUnwrap(FileKeyWrap.wrap(key, fileID: fileID, as: .complete, device: manager))
+        XCTAssertNotEqual(Array(again.prefix(AEAD.nonceSize)), nonce, "without one, the system generator's")
+    }
+
     func testCompleteUnlessOpenWrapsWhileLocked() throws {
         let device = try TestDevice()
         let manager = try device.boot()

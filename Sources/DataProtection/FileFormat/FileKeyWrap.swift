@@ -10,8 +10,10 @@ public enum FileKeyWrap {
     }
 
     /// Wraps `fileKey`; nil when the class cannot wrap now (complete while locked, …).
+    /// `nonce`: fresh random bytes for a wrap under a class key (AEAD.nonceSize), nil
+    /// for the system generator's; a sealed box makes its own.
     public static func wrap(_ fileKey: SecureBuffer, fileID: [UInt8], as protectionClass: ProtectionClass,
-                            device: LockStateManager) -> [UInt8]? {
+                            device: LockStateManager, nonce: UnsafeRawBufferPointer? = nil) -> [UInt8]? {
         if protectionClass == .completeUnlessOpen {
             // The file identity is sealed beside the key, binding the key to this file.
             let payload = SecureBuffer(count: fileKeySize + fileID.count)
@@ -23,7 +25,7 @@ public enum FileKeyWrap {
         }
         return device.withClassKey(protectionClass) { classKey in
             AEAD.seal(fileKey, additionalData: additionalData(fileID: fileID, protectionClass: protectionClass),
-                      key: classKey)
+                      key: classKey, nonce: nonce)
         }
     }
 

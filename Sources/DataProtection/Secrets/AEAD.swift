@@ -10,12 +10,19 @@ public enum AEAD {
     public static let overhead = nonceSize + tagSize
 
     /// Seals `plaintext` into `output` (nonce ‖ ciphertext ‖ tag); `output.count` must be
-    /// `plaintext.count + overhead`.
+    /// `plaintext.count + overhead`. `nonce`: `nonceSize` fresh random bytes, or nil for
+    /// the system generator's.
     public static func seal(_ plaintext: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer,
-                            key: UnsafePointer<UInt8>, into output: UnsafeMutableRawBufferPointer) {
+                            key: UnsafePointer<UInt8>, nonce: UnsafeRawBufferPointer? = nil,
+                            into output: UnsafeMutableRawBufferPointer) {
         precondition(output.count == plaintext.count + overhead)
         let out = output.start
-        randombytes_buf(out, nonceSize)
+        if let nonce {
+            precondition(nonce.count == nonceSize)
+            out.update(from: nonce.start, count: nonceSize)
+        } else {
+            randombytes_buf(out, nonceSize)
+        }
         var written: UInt64 = 0
         _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
             out + nonceSize, &written,
@@ -37,11 +44,12 @@ public enum AEAD {
             input, key) == 0
     }
 
-    /// Seals a secret and returns the public sealed record.
-    public static func seal(_ secret: SecureBuffer, additionalData: [UInt8], key: SecureBuffer) -> [UInt8] {
+    /// Seals a secret and returns the public sealed record (`nonce` as above).
+    public static func seal(_ secret: SecureBuffer, additionalData: [UInt8], key: SecureBuffer,
+                            nonce: UnsafeRawBufferPointer? = nil) -> [UInt8] {
         var sealed = [UInt8](repeating: 0, count: secret.count + overhead)
         additionalData.withUnsafeBytes { ad in
-            sealed.withUnsafeMutableBytes { seal(secret.bytes, additionalData: ad, key: key.pointer, into: $0) }
+            sealed.withUnsafeMutableBytes { seal(secret.bytes, additionalData: ad, key: key.pointer, nonce: nonce, into: $0) }
         }
         return sealed
     }
