@@ -11,7 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "dpfs", path: ".."),
-        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1",
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1",
                  traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -19,10 +19,10 @@ let package = Package(
             name: "CoreBenchmarks",
             dependencies: [
                 .product(name: "DataProtection", package: "dpfs"),
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CoreBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .executableTarget(
             name: "KeychainBench",
@@ -32,7 +32,7 @@ let package = Package(
                 .product(name: "DataProtection", package: "dpfs"),
                 .product(name: "Control", package: "dpfs"),
             ],
-            path: "Benchmarks/KeychainBench"
+            path: "Sources/KeychainBench"
         ),
     ]
 )
