@@ -32,11 +32,17 @@ public struct DeviceCheck {
         return report
     }
 
+    /// Whether the device says no POSIX ACL was ever set on it (its `no-acls` marker): a
+    /// mount then answers every ACL read with "none" without asking the backing node.
+    private var markedACLFree: Bool { access(device.directory.noACLsMarkerPath, F_OK) == 0 }
+
     /// Checks a backing directory and everything below it, naming what it reports by
     /// plaintext path (names are sealed under each directory's ID, NameCipher).
     private func walk(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
         if let salvage { try? FileManager.default.createDirectory(atPath: salvage, withIntermediateDirectories: true) }
         guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
+        let aclFree = markedACLFree
+        if aclFree { checkNoACL(path, relative: relative, into: &report) }
         if let place { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
             report.damage.append(Damage(path: relative.isEmpty ? "." : relative, problem: "cannot be listed"))
@@ -69,6 +75,7 @@ public struct DeviceCheck {
                 walk(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFREG:
                 report.files += 1
+                if aclFree { checkNoACL(child, relative: childRelative, into: &report) }
                 check(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFLNK:
                 guard let stored = try? FileManager.default.destinationOfSymbolicLink(atPath: child),
@@ -170,6 +177,19 @@ public struct DeviceCheck {
         if let tags = NameTagStore.read(path),
            NameBinding.lists(tags, identity: identity, place: place, metadataKey: device.metadataKey) { return }
         report.damage.append(Damage(path: relative, problem: "its name tags do not list this name: another node was moved here in the backing tree (or its tags are damaged); it reads as EIO"))
+    }
+
+    /// Reports a node holding a POSIX ACL on a device marked as never having had one: set
+    /// in the backing tree, past the mount, which would answer that it has none.
+    private func checkNoACL(_ path: String, relative: String, into report: inout Report) {
+        // An access ACL of three entries (owner, group, other) is only the mode; ext4
+        // keeps it as the mode, and the mount lets it keep the marker.
+        let modeOnlySize = 4 + 3 * 8
+        let accessSize = lgetxattr(path, "system.posix_acl_access", nil, 0)
+        let defaultSize = lgetxattr(path, "system.posix_acl_default", nil, 0)
+        guard accessSize > modeOnlySize || defaultSize > 0 else { return }
+        report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
+                                    problem: "holds a POSIX ACL, but the device's no-acls marker says none was ever set: the mount hides it (remove \(device.directory.noACLsMarkerPath) to show it)"))
     }
 
     /// The directory's ID, from its class record; nil (and a report) when missing or forged.

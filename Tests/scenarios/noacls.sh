@@ -44,6 +44,21 @@ expect_eq "keeps the mode" "$(stat -c %a "$S/copied")" "640"
 check "tar --acls into the mount" tar --acls -cf "$WORK/t.tar" -C "$WORK" source
 check "extracts" tar --acls -xf "$WORK/t.tar" -C "$S/tree"
 check "neither ends the ACL-free state" test -f "$MARKER"
+
+# An ACL set in the backing tree, past the mount, would be hidden by the marker: fsck
+# names the node.
+TWO=$(backing "$S/tree/two")
+"$DPFS" unmount "$MNT"
+expect_eq "fsck: the ACL-free device is clean" "$("$DPFS" fsck "$DEV" --passcode-file "$PASS" >/dev/null; echo $?)" "0"
+setfacl -m u:1001:r "$TWO"
+out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); rc=$?
+expect_eq "fsck: an ACL set past the mount is damage (exit 1)" "$rc" "1"
+case "$out" in *"Documents/tree/two: holds a POSIX ACL, but the device's no-acls marker"*) pass "fsck names the node and the marker" ;;
+    *) fail "fsck names the node and the marker" "$out" ;; esac
+setfacl -b "$TWO"
+expect_eq "fsck: a mode-only ACL is no ACL" "$("$DPFS" fsck "$DEV" --passcode-file "$PASS" >/dev/null; echo $?)" "0"
+MOUNT_ARGS="" mount_device
+unlock_device
 check "setfacl -m on an ACL-free device" setfacl -m u:1001:r "$S/tree/one"
 check_fails "the first ACL removed the marker" test -e "$MARKER"
 expect_eq "getfacl reads the entry back" "$(getfacl -cp "$S/tree/one" 2>/dev/null | grep -c '^user:1001:r--')" "1"
