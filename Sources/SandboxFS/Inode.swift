@@ -234,7 +234,11 @@ final class Inode: @unchecked Sendable {
 
     /// The node's attributes, straight from the backing node (sizes are backing sizes).
     func backingStat() -> Result<stat, Errno> {
-        withDescriptor { fd -> Result<stat, Errno> in
+        if let file = openFileWithoutDescriptor {
+            var st = stat()
+            return fstat(file.fd, &st) == 0 ? .success(st) : .failure(.current)
+        }
+        return withDescriptor { fd -> Result<stat, Errno> in
             var st = stat()
             guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
             return .success(st)
@@ -243,6 +247,12 @@ final class Inode: @unchecked Sendable {
 
     /// The open-file entry, if a handle holds one.
     var openFile: OpenFile? { open.withLock { $0.file } }
+
+    /// The open-file entry of a node whose entry holds no descriptor (made from a file
+    /// handle, or evicted): its descriptor reaches the same inode, so a stat, chmod,
+    /// chown or utimes (tar's, right after the create) need not reopen the node by
+    /// handle. Keep it while its descriptor is in use.
+    var openFileWithoutDescriptor: OpenFile? { holdsDescriptor ? nil : openFile }
 
     /// Counts one more handle on the open-file entry, making it with `make` (outside
     /// the lock: it reads the header) when there is none.

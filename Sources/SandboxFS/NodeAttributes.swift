@@ -17,9 +17,12 @@ extension SandboxFileSystem {
         let inode = node(ino)
         let handle = Self.handle(fi)
         let caller = Caller(req)
+        // The kernel names the handle only for a truncation; a chmod, chown or utimes
+        // through an open descriptor comes without one.
+        let open = handle?.file ?? inode.openFileWithoutDescriptor
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
-            let rc = handle.map { fchmod($0.file.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
+            let rc = open.map { fchmod($0.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
             guard rc == 0 else { return reply(req, .current) }
             // After the change: a writer that checked before it must not count as clean.
             if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
@@ -27,7 +30,9 @@ extension SandboxFileSystem {
         if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
             let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max
             let gid = toSet & FUSE_SET_ATTR_GID != 0 ? attr.pointee.st_gid : gid_t.max
-            guard inode.withDescriptor({ fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }) == 0 else { return reply(req, .current) }
+            let rc = open.map { fchown($0.fd, uid, gid) }
+                ?? inode.withDescriptor { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
+            guard rc == 0 else { return reply(req, .current) }
         }
         if toSet & FUSE_SET_ATTR_SIZE != 0 {
             let size = attr.pointee.st_size
@@ -59,7 +64,7 @@ extension SandboxFileSystem {
             } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
                 times[1] = attr.pointee.st_mtim
             }
-            let rc = handle.map { futimens($0.file.fd, times) }
+            let rc = open.map { futimens($0.fd, times) }
                 ?? withNodePath(inode) { utimensat(AT_FDCWD, $0, times, 0) }
             guard rc == 0 else { return reply(req, .current) }
         }

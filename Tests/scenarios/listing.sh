@@ -74,5 +74,30 @@ path_opens=$(grep -c 'O_PATH' "$WORK/lookup.strace")
 expect_eq "stat of 50 forgotten names: a handle each, no O_PATH open (traced/handles ≥ 50/opens)" \
     "$attached/$((handles >= 50))/$path_opens" "1/1/0"
 expect_eq "and the files read back" "$(cat "$S/src/d1/d2/g11" "$S/src/d1/d2/g60")" "$(printf 'deep 11\ndeep 60')"
+
+# A file made and then given its owner, mode and times through its open descriptor, as
+# tar does before it closes it, reopens nothing by handle: the open file's descriptor
+# serves the SETATTRs and the attributes that answer them.
+mkdir "$S/made"; touch "$S/made/first"  # the directory's own descriptor opens here
+strace -f -qq -p "$daemon" -e trace=open_by_handle_at -o "$WORK/setattr.strace" 2>/dev/null &
+tracer=$!
+attached=0
+for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+python3 - "$S/made" <<'PY'
+import os, sys
+for i in range(20):
+    fd = os.open(f"{sys.argv[1]}/m{i}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    os.write(fd, b"made %d" % i)
+    os.fchown(fd, 1234, 567)
+    os.fchmod(fd, 0o640)
+    os.utime(fd, (1600000000, 1600000000))
+    os.close(fd)
+PY
+kill -INT "$tracer"; wait "$tracer" 2>/dev/null
+expect_eq "20 files made and set up through their descriptors: none reopened by handle (traced/opens)" \
+    "$attached/$(grep -c 'open_by_handle_at(' "$WORK/setattr.strace")" "1/0"
+expect_eq "and each has its owner, mode and time" \
+    "$(stat -c '%u %g %a %Y' "$S/made"/m* | sort -u)" "1234 567 640 1600000000"
+expect_eq "and its contents" "$(cat "$S/made/m19")" "made 19"
 "$DPFS" unmount "$MNT"
 finish
