@@ -349,9 +349,9 @@ extension SandboxFileSystem {
         let handle = FileHandle(inode: inode, file: file, append: fi.pointee.flags & O_APPEND != 0)
         fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
         fi.pointee.keep_cache = 1
-        // A file created for writing only is written past the page cache (direct I/O):
-        // no copy of its data into pages nothing reads through this handle, and no
-        // getxattr of security.capability before its first write, which the kernel
+        // A handle for writing only writes past the page cache (direct I/O): no copy of
+        // its data into pages nothing reads through it, and no getxattr of
+        // security.capability before a first write, which the kernel
         // sends only on the cached path (dpfs drops privileges itself, Privileges.swift).
         // Extracting the bench tree (/usr/include) took 80,046 requests instead of
         // 96,799: half the getxattrs, and a third fewer writes (each write(2) is one
@@ -359,8 +359,7 @@ extension SandboxFileSystem {
         // writeback cache each write goes out at once, and reading 256 MiB right after
         // writing them ran at the speed of a cold read (850-910 MiB/s against 1,010)
         // on the cached path too.
-        if created != nil, fi.pointee.flags & O_ACCMODE == O_WRONLY,
-           writeOnlyCreatesUncached.load(ordering: .relaxed) {
+        if fi.pointee.flags & O_ACCMODE == O_WRONLY, writeOnlyHandlesUncached.load(ordering: .relaxed) {
             fi.pointee.direct_io = 1
         }
         let rc: Int32

@@ -32,9 +32,9 @@ public final class SandboxFileSystem: Sendable {
     let reaper: NodeReaper
     let kernel = KernelNotifier()
     let acls: ACLPresence
-    /// Whether a file created for writing only gets an uncached handle (FileOperations
+    /// Whether a handle for writing only is uncached (FileOperations
     /// `install`): set at the handshake, where the kernel is new enough.
-    let writeOnlyCreatesUncached = Atomic<Bool>(false)
+    let writeOnlyHandlesUncached = Atomic<Bool>(false)
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())

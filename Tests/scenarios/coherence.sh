@@ -36,6 +36,25 @@ PY
 expect_eq "a reader's cached pages, a new open and a mapping see the writer's changes" \
     "$out" "10000 aaaa CCCC BBBB tail 10004 CCCC tail CCCC BBBB"
 
+out=$(python3 - "$S/existing" <<'PY'
+import os, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)   # a cached handle
+os.write(fd, b"old " * 2000); os.close(fd)
+reader = os.open(path, os.O_RDONLY)
+before = os.pread(reader, 10000, 0)
+writer = os.open(path, os.O_WRONLY | os.O_TRUNC)                # cp over it
+os.write(writer, b"new " * 1000); os.close(writer)
+after = os.pread(reader, 10000, 0)
+log = os.open(path, os.O_WRONLY | os.O_APPEND)                  # a logger
+os.write(log, b"line\n")
+tail = os.pread(reader, 10000, 4000)
+print(len(before), before[:4].decode(), len(after), after[:4].decode(), tail.decode().strip())
+PY
+)
+expect_eq "an existing file rewritten and appended to through write-only opens: its reader sees both" \
+    "$out" "8000 old  4000 new  line"
+
 # The kernel's getxattr before a first write: none for a write-only create (tar's
 # kind), one for a create that can also read (the kernel's cached path asks).
 trace_getxattrs() {  # $1: python open flags; prints the daemon's GETXATTR requests
@@ -45,10 +64,11 @@ trace_getxattrs() {  # $1: python open flags; prints the daemon's GETXATTR reque
     echo > /sys/kernel/tracing/trace
     echo 1 > /sys/kernel/tracing/tracing_on
     echo 1 > /sys/kernel/tracing/events/fuse/fuse_request_send/enable
-    python3 - "$S/traced" "$1" <<'PY'
+    python3 - "$S/traced" "$1" "${REOPEN:-}" <<'PY'
 import os, sys
 for i in range(10):
-    fd = os.open(f"{sys.argv[1]}.{sys.argv[2]}.{i}", os.O_CREAT | os.O_EXCL | getattr(os, sys.argv[2]), 0o644)
+    name = f"{sys.argv[1]}.{sys.argv[2]}.{i}"
+    fd = os.open(name, (0 if sys.argv[3] else os.O_CREAT | os.O_EXCL) | getattr(os, sys.argv[2]), 0o644)
     os.write(fd, b"x" * 5000)
     os.close(fd)
 PY
@@ -58,6 +78,7 @@ PY
 if [ -e /sys/kernel/tracing/events/fuse/fuse_request_send/enable ] \
     && [ "$(printf '%s\n' "$(uname -r)" 6.6 | sort -V | head -1)" = 6.6 ]; then
     expect_eq "10 files created write-only and written: no getxattr" "$(trace_getxattrs O_WRONLY)" "0"
+    expect_eq "10 files reopened write-only and written: no getxattr" "$(REOPEN=1 trace_getxattrs O_WRONLY)" "0"
     expect_eq "10 created read-write and written: the kernel asks once each" "$(trace_getxattrs O_RDWR)" "10"
 else
     log "no fuse tracepoints or a kernel before 6.6 here: getxattr counts not checked"
