@@ -24,7 +24,14 @@ public struct DeviceCheck {
     let device: LockStateManager
     let pool = BufferPool(size: 4 * BlockLayout.cipherBlockSize)
 
-    public init(device: LockStateManager) { self.device = device }
+    /// Whether the device says no POSIX ACL was ever set on it (its `no-acls` marker): a
+    /// mount then answers every ACL read with "none" without asking the backing node.
+    let markedACLFree: Bool
+
+    public init(device: LockStateManager) {
+        self.device = device
+        markedACLFree = access(device.directory.noACLsMarkerPath, F_OK) == 0
+    }
 
     public func run(salvageInto salvage: String?) -> Report {
         var report = Report()
@@ -32,17 +39,12 @@ public struct DeviceCheck {
         return report
     }
 
-    /// Whether the device says no POSIX ACL was ever set on it (its `no-acls` marker): a
-    /// mount then answers every ACL read with "none" without asking the backing node.
-    private var markedACLFree: Bool { access(device.directory.noACLsMarkerPath, F_OK) == 0 }
-
     /// Checks a backing directory and everything below it, naming what it reports by
     /// plaintext path (names are sealed under each directory's ID, NameCipher).
     private func walk(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
         if let salvage { try? FileManager.default.createDirectory(atPath: salvage, withIntermediateDirectories: true) }
         guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
-        let aclFree = markedACLFree
-        if aclFree { checkNoACL(path, relative: relative, into: &report) }
+        if markedACLFree { checkNoACL(path, relative: relative, into: &report) }
         if let place { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
             report.damage.append(Damage(path: relative.isEmpty ? "." : relative, problem: "cannot be listed"))
@@ -75,7 +77,7 @@ public struct DeviceCheck {
                 walk(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFREG:
                 report.files += 1
-                if aclFree { checkNoACL(child, relative: childRelative, into: &report) }
+                if markedACLFree { checkNoACL(child, relative: childRelative, into: &report) }
                 check(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFLNK:
                 guard let stored = try? FileManager.default.destinationOfSymbolicLink(atPath: child),

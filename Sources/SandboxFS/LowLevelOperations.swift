@@ -172,9 +172,9 @@ extension SandboxFileSystem {
         // the parent per create (its attributes go stale at each create in it: +10% of
         // the requests of an untar), for ACLs that bind no one there.
         if kernel.checksPermissions { conn.pointee.want |= UInt32(FUSE_CAP_POSIX_ACL) & conn.pointee.capable }
-        // Uncached handles for writing only, where the kernel drops other
-        // opens' cached pages of the range a direct write covers, so their readers
-        // (and mappings) see it: FUSE 7.39, Linux 6.6 (coherence.sh checks it).
+        // Uncached handles for writing only, where the kernel drops other opens' cached
+        // pages of the range a direct write covers, so their readers (and mappings)
+        // see it: FUSE 7.39, Linux 6.6 (coherence.sh checks it).
         writeOnlyHandlesUncached.store(conn.pointee.proto_minor >= 39, ordering: .relaxed)
     }
 

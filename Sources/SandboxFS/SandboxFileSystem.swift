@@ -32,8 +32,8 @@ public final class SandboxFileSystem: Sendable {
     let reaper: NodeReaper
     let kernel = KernelNotifier()
     let acls: ACLPresence
-    /// Whether a handle for writing only is uncached (FileOperations
-    /// `install`): set at the handshake, where the kernel is new enough.
+    /// Whether a handle for writing only is uncached (FileOperations `install`): set at
+    /// the handshake, where the kernel is new enough.
     let writeOnlyHandlesUncached = Atomic<Bool>(false)
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
