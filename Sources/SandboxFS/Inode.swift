@@ -52,6 +52,9 @@ final class Inode: @unchecked Sendable {
     /// A directory's random ID, read from its class record on first use: its names
     /// are sealed under it (Names.swift). Fixed for the directory's life.
     let directoryID = Mutex<[UInt8]?>(nil)
+    /// The last name sealed in this directory (Names.swift): a create's CREATE needs the
+    /// backing form its LOOKUP made a moment before.
+    let lastSealedName = Mutex<SealedName?>(nil)
     /// A directory's class record as last verified or written through the mount: a
     /// create reads it here instead of from the backing attribute. Dropped at every
     /// revocation, so a lock or restart reads (and verifies) it again.

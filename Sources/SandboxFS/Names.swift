@@ -13,7 +13,7 @@ import DataProtection
 import Glibc
 
 /// A plaintext name's form in the backing tree.
-struct BackingName {
+struct BackingName: Sendable {
     /// What the directory entry is called.
     let stored: [CChar]
     /// For a long name: the side file's name and contents.
@@ -21,6 +21,27 @@ struct BackingName {
     /// The name in its directory, as its node's name tags know it (NameBindings.swift);
     /// nil for a name too long to exist.
     var place: NamePlace? = nil
+}
+
+/// A plaintext name and its backing form under a directory ID: the form follows from
+/// those two alone, so it can be kept for the next request. (A directory whose record
+/// is repaired gets a new ID, and its kept name no longer matches.)
+final class SealedName: Sendable {
+    let directoryID: [UInt8]
+    let plain: [UInt8]
+    let backing: BackingName
+    init(directoryID: [UInt8], plain: [UInt8], backing: BackingName) {
+        self.directoryID = directoryID
+        self.plain = plain
+        self.backing = backing
+    }
+
+    func isForm(of name: UnsafePointer<CChar>, length: Int, under id: [UInt8]) -> Bool {
+        directoryID == id && plain.count == length && plain.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return length == 0 }
+            return memcmp(base, name, length) == 0
+        }
+    }
 }
 
 extension SandboxFileSystem {
@@ -42,12 +63,19 @@ extension SandboxFileSystem {
             return BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil)
         }
         guard let id = directoryID(directory) else { return nil }
+        if let last = directory.lastSealedName.withLock({ $0 }), last.isForm(of: name, length: length, under: id) {
+            return last.backing
+        }
         let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
         let sealed = device.nameCipher.seal(plain, directoryID: id)
         let stored = Array(sealed.stored.utf8CString)
-        guard sealed.isLong else { return BackingName(stored: stored, sideFile: nil, place: sealed.place) }
-        return BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded),
-                           place: sealed.place)
+        let backing = sealed.isLong
+            ? BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded),
+                          place: sealed.place)
+            : BackingName(stored: stored, sideFile: nil, place: sealed.place)
+        let kept = SealedName(directoryID: id, plain: plain, backing: backing)
+        directory.lastSealedName.withLock { $0 = kept }
+        return backing
     }
 
     /// The plaintext name of backing entry `backing` in `directory` (whose listing
