@@ -96,11 +96,7 @@ public final class SandboxFileSystem: Sendable {
         switch inode.backingStat() {
         case .failure(let error): return .failure(error)
         case .success(var st):
-            if inode.isRegular, let file = inode.openFile {
-                st.st_size = off_t(file.reading { file.plainSize })
-            } else {
-                Self.presentSize(&st)
-            }
+            Self.presentSize(of: inode, &st)
             return .success(st)
         }
     }
