@@ -35,7 +35,7 @@ public enum BlockIO {
         func with<R>(block: Int, last: Bool, _ body: (UnsafeRawPointer) -> R) -> R {
             var words = self.words
             words.2 = (UInt64(block) | (last ? Self.lastBlockFlag : 0)).littleEndian
-            return withUnsafeBytes(of: &words) { body($0.baseAddress!) }
+            return withUnsafeBytes(of: &words) { body($0.start) }
         }
     }
 
@@ -354,7 +354,7 @@ public enum BlockIO {
             defer { sealer.finish() }
             // [sealed blocks of one batch … | their nonces | plaintext scratch | sealed scratch]
             let capacity = (buffer.count - blockSize - cipherSize) / (cipherSize + nonceField)
-            let nonces = buffer.baseAddress! + capacity * cipherSize
+            let nonces = UnsafeMutableRawPointer(buffer.start) + capacity * cipherSize
             let scratchStart = capacity * (cipherSize + nonceField)
             let plainScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[scratchStart..<scratchStart + blockSize])
             let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[scratchStart + blockSize..<scratchStart + blockSize + cipherSize])
@@ -368,7 +368,7 @@ public enum BlockIO {
                     let start = (current - first) * cipherSize
                     let length = BlockLayout.plainLength(ofBlock: current, plainSize: newSize) + overhead
                     let target = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<start + length])
-                    target.baseAddress!.copyMemory(from: nonces + (current - first) * nonceField, byteCount: cipher.nonceSize)
+                    UnsafeMutableRawPointer(target.start).copyMemory(from: nonces + (current - first) * nonceField, byteCount: cipher.nonceSize)
                     return target
                 }
                 func isWhole(_ current: Int) -> Bool {

@@ -326,18 +326,16 @@ extension SandboxFileSystem {
     /// A new file's header and its empty last block, in one write: the block follows
     /// the header (whose serialized form fills its whole area). 0 or -errno.
     private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer, blockNonce: [UInt8]) -> Int32 {
-        var bytes = header.serialized(metadataKey: device.metadataKey)
-        let blockStart = bytes.count
-        guard blockStart == BlockLayout.headerSize else { return -EIO }
-        bytes += [UInt8](repeating: 0, count: BlockIO.overhead)
-        bytes.withUnsafeMutableBytes { all in
+        let blockStart = BlockLayout.headerSize
+        return withUnsafeTemporaryAllocation(byteCount: blockStart + BlockIO.overhead, alignment: 16) { all in
+            header.write(into: all, metadataKey: device.metadataKey)
             blockNonce.withUnsafeBytes { nonce in
                 BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
                                   plain: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
                                   into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
             }
+            return BlockIO.pwriteAll(fd, UnsafeRawBufferPointer(all), at: 0)
         }
-        return bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
     }
 
     /// Gives the kernel a handle on `file` (counted by the caller on `inode`): for open,

@@ -52,6 +52,28 @@ final class FileHeaderTests: XCTestCase {
         XCTAssertEqual(try parse(original.serialized(metadataKey: metadataKey)), original)
     }
 
+    /// The bytes dpfs(5) gives, computed here the long way: a header written by another
+    /// build (or by an older dpfs) must still open.
+    func testLayoutIsTheDocumentedOne() {
+        let original = header(generation: 0x0102_0304_0506_0708, .untilFirstAuth)
+        let bytes = original.serialized(metadataKey: metadataKey)
+        XCTAssertEqual(bytes.count, BlockLayout.headerSize)
+        XCTAssertEqual(Array(bytes[0..<8]), Array("DPFS".utf8) + [2, 0, original.cipher.rawValue, 0])
+        XCTAssertEqual(Array(bytes[8..<24]), fileID)
+        let slot = Array(bytes[24..<152])
+        XCTAssertEqual(Array(slot[0..<8]), [8, 7, 6, 5, 4, 3, 2, 1])
+        XCTAssertEqual(slot[8], ProtectionClass.untilFirstAuth.rawValue)
+        XCTAssertEqual(Int(slot[9]), 72)
+        XCTAssertEqual(Array(slot[10..<82]), original.slots[0]?.wrappedKey)
+        XCTAssertEqual(Array(slot[82..<112]), [UInt8](repeating: 0, count: 30))
+        var expected = [UInt8](repeating: 0, count: 16)
+        let message = Array("dpfs.header-slot.v2".utf8) + bytes[0..<24] + [0] + slot[0..<112]
+        message.withUnsafeBytes { m in expected.withUnsafeMutableBytes { Sodium.hash(m, key: metadataKey.bytes, into: $0) } }
+        XCTAssertEqual(Array(slot[112..<128]), expected)
+        XCTAssertEqual(Array(bytes[152...]), [UInt8](repeating: 0, count: BlockLayout.headerSize - 152), "slot 1 and the rest zero")
+        XCTAssertEqual(original.serializedSlot(original.slots[0]!, index: 0, metadataKey: metadataKey), slot)
+    }
+
     func testAnotherDevicesKeyVerifiesNothing() {
         XCTAssertThrowsError(try parse(header().serialized(metadataKey: metadataKey), key: SecureBuffer.random(count: 32)))
     }

@@ -113,39 +113,101 @@ public struct FileHeader: Sendable, Equatable {
     }
 
     static func mac(prefix: [UInt8], index: Int, body: [UInt8], key: SecureBuffer) -> [UInt8] {
-        MetadataKey.mac(Array("dpfs.header-slot.v2".utf8) + prefix + [UInt8(index)] + body, key: key)
+        var digest = [UInt8](repeating: 0, count: macSize)
+        prefix.withUnsafeBytes { prefix in
+            body.withUnsafeBytes { body in
+                digest.withUnsafeMutableBytes { mac(prefix: prefix, index: index, body: body, key: key, into: $0) }
+            }
+        }
+        return digest
+    }
+
+    private static let macDomain = Array("dpfs.header-slot.v2".utf8)
+
+    /// A slot's MAC into `digest` (macSize bytes): its message assembled on the stack,
+    /// so a create's header costs no allocations for it.
+    static func mac(prefix: UnsafeRawBufferPointer, index: Int, body: UnsafeRawBufferPointer, key: SecureBuffer,
+                    into digest: UnsafeMutableRawBufferPointer) {
+        let length = macDomain.count + prefix.count + 1 + body.count
+        withUnsafeTemporaryAllocation(byteCount: length, alignment: 1) { message in
+            var at = 0
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: message[at..<at + bytes.count]).copyMemory(from: bytes)
+                at += bytes.count
+            }
+            macDomain.withUnsafeBytes { append($0) }
+            append(prefix)
+            withUnsafeBytes(of: UInt8(index)) { append($0) }
+            append(body)
+            Sodium.hash(UnsafeRawBufferPointer(message), key: key.bytes, into: digest)
+        }
     }
 
     /// The header's first 24 bytes: magic, version, cipher, file ID.
     var prefix: [UInt8] {
-        var bytes = Self.magic + [UInt8(Self.version & 0xff), UInt8(Self.version >> 8), cipher.rawValue, 0]
-        bytes += fileID
-        return bytes
+        [UInt8](unsafeUninitializedCapacity: Self.prefixSize) { bytes, count in
+            writePrefix(into: UnsafeMutableRawBufferPointer(bytes))
+            count = Self.prefixSize
+        }
+    }
+
+    private func writePrefix(into bytes: UnsafeMutableRawBufferPointer) {
+        Self.magic.withUnsafeBytes { bytes.copyMemory(from: $0) }
+        bytes[4] = UInt8(Self.version & 0xff)
+        bytes[5] = UInt8(Self.version >> 8)
+        bytes[6] = cipher.rawValue
+        bytes[7] = 0
+        fileID.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: bytes[8..<Self.prefixSize]).copyMemory(from: $0) }
     }
 
     /// The whole header block as written at offset 0.
     public func serialized(metadataKey: SecureBuffer) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
-        bytes.replaceSubrange(0..<Self.prefixSize, with: prefix)
-        for index in 0..<2 {
-            if let slot = slots[index] {
-                let start = Self.slotOffset(index)
-                bytes.replaceSubrange(start..<start + Self.slotSize,
-                                      with: serializedSlot(slot, index: index, metadataKey: metadataKey))
-            }
+        [UInt8](unsafeUninitializedCapacity: BlockLayout.headerSize) { bytes, count in
+            write(into: UnsafeMutableRawBufferPointer(bytes), metadataKey: metadataKey)
+            count = BlockLayout.headerSize
         }
-        return bytes
+    }
+
+    /// Writes the whole header block into the first `BlockLayout.headerSize` bytes of
+    /// `bytes` (a new file's header and first block go out in one buffer).
+    public func write(into bytes: UnsafeMutableRawBufferPointer, metadataKey: SecureBuffer) {
+        precondition(bytes.count >= BlockLayout.headerSize && fileID.count == Self.fileIDSize)
+        let header = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<BlockLayout.headerSize])
+        header.initializeMemory(as: UInt8.self, repeating: 0)
+        writePrefix(into: header)
+        for index in 0..<2 {
+            guard let slot = slots[index] else { continue }
+            let start = Self.slotOffset(index)
+            writeSlot(slot, index: index, into: UnsafeMutableRawBufferPointer(rebasing: header[start..<start + Self.slotSize]),
+                      prefix: UnsafeRawBufferPointer(rebasing: header[0..<Self.prefixSize]), metadataKey: metadataKey)
+        }
     }
 
     /// One slot's bytes at `index`, for writing the spare slot alone.
     public func serializedSlot(_ slot: KeySlot, index: Int, metadataKey: SecureBuffer) -> [UInt8] {
-        precondition(slot.wrappedKey.count <= Self.maxWrappedKeySize)
-        var body = [UInt8](repeating: 0, count: Self.slotSize - Self.macSize)
-        for i in 0..<8 { body[i] = UInt8(truncatingIfNeeded: slot.generation >> (8 * UInt64(i))) }
-        body[8] = slot.protectionClass.rawValue
-        body[9] = UInt8(slot.wrappedKey.count)
-        body.replaceSubrange(10..<10 + slot.wrappedKey.count, with: slot.wrappedKey)
-        return body + Self.mac(prefix: prefix, index: index, body: body, key: metadataKey)
+        let prefix = self.prefix
+        return [UInt8](unsafeUninitializedCapacity: Self.slotSize) { bytes, count in
+            prefix.withUnsafeBytes {
+                writeSlot(slot, index: index, into: UnsafeMutableRawBufferPointer(bytes), prefix: $0, metadataKey: metadataKey)
+            }
+            count = Self.slotSize
+        }
+    }
+
+    /// A slot's body and MAC into `bytes` (slotSize), under the header's `prefix`.
+    private func writeSlot(_ slot: KeySlot, index: Int, into bytes: UnsafeMutableRawBufferPointer,
+                           prefix: UnsafeRawBufferPointer, metadataKey: SecureBuffer) {
+        precondition(slot.wrappedKey.count <= Self.maxWrappedKeySize && bytes.count == Self.slotSize)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0)
+        for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: slot.generation >> (8 * UInt64(i))) }
+        bytes[8] = slot.protectionClass.rawValue
+        bytes[9] = UInt8(slot.wrappedKey.count)
+        slot.wrappedKey.withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: bytes[10..<10 + $0.count]).copyMemory(from: $0)
+        }
+        let bodySize = Self.slotSize - Self.macSize
+        Self.mac(prefix: prefix, index: index, body: UnsafeRawBufferPointer(rebasing: bytes[0..<bodySize]),
+                 key: metadataKey, into: UnsafeMutableRawBufferPointer(rebasing: bytes[bodySize...]))
     }
 
     /// What an empty (zeroed) slot looks like on disk.

@@ -20,7 +20,7 @@ public final class NonceSource: @unchecked Sendable {
         var nonce = (counter.littleEndian, UInt32(0))
         withUnsafeBytes(of: &nonce) { raw in
             _ = crypto_stream_chacha20_ietf(output.assumingMemoryBound(to: UInt8.self), UInt64(count),
-                                            raw.baseAddress!.assumingMemoryBound(to: UInt8.self), key.pointer)
+                                            raw.start, key.pointer)
         }
     }
 }
