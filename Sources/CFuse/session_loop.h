@@ -72,6 +72,8 @@ struct dpfs_loop {
     pthread_t trimmer;
     dpfs_idle_callback idle;
     void *idle_context;
+    struct dpfs_rings *rings;   // FUSE over io_uring, when the kernel takes it (ring_queues.h)
+    int rings_tried;
     struct dpfs_worker workers[DPFS_LOOP_MAX_WORKERS];
 };
 
@@ -83,6 +85,7 @@ static inline size_t dpfs_request_buffer_size(void) {
 }
 
 static inline int dpfs_loop_start_worker(struct dpfs_loop *loop);
+struct dpfs_rings;
 
 /// pthread_create for the loop's threads: the session's signals go to the thread that
 /// waits for its end, never to them.
@@ -98,6 +101,8 @@ static inline int dpfs_loop_create_thread(pthread_t *thread, void *(*body)(void 
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
     return rc;
 }
+
+#include "ring_queues.h"
 
 static inline void *dpfs_loop_worker(void *argument) {
     struct dpfs_worker *worker = (struct dpfs_worker *)argument;
@@ -125,6 +130,11 @@ static inline void *dpfs_loop_worker(void *argument) {
         pthread_mutex_unlock(&loop->lock);
         size_t received = buf->size;
         fuse_session_process_buf(loop->se, buf);
+        // The INIT reply just written took FUSE_OVER_IO_URING: start the queues.
+        if (loop->rings != NULL && __atomic_load_n(&loop->rings->negotiated, __ATOMIC_ACQUIRE) &&
+            !__atomic_exchange_n(&loop->rings_tried, 1, __ATOMIC_ACQ_REL)) {
+            dpfs_rings_start(loop->rings);
+        }
         if (!(buf->flags & FUSE_BUF_IS_FD) && received > worker->touched) worker->touched = received;
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
@@ -185,9 +195,14 @@ static inline void *dpfs_loop_trimmer(void *argument) {
         if (loop->exiting) break;
         unsigned long served = loop->served;
         int busy = loop->waiting < loop->count;
+        if (loop->rings != NULL) {
+            served += __atomic_load_n(&loop->rings->served, __ATOMIC_RELAXED);
+            busy = busy || __atomic_load_n(&loop->rings->busy, __ATOMIC_RELAXED) > 0;
+        }
         if (served == seen && served != trimmed && !busy) {
             trimmed = served;
             loop->trims++;
+            if (loop->rings != NULL) __atomic_store_n(&loop->rings->trims, loop->trims, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&loop->lock);
             if (loop->idle != NULL) loop->idle(loop->idle_context);
             malloc_trim(0);
@@ -240,15 +255,18 @@ static inline void dpfs_release_code_pages(void) {
 
 /// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
 /// signal), calling `idle(idle_context)` (which may be NULL) when it falls idle;
+/// with `rings` (may be NULL), also through io_uring queues once INIT negotiated them.
 /// 0, or a negative errno.
 static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
-                                       dpfs_idle_callback idle, void *idle_context) {
+                                       dpfs_idle_callback idle, void *idle_context,
+                                       struct dpfs_rings *rings) {
     struct dpfs_loop *loop = (struct dpfs_loop *)calloc(1, sizeof(struct dpfs_loop));
     if (loop == NULL) return -ENOMEM;
     loop->se = se;
     loop->max = max_workers < 1 ? 1 : max_workers > DPFS_LOOP_MAX_WORKERS ? DPFS_LOOP_MAX_WORKERS : max_workers;
     loop->idle = idle;
     loop->idle_context = idle_context;
+    loop->rings = rings;
     pthread_mutex_init(&loop->lock, NULL);
     pthread_cond_init(&loop->tick, NULL);
     sem_init(&loop->finished, 0, 0);
@@ -273,6 +291,7 @@ static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max
             pthread_join(loop->workers[i].thread, NULL);
             munmap(loop->workers[i].buf.mem, dpfs_request_buffer_size());
         }
+        dpfs_rings_stop(rings);
         err = loop->error;
     } else {
         err = -ENOMEM;

@@ -16,6 +16,12 @@
 // 2. Whether the kernel asks for set-ID bits to go in the request a worker thread is
 // serving (libfuse's loop reads a request and serves it on the same thread): it sets
 // that flag when the caller lacks CAP_FSETID, and libfuse 3.14 does not pass it on.
+//
+// 3. FUSE over io_uring (FUSE_OVER_IO_URING), taken whenever the kernel offers it (its
+// fuse module's enable_uring is set): the flag goes into the INIT reply the same way,
+// with the payload size the kernel will derive from that reply; the loop then starts
+// the queues (ring_queues.h), and replies to the requests they serve go back to them
+// here instead of to /dev/fuse.
 import CFuse
 import Glibc
 import Synchronization
@@ -30,16 +36,30 @@ enum KernelChannel {
     private static let setattrOpcode: UInt32 = 4, setattrValidOffset = 0, setattrKillsSetID: UInt32 = 1 << 11
     private static let openOpcode: UInt32 = 14, openFlagsOffset = 4, openKillsSetID: UInt32 = 1 << 0
     private static let initOpcode: UInt32 = 26
-    private static let initInFlagsOffset = 12
+    private static let initInFlagsOffset = 12, initInFlags2Offset = 16
     private static let outErrorOffset = 4
-    private static let initOutFlagsOffset = 12
+    private static let initOutFlagsOffset = 12, initOutMaxWriteOffset = 20, initOutMaxPagesOffset = 28
+    private static let initOutFlags2Offset = 32, initOutMinimumSize = 64
     static let handleKillPrivV2: UInt32 = 1 << 28
+    private static let initExt: UInt32 = 1 << 30, maxPages: UInt32 = 1 << 22
+    /// FUSE_OVER_IO_URING, bit 41 of the flags: bit 9 of flags2.
+    private static let overIOUring: UInt32 = 1 << 9
+    /// The kernel's sizes when the reply sets none (FUSE_MIN_READ_BUFFER, 32 pages).
+    private static let minimumPayload = 8192, defaultMaxPages = 32
 
     /// The INIT request's id while its reply is due; 0 before INIT, `settled` after.
     private static let pendingInit = Atomic<UInt64>(0)
     private static let settled = UInt64.max
     /// Whether the kernel took the flag: only then must the filesystem drop privileges.
     static let negotiated = Atomic<Bool>(false)
+    /// What the INIT request offered: KILLPRIV_V2 (1), io_uring (2).
+    private static let offered = Atomic<UInt32>(0)
+    /// The session's io_uring queues (ring_queues.h), made before the loop; 0 for none.
+    private static let ringsAddress = Atomic<UInt>(0)
+
+    private static var rings: UnsafeMutablePointer<dpfs_rings>? {
+        UnsafeMutablePointer(bitPattern: ringsAddress.load(ordering: .acquiring))
+    }
 
     /// Per worker thread: 1 if the request asks for set-ID bits to go, 2 if it says
     /// they stay, nil if it says nothing either way.
@@ -61,18 +81,47 @@ enum KernelChannel {
                 let request = UnsafeRawPointer(buffer)
                 KernelChannel.noteServing(request, length: n)
                 if n >= KernelChannel.inHeaderSize + 16, KernelChannel.pendingInit.load(ordering: .relaxed) == 0 {
-                    KernelChannel.noteRequest(request)
+                    KernelChannel.noteRequest(request, length: n)
                 }
             }
             return n
         }
         io.writev = { fd, iov, count, _ in
-            if let iov, count >= 2, KernelChannel.pendingInit.load(ordering: .relaxed) != KernelChannel.settled {
-                KernelChannel.amendReply(iov)
+            guard let iov else { return Glibc.writev(fd, nil, count) }
+            if let rings = KernelChannel.rings {
+                let taken = dpfs_ring_take_reply(rings, iov, count)
+                if taken >= 0 { return taken }
+            }
+            if count >= 2, KernelChannel.pendingInit.load(ordering: .relaxed) != KernelChannel.settled {
+                let ringSize = KernelChannel.amendReply(iov)
+                let written = Glibc.writev(fd, iov, count)
+                // The kernel has read the reply: the queues can register now (the loop
+                // starts them when this request is done).
+                if written > 0, let ringSize, let rings = KernelChannel.rings {
+                    dpfs_rings_note_negotiated(rings, ringSize)
+                }
+                return written
             }
             return Glibc.writev(fd, iov, count)
         }
         return fuse_session_custom_io(session, &io, fuse_session_fd(session)) == 0
+    }
+
+    /// After the loop (whose end stopped the queues): replies go to /dev/fuse again.
+    static func forgetRings() {
+        ringsAddress.store(0, ordering: .releasing)
+    }
+
+    /// Makes the session's io_uring queues, used if INIT negotiates them; pass the
+    /// result to the loop. Call after install(on:).
+    /// `unmounter`: fusermount3's auto_unmount socket, or -1.
+    static func makeRings(for session: OpaquePointer, unmounter: Int32) -> UnsafeMutablePointer<dpfs_rings>? {
+        guard let made = dpfs_rings_new(session, { request, length in
+            guard let request, length >= KernelChannel.inHeaderSize else { return }
+            KernelChannel.noteServing(request, length: length)
+        }, unmounter) else { return nil }
+        ringsAddress.store(UInt(bitPattern: made), ordering: .releasing)
+        return made
     }
 
     private static func noteServing(_ request: UnsafeRawPointer, length: Int) {
@@ -99,25 +148,41 @@ enum KernelChannel {
         return callerUID != 0
     }
 
-    private static func noteRequest(_ request: UnsafeRawPointer) {
+    private static func noteRequest(_ request: UnsafeRawPointer, length: Int) {
         guard request.loadUnaligned(fromByteOffset: opcodeOffset, as: UInt32.self) == initOpcode else { return }
-        let offered = request.loadUnaligned(fromByteOffset: inHeaderSize + initInFlagsOffset, as: UInt32.self)
-        guard offered & handleKillPrivV2 != 0 else {
+        let flags = request.loadUnaligned(fromByteOffset: inHeaderSize + initInFlagsOffset, as: UInt32.self)
+        let flags2 = flags & initExt != 0 && length >= inHeaderSize + initInFlags2Offset + 4
+            ? request.loadUnaligned(fromByteOffset: inHeaderSize + initInFlags2Offset, as: UInt32.self) : 0
+        let wanted = (flags & handleKillPrivV2 != 0 ? 1 : 0) | (flags2 & overIOUring != 0 && rings != nil ? 2 : 0)
+        guard wanted != 0 else {
             pendingInit.store(settled, ordering: .relaxed)
             return
         }
+        offered.store(UInt32(wanted), ordering: .relaxed)
         pendingInit.store(request.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self), ordering: .relaxed)
     }
 
-    private static func amendReply(_ iov: UnsafeMutablePointer<iovec>) {
+    /// Sets the offered flags in the INIT reply; with io_uring taken, the size of the
+    /// payload buffers the kernel will want (as fuse_uring_create derives it).
+    private static func amendReply(_ iov: UnsafeMutablePointer<iovec>) -> Int? {
         let pending = pendingInit.load(ordering: .relaxed)
         guard pending != 0, let header = iov[0].iov_base, iov[0].iov_len >= 16,
-              header.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self) == pending else { return }
+              header.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self) == pending else { return nil }
         pendingInit.store(settled, ordering: .relaxed)
         guard header.loadUnaligned(fromByteOffset: outErrorOffset, as: Int32.self) == 0,
-              let reply = iov[1].iov_base, iov[1].iov_len >= initOutFlagsOffset + 4 else { return }
+              let reply = iov[1].iov_base, iov[1].iov_len >= initOutFlagsOffset + 4 else { return nil }
+        let wanted = offered.load(ordering: .relaxed)
         let flags = reply.loadUnaligned(fromByteOffset: initOutFlagsOffset, as: UInt32.self)
-        reply.storeBytes(of: flags | handleKillPrivV2, toByteOffset: initOutFlagsOffset, as: UInt32.self)
-        negotiated.store(true, ordering: .releasing)
+        if wanted & 1 != 0 {
+            reply.storeBytes(of: flags | handleKillPrivV2, toByteOffset: initOutFlagsOffset, as: UInt32.self)
+            negotiated.store(true, ordering: .releasing)
+        }
+        guard wanted & 2 != 0, flags & initExt != 0, iov[1].iov_len >= initOutMinimumSize else { return nil }
+        let flags2 = reply.loadUnaligned(fromByteOffset: initOutFlags2Offset, as: UInt32.self)
+        reply.storeBytes(of: flags2 | overIOUring, toByteOffset: initOutFlags2Offset, as: UInt32.self)
+        let maxWrite = Int(reply.loadUnaligned(fromByteOffset: initOutMaxWriteOffset, as: UInt32.self))
+        let pages = flags & maxPages != 0
+            ? Int(reply.loadUnaligned(fromByteOffset: initOutMaxPagesOffset, as: UInt16.self)) : defaultMaxPages
+        return max(minimumPayload, maxWrite, pages * Int(sysconf(Int32(_SC_PAGESIZE))))
     }
 }

@@ -24,6 +24,8 @@ public final class MountSession {
     let fileSystem: SandboxFileSystem
     let mountpoint: String
     let session: OpaquePointer
+    /// The io_uring queues, used when the kernel offers FUSE over io_uring.
+    private let rings: UnsafeMutablePointer<dpfs_rings>?
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
     /// `options` are FUSE mount options (as after -o), comma-separated strings.
@@ -52,13 +54,14 @@ public final class MountSession {
         session = made
         fileSystem.kernel.session = made
         Self.raiseDescriptorLimit()
+        let socketsBefore = Self.socketDescriptors()
         guard fuse_session_mount(made, mountpoint) == 0 else {
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
-        Self.closeUnmounterSocketLast(after: fuse_session_fd(made))
+        let unmounter = Self.closeUnmounterSocketLast(after: fuse_session_fd(made), madeBefore: socketsBefore)
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
-        _ = KernelChannel.install(on: made)
+        rings = KernelChannel.install(on: made) ? KernelChannel.makeRings(for: made, unmounter: unmounter) : nil
         _ = fuse_set_signal_handlers(made)
         Self.raiseReadAhead(mountpoint)
     }
@@ -66,22 +69,36 @@ public final class MountSession {
     /// With auto_unmount, libfuse keeps a socket to the fusermount3 it started, which
     /// unmounts when the socket closes, but only if opening the mount point then fails
     /// with ENOTCONN, that is once the kernel has ended the connection. A killed process's
-    /// descriptors close in numeric order, and that socket's number is below /dev/fuse's
-    /// (it was made first): fusermount3 could look before the connection was gone, get
-    /// ECONNABORTED, and leave the dead mount behind. Renumbered above /dev/fuse, the
-    /// socket closes after it.
-    static func closeUnmounterSocketLast(after fuseFD: Int32) {
-        guard fuseFD > 0 else { return }
-        for fd in 0..<fuseFD {
-            var st = stat()
+    /// descriptors close in numeric order: below /dev/fuse's, fusermount3 could look
+    /// before the connection was gone, get ECONNABORTED, and leave the dead mount behind,
+    /// so it is renumbered above. (The io_uring queues hold /dev/fuse longer: they keep
+    /// the socket too, ring_queues.h.) The socket's descriptor afterwards, or -1 (no
+    /// auto_unmount). `madeBefore`: the sockets open before fuse_session_mount.
+    static func closeUnmounterSocketLast(after fuseFD: Int32, madeBefore: [Int32: UInt64]) -> Int32 {
+        guard fuseFD > 0 else { return -1 }
+        for (fd, inode) in socketDescriptors().sorted(by: { $0.key < $1.key }) where madeBefore[fd] != inode {
             var pid: pid_t = 0, uid: uid_t = 0
-            guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK,
-                  dpfs_peer_credentials(fd, &pid, &uid) == 0,
-                  readProcFile("/proc/\(pid)/comm")?.hasPrefix("fusermount") == true else { continue }
+            // libfuse made it with socketpair(2) while mounting, so its peer credentials
+            // are this process's own.
+            guard dpfs_peer_credentials(fd, &pid, &uid) == 0, pid == getpid() else { continue }
+            if fd > fuseFD { return fd }
             let moved = fcntl(fd, F_DUPFD_CLOEXEC, fuseFD + 1)
             if moved >= 0 { close(fd) }
-            return
+            return moved >= 0 ? moved : fd
         }
+        return -1
+    }
+
+    /// The process's open socket descriptors and their sockets' inode numbers (a
+    /// descriptor number may be reused by another socket).
+    static func socketDescriptors() -> [Int32: UInt64] {
+        var found: [Int32: UInt64] = [:]
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return found }
+        for name in names {
+            var st = stat()
+            if let fd = Int32(name), fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK { found[fd] = UInt64(st.st_ino) }
+        }
+        return found
     }
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
@@ -166,7 +183,9 @@ public final class MountSession {
         let rc = dpfs_session_loop_mt(session, 16, { context in
             guard let context else { return }
             Unmanaged<SandboxFileSystem>.fromOpaque(context).takeUnretainedValue().pool.scrub()
-        }, context)
+        }, context, rings)
+        KernelChannel.forgetRings()
+        free(rings)
         fileSystem.finishRemovals()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)

@@ -84,15 +84,7 @@ else
     log "no fuse tracepoints or a kernel before 6.6 here: getxattr counts not checked"
 fi
 
-chmod_out=$(python3 - "$S/setid" <<'PY'
-import os, sys
-fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755)
-os.fchmod(fd, 0o6755)
-os.setgid(1000); os.setuid(1000)   # a writer without CAP_FSETID
-os.write(fd, b"data")
-print(oct(os.fstat(fd).st_mode & 0o7777))
-PY
-)
+chmod_out=$(mode_after_other_users_write "$S/setid")
 expect_eq "a write by another user still takes set-user-ID and set-group-ID away" "$chmod_out" "0o755"
 
 mkdir -p "$WORK/src/d"

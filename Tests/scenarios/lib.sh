@@ -93,6 +93,19 @@ backing() {
     find "$DEV/sandbox" -xdev -inum "$(stat -c %i "$1")" -print -quit
 }
 
+# mode_after_other_users_write PATH: creates PATH set-user-ID and set-group-ID (0o6755),
+# writes to it as uid 1000 (no CAP_FSETID), and prints the mode it then has.
+mode_after_other_users_write() {
+    python3 - "$1" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o755)
+os.fchmod(fd, 0o6755)
+os.setgid(1000); os.setuid(1000)
+os.write(fd, b"data")
+print(oct(os.fstat(fd).st_mode & 0o7777))
+PY
+}
+
 state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }

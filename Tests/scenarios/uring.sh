@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# FUSE over io_uring (Sources/CFuse/ring_queues.h). Where the kernel's fuse module offers
+# it (its enable_uring parameter, set here for the scenario and put back after), the
+# daemon takes it: one queue per possible CPU, and requests served through them. What
+# must hold all the same: data written in 1 MiB requests and small ones reads back,
+# long listings, extended attributes, a lock that revokes (its notifications still go
+# to /dev/fuse), set-ID bits dropped by another user's write, tar in and out; and the
+# daemon ends on unmount and on SIGTERM. Without the parameter: no queues.
+source "$(dirname "$0")/lib.sh"
+
+PARAM=/sys/module/fuse/parameters/enable_uring
+if [ ! -w "$PARAM" ]; then
+    log "this kernel has no FUSE over io_uring (Linux 6.14+ with CONFIG_FUSE_IO_URING): skipped"
+    finish
+fi
+ORIGINAL=$(cat "$PARAM")
+scenario_cleanup() { echo "$ORIGINAL" > "$PARAM"; }
+
+daemon_pid() { "$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+ring_fds() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'anon_inode:\[io_uring\]'; }
+# Completions the daemon's rings have posted, all queues together.
+ring_completions() {
+    local fd total=0
+    for fd in $(ls -l "/proc/$1/fd" | awk '/anon_inode:\[io_uring\]/ {print $9}'); do
+        total=$((total + $(sed -n 's/^CqTail:[[:space:]]*//p' "/proc/$1/fdinfo/$fd")))
+    done
+    echo "$total"
+}
+possible=$(awk -F, '{n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); top = (r[2] != "" ? r[2] : r[1]); if (top + 1 > n) n = top + 1 } print n}' /sys/devices/system/cpu/possible)
+
+echo N > "$PARAM"
+MOUNT_ARGS="-o allow_other" setup_device
+expect_eq "without enable_uring the daemon makes no queue" "$(ring_fds "$(daemon_pid)")" "0"
+"$DPFS" unmount "$MNT" || fail "unmount"
+
+echo Y > "$PARAM"
+MOUNT_ARGS="-o allow_other" mount_device
+unlock_device
+daemon=$(daemon_pid)
+S="$MNT/Documents"
+expect_eq "with it, one queue per possible CPU ($possible)" "$(ring_fds "$daemon")" "$possible"
+
+before=$(ring_completions "$daemon")
+python3 - "$S/many" <<'PY'
+import os, sys
+os.mkdir(sys.argv[1])
+for i in range(1000):
+    fd = os.open(f"{sys.argv[1]}/file-{i:04d}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.write(fd, str(i).encode())
+    os.close(fd)
+PY
+served=$(( $(ring_completions "$daemon") - before ))
+if [ "$served" -ge 3000 ]; then pass "1,000 creates were served through the queues ($served requests)"
+else fail "1,000 creates were served through the queues" "only $served requests came through them"; fi
+expect_eq "a listing of 1,000 names (READDIRPLUS replies of many KiB)" \
+    "$(ls "$S/many" | wc -l) $(ls "$S/many" | head -1) $(ls "$S/many" | tail -1)" "1000 file-0000 file-0999"
+expect_eq "and their contents" "$(cat "$S/many/file-0777")" "777"
+
+head -c $((8 * 1024 * 1024 + 12345)) /dev/urandom > "$WORK/big"
+check "8 MiB written in 1 MiB requests" dd if="$WORK/big" of="$S/big" bs=1M status=none
+check "read back in 1 MiB requests" cmp "$WORK/big" "$S/big"
+out=$(python3 - "$S/patched" <<'PY'
+import mmap, os, random, sys
+random.seed(7)
+model = bytearray(os.urandom(300000))
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+os.write(fd, model)
+for _ in range(300):
+    at, size = random.randrange(0, 320000), random.randrange(1, 9000)
+    data = os.urandom(size)
+    os.pwrite(fd, data, at)
+    if at > len(model): model.extend(bytes(at - len(model)))
+    model[at:at + size] = data
+os.close(fd)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+print(os.pread(fd, len(model) + 10, 0) == bytes(model), mapped[:] == bytes(model))
+PY
+)
+expect_eq "300 small writes at random offsets read back, by read and by mapping" "$out" "True True"
+
+# A read's reply (file contents) goes through an entry's payload buffer: gone once
+# committed, so a lock finds none of it (as hygiene.sh checks on /dev/fuse).
+MARK="RING-$$-$RANDOM-PLAINTEXT"
+{ for i in $(seq 1 3000); do echo "$MARK $i"; done; } > "$S/marked"
+setfattr -n user.dpfs.protection -v complete "$S/marked"
+echo 3 > /proc/sys/vm/drop_caches   # the reads must reach the daemon
+expect_eq "a complete file read through the queues" "$(grep -c "$MARK" "$S/marked")" "3000"
+scan() { python3 "$(dirname "$0")/../tools/memscan.py" "$daemon" "$DEV" "$PASS" --text "$MARK" | grep "^text"; }
+expect_eq "the scan finds its text in the daemon before the lock (the search works)" \
+    "$(exec 5<"$S/marked"; scan)" "text $MARK present"
+
+printf 'secret\n' > "$S/diary"
+check "a class set through setxattr" setfattr -n user.dpfs.protection -v complete "$S/diary"
+expect_eq "and read back" "$(getfattr --only-values -n user.dpfs.protection "$S/diary")" "complete"
+check "lock" "$DPFS" lock "$MNT" --now
+check_error "a complete file is refused while locked" "Operation not permitted" cat "$S/diary"
+expect_eq "and the daemon's memory holds none of the text it read" "$(scan)" "text $MARK absent"
+check "unlock" "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+expect_eq "and reads again after unlock" "$(cat "$S/diary")" "secret"
+
+out=$(mode_after_other_users_write "$S/setid")
+expect_eq "a write by another user takes set-user-ID and set-group-ID away" "$out" "0o755"
+
+mkdir -p "$WORK/src/d"
+for i in $(seq 60); do head -c $((i * 1531)) /dev/urandom > "$WORK/src/d/f$i"; done
+tar cf "$WORK/src.tar" -C "$WORK" src
+check "tar extracts into the mount" tar xf "$WORK/src.tar" -C "$S"
+check "and every file reads back as it was" diff -r "$WORK/src" "$S/src"
+check "tar reads it out again" tar cf "$WORK/out.tar" -C "$S" src
+
+gone_within() {  # $1: pid; true when it has exited within 10 s
+    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    return 1
+}
+check "unmount" "$DPFS" unmount "$MNT"
+check "the daemon ends after unmount" gone_within "$daemon"
+
+mount_device
+daemon=$(daemon_pid)
+expect_eq "mounted again: the queues again" "$(ring_fds "$daemon")" "$possible"
+check "a SIGTERM" kill -TERM "$daemon"
+check "ends the daemon with its queues" gone_within "$daemon"
+check_fails "and leaves no mount" grep -qs " $MNT fuse" /proc/mounts
+
+# Killed, its queues still hold /dev/fuse open a moment after the process is gone:
+# fusermount3 (auto_unmount) must still find the connection ended and unmount.
+mount_device
+daemon=$(daemon_pid)
+unlock_device
+cat "$S/big" > /dev/null
+check "a SIGKILL" kill -KILL "$daemon"
+unmounted_within() { for _ in $(seq 100); do grep -qs " $MNT fuse" /proc/mounts || return 0; sleep 0.1; done; return 1; }
+check "leaves no mount behind (auto_unmount)" unmounted_within
+finish
