@@ -49,6 +49,8 @@
 #define DPFS_RING_OPCODE_READ 15
 /// How long a queue's thread waits before it looks whether the session is ending.
 #define DPFS_RING_WAIT_NANOSECONDS 100000000L
+/// How long it waits while a read's reply is still in an entry (then wipes it).
+#define DPFS_RING_WIPE_NANOSECONDS 5000000L
 /// What stays resident of a payload buffer after a larger request (as for the loop's).
 #define DPFS_RING_KEEP_BYTES ((size_t)64 * 1024)
 
@@ -270,10 +272,11 @@ static inline int dpfs_ring_has_completion(struct dpfs_ring_queue *queue, struct
 }
 
 /// File contents a read's reply left in an entry the kernel has not given a new request:
-/// zeroed once the commit that carried them is in (so a lock finds none). The ring runs
-/// its task work only inside this thread's io_uring_enter (DEFER_TASKRUN), so out here
-/// the kernel writes into no entry; one that got a request meanwhile has a completion,
-/// and dpfs_ring_serve clears what that request left of the reply.
+/// zeroed once the commit that carried them is in, at the thread's next wake (the next
+/// request, or 5 ms), so a lock finds none. The ring runs its task work only inside
+/// this thread's io_uring_enter (DEFER_TASKRUN), so out here the kernel writes into no
+/// entry; one that got a request meanwhile has a completion, and dpfs_ring_serve clears
+/// what that request left of the reply.
 static inline void dpfs_ring_wipe_replies(struct dpfs_ring_queue *queue) {
     for (unsigned int e = 0; e < DPFS_RING_DEPTH; e++) {
         struct dpfs_ring_entry *entry = &queue->entries[e];
@@ -306,15 +309,15 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     }
     int wipe = 0;
     while (!__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
+        struct __kernel_timespec wait = {
+            .tv_sec = 0, .tv_nsec = wipe ? DPFS_RING_WIPE_NANOSECONDS : DPFS_RING_WAIT_NANOSECONDS };
+        struct io_uring_cqe *cqe = NULL;
+        int rc = io_uring_submit_and_wait_timeout(&queue->ring, &cqe, 1, &wait, NULL);
+        // The commits that carried read replies are in: what no new request took goes.
         if (wipe) {
-            // The read replies go in first (the commit copies them at once), then go.
-            if (io_uring_submit(&queue->ring) < 0) break;
             dpfs_ring_wipe_replies(queue);
             wipe = 0;
         }
-        struct __kernel_timespec wait = { .tv_sec = 0, .tv_nsec = DPFS_RING_WAIT_NANOSECONDS };
-        struct io_uring_cqe *cqe = NULL;
-        int rc = io_uring_submit_and_wait_timeout(&queue->ring, &cqe, 1, &wait, NULL);
         if (rc == -ETIME || rc == -EINTR) {
             // Idle: after the session has been idle a while, large requests' pages go.
             unsigned long trims = __atomic_load_n(&rings->trims, __ATOMIC_RELAXED);

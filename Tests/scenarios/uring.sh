@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # FUSE over io_uring (Sources/CFuse/ring_queues.h). Where the kernel's fuse module offers
-# it (its enable_uring parameter, set here for the scenario and put back after), the
-# daemon takes it: one queue per possible CPU, and requests served through them. What
-# must hold all the same: data written in 1 MiB requests and small ones reads back,
-# long listings, extended attributes, a lock that revokes (its notifications still go
-# to /dev/fuse), set-ID bits dropped by another user's write, tar in and out; and the
-# daemon ends on unmount and on SIGTERM. Without the parameter: no queues.
+# it (its enable_uring parameter, set here for the scenario and put back after) and the
+# mount asks for it (DPFS_IO_URING=1), the daemon takes it: one queue per possible CPU,
+# and requests served through them. What must hold all the same: data written in 1 MiB
+# requests and small ones reads back, long listings, extended attributes, a lock that
+# revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
+# the queues in memory, set-ID bits dropped by another user's write, tar in and out; and
+# the daemon ends on unmount, SIGTERM and SIGKILL (auto_unmount still unmounts). Without
+# the parameter or the variable: no queues.
 source "$(dirname "$0")/lib.sh"
 
 PARAM=/sys/module/fuse/parameters/enable_uring
@@ -29,11 +31,17 @@ ring_completions() {
 possible=$(awk -F, '{n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); top = (r[2] != "" ? r[2] : r[1]); if (top + 1 > n) n = top + 1 } print n}' /sys/devices/system/cpu/possible)
 
 echo N > "$PARAM"
+export DPFS_IO_URING=1
 MOUNT_ARGS="-o allow_other" setup_device
 expect_eq "without enable_uring the daemon makes no queue" "$(ring_fds "$(daemon_pid)")" "0"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 echo Y > "$PARAM"
+DPFS_IO_URING= MOUNT_ARGS="-o allow_other" mount_device
+expect_eq "with it but without DPFS_IO_URING=1, none either" "$(ring_fds "$(daemon_pid)")" "0"
+check "it serves through /dev/fuse" ls "$MNT/Documents"
+"$DPFS" unmount "$MNT" || fail "unmount"
+
 MOUNT_ARGS="-o allow_other" mount_device
 unlock_device
 daemon=$(daemon_pid)
