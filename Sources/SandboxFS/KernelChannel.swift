@@ -17,8 +17,9 @@
 // serving (libfuse's loop reads a request and serves it on the same thread): it sets
 // that flag when the caller lacks CAP_FSETID, and libfuse 3.14 does not pass it on.
 //
-// 3. FUSE over io_uring (FUSE_OVER_IO_URING), taken whenever the kernel offers it (its
-// fuse module's enable_uring is set): the flag goes into the INIT reply the same way,
+// 3. FUSE over io_uring (FUSE_OVER_IO_URING), taken when the mount asked for it (queues
+// were made, MountSession) and the kernel offers it (its fuse module's enable_uring is
+// set): the flag goes into the INIT reply the same way,
 // with the payload size the kernel will derive from that reply; the loop then starts
 // the queues (ring_queues.h), and replies to the requests they serve go back to them
 // here instead of to /dev/fuse.

@@ -24,7 +24,8 @@ public final class MountSession {
     let fileSystem: SandboxFileSystem
     let mountpoint: String
     let session: OpaquePointer
-    /// The io_uring queues, used when the kernel offers FUSE over io_uring.
+    /// The io_uring queues, made when the mount asks for them (DPFS_IO_URING=1) and used
+    /// if the kernel offers FUSE over io_uring; nil otherwise.
     private let rings: UnsafeMutablePointer<dpfs_rings>?
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
