@@ -87,6 +87,25 @@ PY
 )
 expect_eq "300 small writes at random offsets read back, by read and by mapping" "$out" "True True"
 
+# Reads and writes go to helper threads when others wait behind them, so that a queue's
+# thread never waits on the disk; its queue then registers more entries.
+threads_named() { grep -lx "$2" /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
+for i in $(seq 8); do head -c $((3 * 1024 * 1024 + i)) /dev/urandom > "$WORK/par$i"; done
+pids=()
+for i in $(seq 8); do taskset -c 0 cp "$WORK/par$i" "$S/par$i" & pids+=($!); done
+written=0
+for pid in "${pids[@]}"; do wait "$pid" && written=$((written + 1)); done
+echo 3 > /proc/sys/vm/drop_caches
+pids=()
+for i in $(seq 8); do taskset -c 0 cmp -s "$WORK/par$i" "$S/par$i" & pids+=($!); done
+same=0
+for pid in "${pids[@]}"; do wait "$pid" && same=$((same + 1)); done
+expect_eq "8 writers, then 8 readers at once on one CPU: every file intact" "$written $same" "8 8"
+helpers=$(threads_named "$daemon" dpfs-ring-io)
+if [ "$helpers" -ge 1 ]; then pass "their reads and writes were served by helper threads ($helpers)"
+else fail "their reads and writes were served by helper threads" "no dpfs-ring-io thread"; fi
+expect_eq "beside one queue thread per CPU" "$(threads_named "$daemon" dpfs-ring)" "$possible"
+
 # A read's reply (file contents) goes through an entry's payload buffer: gone once
 # committed, so a lock finds none of it (as hygiene.sh checks on /dev/fuse).
 MARK="RING-$$-$RANDOM-PLAINTEXT"

@@ -1,0 +1,95 @@
+#ifndef DPFS_CFUSE_RING_HELPERS_H
+#define DPFS_CFUSE_RING_HELPERS_H
+
+// Threads that run jobs an io_uring queue's thread hands them (ring_queues.h): a read or
+// write may wait on the disk, and the queue's thread must not, or every other request
+// from its CPU waits behind it. Started as jobs come and none is idle, up to a maximum,
+// as the session loop starts its workers; none exits before the session ends, and each
+// runs what was queued before it goes.
+
+#include <pthread.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#define DPFS_HELPERS_MAX 16
+
+struct dpfs_helper_job {
+    struct dpfs_helper_job *next;
+    void (*run)(struct dpfs_helper_job *job);
+};
+
+struct dpfs_helpers {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    struct dpfs_helper_job *head, *tail;
+    unsigned int count, idle, max;
+    unsigned int queued;    // jobs not yet taken
+    int stopping;
+    pthread_t threads[DPFS_HELPERS_MAX];
+};
+
+static inline void dpfs_helpers_init(struct dpfs_helpers *helpers, unsigned int max) {
+    memset(helpers, 0, sizeof(*helpers));
+    pthread_mutex_init(&helpers->lock, NULL);
+    pthread_cond_init(&helpers->work, NULL);
+    helpers->max = max < 1 ? 1 : max > DPFS_HELPERS_MAX ? DPFS_HELPERS_MAX : max;
+}
+
+static inline void *dpfs_helper_thread(void *argument) {
+    struct dpfs_helpers *helpers = (struct dpfs_helpers *)argument;
+    prctl(PR_SET_NAME, (unsigned long)"dpfs-ring-io", 0, 0, 0);  // what ps -L and the tests see
+    pthread_mutex_lock(&helpers->lock);
+    for (;;) {
+        while (helpers->head == NULL && !helpers->stopping) {
+            helpers->idle++;
+            pthread_cond_wait(&helpers->work, &helpers->lock);
+            helpers->idle--;
+        }
+        struct dpfs_helper_job *job = helpers->head;
+        if (job == NULL) break;  // stopping, and nothing left
+        helpers->head = job->next;
+        if (helpers->head == NULL) helpers->tail = NULL;
+        helpers->queued--;
+        pthread_mutex_unlock(&helpers->lock);
+        job->run(job);
+        pthread_mutex_lock(&helpers->lock);
+    }
+    pthread_mutex_unlock(&helpers->lock);
+    return NULL;
+}
+
+/// Queues `job` to run on a helper; 0, or -1 when there is no helper to run it (none
+/// could be started): the caller runs it itself.
+static inline int dpfs_helpers_submit(struct dpfs_helpers *helpers, struct dpfs_helper_job *job) {
+    pthread_mutex_lock(&helpers->lock);
+    // Each queued job has an idle helper coming for it, or one is started.
+    if (helpers->queued >= helpers->idle && helpers->count < helpers->max &&
+        dpfs_loop_create_thread(&helpers->threads[helpers->count], dpfs_helper_thread, helpers) == 0) {
+        helpers->count++;
+    }
+    if (helpers->count == 0) {
+        pthread_mutex_unlock(&helpers->lock);
+        return -1;
+    }
+    job->next = NULL;
+    if (helpers->tail != NULL) helpers->tail->next = job; else helpers->head = job;
+    helpers->tail = job;
+    helpers->queued++;
+    pthread_cond_signal(&helpers->work);
+    pthread_mutex_unlock(&helpers->lock);
+    return 0;
+}
+
+/// Runs what is queued, then ends the helpers and waits for them.
+static inline void dpfs_helpers_stop(struct dpfs_helpers *helpers) {
+    pthread_mutex_lock(&helpers->lock);
+    helpers->stopping = 1;
+    pthread_cond_broadcast(&helpers->work);
+    unsigned int count = helpers->count;
+    pthread_mutex_unlock(&helpers->lock);
+    for (unsigned int i = 0; i < count; i++) pthread_join(helpers->threads[i], NULL);
+    pthread_cond_destroy(&helpers->work);
+    pthread_mutex_destroy(&helpers->lock);
+}
+
+#endif
