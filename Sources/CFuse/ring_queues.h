@@ -58,6 +58,7 @@
 #define DPFS_RING_SPARE_ENTRIES 2
 /// Submission slots: a command per entry and the wake-up read, with room to spare.
 #define DPFS_RING_SLOTS 32
+_Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each entry's command and the wake-up");
 #define DPFS_RING_MAX_QUEUES 1024
 #define DPFS_RING_IN_HEADER_SIZE 40
 #define DPFS_RING_OUT_HEADER_SIZE 16
@@ -128,6 +129,7 @@ struct dpfs_ring_queue {
     struct io_uring ring;
     unsigned int registered;            // entries made and registered, the first ones
     unsigned int away;                  // of them with a helper
+    unsigned int lost;                  // of them whose command the kernel refused
     int wake_fd;                        // an eventfd helpers write when they are done
     uint64_t wake_count;                // where the queue's read of it lands
     struct dpfs_ring_entry *done;       // entries helpers served, to be committed
@@ -149,11 +151,12 @@ struct dpfs_rings {
     int started;
     int stopping;
     unsigned long served;   // requests served through the queues
-    unsigned int busy;      // queue threads serving one now
+    unsigned int busy;      // requests being served now, here or by helpers
     unsigned long trims;    // the loop's trims, copied here
     unsigned int count;
     struct dpfs_ring_queue *queues;
     struct dpfs_helpers helpers;
+    pthread_key_t serving_key;  // the entry whose request the calling thread serves
 };
 
 /// `unmounter_fd`: the socket to the fusermount3 that unmounts a dead daemon's mount
@@ -162,6 +165,10 @@ static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ri
                                                 int unmounter_fd) {
     struct dpfs_rings *rings = (struct dpfs_rings *)calloc(1, sizeof(struct dpfs_rings));
     if (rings == NULL) return NULL;
+    if (pthread_key_create(&rings->serving_key, NULL) != 0) {
+        free(rings);
+        return NULL;
+    }
     rings->se = se;
     rings->fd = fuse_session_fd(se);
     rings->unmounter_fd = unmounter_fd;
@@ -200,9 +207,16 @@ static inline unsigned int dpfs_ring_possible_cpus(void) {
     return found ? highest + 1 : 0;
 }
 
+/// A free submission slot of `ring`, submitting what fills it if need be (it cannot be
+/// full: each entry has one command in it at a time, and there is the wake-up read).
+static inline struct io_uring_sqe *dpfs_ring_slot(struct io_uring *ring) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (sqe == NULL && io_uring_submit(ring) >= 0) sqe = io_uring_get_sqe(ring);
+    return sqe;
+}
+
 static inline void dpfs_ring_prepare(struct dpfs_ring_entry *entry, uint32_t command, uint64_t commit_id) {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&entry->queue->ring);
-    // The ring has room for every entry's command: one per entry at a time.
+    struct io_uring_sqe *sqe = dpfs_ring_slot(&entry->queue->ring);
     if (sqe == NULL) return;
     memset(sqe, 0, 2 * sizeof(*sqe));  // SQE128: the command area runs into the second half
     sqe->opcode = IORING_OP_URING_CMD;
@@ -227,28 +241,23 @@ static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struc
     uint64_t unique;
     memcpy(&unique, (const char *)iov[0].iov_base + 8, sizeof(unique));
     if (unique == 0) return -1;  // a notification
-    for (unsigned int q = 0; q < rings->count; q++) {
-        struct dpfs_ring_queue *queue = &rings->queues[q];
-        for (unsigned int e = 0; e < DPFS_RING_MAX_ENTRIES; e++) {
-            struct dpfs_ring_entry *entry = &queue->entries[e];
-            if (__atomic_load_n(&entry->serving, __ATOMIC_ACQUIRE) != unique) continue;
-            size_t total = 0, room = entry->iov[1].iov_len;
-            for (int i = 1; i < count; i++) total += iov[i].iov_len;
-            if (total > room) return -1;  // cannot be: replies fit the buffer the kernel sized
-            memcpy(entry->headers->in_out, iov[0].iov_base, DPFS_RING_OUT_HEADER_SIZE);
-            char *at = (char *)entry->iov[1].iov_base;
-            for (int i = 1; i < count; i++) {
-                memcpy(at, iov[i].iov_base, iov[i].iov_len);
-                at += iov[i].iov_len;
-            }
-            entry->headers->entry.payload_size = (uint32_t)total;
-            if (total > entry->touched) entry->touched = total;
-            if (entry->opcode == DPFS_RING_OPCODE_READ) entry->plaintext = total;
-            entry->replied = 1;
-            return (ssize_t)(DPFS_RING_OUT_HEADER_SIZE + total);
-        }
+    // libfuse replies on the thread that dispatched the request (dpfs_ring_serve).
+    struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)pthread_getspecific(rings->serving_key);
+    if (entry == NULL || entry->serving != unique) return -1;
+    size_t total = 0, room = entry->iov[1].iov_len;
+    for (int i = 1; i < count; i++) total += iov[i].iov_len;
+    if (total > room) return -1;  // cannot be: replies fit the buffer the kernel sized
+    memcpy(entry->headers->in_out, iov[0].iov_base, DPFS_RING_OUT_HEADER_SIZE);
+    char *at = (char *)entry->iov[1].iov_base;
+    for (int i = 1; i < count; i++) {
+        memcpy(at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
     }
-    return -1;
+    entry->headers->entry.payload_size = (uint32_t)total;
+    if (total > entry->touched) entry->touched = total;
+    if (entry->opcode == DPFS_RING_OPCODE_READ) entry->plaintext = total;
+    entry->replied = 1;
+    return (ssize_t)(DPFS_RING_OUT_HEADER_SIZE + total);
 }
 
 /// Serves the request in `entry`: rebuilds it as one buffer in front of the payload and
@@ -280,9 +289,11 @@ static inline void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
         memset(&buf, 0, sizeof(buf));
         buf.mem = request;
         buf.size = DPFS_RING_IN_HEADER_SIZE + fixed + payload;
-        __atomic_store_n(&entry->serving, unique, __ATOMIC_RELEASE);
+        entry->serving = unique;
+        pthread_setspecific(rings->serving_key, entry);
         fuse_session_process_buf(rings->se, &buf);
-        __atomic_store_n(&entry->serving, 0, __ATOMIC_RELEASE);
+        pthread_setspecific(rings->serving_key, NULL);
+        entry->serving = 0;
     }
     if (!entry->replied) {
         memset(entry->headers->in_out, 0, DPFS_RING_OUT_HEADER_SIZE);
@@ -392,8 +403,8 @@ static inline void dpfs_ring_serve_away(struct dpfs_helper_job *job) {
 }
 
 static inline void dpfs_ring_arm_wake(struct dpfs_ring_queue *queue) {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(&queue->ring);
-    if (sqe == NULL) return;  // cannot be: the ring has a slot for it
+    struct io_uring_sqe *sqe = dpfs_ring_slot(&queue->ring);
+    if (sqe == NULL) return;
     memset(sqe, 0, 2 * sizeof(*sqe));
     io_uring_prep_read(sqe, queue->wake_fd, &queue->wake_count, sizeof(queue->wake_count), 0);
     io_uring_sqe_set_data(sqe, &queue->wake_count);
@@ -422,7 +433,9 @@ static inline int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     uint32_t opcode;
     memcpy(&opcode, entry->headers->in_out + 4, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
-    if (dpfs_ring_waits_on_disk(opcode) && !(alone && queue->away == 0)) {
+    // At the end, nothing more goes away: the thread waits only for what is away.
+    if (dpfs_ring_waits_on_disk(opcode) && !(alone && queue->away == 0) &&
+        !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
         entry->away = 1;
         queue->away++;
         entry->job.run = dpfs_ring_serve_away;
@@ -481,32 +494,36 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
             continue;
         }
         if (rc < 0 && rc != -EBUSY) break;
-        unsigned head, seen = 0;
+        unsigned head, seen = 0, requests = 0;
         int ended = 0, woken = 0;
-        unsigned requests = io_uring_cq_ready(&queue->ring);
         io_uring_for_each_cqe(&queue->ring, head, cqe) {
-            seen++;
-            void *data = io_uring_cqe_get_data(cqe);
-            if (data == &queue->wake_count) {
-                woken = 1;
-                continue;
-            }
-            if (cqe->res < 0 || data == NULL) {
-                // The connection ended (ENOTCONN, ECANCELED) or would not take the entry.
-                ended = 1;
-                continue;
-            }
-            if (dpfs_ring_dispatch((struct dpfs_ring_entry *)data, requests == 1)) wipe = 1;
+            if (io_uring_cqe_get_data(cqe) == &queue->wake_count) woken = 1;
+            else if (cqe->res >= 0) requests++;
         }
-        io_uring_cq_advance(&queue->ring, seen);
+        // What helpers finished goes back first: a request that comes alone is then
+        // served here.
         if (woken) {
             if (dpfs_ring_commit_served_away(queue)) wipe = 1;
             dpfs_ring_arm_wake(queue);
         }
+        io_uring_for_each_cqe(&queue->ring, head, cqe) {
+            seen++;
+            void *data = io_uring_cqe_get_data(cqe);
+            if (data == &queue->wake_count || data == NULL) continue;
+            if (cqe->res == -ENOTCONN || cqe->res == -ECONNABORTED || cqe->res == -ECANCELED) {
+                ended = 1;  // the connection ended
+            } else if (cqe->res < 0) {
+                queue->lost++;  // the kernel refused this entry's command: it serves no more
+            } else if (dpfs_ring_dispatch((struct dpfs_ring_entry *)data, requests == 1)) {
+                wipe = 1;
+            }
+        }
+        io_uring_cq_advance(&queue->ring, seen);
         if (ended) break;
         // Reads and writes are with the helpers: more entries, so that the kernel has
         // some for the requests served here and for more reads and writes at once.
-        while (queue->registered - queue->away < DPFS_RING_SPARE_ENTRIES && dpfs_ring_entry_make(queue) == 0) {
+        while (queue->registered - queue->away - queue->lost < DPFS_RING_SPARE_ENTRIES &&
+               dpfs_ring_entry_make(queue) == 0) {
             dpfs_ring_prepare(&queue->entries[queue->registered - 1], DPFS_RING_CMD_REGISTER, 0);
         }
     }
@@ -576,6 +593,13 @@ static inline void dpfs_rings_stop(struct dpfs_rings *rings) {
     free(rings->queues);
     rings->queues = NULL;
     rings->count = 0;
+}
+
+/// Frees rings made by dpfs_rings_new (stopped, if they were started).
+static inline void dpfs_rings_free(struct dpfs_rings *rings) {
+    if (rings == NULL) return;
+    pthread_key_delete(rings->serving_key);
+    free(rings);
 }
 
 #endif

@@ -190,7 +190,7 @@ public final class MountSession {
             Unmanaged<SandboxFileSystem>.fromOpaque(context).takeUnretainedValue().pool.scrub()
         }, context, rings)
         KernelChannel.forgetRings()
-        free(rings)
+        dpfs_rings_free(rings)
         fileSystem.finishRemovals()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
