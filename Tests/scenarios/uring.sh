@@ -146,8 +146,16 @@ check "the daemon ends after unmount" gone_within "$daemon"
 mount_device
 daemon=$(daemon_pid)
 expect_eq "mounted again: the queues again" "$(ring_fds "$daemon")" "$possible"
-check "a SIGTERM" kill -TERM "$daemon"
+# Ended while reads are with the helpers: the queues take no new hand-off, wait for
+# what is away, and the daemon still ends.
+unlock_device
+busy=()
+for i in $(seq 8); do (while cat "$S/par$i" >/dev/null 2>&1; do :; done) & busy+=($!); done
+(while [ -d "$S" ]; do echo 1 > /proc/sys/vm/drop_caches; sleep 0.05; done) 2>/dev/null & busy+=($!)
+sleep 1
+check "a SIGTERM while 8 readers keep the helpers busy" kill -TERM "$daemon"
 check "ends the daemon with its queues" gone_within "$daemon"
+for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 check_fails "and leaves no mount" grep -qs " $MNT fuse" /proc/mounts
 
 # Killed, its queues still hold /dev/fuse open a moment after the process is gone:
