@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "ring_helpers.h"
+#include "ring_protocol.h"
 
 /// Entries each queue registers at the start.
 #define DPFS_RING_FIRST_ENTRIES 2
@@ -60,46 +61,14 @@
 #define DPFS_RING_SLOTS 32
 _Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each entry's command and the wake-up");
 #define DPFS_RING_MAX_QUEUES 1024
-#define DPFS_RING_IN_HEADER_SIZE 40
-#define DPFS_RING_OUT_HEADER_SIZE 16
-#define DPFS_RING_OP_SIZE 128
 /// Room before each payload for the in-header and the fixed argument.
 #define DPFS_RING_HEADROOM 4096
-#define DPFS_RING_CMD_REGISTER 1
-#define DPFS_RING_CMD_COMMIT_AND_FETCH 2
-#define DPFS_RING_OPCODE_READ 15
-#define DPFS_RING_OPCODE_WRITE 16
-#define DPFS_RING_OPCODE_FSYNC 20
-#define DPFS_RING_OPCODE_FSYNCDIR 30
-#define DPFS_RING_OPCODE_FALLOCATE 43
-#define DPFS_RING_OPCODE_COPY_FILE_RANGE 47
 /// How long a queue's thread waits before it looks whether the session is ending.
 #define DPFS_RING_WAIT_NANOSECONDS 100000000L
 /// How long it waits while a read's reply is still in an entry (then wipes it).
 #define DPFS_RING_WIPE_NANOSECONDS 5000000L
 /// What stays resident of a payload buffer after a larger request (as for the loop's).
 #define DPFS_RING_KEEP_BYTES ((size_t)64 * 1024)
-
-struct dpfs_ring_entry_state {
-    uint64_t flags;
-    uint64_t commit_id;
-    uint32_t payload_size;
-    uint32_t padding;
-    uint64_t reserved;
-};
-
-struct dpfs_ring_headers {
-    char in_out[128];
-    char op_in[DPFS_RING_OP_SIZE];
-    struct dpfs_ring_entry_state entry;
-};
-
-struct dpfs_ring_command {
-    uint64_t flags;
-    uint64_t commit_id;
-    uint16_t qid;
-    uint8_t padding[6];
-};
 
 struct dpfs_rings;
 struct dpfs_ring_queue;
