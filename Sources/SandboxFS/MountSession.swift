@@ -63,8 +63,9 @@ public final class MountSession {
         let unmounter = Self.closeUnmounterSocketLast(after: fuse_session_fd(made), madeBefore: socketsBefore)
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
-        // Asked for only: one thread per CPU serves requests one at a time, which makes
-        // metadata faster and streaming reads slower (README, FUSE over io_uring).
+        // Asked for only: it makes creates and removals faster but a single stream of
+        // small reads or writes slower, its caller moved to the other CPU at each reply
+        // (README, FUSE over io_uring).
         let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made, unmounter: unmounter) : nil
         _ = fuse_set_signal_handlers(made)
