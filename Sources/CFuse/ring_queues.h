@@ -29,9 +29,10 @@
 // serving the rest; the helper hands the entry back through a list and an eventfd the
 // ring reads, and the queue's thread commits it (a single-issuer ring takes submissions
 // from its own thread only). While entries are with helpers the queue registers more,
-// up to 16, so that the kernel has some for the requests served in place. A read or
-// write that comes alone is served in place: a hand-off costs two more thread wake-ups,
-// which a single stream of 4 KiB reads felt (21k against 32k IOPS here).
+// up to 16, so that the kernel has some for the requests served in place. A small read
+// or write that comes alone is served in place: a hand-off costs two more thread
+// wake-ups, which a single stream of 4 KiB reads felt (21k against 32k IOPS here); one
+// of 64 KiB or more goes to a helper all the same (readahead, writeback).
 
 #include <fuse3/fuse_lowlevel.h>
 #include <liburing.h>
@@ -67,6 +68,11 @@ _Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each en
 #define DPFS_RING_WAIT_NANOSECONDS 100000000L
 /// How long it waits while a read's reply is still in an entry (then wipes it).
 #define DPFS_RING_WIPE_NANOSECONDS 5000000L
+/// A read or write this large goes to a helper even when it comes alone: its own work
+/// (some 25 µs per 64 KiB sealed or opened) dwarfs the hand-off's two wake-ups, and the
+/// caller's CPU, which would serve it, is better left to the caller (readahead and
+/// writeback come from a CPU that has work of its own).
+#define DPFS_RING_LARGE_BYTES ((uint32_t)64 * 1024)
 /// What stays resident of a payload buffer after a larger request (as for the loop's).
 #define DPFS_RING_KEEP_BYTES ((size_t)64 * 1024)
 
@@ -352,6 +358,15 @@ static inline int dpfs_ring_waits_on_disk(uint32_t opcode) {
     }
 }
 
+/// The bytes a READ asks for or a WRITE carries (fuse_read_in and fuse_write_in both
+/// hold it after the handle and the offset); 0 for other requests.
+static inline uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, uint32_t opcode) {
+    if (opcode != DPFS_RING_OPCODE_READ && opcode != DPFS_RING_OPCODE_WRITE) return 0;
+    uint32_t size;
+    memcpy(&size, entry->headers->op_in + 16, sizeof(size));
+    return size;
+}
+
 /// A helper serves the request in an entry, then hands the entry back to its queue's
 /// thread (which alone may submit to the ring) and wakes it if it was not woken yet.
 static inline void dpfs_ring_serve_away(struct dpfs_helper_job *job) {
@@ -394,7 +409,8 @@ static inline int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
 }
 
 /// Serves the request a completion brought: here, or with a helper if it may wait on
-/// the disk and does not come `alone` (the only completion, no other entry away).
+/// the disk and does not come `alone` (the only completion, no other entry away) or is
+/// large.
 /// Whether its reply, committed here, carried file contents.
 static inline int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     struct dpfs_ring_queue *queue = entry->queue;
@@ -403,7 +419,8 @@ static inline int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     memcpy(&opcode, entry->headers->in_out + 4, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
     // At the end, nothing more goes away: the thread waits only for what is away.
-    if (dpfs_ring_waits_on_disk(opcode) && !(alone && queue->away == 0) &&
+    if (dpfs_ring_waits_on_disk(opcode) &&
+        (!(alone && queue->away == 0) || dpfs_ring_transfer_size(entry, opcode) >= DPFS_RING_LARGE_BYTES) &&
         !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
         entry->away = 1;
         queue->away++;

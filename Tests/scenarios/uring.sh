@@ -19,6 +19,8 @@ ORIGINAL=$(cat "$PARAM")
 scenario_cleanup() { echo "$ORIGINAL" > "$PARAM"; }
 
 daemon_pid() { "$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+# Threads of process $1 named $2 (the daemon names its ring threads and helpers).
+threads_named() { grep -lx "$2" /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
 ring_fds() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'anon_inode:\[io_uring\]'; }
 # Completions the daemon's rings have posted, all queues together.
 ring_completions() {
@@ -66,6 +68,10 @@ expect_eq "and their contents" "$(cat "$S/many/file-0777")" "777"
 
 head -c $((8 * 1024 * 1024 + 12345)) /dev/urandom > "$WORK/big"
 check "8 MiB written in 1 MiB requests" dd if="$WORK/big" of="$S/big" bs=1M status=none
+# Even from a single writer, 1 MiB writes go to helpers: their sealing would otherwise
+# take the writer's own CPU (nothing before this point is large or concurrent).
+expect_eq "which go to helper threads even from one writer" \
+    "$([ "$(threads_named "$daemon" dpfs-ring-io)" -gt 0 ] && echo yes)" "yes"
 check "read back in 1 MiB requests" cmp "$WORK/big" "$S/big"
 out=$(python3 - "$S/patched" <<'PY'
 import mmap, os, random, sys
@@ -89,7 +95,6 @@ expect_eq "300 small writes at random offsets read back, by read and by mapping"
 
 # Reads and writes go to helper threads when others wait behind them, so that a queue's
 # thread never waits on the disk; its queue then registers more entries.
-threads_named() { grep -lx "$2" /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
 for i in $(seq 8); do head -c $((3 * 1024 * 1024 + i)) /dev/urandom > "$WORK/par$i"; done
 pids=()
 for i in $(seq 8); do taskset -c 0 cp "$WORK/par$i" "$S/par$i" & pids+=($!); done
