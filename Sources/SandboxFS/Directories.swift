@@ -2,6 +2,10 @@
 // opens the backing directory from the node's O_PATH descriptor, moves to the offset
 // the kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads
 // with getdents64. Nothing is held between calls, so releasedir has nothing to free.
+// The kernel keeps each listing (FOPEN_CACHE_DIR, kept across opens) and serves the
+// next one itself until the directory changes; every change to a directory's entries
+// comes through the kernel, which then drops its copy (nothing in the daemon adds,
+// removes or renames a listed name behind it), and a lock refuses no listing.
 // readdirplus hands the kernel an entry for each name, which counts one lookup as a
 // lookup does (not for "." and ".."), except for a node the kernel holds as last told
 // (KernelView.swift).
@@ -14,6 +18,8 @@ import Glibc
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         fi.pointee.fh = 0
+        fi.pointee.cache_readdir = 1
+        fi.pointee.keep_cache = 1
         fuse_reply_open(req, fi)
     }
 

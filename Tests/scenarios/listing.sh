@@ -5,6 +5,7 @@
 # Whatever a listing leaves out, ls -l must still show every change: sizes after
 # writes, link counts, modes, times, renames, removals.
 source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 command -v strace >/dev/null || { fail "strace is missing (Scripts/setup installs it)"; finish; }
 setup_device
@@ -57,6 +58,25 @@ expect_eq "a rename shows in both directories" \
     "$( (cd "$S/src" && ls) | grep -cx f7)/$( (cd "$S/src/d1" && ls) | grep -cx f7-moved)" "0/1"
 mkdir "$S/src/d1/new"; echo x > "$S/src/d1/new/x"
 expect_eq "a directory made since shows its link count" "$(links_of "$S/src/d1")" "4"
+
+# The kernel keeps a listing (FOPEN_CACHE_DIR) and serves the next one itself, until an
+# entry changes through the mount; then the next listing is read again and shows it.
+names_in() { (cd "$1" && ls -a | tr '\n' ' '); }
+fuse_ops() { "$ROOT/Scripts/fuse-ops" --mount "$MNT" "$1" | awk '$2 ~ /^FUSE_READDIR/ {n += $1} END {print n + 0}'; }
+before=$(names_in "$S/src/d1")
+expect_eq "a listing repeated is the kernel's: no READDIR request" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
+touch "$S/src/d1/added"
+expect_eq "after a create in it, the next listing asks the daemon" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null" | sed 's/^[1-9][0-9]*$/some/')" "some"
+expect_eq "and the one after that does not" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
+expect_eq "the file made shows" "$(names_in "$S/src/d1")" "$(printf '%s' "$before" | sed 's/^\. \.\. /. .. added /')"
+mv "$S/src/d1/added" "$S/src/d1/d2/moved"
+expect_eq "a rename out shows in the source's listing" "$( (cd "$S/src/d1" && ls) | grep -c '^added$')" "0"
+expect_eq "and in the target's" "$( (cd "$S/src/d1/d2" && ls) | grep -c '^moved$')" "1"
+rm "$S/src/d1/d2/moved"
+expect_eq "a removal shows" "$( (cd "$S/src/d1/d2" && ls) | grep -c '^moved$')" "0"
+"$DPFS" lock "$MNT" > /dev/null
+expect_eq "a lock leaves listings as they were" "$(names_in "$S/src/d1")" "$before"
+unlock_device
 expect_eq "the whole tree still reads back" "$(cat "$S/src/f1")" "$(printf 'file 1\nmore')"
 
 # A lookup opens nothing where a file handle names the node (ext4, as here): the stats
