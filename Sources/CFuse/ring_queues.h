@@ -119,7 +119,6 @@ typedef void (*dpfs_ring_observer)(const void *request, size_t length);
 struct dpfs_rings {
     struct fuse_session *se;
     int fd;
-    int unmounter_fd;       // fusermount3's auto_unmount socket, or -1
     dpfs_ring_observer observe;
     size_t payload_size;
     int negotiated;
@@ -134,10 +133,7 @@ struct dpfs_rings {
     pthread_key_t serving_key;  // the entry whose request the calling thread serves
 };
 
-/// `unmounter_fd`: the socket to the fusermount3 that unmounts a dead daemon's mount
-/// (auto_unmount), or -1.
-static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ring_observer observe,
-                                                int unmounter_fd) {
+static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ring_observer observe) {
     struct dpfs_rings *rings = (struct dpfs_rings *)calloc(1, sizeof(struct dpfs_rings));
     if (rings == NULL) return NULL;
     if (pthread_key_create(&rings->serving_key, NULL) != 0) {
@@ -146,7 +142,6 @@ static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ri
     }
     rings->se = se;
     rings->fd = fuse_session_fd(se);
-    rings->unmounter_fd = unmounter_fd;
     rings->observe = observe;
     return rings;
 }
@@ -450,11 +445,6 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     unsigned flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
     if (io_uring_queue_init(DPFS_RING_SLOTS, &queue->ring, flags) != 0) return NULL;
     queue->ring_made = 1;
-    // A killed daemon's registered entries hold /dev/fuse open until its rings are torn
-    // down, after its descriptors close; fusermount3 unmounts only if the connection is
-    // gone when that socket closes. Registered with every ring, the socket closes
-    // only when the last ring is freed, after its entries have let go.
-    if (rings->unmounter_fd >= 0) io_uring_register_files(&queue->ring, &rings->unmounter_fd, 1);
     for (unsigned int e = 0; e < queue->registered; e++) {
         dpfs_ring_prepare(&queue->entries[e], DPFS_RING_CMD_REGISTER, 0);
     }

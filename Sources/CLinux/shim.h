@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <malloc.h>
 #include <sys/syscall.h>
+#include <spawn.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -19,6 +20,7 @@ extern int fallocate(int fd, int mode, off_t offset, off_t len);
 extern int syncfs(int fd);
 extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 
 struct dpfs_ucred { pid_t pid; uid_t uid; gid_t gid; };
 

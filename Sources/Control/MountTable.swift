@@ -5,9 +5,9 @@
 import Foundation
 import Glibc
 
-struct MountEntry: Equatable {
+public struct MountEntry: Equatable {
     /// The st_dev of every node of the mount, as "major:minor".
-    let device: String
+    public let device: String
     /// The directory of the mounted filesystem shown at the mount point ("/" for its root).
     let root: String
     let mountPoint: String
@@ -53,7 +53,7 @@ struct MountEntry: Equatable {
     }
 }
 
-enum MountTable {
+public enum MountTable {
     /// The mounts this process sees, in mount order (a later entry covers an earlier one
     /// on the same mount point).
     static func entries() -> [MountEntry] {
@@ -62,7 +62,7 @@ enum MountTable {
     }
 
     /// The mount visible at `mountPoint` (an absolute path without symlinks), if any.
-    static func topmost(at mountPoint: String) -> MountEntry? {
+    public static func topmost(at mountPoint: String) -> MountEntry? {
         entries().last { $0.mountPoint == mountPoint }
     }
 

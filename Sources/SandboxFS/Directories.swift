@@ -1,11 +1,13 @@
-// Listing directories without a handle: opendir gives none (fh 0), and each readdir
-// opens the backing directory from the node's O_PATH descriptor, moves to the offset
-// the kernel gives (a backing d_off, which ext4 keeps valid across opens) and reads
-// with getdents64. Nothing is held between calls, so releasedir has nothing to free.
-// The kernel keeps each listing (FOPEN_CACHE_DIR, kept across opens) and serves the
-// next one itself until the directory changes; every change to a directory's entries
-// comes through the kernel, which then drops its copy (nothing in the daemon adds,
-// removes or renames a listed name behind it), and a lock refuses no listing.
+// Listing directories without a handle: the kernel opens directories itself (opendir
+// answers ENOSYS once, and it sends no OPENDIR or RELEASEDIR after that; where it
+// cannot, opendir gives fh 0), and each readdir opens the backing directory from the
+// node's O_PATH descriptor, moves to the offset the kernel gives (a backing d_off,
+// which ext4 keeps valid across opens) and reads with getdents64. Nothing is held
+// between calls. The kernel keeps each listing (FOPEN_CACHE_DIR, kept across opens)
+// and serves the next one itself until the directory changes: every change to a
+// directory's entries comes through the kernel, which then drops its copy (nothing in
+// the daemon adds, removes or renames a listed name behind it), and a lock refuses no
+// listing.
 // readdirplus hands the kernel an entry for each name, which counts one lookup as a
 // lookup does (not for "." and ".."), except for a node the kernel holds as last told
 // (KernelView.swift).
@@ -17,6 +19,7 @@ import Glibc
 
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
+        if kernelOpensDirectories.load(ordering: .relaxed) { return reply(req, Errno(ENOSYS)) }
         fi.pointee.fh = 0
         fi.pointee.cache_readdir = 1
         fi.pointee.keep_cache = 1

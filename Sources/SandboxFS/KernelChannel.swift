@@ -115,12 +115,11 @@ enum KernelChannel {
 
     /// Makes the session's io_uring queues, used if INIT negotiates them; pass the
     /// result to the loop. Call after install(on:).
-    /// `unmounter`: fusermount3's auto_unmount socket, or -1.
-    static func makeRings(for session: OpaquePointer, unmounter: Int32) -> UnsafeMutablePointer<dpfs_rings>? {
+    static func makeRings(for session: OpaquePointer) -> UnsafeMutablePointer<dpfs_rings>? {
         guard let made = dpfs_rings_new(session, { request, length in
             guard let request, length >= KernelChannel.inHeaderSize else { return }
             KernelChannel.noteServing(request, length: length)
-        }, unmounter) else { return nil }
+        }) else { return nil }
         ringsAddress.store(UInt(bitPattern: made), ordering: .releasing)
         return made
     }

@@ -157,12 +157,14 @@ extension SandboxFileSystem {
         // cat, rm -rf) then finds each entry in the kernel's cache instead of paying a
         // LOOKUP per name (377 of the 2,788 requests of reading the bench tree).
         conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO)
-        // Not FUSE_CAP_NO_OPENDIR_SUPPORT, though it spares an OPENDIR and a
-        // RELEASEDIR per directory listed (1,660 of the 3,354 requests of ls -lR on the
-        // bench tree): fusermount3's auto_unmount tells a dead daemon by an open of the
-        // mount root failing ENOTCONN, and a kernel that opens directories itself lets
-        // that open succeed on a dead connection; the killed daemon's mount would stay.
-        conn.pointee.want &= ~UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT)
+        // The kernel opens directories itself where it can, once opendir says ENOSYS:
+        // no OPENDIR and no RELEASEDIR per directory listed (1,660 of the 3,354
+        // requests of ls -lR on the bench tree), and it keeps listings across opens
+        // (Directories.swift). A dead daemon's mount is then no longer told by an open
+        // of its root failing, which fusermount3's auto_unmount relies on: the daemon's
+        // own guard takes it down instead (UnmountGuard.swift).
+        kernelOpensDirectories.store(conn.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0,
+                                     ordering: .relaxed)
         // The umask is applied here, not by the kernel: a node made under a default ACL
         // must get the mode ext4 gives it, which ignores the umask (PosixACL.swift).
         conn.pointee.want |= UInt32(FUSE_CAP_DONT_MASK) & conn.pointee.capable

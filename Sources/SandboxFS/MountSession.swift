@@ -27,6 +27,9 @@ public final class MountSession {
     /// The io_uring queues, made when the mount asks for them (DPFS_IO_URING=1) and used
     /// if the kernel offers FUSE over io_uring; nil otherwise.
     private let rings: UnsafeMutablePointer<dpfs_rings>?
+    /// The write end of the unmount guard's pipe (UnmountGuard.swift), open until the
+    /// process ends; -1 without a guard (DPFS_NO_AUTO_UNMOUNT).
+    private var unmountGuard: Int32 = -1
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
     /// `options` are FUSE mount options (as after -o), comma-separated strings.
@@ -38,9 +41,6 @@ public final class MountSession {
         let checks = Self.needsKernelPermissionChecks(options)
         if checks { all.append("default_permissions") }
         fileSystem.kernel.checksPermissions = checks
-        if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
-            all.append("auto_unmount")  // a killed daemon leaves no dead mount behind
-        }
         all += options
         arguments = []
         for argument in ["dpfs", "-o", all.joined(separator: ",")] { arguments.append(strdup(argument)) }
@@ -55,56 +55,31 @@ public final class MountSession {
         session = made
         fileSystem.kernel.session = made
         Self.raiseDescriptorLimit()
-        let socketsBefore = Self.socketDescriptors()
         guard fuse_session_mount(made, mountpoint) == 0 else {
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
-        let unmounter = Self.closeUnmounterSocketLast(after: fuse_session_fd(made), madeBefore: socketsBefore)
+        let connection = Self.connection(mountedAt: mountpoint)
+        // A killed daemon leaves no dead mount behind (UnmountGuard.swift).
+        if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
+            do {
+                guard let connection else { throw MountError.setup("the new mount is not in /proc/self/mountinfo") }
+                unmountGuard = try UnmountGuard.start(mountpoint: connection.path, device: connection.device)
+            } catch {
+                fuse_session_unmount(made)
+                fuse_session_destroy(made)
+                throw error
+            }
+        }
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
         // Asked for only: it makes creates and removals faster but a single stream of
         // small reads or writes slower, its caller moved to the other CPU at each reply
         // (README, FUSE over io_uring).
         let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
-        rings = installed && ringsWanted ? KernelChannel.makeRings(for: made, unmounter: unmounter) : nil
+        rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         _ = fuse_set_signal_handlers(made)
-        Self.raiseReadAhead(mountpoint)
-    }
-
-    /// With auto_unmount, libfuse keeps a socket to the fusermount3 it started, which
-    /// unmounts when the socket closes, but only if opening the mount point then fails
-    /// with ENOTCONN, that is once the kernel has ended the connection. A killed process's
-    /// descriptors close in numeric order: below /dev/fuse's, fusermount3 could look
-    /// before the connection was gone, get ECONNABORTED, and leave the dead mount behind,
-    /// so it is renumbered above. (The io_uring queues hold /dev/fuse longer: they keep
-    /// the socket too, ring_queues.h.) The socket's descriptor afterwards, or -1 (no
-    /// auto_unmount). `madeBefore`: the sockets open before fuse_session_mount.
-    static func closeUnmounterSocketLast(after fuseFD: Int32, madeBefore: [Int32: UInt64]) -> Int32 {
-        guard fuseFD > 0 else { return -1 }
-        for (fd, inode) in socketDescriptors().sorted(by: { $0.key < $1.key }) where madeBefore[fd] != inode {
-            var pid: pid_t = 0, uid: uid_t = 0
-            // libfuse made it with socketpair(2) while mounting, so its peer credentials
-            // are this process's own.
-            guard dpfs_peer_credentials(fd, &pid, &uid) == 0, pid == getpid() else { continue }
-            if fd > fuseFD { return fd }
-            let moved = fcntl(fd, F_DUPFD_CLOEXEC, fuseFD + 1)
-            if moved >= 0 { close(fd) }
-            return moved >= 0 ? moved : fd
-        }
-        return -1
-    }
-
-    /// The process's open socket descriptors and their sockets' inode numbers (a
-    /// descriptor number may be reused by another socket).
-    static func socketDescriptors() -> [Int32: UInt64] {
-        var found: [Int32: UInt64] = [:]
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return found }
-        for name in names {
-            var st = stat()
-            if let fd = Int32(name), fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK { found[fd] = UInt64(st.st_ino) }
-        }
-        return found
+        if let connection { Self.raiseReadAhead(connection.device) }
     }
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
@@ -143,10 +118,12 @@ public final class MountSession {
     /// grows the window only for sequential access.
     static let readAheadKB = 4096
 
-    /// Sets the read-ahead of the mount's backing device info (/sys/class/bdi/0:N,
-    /// N the mount's minor device number). Needs root; without it the default stays.
-    static func raiseReadAhead(_ mountpoint: String) {
-        guard let mountinfo = readProcFile("/proc/self/mountinfo") else { return }
+    /// The mount just made at `mountpoint`: its path as /proc/self/mountinfo shows it,
+    /// and its device ("0:N", N the connection's number).
+    static func connection(mountedAt mountpoint: String) -> (path: String, device: String)? {
+        guard let mountinfo = readProcFile("/proc/self/mountinfo") else { return nil }
+        // realpath stats no node of the mount (its last step is a readlink, which a
+        // directory answers without a request): the session is not served yet.
         let resolved = realpath(mountpoint, nil).map { path in defer { free(path) }; return String(cString: path) } ?? mountpoint
         let escaped = resolved.replacingOccurrences(of: "\\", with: "\\134")
             .replacingOccurrences(of: " ", with: "\\040").replacingOccurrences(of: "\t", with: "\\011")
@@ -156,7 +133,13 @@ public final class MountSession {
             let fields = line.split(separator: " ", maxSplits: 5)
             return fields.count > 4 && fields[4] == escaped
         }.map { String($0.split(separator: " ")[2]) }
-        guard let device, device.hasPrefix("0:") else { return }
+        guard let device, device.hasPrefix("0:") else { return nil }
+        return (resolved, device)
+    }
+
+    /// Sets the read-ahead of the mount's backing device info (/sys/class/bdi/0:N for
+    /// the mount's `device`). Needs root; without it the default stays.
+    static func raiseReadAhead(_ device: String) {
         let path = "/sys/class/bdi/\(device)/read_ahead_kb"
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
@@ -195,6 +178,7 @@ public final class MountSession {
         fileSystem.finishRemovals()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
+        if unmountGuard >= 0 { UnmountGuard.dismiss(unmountGuard) }
         fuse_session_destroy(session)
         for argument in arguments { free(argument) }
         return rc

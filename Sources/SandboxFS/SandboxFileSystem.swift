@@ -35,6 +35,9 @@ public final class SandboxFileSystem: Sendable {
     /// Whether a handle for writing only is uncached (FileOperations `install`): set at
     /// the handshake, where the kernel is new enough.
     let writeOnlyHandlesUncached = Atomic<Bool>(false)
+    /// Whether the kernel opens directories without a request once opendir answers
+    /// ENOSYS (FUSE 7.29, Linux 5.1).
+    let kernelOpensDirectories = Atomic<Bool>(false)
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())

@@ -26,12 +26,12 @@ for seed in $(seq 1 "$SEEDS"); do
     wait "$load" 2>/dev/null
     for _ in $(seq 1 300); do grep -qs " $MNT fuse" /proc/mounts || break; sleep 0.1; done
     if grep -qs " $MNT fuse" /proc/mounts; then
-        fail "seed $seed: the dead daemon's mount was cleaned up (auto_unmount)" \
+        fail "seed $seed: the dead daemon's mount was cleaned up (unmount guard)" \
             "$(ps -eo pid,ppid,stat,wchan:32,args | grep -E "[d]pfs|[f]usermount|[c]rashload"; \
                for p in /proc/[0-9]*; do ls -l "$p/fd" 2>/dev/null | grep -q /dev/fuse && echo "holds /dev/fuse: ${p#/proc/} $(tr '\0' ' ' < "$p/cmdline")"; done)"
         fusermount3 -uz "$MNT"
     else
-        pass "seed $seed: the dead daemon's mount was cleaned up (auto_unmount)"
+        pass "seed $seed: the dead daemon's mount was cleaned up (unmount guard)"
     fi
     mount_device
     if unlock_any >/dev/null 2>&1; then pass "seed $seed: the old or the new passcode unlocks"

@@ -6,7 +6,7 @@
 # requests and small ones reads back, long listings, extended attributes, a lock that
 # revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
 # the queues in memory, set-ID bits dropped by another user's write, tar in and out; and
-# the daemon ends on unmount, SIGTERM and SIGKILL (auto_unmount still unmounts). Without
+# the daemon ends on unmount, SIGTERM and SIGKILL (its mount still taken down). Without
 # the parameter or the variable: no queues.
 source "$(dirname "$0")/lib.sh"
 
@@ -164,12 +164,12 @@ for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; do
 check_fails "and leaves no mount" grep -qs " $MNT fuse" /proc/mounts
 
 # Killed, its queues still hold /dev/fuse open a moment after the process is gone:
-# fusermount3 (auto_unmount) must still find the connection ended and unmount.
+# the unmount guard must still take the mount down.
 mount_device
 daemon=$(daemon_pid)
 unlock_device
 cat "$S/big" > /dev/null
 check "a SIGKILL" kill -KILL "$daemon"
 unmounted_within() { for _ in $(seq 100); do grep -qs " $MNT fuse" /proc/mounts || return 0; sleep 0.1; done; return 1; }
-check "leaves no mount behind (auto_unmount)" unmounted_within
+check "leaves no mount behind (unmount guard)" unmounted_within
 finish

@@ -1,30 +1,59 @@
-// dpfs unmount: unmounts and waits for the daemon to finish.
+// dpfs unmount: unmounts and waits for the daemon to finish. With the hidden
+// --when-closed and --connection, it is a mount's guard (SandboxFS/UnmountGuard.swift):
+// it waits for the daemon to end, then takes down a mount the daemon left behind.
 import ArgumentParser
 import Control
 import Foundation
 import Glibc
+import SandboxFS
 
 struct Unmount: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Unmount a sandbox and stop its daemon.")
     @Argument(help: "The mountpoint.") var mountpoint: String
+    @Option(help: .hidden) var whenClosed: Int32?
+    @Option(help: .hidden) var connection: String?
 
     func run() throws {
         let target = absolutePath(mountpoint)
+        if let whenClosed, let connection { return guardMount(target, daemonPipe: whenClosed, device: connection) }
         let pid = (try? ControlClient(mountpoint: target).send(.status))?.status?.pid
         guard pid != nil || isMountpoint(target) else { throw CLIError("\(target) is not a mounted dpfs sandbox") }
-        let fusermount = Process()
-        fusermount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-        fusermount.arguments = ["-u", target]
-        fusermount.standardError = FileHandle.nullDevice
-        try? fusermount.run()
-        fusermount.waitUntilExit()
-        if fusermount.terminationStatus != 0 && umount(target) != 0 {
+        if !fusermountUnmount(target, lazily: false) && umount(target) != 0 {
             throw CLIError("cannot unmount \(target): \(String(cString: strerror(errno)))")
         }
         // Wait for the daemon to flush and exit, so the device can be mounted again.
         if let pid {
             for _ in 0..<200 where kill(pid, 0) == 0 { usleep(50_000) }
         }
+    }
+
+    /// Waits on `daemonPipe` until the daemon says it has unmounted or its process ends
+    /// without saying so; then detaches the mount at `target` if it is still the
+    /// daemon's (the connection `device`). Anything else mounted there stays.
+    private func guardMount(_ target: String, daemonPipe: Int32, device: String) {
+        // Not ended with the terminal or session it came from: it has its own session.
+        signal(SIGHUP, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        if UnmountGuard.awaitDaemonEnd(daemonPipe) { return }
+        guard MountTable.topmost(at: target)?.device == device else { return }
+        // Detached, not unmounted: a process still inside the dead mount must not keep
+        // it in place. Only root may unmount directly; a user's mount goes through
+        // fusermount3, which checks that it is theirs.
+        if geteuid() == 0 && umount2(target, Int32(MNT_DETACH)) == 0 { return }
+        if !fusermountUnmount(target, lazily: true) {
+            FileHandle.standardError.write(Data("dpfs: the daemon ended without unmounting \(target), and it could not be unmounted\n".utf8))
+        }
+    }
+
+    /// fusermount3 -u (-z): true if it unmounted.
+    private func fusermountUnmount(_ target: String, lazily: Bool) -> Bool {
+        let fusermount = Process()
+        fusermount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+        fusermount.arguments = lazily ? ["-u", "-z", target] : ["-u", target]
+        fusermount.standardError = FileHandle.nullDevice
+        guard (try? fusermount.run()) != nil else { return false }
+        fusermount.waitUntilExit()
+        return fusermount.terminationStatus == 0
     }
 
     private func isMountpoint(_ path: String) -> Bool {

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The unmount guard (SandboxFS/UnmountGuard.swift): the kernel opens directories itself
+# (no OPENDIR, no RELEASEDIR), so fusermount3's auto_unmount could no longer tell a dead
+# daemon; each mount has a process of its own that takes the mount down when the daemon
+# dies without unmounting, for root and for a user, and leaves every other mount alone,
+# also a later mount that got the same device number.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+guard_of() { pgrep -f "^dpfs unmount $1 --when-closed 3 --connection " | head -1; }
+daemon_pid() { "$DPFS" status "$1" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
+mounted() { grep -qs " $1 fuse" /proc/mounts; }
+unmounted_within() { for _ in $(seq 100); do mounted "$1" || return 0; sleep 0.1; done; return 1; }
+gone_within() { for _ in $(seq 100); do [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = "" ] && return 0
+                                       [ "$(ps -o stat= -p "$1" | cut -c1)" = Z ] && return 0; sleep 0.1; done; return 1; }
+
+USER_WORK="$WORK/user"
+USER_MNT="$USER_WORK/mnt"
+user_daemon=""
+scenario_cleanup() {
+    if mounted "$USER_MNT"; then fusermount3 -uz "$USER_MNT" 2>/dev/null; fi
+    if [ -n "$user_daemon" ] && kill -0 "$user_daemon" 2>/dev/null; then kill -9 "$user_daemon"; fi
+}
+
+setup_device
+unlock_device
+daemon=$(daemon_pid "$MNT")
+guard=$(guard_of "$MNT")
+check "the mount has its guard" test -n "$guard"
+expect_eq "a child of the daemon, in a session of its own" \
+    "$(ps -o ppid=,sid= -p "$guard" | awk '{print $1, $2}')" "$daemon $guard"
+expect_eq "which holds no /dev/fuse" "$(ls -l "/proc/$guard/fd" | grep -c /dev/fuse)" "0"
+
+mkdir -p "$MNT/Documents/a/b/c"
+ops=$("$ROOT/Scripts/fuse-ops" --mount "$MNT" "ls -lR '$MNT/Documents' > /dev/null")
+expect_eq "a listing of 4 directories sends no OPENDIR or RELEASEDIR" \
+    "$(printf '%s\n' "$ops" | grep -c -E 'FUSE_(OPENDIR|RELEASEDIR)$')" "0"
+expect_eq "and lists them" "$(find "$MNT/Documents" -type d | wc -l)" "4"
+
+check "a SIGKILL" kill -KILL "$daemon"
+check "leaves no mount behind" unmounted_within "$MNT"
+check "and the guard ends" gone_within "$guard"
+
+# A later mount on the same mount point (often with the same device number, which the
+# kernel hands out again) is not the dead daemon's: a guard that looks only now leaves it.
+mount_device
+daemon=$(daemon_pid "$MNT")
+guard=$(guard_of "$MNT")
+kill -STOP "$guard"
+"$DPFS" unmount "$MNT"
+check_fails "unmounted while its guard is stopped" mounted "$MNT"
+mount_device
+unlock_device
+kill -CONT "$guard"
+check "the stopped guard ends" gone_within "$guard"
+sleep 0.5
+check "and the new mount stays" mounted "$MNT"
+check "and serves" test -d "$MNT/Documents/a/b/c"
+new_guard=$(guard_of "$MNT")
+"$DPFS" unmount "$MNT"
+check "an unmount ends the guard" gone_within "$new_guard"
+
+# Without the guard, by request.
+DPFS_NO_AUTO_UNMOUNT=1 mount_device
+expect_eq "DPFS_NO_AUTO_UNMOUNT: no guard" "$(guard_of "$MNT")" ""
+"$DPFS" unmount "$MNT"
+
+# A user's mount (fusermount3 mounts it; the guard unmounts through fusermount3 too).
+mkdir -p "$USER_MNT"
+printf '1234\n' > "$USER_WORK/pass"
+chmod 600 "$USER_WORK/pass"
+chmod 755 "$WORK"
+chown -R 65534:65534 "$USER_WORK"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
+as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+if as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null; then
+    user_daemon=$(pgrep -u 65534 -f "^dpfs mount $USER_WORK/device " | head -1)
+    user_guard=$(guard_of "$USER_MNT")
+    expect_eq "a user's mount has its guard, as that user" "$(ps -o uid= -p "$user_guard" | tr -d ' ')" "65534"
+    check "a SIGKILL of the user's daemon" kill -KILL "$user_daemon"
+    check "leaves no mount behind" unmounted_within "$USER_MNT"
+    check "and the guard ends" gone_within "$user_guard"
+else
+    fail "mount as nobody" "$(tail -2 "$USER_WORK/device/daemon.log" 2>/dev/null)"
+fi
+finish
