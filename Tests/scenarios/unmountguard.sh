@@ -9,15 +9,17 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 guard_of() { pgrep -f "^dpfs unmount $1 --when-closed 3 --connection " | head -1; }
 daemon_pid() { "$DPFS" status "$1" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
-mounted() { grep -qs " $1 fuse" /proc/mounts; }
+mounted() { grep -qs " ${1// /\\\\040} fuse" /proc/mounts; }  # /proc/mounts writes a space as \040
 unmounted_within() { for _ in $(seq 100); do mounted "$1" || return 0; sleep 0.1; done; return 1; }
 gone_within() { for _ in $(seq 100); do [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = "" ] && return 0
                                        [ "$(ps -o stat= -p "$1" | cut -c1)" = Z ] && return 0; sleep 0.1; done; return 1; }
 
+SPACED="$WORK/mount point"
 USER_WORK="$WORK/user"
 USER_MNT="$USER_WORK/mnt"
 user_daemon=""
 scenario_cleanup() {
+    if mounted "$SPACED"; then fusermount3 -uz "$SPACED" 2>/dev/null; fi
     if mounted "$USER_MNT"; then fusermount3 -uz "$USER_MNT" 2>/dev/null; fi
     if [ -n "$user_daemon" ] && kill -0 "$user_daemon" 2>/dev/null; then kill -9 "$user_daemon"; fi
 }
@@ -59,6 +61,15 @@ check "and serves" test -d "$MNT/Documents/a/b/c"
 new_guard=$(guard_of "$MNT")
 "$DPFS" unmount "$MNT"
 check "an unmount ends the guard" gone_within "$new_guard"
+
+# A mount point whose path the mount table escapes.
+mkdir -p "$SPACED"
+"$DPFS" mount "$DEV" "$SPACED" > /dev/null
+check "a mount on a path with a space is listed" mounted "$SPACED"
+daemon=$(daemon_pid "$SPACED")
+check "has its guard" test -n "$(guard_of "$SPACED")"
+kill -KILL "$daemon"
+check "and a SIGKILL leaves no mount there" unmounted_within "$SPACED"
 
 # Without the guard, by request.
 DPFS_NO_AUTO_UNMOUNT=1 mount_device

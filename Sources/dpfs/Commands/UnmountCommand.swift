@@ -39,10 +39,24 @@ struct Unmount: ParsableCommand {
         // Detached, not unmounted: a process still inside the dead mount must not keep
         // it in place. Only root may unmount directly; a user's mount goes through
         // fusermount3, which checks that it is theirs.
-        if geteuid() == 0 && umount2(target, Int32(MNT_DETACH)) == 0 { return }
+        if geteuid() == 0 && detachAsRoot(target, device: device) { return }
         if !fusermountUnmount(target, lazily: true) {
             FileHandle.standardError.write(Data("dpfs: the daemon ended without unmounting \(target), and it could not be unmounted\n".utf8))
         }
+    }
+
+    /// Detaches the mount of `device` at `target`, reached as fusermount3 reaches it:
+    /// from its parent directory, which must still be the directory the mount table
+    /// names (no component of the path swapped for a symlink meanwhile), the last
+    /// component not followed. The last component cannot be renamed or replaced while
+    /// it is mounted on. True if detached.
+    private func detachAsRoot(_ target: String, device: String) -> Bool {
+        let parent = URL(fileURLWithPath: target).deletingLastPathComponent().path
+        let last = URL(fileURLWithPath: target).lastPathComponent
+        guard chdir(parent) == 0, let here = realpath(".", nil) else { return false }
+        defer { free(here) }
+        guard String(cString: here) == parent, MountTable.topmost(at: target)?.device == device else { return false }
+        return umount2(last, Int32(MNT_DETACH) | Int32(UMOUNT_NOFOLLOW)) == 0
     }
 
     /// fusermount3 -u (-z): true if it unmounted.
