@@ -13,6 +13,8 @@
 #include <malloc.h>
 #include <sys/syscall.h>
 #include <spawn.h>
+#include <string.h>
+#include <linux/stat.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -21,6 +23,7 @@ extern int syncfs(int fd);
 extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flags);
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+extern int pipe2(int fds[2], int flags);
 
 struct dpfs_ucred { pid_t pid; uid_t uid; gid_t gid; };
 
@@ -40,6 +43,20 @@ static inline int dpfs_peer_credentials(int fd, pid_t *pid, uid_t *uid) {
     *pid = cred.pid;
     *uid = cred.uid;
     return 0;
+}
+
+/// The id of the mount that `path` shows, from statx without a request to its
+/// filesystem (AT_STATX_DONT_SYNC: a FUSE mount's daemon may not serve yet, or no
+/// more). 1 with the id no later mount is ever given (STATX_MNT_ID_UNIQUE, Linux 6.8),
+/// 0 with the reusable one, -1 on error (errno).
+static inline int dpfs_mount_id(const char *path, unsigned long long *id) {
+    const unsigned int unique = 0x4000u;   // STATX_MNT_ID_UNIQUE, newer than these headers
+    struct statx buffer;
+    memset(&buffer, 0, sizeof(buffer));
+    if (syscall(SYS_statx, AT_FDCWD, path, 0x4000 /* AT_STATX_DONT_SYNC */ | AT_SYMLINK_NOFOLLOW,
+                unique | STATX_MNT_ID, &buffer) != 0) return -1;
+    *id = buffer.stx_mnt_id;
+    return (buffer.stx_mask & unique) ? 1 : 0;
 }
 
 /// The major and minor numbers of a device, as /proc/self/mountinfo prints them.

@@ -52,34 +52,46 @@ extension SandboxFileSystem {
                 let entry = (backingEntries + position).assumingMemoryBound(to: dpfs_dirent64.self)
                 position += Int(entry.pointee.d_reclen)
                 let backing = dpfs_dirent_name(entry).unsafelyUnwrapped
-                guard let added = addEntry(req, entry.pointee, backing, in: directory, directoryFD: directoryFD,
-                                           into: buffer + used, room: size - used, plus: plus) else {
-                    break listing  // full: the next call resumes at this entry
+                switch addEntry(req, entry.pointee, backing, in: directory, directoryFD: directoryFD,
+                                into: buffer + used, room: size - used, plus: plus) {
+                case .added(let bytes): used += bytes
+                case .full: break listing  // the next call resumes at this entry
+                case .failed(let error):
+                    // Not left out of a listing the kernel keeps: the entries before it
+                    // go now, and the next call, which starts at it, fails if it still fails.
+                    if used == 0 { return reply(req, error) }
+                    break listing
                 }
-                used += added
             }
         }
         fuse_reply_buf(req, buffer, used)
     }
 
-    /// Adds the entry for `backing` to a listing: its size, 0 if the name is not listed
-    /// (reserved, undecipherable, or gone), nil if it does not fit in `room`.
+    /// What adding one backing entry to a listing did.
+    private enum Added {
+        /// Its size in the reply, 0 if the name is not listed (reserved, undecipherable, gone).
+        case added(Int)
+        /// It does not fit in the room left.
+        case full
+        /// Its node could not be entered (descriptors or memory short).
+        case failed(Errno)
+    }
+
+    /// Adds the entry for `backing` to a listing.
     private func addEntry(_ req: fuse_req_t?, _ entry: dpfs_dirent64, _ backing: UnsafePointer<CChar>,
                           in directory: Inode, directoryFD: Int32,
-                          into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool) -> Int? {
-        guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return 0 }
+                          into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool) -> Added {
+        guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return .added(0) }
         let next = off_t(entry.d_off)
-        return plain.withUnsafeBufferPointer { namePointer -> Int? in
+        func fitted(_ needed: Int) -> Added { needed <= room ? .added(needed) : .full }
+        return plain.withUnsafeBufferPointer { namePointer -> Added in
             let name = namePointer.baseAddress.unsafelyUnwrapped
             var st = stat()
             st.st_ino = ino_t(entry.d_ino)
             st.st_mode = mode_t(entry.d_type) << 12
-            guard plus else {
-                let needed = fuse_add_direntry(req, buffer, room, name, &st, next)
-                return needed <= room ? needed : nil
-            }
+            guard plus else { return fitted(fuse_add_direntry(req, buffer, room, name, &st, next)) }
             // Whether it fits before counting a lookup the kernel would never see.
-            guard fuse_add_direntry_plus(req, nil, 0, name, nil, 0) <= room else { return nil }
+            guard fuse_add_direntry_plus(req, nil, 0, name, nil, 0) <= room else { return .full }
             var parameters = fuse_entry_param()
             parameters.attr = st
             if !Self.isDotOrDotDot(name) {
@@ -88,13 +100,16 @@ extension SandboxFileSystem {
                 if let known = inodes.existing(InodeKey(device: directory.key.device, inode: UInt64(entry.d_ino))),
                    known.kernelView.isCurrent {
                     parameters.ino = 0
-                    return fuse_add_direntry_plus(req, buffer, room, name, &parameters, next)
+                    return .added(fuse_add_direntry_plus(req, buffer, room, name, &parameters, next))
                 }
-                guard case .success(let (inode, found)) = listedEntry(directoryFD, backing) else { return 0 }
-                reached(inode, by: place)
-                parameters = entryParameters(inode, found)
+                switch listedEntry(directoryFD, backing) {
+                case .failure(let error): return error == .noEntry ? .added(0) : .failed(error)
+                case .success(let (inode, found)):
+                    reached(inode, by: place)
+                    parameters = entryParameters(inode, found)
+                }
             }
-            return fuse_add_direntry_plus(req, buffer, room, name, &parameters, next)
+            return .added(fuse_add_direntry_plus(req, buffer, room, name, &parameters, next))
         }
     }
 

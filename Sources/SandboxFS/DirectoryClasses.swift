@@ -75,6 +75,8 @@ extension SandboxFileSystem {
         // A repaired record has a new ID: the directory's tags are remade for the names
         // the kernel knows it by, which the unlocked device vouches for.
         directory.directoryID.withLock { $0 = directoryID }
+        // Its names read differently now: the kernel's copy of its listing goes.
+        kernel.invalidatePages(directory)
         let places = directory.places.withLock { $0.checked + $0.pending }
         let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
         for place in places { vouched(directory, for: place) }

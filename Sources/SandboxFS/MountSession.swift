@@ -30,6 +30,8 @@ public final class MountSession {
     /// The write end of the unmount guard's pipe (UnmountGuard.swift), open until the
     /// process ends; -1 without a guard (DPFS_NO_AUTO_UNMOUNT).
     private var unmountGuard: Int32 = -1
+    /// The mount made, as the mount table showed it then.
+    private var mounted: (path: String, mount: UnmountGuard.Identity)?
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
     /// `options` are FUSE mount options (as after -o), comma-separated strings.
@@ -60,11 +62,12 @@ public final class MountSession {
             throw MountError.mount(mountpoint)
         }
         let connection = Self.connection(mountedAt: mountpoint)
+        mounted = connection
         // A killed daemon leaves no dead mount behind (UnmountGuard.swift).
         if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
             do {
                 guard let connection else { throw MountError.setup("the new mount is not in /proc/self/mountinfo") }
-                unmountGuard = try UnmountGuard.start(mountpoint: connection.path, device: connection.device)
+                unmountGuard = try UnmountGuard.start(mountpoint: connection.path, mount: connection.mount)
             } catch {
                 fuse_session_unmount(made)
                 fuse_session_destroy(made)
@@ -79,7 +82,7 @@ public final class MountSession {
         let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         _ = fuse_set_signal_handlers(made)
-        if let connection { Self.raiseReadAhead(connection.device) }
+        if let connection { Self.raiseReadAhead(connection.mount.device) }
     }
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large
@@ -119,22 +122,13 @@ public final class MountSession {
     static let readAheadKB = 4096
 
     /// The mount just made at `mountpoint`: its path as /proc/self/mountinfo shows it,
-    /// and its device ("0:N", N the connection's number).
-    static func connection(mountedAt mountpoint: String) -> (path: String, device: String)? {
-        guard let mountinfo = readProcFile("/proc/self/mountinfo") else { return nil }
+    /// and which mount it is (its device "0:N", N the connection's number).
+    static func connection(mountedAt mountpoint: String) -> (path: String, mount: UnmountGuard.Identity)? {
         // realpath stats no node of the mount (its last step is a readlink, which a
         // directory answers without a request): the session is not served yet.
         let resolved = realpath(mountpoint, nil).map { path in defer { free(path) }; return String(cString: path) } ?? mountpoint
-        let escaped = resolved.replacingOccurrences(of: "\\", with: "\\134")
-            .replacingOccurrences(of: " ", with: "\\040").replacingOccurrences(of: "\t", with: "\\011")
-            .replacingOccurrences(of: "\n", with: "\\012")
-        // Fields: id parent major:minor root mountpoint …; the newest mount comes last.
-        let device = mountinfo.split(separator: "\n").last { line in
-            let fields = line.split(separator: " ", maxSplits: 5)
-            return fields.count > 4 && fields[4] == escaped
-        }.map { String($0.split(separator: " ")[2]) }
-        guard let device, device.hasPrefix("0:") else { return nil }
-        return (resolved, device)
+        guard let entry = MountTable.topmost(at: resolved), entry.device.hasPrefix("0:") else { return nil }
+        return (resolved, UnmountGuard.Identity(device: entry.device, at: resolved))
     }
 
     /// Sets the read-ahead of the mount's backing device info (/sys/class/bdi/0:N for
@@ -178,7 +172,11 @@ public final class MountSession {
         fileSystem.finishRemovals()
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
-        if unmountGuard >= 0 { UnmountGuard.dismiss(unmountGuard) }
+        // libfuse leaves a mount whose connection was aborted (and one it could not
+        // unmount) in place: then the guard is to take it down.
+        if unmountGuard >= 0 {
+            UnmountGuard.dismiss(unmountGuard, unmounted: !(mounted.map { $0.mount.isShown(at: $0.path) } ?? false))
+        }
         fuse_session_destroy(session)
         for argument in arguments { free(argument) }
         return rc

@@ -1,19 +1,21 @@
-// Takes a mount down when its daemon dies without unmounting (SIGKILL, a crash), in
-// place of fusermount3's auto_unmount. A process of its own, `dpfs unmount MOUNTPOINT
-// --when-closed 3 --connection 0:N`, started right after the mount, waits on the read
-// end of a pipe whose write end only the daemon holds. A daemon that has unmounted
-// writes one byte there before it ends, and the guard just ends. If the pipe closes
-// without it (the process ended some other way), the guard detaches the mount if the
-// mount point still shows this daemon's connection (its device number, which a dead
-// daemon's mount keeps until it is unmounted); anything else mounted there stays.
-// Only the byte tells a clean end: a device number is reused by the next mount once
-// it is free, and the next mount may already be there.
+// Takes a mount down when its daemon dies without unmounting (SIGKILL, a crash, a
+// connection aborted through /sys/fs/fuse), in place of fusermount3's auto_unmount. A
+// process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --connection 0:N
+// [--mount-id ID]`, started right after the mount, waits on the read end of a pipe
+// whose write end only the daemon holds. A daemon whose mount is gone writes one byte
+// there before it ends, and the guard just ends. If the pipe closes without it, the
+// guard detaches the mount if the mount point still shows this daemon's mount: the
+// same connection (device number) and, from Linux 6.8, the same mount (an id the
+// kernel never gives twice; a device number goes to the next mount once it is free).
+// Anything else mounted there stays. The mount is unguarded for the moment between
+// fuse_session_mount and the guard's start (a few milliseconds).
 //
 // fusermount3 tells a dead daemon by an open of the mount root failing with ENOTCONN.
 // Here the kernel opens directories itself, with no request (Directories.swift), so
 // that open succeeds on a dead connection and fusermount3 would leave the mount behind.
 import CFuse
 import CLinux
+import DataProtection
 import Glibc
 
 public enum UnmountGuard {
@@ -22,21 +24,50 @@ public enum UnmountGuard {
         var description: String { "cannot start the process that unmounts a dead daemon's mount: \(why)" }
     }
 
-    /// Starts the guard of the mount of `device` ("major:minor") at `mountpoint` (as
-    /// /proc/self/mountinfo shows it). Returns the pipe's write end, close-on-exec, to
-    /// be held open as long as the daemon lives: its closing is the signal.
-    static func start(mountpoint: String, device: String) throws -> Int32 {
+    /// Which mount a mount point shows: its device ("major:minor") and, where the kernel
+    /// has them, its never reused mount id.
+    public struct Identity: Equatable, Sendable {
+        public let device: String
+        public let mountID: UInt64?
+
+        public init(device: String, mountID: UInt64?) {
+            self.device = device
+            self.mountID = mountID
+        }
+
+        /// The mount's id at `path` (which must show it now) joined to `device`.
+        /// Asks nothing of the mount's daemon.
+        public init(device: String, at path: String) {
+            var id: UInt64 = 0
+            self.device = device
+            mountID = dpfs_mount_id(path, &id) == 1 ? id : nil
+        }
+
+        /// Whether `path` (absolute, without symlinks) still shows this mount.
+        public func isShown(at path: String) -> Bool {
+            guard let shown = MountTable.topmost(at: path), shown.device == device,
+                  shown.fsType == MountEntry.dpfsType else { return false }
+            guard let mountID else { return true }
+            var id: UInt64 = 0
+            return dpfs_mount_id(path, &id) == 1 && id == mountID
+        }
+    }
+
+    /// Starts the guard of `mount` at `mountpoint` (as /proc/self/mountinfo shows it).
+    /// Returns the pipe's write end, close-on-exec, to be held open as long as the
+    /// daemon lives: its closing is the signal.
+    static func start(mountpoint: String, mount: Identity) throws -> Int32 {
         var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else { throw StartError(why: String(cString: strerror(errno))) }
+        // Close-on-exec from the start: a process another thread spawns must not hold it.
+        guard pipe2(&ends, O_CLOEXEC) == 0 else { throw StartError(why: String(cString: strerror(errno))) }
         let (readEnd, writeEnd) = (ends[0], ends[1])
         defer { close(readEnd) }
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // Its own stdin, the daemon's output (the device's log), the pipe as descriptor
-        // 3, and nothing else: above all not /dev/fuse, which would keep the connection.
+        // Its own stdin, the daemon's stdout and stderr (the device's log), the pipe as
+        // descriptor 3, and nothing else: above all not /dev/fuse, which would keep the
+        // connection.
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, readEnd, 3)
         posix_spawn_file_actions_addclosefrom_np(&actions, 4)
@@ -49,7 +80,8 @@ public enum UnmountGuard {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK) | newSessionFlag)
-        let arguments = ["dpfs", "unmount", mountpoint, "--when-closed", "3", "--connection", device]
+        var arguments = ["dpfs", "unmount", mountpoint, "--when-closed", "3", "--connection", mount.device]
+        if let id = mount.mountID { arguments += ["--mount-id", String(id)] }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         defer { for argument in argv { free(argument) } }
@@ -59,20 +91,24 @@ public enum UnmountGuard {
             close(writeEnd)
             throw StartError(why: String(cString: strerror(rc)))
         }
-        // Not waited for: it outlives the daemon. Its parent becomes init (or the
-        // nearest subreaper), which reaps it.
+        // Not waited for: it outlives the daemon, and then init reaps it.
         return writeEnd
     }
 
-    /// Tells the guard of `pipe` (start's result) that the mount is gone, and lets it end.
-    static func dismiss(_ pipe: Int32) {
-        var unmounted = unmountedByte
-        _ = write(pipe, &unmounted, 1)
+    /// Lets the guard of `pipe` (start's result) end: with the byte that says the mount
+    /// is gone if `unmounted`, else by closing the pipe only (the guard then checks).
+    static func dismiss(_ pipe: Int32, unmounted: Bool) {
+        if unmounted {
+            // A guard already gone (killed) must not take the daemon with it.
+            signal(SIGPIPE, SIG_IGN)
+            var byte = unmountedByte
+            _ = write(pipe, &byte, 1)
+        }
         close(pipe)
     }
 
-    /// In the guard: waits on `pipe` until the daemon ends. True if it said it had
-    /// unmounted, false if its process ended without a word (or the pipe failed).
+    /// In the guard: waits on `pipe` until the daemon ends. True if it said its mount
+    /// was gone, false if its process ended without a word (or the pipe failed).
     public static func awaitDaemonEnd(_ pipe: Int32) -> Bool {
         // What starting the runtime touched of the program and its libraries is not
         // needed while it waits: 18 of its 24 MiB resident (shared with the daemon).
@@ -83,7 +119,7 @@ public enum UnmountGuard {
         return n == 1 && byte == unmountedByte
     }
 
-    /// What a daemon that has unmounted writes to its guard.
+    /// What a daemon whose mount is gone writes to its guard.
     private static let unmountedByte = UInt8(ascii: "u")
 
     /// POSIX_SPAWN_SETSID, which Glibc's module hides behind _GNU_SOURCE.

@@ -18,7 +18,10 @@ SPACED="$WORK/mount point"
 USER_WORK="$WORK/user"
 USER_MNT="$USER_WORK/mnt"
 user_daemon=""
+FUSECTL=/sys/fs/fuse/connections
+fusectl_mounted_here=0
 scenario_cleanup() {
+    if [ "$fusectl_mounted_here" = 1 ]; then umount "$FUSECTL" 2>/dev/null; fi
     if mounted "$SPACED"; then fusermount3 -uz "$SPACED" 2>/dev/null; fi
     if mounted "$USER_MNT"; then fusermount3 -uz "$USER_MNT" 2>/dev/null; fi
     if [ -n "$user_daemon" ] && kill -0 "$user_daemon" 2>/dev/null; then kill -9 "$user_daemon"; fi
@@ -39,9 +42,48 @@ expect_eq "a listing of 4 directories sends no OPENDIR or RELEASEDIR" \
     "$(printf '%s\n' "$ops" | grep -c -E 'FUSE_(OPENDIR|RELEASEDIR)$')" "0"
 expect_eq "and lists them" "$(find "$MNT/Documents" -type d | wc -l)" "4"
 
+kill -TERM "$guard"
+sleep 0.3
+check "the guard outlives a SIGTERM (only its daemon's end ends it)" kill -0 "$guard"
 check "a SIGKILL" kill -KILL "$daemon"
 check "leaves no mount behind" unmounted_within "$MNT"
 check "and the guard ends" gone_within "$guard"
+
+# The daemon killed while its guard cannot look, the dead mount taken down by hand and
+# the device mounted again there (the kernel hands the device number out again): the
+# guard that looks only now sees another mount and leaves it.
+mount_device
+daemon=$(daemon_pid "$MNT")
+guard=$(guard_of "$MNT")
+old_device=$(findmnt -no MAJ:MIN "$MNT" | tr -d " ")
+kill -STOP "$guard"
+kill -KILL "$daemon"
+for _ in $(seq 50); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.1; done
+umount -l "$MNT"
+mount_device
+log "device numbers: the dead mount's $old_device, the new one's $(findmnt -no MAJ:MIN "$MNT" | tr -d " ")"
+kill -CONT "$guard"
+check "a stopped guard whose daemon was killed ends" gone_within "$guard"
+sleep 0.5
+check "and leaves the new mount in place" mounted "$MNT"
+"$DPFS" unmount "$MNT"
+
+# A connection aborted through the fuse control filesystem: the daemon's loop ends,
+# libfuse leaves the mount in place, and the guard takes it down.
+if ! grep -qs " $FUSECTL fusectl" /proc/mounts; then
+    mount -t fusectl fusectl "$FUSECTL" && fusectl_mounted_here=1
+fi
+mount_device
+daemon=$(daemon_pid "$MNT")
+minor=$(findmnt -no MAJ:MIN "$MNT" | tr -d " " | cut -d: -f2)
+if [ -w "$FUSECTL/$minor/abort" ]; then
+    echo 1 > "$FUSECTL/$minor/abort"
+    check "an aborted connection ends the daemon" gone_within "$daemon"
+    check "and its mount is taken down" unmounted_within "$MNT"
+else
+    fail "an aborted connection" "no $FUSECTL/$minor/abort to write"
+fi
+if [ "$fusectl_mounted_here" = 1 ]; then umount "$FUSECTL" && fusectl_mounted_here=0; fi
 
 # A later mount on the same mount point (often with the same device number, which the
 # kernel hands out again) is not the dead daemon's: a guard that looks only now leaves it.

@@ -1,4 +1,4 @@
-// The kernel's list of mounts (/proc/self/mountinfo), as far as the CLI needs it: which
+// The kernel's list of mounts (/proc/self/mountinfo), as far as dpfs needs it: which
 // filesystem is mounted on a path, from which device, with which super options.
 // A directory can answer any extended attribute it likes; only this list says what
 // is really mounted there and for whom (dpfs(5), "Control socket").
@@ -9,17 +9,17 @@ public struct MountEntry: Equatable {
     /// The st_dev of every node of the mount, as "major:minor".
     public let device: String
     /// The directory of the mounted filesystem shown at the mount point ("/" for its root).
-    let root: String
-    let mountPoint: String
+    public let root: String
+    public let mountPoint: String
     /// "fuse.dpfs" for a dpfs mount: FUSE's type with the subtype the daemon sets.
-    let fsType: String
-    let superOptions: [String]
+    public let fsType: String
+    public let superOptions: [String]
 
-    static let dpfsType = "fuse.dpfs"
+    public static let dpfsType = "fuse.dpfs"
 
     /// The user a FUSE mount belongs to: the kernel records user_id=UID when it is
     /// mounted (fusermount3 puts the real uid of the mounting user there).
-    var fuseOwner: uid_t? {
+    public var fuseOwner: uid_t? {
         superOptions.first { $0.hasPrefix("user_id=") }.flatMap { uid_t($0.dropFirst("user_id=".count)) }
     }
 
@@ -56,7 +56,7 @@ public struct MountEntry: Equatable {
 public enum MountTable {
     /// The mounts this process sees, in mount order (a later entry covers an earlier one
     /// on the same mount point).
-    static func entries() -> [MountEntry] {
+    public static func entries() -> [MountEntry] {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { MountEntry(line: $0) }
     }
@@ -67,7 +67,7 @@ public enum MountTable {
     }
 
     /// The mount of device `device` ("major:minor") whose root is shown at `mountPoint`.
-    static func root(of device: String, at mountPoint: String) -> MountEntry? {
+    public static func root(of device: String, at mountPoint: String) -> MountEntry? {
         entries().last { $0.device == device && $0.mountPoint == mountPoint && $0.root == "/" }
     }
 }
