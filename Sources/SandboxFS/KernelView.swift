@@ -32,6 +32,10 @@ struct KernelView: ~Copyable {
     /// count): the kernel marks its copy stale.
     func changed() { attributesTold.store(0, ordering: .relaxed) }
 
+    /// A request after which the kernel drops the node's entry (a directory's mode
+    /// change): it asks again before it goes into that directory.
+    func entryDropped() { entryTold.store(0, ordering: .relaxed) }
+
     /// Whether the kernel holds the node's entry and attributes as last told.
     var isCurrent: Bool {
         let now = Self.now()

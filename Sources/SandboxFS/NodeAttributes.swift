@@ -26,6 +26,10 @@ extension SandboxFileSystem {
             guard rc == 0 else { return reply(req, .current) }
             // After the change: a writer that checked before it must not count as clean.
             if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
+            // The kernel drops its entry of a directory whose mode changed (access below
+            // it may differ): the next listing of its parent gives it again, which spares
+            // a LOOKUP on the way into it (each directory tar extracts gets a chmod).
+            if inode.isDirectory { inode.kernelView.entryDropped() }
         }
         if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
             let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max

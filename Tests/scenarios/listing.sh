@@ -77,6 +77,16 @@ expect_eq "a removal shows" "$( (cd "$S/src/d1/d2" && ls) | grep -c '^moved$')" 
 "$DPFS" lock "$MNT" > /dev/null
 expect_eq "a lock leaves listings as they were" "$(names_in "$S/src/d1")" "$before"
 unlock_device
+
+# tar makes each directory 0700 and sets its mode at the end; the kernel then drops the
+# directory's entry. The parent's next listing gives it again, so ls -lR goes into
+# each directory without a LOOKUP.
+mkdir -p "$WORK/modes/m1/m2"
+tar cf "$WORK/modes.tar" -C "$WORK" modes
+tar xf "$WORK/modes.tar" -C "$S"
+lookups() { "$ROOT/Scripts/fuse-ops" --mount "$MNT" "$1" | awk '$2 == "FUSE_LOOKUP" {n += $1} END {print n + 0}'; }
+expect_eq "directories tar extracted are entered without a LOOKUP after a listing" \
+    "$(lookups "ls '$S' > /dev/null; ls -lR '$S/modes' > /dev/null")" "0"
 expect_eq "the whole tree still reads back" "$(cat "$S/src/f1")" "$(printf 'file 1\nmore')"
 
 # A lookup opens nothing where a file handle names the node (ext4, as here): the stats
