@@ -73,7 +73,7 @@ extension SandboxFileSystem {
         case added(Int)
         /// It does not fit in the room left.
         case full
-        /// Its node could not be entered (descriptors or memory short).
+        /// Its name or node could not be read now (descriptors or memory short).
         case failed(Errno)
     }
 
@@ -81,7 +81,12 @@ extension SandboxFileSystem {
     private func addEntry(_ req: fuse_req_t?, _ entry: dpfs_dirent64, _ backing: UnsafePointer<CChar>,
                           in directory: Inode, directoryFD: Int32,
                           into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool) -> Added {
-        guard let (plain, place) = plaintextName(backing, in: directory, directoryFD: directoryFD) else { return .added(0) }
+        let plain: [CChar], place: NamePlace?
+        switch plaintextName(backing, in: directory, directoryFD: directoryFD) {
+        case .hidden: return .added(0)
+        case .unreadable(let error): return .failed(error)
+        case .shown(let name, let at): (plain, place) = (name, at)
+        }
         let next = off_t(entry.d_off)
         func fitted(_ needed: Int) -> Added { needed <= room ? .added(needed) : .full }
         return plain.withUnsafeBufferPointer { namePointer -> Added in
@@ -103,7 +108,7 @@ extension SandboxFileSystem {
                     return .added(fuse_add_direntry_plus(req, buffer, room, name, &parameters, next))
                 }
                 switch listedEntry(directoryFD, backing) {
-                case .failure(let error): return error == .noEntry ? .added(0) : .failed(error)
+                case .failure(let error): return Self.isShortage(error) ? .failed(error) : .added(0)
                 case .success(let (inode, found)):
                     reached(inode, by: place)
                     parameters = entryParameters(inode, found)

@@ -82,21 +82,44 @@ extension SandboxFileSystem {
     /// descriptor is `directoryFD`), with its place; nil for what is not shown: "." and
     /// ".." pass as they are (no place), reserved names, side files and names that do
     /// not open are hidden.
-    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode, directoryFD: Int32) -> (name: [CChar], place: NamePlace?)? {
-        if Self.isDotOrDotDot(backing) { return (Array(UnsafeBufferPointer(start: backing, count: strlen(backing) + 1)), nil) }
-        if Self.isReserved(backing) { return nil }
+    /// A listed name as plaintextName reads it.
+    enum ListedName {
+        case shown(name: [CChar], place: NamePlace?)
+        /// Not shown, for good: reserved, a side file, damaged or not this directory's.
+        case hidden
+        /// Not readable now (descriptors or memory short): a listing must not go on
+        /// without it, as the kernel keeps listings (Directories.swift).
+        case unreadable(Errno)
+    }
+
+    /// The plaintext name of backing entry `backing` in `directory` (whose listing
+    /// descriptor is `directoryFD`), with its place: "." and ".." pass as they are (no
+    /// place); reserved names, side files and names that do not open are hidden.
+    func plaintextName(_ backing: UnsafePointer<CChar>, in directory: Inode, directoryFD: Int32) -> ListedName {
+        if Self.isDotOrDotDot(backing) { return .shown(name: Array(UnsafeBufferPointer(start: backing, count: strlen(backing) + 1)), place: nil) }
+        if Self.isReserved(backing) { return .hidden }
         let stored = String(cString: backing)
-        if LongName.isSideFile(stored) { return nil }
-        guard let id = directoryID(directory) else { return nil }
+        if LongName.isSideFile(stored) { return .hidden }
+        guard let id = directoryID(directory) else { return .hidden }
         var encoded = stored
         if LongName.isStandIn(stored) {
-            guard let contents = readSideFile(directoryFD, stored + LongName.sideFileSuffix),
-                  LongName.matches(stored, encoded: contents) else { return nil }
-            encoded = contents
+            switch readSideFile(directoryFD, stored + LongName.sideFileSuffix) {
+            case .failure(let error) where Self.isShortage(error): return .unreadable(error)
+            case .failure: return .hidden
+            case .success(let contents):
+                guard LongName.matches(stored, encoded: contents) else { return .hidden }
+                encoded = contents
+            }
         }
         guard let (plain, place) = device.nameCipher.openPlaced(encoded, directoryID: id), !plain.contains(0),
-              !plain.contains(UInt8(ascii: "/")) else { return nil }
-        return (plain.map { CChar(bitPattern: $0) } + [0], place)
+              !plain.contains(UInt8(ascii: "/")) else { return .hidden }
+        return .shown(name: plain.map { CChar(bitPattern: $0) } + [0], place: place)
+    }
+
+    /// Errors that say nothing about the file, only that the process is short of
+    /// something for now.
+    static func isShortage(_ error: Errno) -> Bool {
+        error.rawValue == EMFILE || error.rawValue == ENFILE || error.rawValue == ENOMEM
     }
 
     /// A directory's ID, from its class record, cached on the entry; nil also when the
@@ -130,14 +153,16 @@ extension SandboxFileSystem {
         if let side = name.sideFile { _ = unlinkat(parentFD, side.name, 0) }
     }
 
-    func readSideFile(_ directoryFD: Int32, _ name: String) -> String? {
+    /// A long name's side file; its error, EIO if it is empty.
+    func readSideFile(_ directoryFD: Int32, _ name: String) -> Result<String, Errno> {
         let fd = openat(directoryFD, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .failure(.current) }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
         let n = buffer.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[0..<n], as: UTF8.self)
+        guard n >= 0 else { return .failure(Errno(Int32(-n))) }
+        guard n > 0 else { return .failure(.io) }
+        return .success(String(decoding: buffer[0..<n], as: UTF8.self))
     }
 
     // MARK: Symlink targets

@@ -129,5 +129,26 @@ expect_eq "20 files made and set up through their descriptors: none reopened by 
 expect_eq "and each has its owner, mode and time" \
     "$(stat -c '%u %g %a %Y' "$S/made"/m* | sort -u)" "1234 567 640 1600000000"
 expect_eq "and its contents" "$(cat "$S/made/m19")" "made 19"
+# A long name (stored under a stand-in, its sealed form in a side file) whose side
+# file cannot be opened for want of descriptors is not left out of a listing the kernel
+# would keep: the listing fails, and the next one shows it.
+long=$(printf 'L%.0s' $(seq 240))
+mkdir "$S/longs"
+touch "$S/longs/$long"
+ls "$S/longs" > /dev/null      # the directory's own record read while descriptors are there
+echo 1 > /proc/sys/vm/drop_caches   # and the kernel's copy of the listing dropped
+fds=$(ls "/proc/$daemon/fd" | sort -n)
+# The third free descriptor number: the listing may open the directory's node and the
+# directory itself, and then nothing more.
+limit=$(awk 'BEGIN {n = 0; found = 0} {while (n < $1) {if (++found == 3) {print n; exit} n++} n = $1 + 1}
+             END {if (found < 3) print n + 2 - found}' <<<"$fds" | head -1)
+soft_before=$(prlimit --pid "$daemon" --nofile --noheadings --output SOFT | tr -d ' ')
+# Two descriptors free below the limit, none left for the side file.
+prlimit --pid "$daemon" --nofile="$limit:"
+short=$(ls "$S/longs" 2>&1; echo "exit $?")
+prlimit --pid "$daemon" --nofile="$soft_before:"
+expect_eq "a listing that cannot read a long name fails instead of leaving it out" \
+    "$(printf '%s\n' "$short" | grep -c -e 'Too many open files' -e '^exit 2$')" "2"
+expect_eq "and the next listing shows it" "$( (cd "$S/longs" && ls) | grep -cx "$long")" "1"
 "$DPFS" unmount "$MNT"
 finish
