@@ -106,6 +106,14 @@ print(oct(os.fstat(fd).st_mode & 0o7777))
 PY
 }
 
+# Whether Scripts/fuse-ops can count FUSE requests here (the kernel's fuse tracepoints,
+# Linux 6.16 and later); the checks that count them are skipped, and say so, elsewhere.
+fuse_ops_available() {
+    local tracing=/sys/kernel/tracing
+    [ -d "$tracing/events" ] || mount -t tracefs nodev "$tracing" 2>/dev/null
+    [ -e "$tracing/events/fuse/fuse_request_send/enable" ]
+}
+
 state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }

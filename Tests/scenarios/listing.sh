@@ -64,10 +64,16 @@ expect_eq "a directory made since shows its link count" "$(links_of "$S/src/d1")
 names_in() { (cd "$1" && ls -a | tr '\n' ' '); }
 fuse_ops() { "$ROOT/Scripts/fuse-ops" --mount "$MNT" "$1" | awk '$2 ~ /^FUSE_READDIR/ {n += $1} END {print n + 0}'; }
 before=$(names_in "$S/src/d1")
-expect_eq "a listing repeated is the kernel's: no READDIR request" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
-touch "$S/src/d1/added"
-expect_eq "after a create in it, the next listing asks the daemon" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null" | sed 's/^[1-9][0-9]*$/some/')" "some"
-expect_eq "and the one after that does not" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
+if fuse_ops_available; then
+    expect_eq "a listing repeated is the kernel's: no READDIR request" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
+    touch "$S/src/d1/added"
+    expect_eq "after a create in it, the next listing asks the daemon" \
+        "$(fuse_ops "ls -la '$S/src/d1' > /dev/null" | sed 's/^[1-9][0-9]*$/some/')" "some"
+    expect_eq "and the one after that does not" "$(fuse_ops "ls -la '$S/src/d1' > /dev/null")" "0"
+else
+    log "no fuse tracepoints in this kernel (Linux 6.16+): request counts skipped"
+    touch "$S/src/d1/added"
+fi
 expect_eq "the file made shows" "$(names_in "$S/src/d1")" "$(printf '%s' "$before" | sed 's/^\. \.\. /. .. added /')"
 mv "$S/src/d1/added" "$S/src/d1/d2/moved"
 expect_eq "a rename out shows in the source's listing" "$( (cd "$S/src/d1" && ls) | grep -c '^added$')" "0"
@@ -85,8 +91,10 @@ mkdir -p "$WORK/modes/m1/m2"
 tar cf "$WORK/modes.tar" -C "$WORK" modes
 tar xf "$WORK/modes.tar" -C "$S"
 lookups() { "$ROOT/Scripts/fuse-ops" --mount "$MNT" "$1" | awk '$2 == "FUSE_LOOKUP" {n += $1} END {print n + 0}'; }
-expect_eq "directories tar extracted are entered without a LOOKUP after a listing" \
-    "$(lookups "ls '$S' > /dev/null; ls -lR '$S/modes' > /dev/null")" "0"
+if fuse_ops_available; then
+    expect_eq "directories tar extracted are entered without a LOOKUP after a listing" \
+        "$(lookups "ls '$S' > /dev/null; ls -lR '$S/modes' > /dev/null")" "0"
+fi
 expect_eq "the whole tree still reads back" "$(cat "$S/src/f1")" "$(printf 'file 1\nmore')"
 
 # A lookup opens nothing where a file handle names the node (ext4, as here): the stats

@@ -37,9 +37,13 @@ expect_eq "a child of the daemon, in a session of its own" \
 expect_eq "which holds no /dev/fuse" "$(ls -l "/proc/$guard/fd" | grep -c /dev/fuse)" "0"
 
 mkdir -p "$MNT/Documents/a/b/c"
-ops=$("$ROOT/Scripts/fuse-ops" --mount "$MNT" "ls -lR '$MNT/Documents' > /dev/null")
-expect_eq "a listing of 4 directories sends no OPENDIR or RELEASEDIR" \
-    "$(printf '%s\n' "$ops" | grep -c -E 'FUSE_(OPENDIR|RELEASEDIR)$')" "0"
+if fuse_ops_available; then
+    ops=$("$ROOT/Scripts/fuse-ops" --mount "$MNT" "ls -lR '$MNT/Documents' > /dev/null")
+    expect_eq "a listing of 4 directories sends no OPENDIR or RELEASEDIR" \
+        "$(printf '%s\n' "$ops" | grep -c -E 'FUSE_(OPENDIR|RELEASEDIR)$')" "0"
+else
+    log "no fuse tracepoints in this kernel (Linux 6.16+): request count skipped"
+fi
 expect_eq "and lists them" "$(find "$MNT/Documents" -type d | wc -l)" "4"
 
 kill -TERM "$guard"
@@ -55,6 +59,7 @@ check "and the guard ends" gone_within "$guard"
 mount_device
 daemon=$(daemon_pid "$MNT")
 guard=$(guard_of "$MNT")
+unique_ids=$(tr '\0' ' ' < "/proc/$guard/cmdline" | grep -c -- '--mount-id')
 old_device=$(findmnt -no MAJ:MIN "$MNT" | tr -d " ")
 kill -STOP "$guard"
 kill -KILL "$daemon"
@@ -65,8 +70,14 @@ log "device numbers: the dead mount's $old_device, the new one's $(findmnt -no M
 kill -CONT "$guard"
 check "a stopped guard whose daemon was killed ends" gone_within "$guard"
 sleep 0.5
-check "and leaves the new mount in place" mounted "$MNT"
-"$DPFS" unmount "$MNT"
+if [ "$unique_ids" = 1 ]; then
+    check "and leaves the new mount in place" mounted "$MNT"
+else
+    # Without unique mount ids (before Linux 6.8) only the device number tells, and
+    # the kernel may have handed it to the new mount: what this guard did is not checked.
+    log "no unique mount ids in this kernel (Linux 6.8+): the new mount's survival not checked"
+fi
+mounted "$MNT" && "$DPFS" unmount "$MNT"
 
 # A connection aborted through the fuse control filesystem: the daemon's loop ends,
 # libfuse leaves the mount in place, and the guard takes it down.
