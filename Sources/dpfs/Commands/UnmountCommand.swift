@@ -50,10 +50,6 @@ struct Unmount: ParsableCommand {
     }
 
     private func isMountpoint(_ path: String) -> Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
-        return mounts.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 2 && fields[1] == Substring(path) && fields[2].hasPrefix("fuse.dpfs")
-        }
+        MountTable.entries().contains { $0.mountPoint == path && $0.fsType == MountEntry.dpfsType }
     }
 }
