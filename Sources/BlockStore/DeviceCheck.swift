@@ -176,7 +176,7 @@ public struct DeviceCheck {
                               into report: inout Report) {
         // A device still in format 3 gets its tags at its next mount.
         guard device.formatVersion == KeybagFile.currentVersion else { return }
-        if let tags = NameTagStore.read(path),
+        if case .success(let tags?) = NameTagStore.read(path),
            NameBinding.lists(tags, identity: identity, place: place, metadataKey: device.metadataKey) { return }
         report.damage.append(Damage(path: relative, problem: "its name tags do not list this name: another node was moved here in the backing tree (or its tags are damaged); it reads as EIO"))
     }

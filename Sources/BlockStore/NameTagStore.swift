@@ -7,12 +7,12 @@ import Glibc
 
 public enum NameTagStore {
     /// The tags stored on the node at `path`: empty when it has none; nil when they
-    /// cannot be read or are malformed.
-    public static func read(_ path: UnsafePointer<CChar>) -> [[UInt8]]? {
+    /// are malformed.
+    public static func read(_ path: UnsafePointer<CChar>) -> Result<[[UInt8]]?, Errno> {
         var buffer = [UInt8](repeating: 0, count: NameBinding.maxNames * NameBinding.tagSize)
         let n = CLinux.getxattr(path, NameBinding.attribute, &buffer, buffer.count)
-        if n < 0 { return errno == ENODATA ? [] : nil }
-        return NameBinding.decode(buffer[0..<n])
+        if n < 0 { return errno == ENODATA ? .success([]) : .failure(.current) }
+        return .success(NameBinding.decode(buffer[0..<n]))
     }
 
     /// The tags stored on the node open as `fd`: empty when it has none; nil when they

@@ -52,7 +52,7 @@ public struct NameTagUpgrade {
     }
 
     private func tag(_ path: String, identity: [UInt8], place: NamePlace) -> Bool {
-        guard let tags = NameTagStore.read(path),
+        guard case .success(let tags?) = NameTagStore.read(path),
               let updated = NameBinding.updated(tags, identity: identity, adding: place, removing: nil,
                                                 metadataKey: device.metadataKey) else { return false }
         return NameTagStore.write(path, updated) == 0

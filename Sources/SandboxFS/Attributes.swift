@@ -39,7 +39,7 @@ extension SandboxFileSystem {
     func header(of node: Inode) -> Result<FileHeader, Errno> {
         if let file = node.openFile {
             let header = file.reading { file.content.header }
-            return reachedByOwnNames(node, identity: header.fileID, fd: file.content.fd) ? .success(header) : .failure(.io)
+            return checkOwnNames(node, identity: header.fileID, fd: file.content.fd).map { header }
         }
         // O_NOATIME: reading metadata from the header is not reading the file.
         var fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
@@ -47,7 +47,7 @@ extension SandboxFileSystem {
         guard fd >= 0 else { return .failure(.current) }
         defer { close(fd) }
         return HeaderIO.read(fd, metadataKey: device.metadataKey).flatMap { header in
-            reachedByOwnNames(node, identity: header.fileID, fd: fd) ? .success(header) : .failure(.io)
+            checkOwnNames(node, identity: header.fileID, fd: fd).map { header }
         }
     }
 

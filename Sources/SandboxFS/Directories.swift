@@ -30,7 +30,7 @@ extension SandboxFileSystem {
         let directory = node(ino)
         // A directory whose names cannot be read (record damaged, or reached by a name
         // that is not its own) lists as EIO, not as empty.
-        guard directoryID(directory) != nil else { return reply(req, .io) }
+        if case .failure(let error) = directoryID(directory) { return reply(req, error) }
         let directoryFD = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard directoryFD >= 0 else { return reply(req, .current) }
         defer { close(directoryFD) }

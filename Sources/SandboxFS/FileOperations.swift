@@ -97,9 +97,9 @@ extension SandboxFileSystem {
         switch inode.retainOpen({ loadFile(inode) }) {
         case .failure(let error): return .failure(error)
         case .success(let file):
-            guard reachedByOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd) else {
+            if case .failure(let error) = checkOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd) {
                 inode.releaseOpen()
-                return .failure(.io)
+                return .failure(error)
             }
             if let error = ensureKey(file) ?? finishInterruptedCut(file, inode) {
                 inode.releaseOpen()
@@ -220,7 +220,7 @@ extension SandboxFileSystem {
     func create(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,
                 _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
         if let error = prepareName(form, in: parent) { return reply(req, error) }
         let made: CreatedFile

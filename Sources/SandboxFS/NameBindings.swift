@@ -25,18 +25,24 @@ extension SandboxFileSystem {
         inode.places.withLock { $0.vouched(place) }
     }
 
-    /// Whether every name the kernel reached `node` by is among its tags, read from the
-    /// node's descriptor `fd` (O_PATH or open), or its own when nil.
-    func reachedByOwnNames(_ node: Inode, identity: [UInt8], fd: Int32? = nil) -> Bool {
+    /// Checks that every name the kernel reached `node` by is among its tags, read from
+    /// the node's descriptor `fd` (O_PATH or open), or its own when nil: EIO for a
+    /// foreign name, or the error that kept the tags from being read.
+    func checkOwnNames(_ node: Inode, identity: [UInt8], fd: Int32? = nil) -> Result<Void, Errno> {
         let pending = node.places.withLock { $0.pending }
-        if pending.isEmpty { return true }
-        let tags: [[UInt8]]?
+        if pending.isEmpty { return .success(()) }
+        let read: Result<[[UInt8]], Errno>
         if let fd {
-            tags = readNameTags(fd)
+            read = readNameTags(fd)
         } else {
-            tags = try? node.withDescriptor { fd -> Result<[[UInt8]]?, Errno> in .success(readNameTags(fd)) }.get()
+            read = node.withDescriptor { readNameTags($0) }
         }
-        guard let tags else { return refuseForeignName() }
+        let tags: [[UInt8]]
+        switch read {
+        case .failure(let error) where Self.isShortage(error): return .failure(error)
+        case .failure: return refuseForeignName()
+        case .success(let read): tags = read
+        }
         let unlisted = pending.filter { !NameBinding.lists(tags, identity: identity, place: $0, metadataKey: device.metadataKey) }
         return node.places.withLock { places in
             // An unlisted name this node lost through the mount came from a lookup that
@@ -45,13 +51,13 @@ extension SandboxFileSystem {
             for place in pending {
                 if unlisted.contains(place) { places.pending.removeAll { $0 == place } } else { places.vouched(place) }
             }
-            return true
+            return .success(())
         }
     }
 
-    private func refuseForeignName() -> Bool {
+    private func refuseForeignName() -> Result<Void, Errno> {
         logger.error("a node is reached by a name that is not its own (moved in the backing tree, or its name tags are damaged): EIO")
-        return false
+        return .failure(.io)
     }
 
     /// Notes that the node `status` names lost the name at `place` through the mount.
@@ -60,13 +66,11 @@ extension SandboxFileSystem {
         known.places.withLock { $0.left(place) }
     }
 
-    /// The name tags stored on the node of descriptor `fd`; nil when unreadable or malformed.
-    func readNameTags(_ fd: Int32) -> [[UInt8]]? {
-        switch NameTagStore.read(descriptor: fd) {
-        case .success(let tags): return tags
-        case .failure(let error) where error == .badDescriptor: return procPath(fd).withCString { NameTagStore.read($0) }
-        case .failure: return nil
-        }
+    /// The name tags stored on the node of descriptor `fd`; EIO when they are malformed.
+    func readNameTags(_ fd: Int32) -> Result<[[UInt8]], Errno> {
+        var read = NameTagStore.read(descriptor: fd)
+        if case .failure(.badDescriptor) = read { read = procPath(fd).withCString { NameTagStore.read($0) } }
+        return read.flatMap { tags in tags.map { .success($0) } ?? .failure(.io) }
     }
 
     /// Adds the tag for `adding` and drops the one for `removing` on the node of
@@ -77,7 +81,11 @@ extension SandboxFileSystem {
     }
 
     private func retagLocked(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) -> Int32 {
-        guard let tags = readNameTags(fd) else { return -EIO }
+        let tags: [[UInt8]]
+        switch readNameTags(fd) {
+        case .failure(let error): return -error.rawValue
+        case .success(let read): tags = read
+        }
         guard let updated = NameBinding.updated(tags, identity: identity, adding: adding, removing: removing,
                                                 metadataKey: device.metadataKey) else { return -EMLINK }
         return procPath(fd).withCString { path in

@@ -53,18 +53,21 @@ extension SandboxFileSystem {
         name.pointee == 0x2e && strncmp(name, reservedNamePrefix, 12) == 0
     }
 
-    /// The backing form of plaintext `name` in `directory`; nil when the directory's ID
-    /// cannot be read (its class record is damaged).
-    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) -> BackingName? {
+    /// The backing form of plaintext `name` in `directory`; fails as `directoryID` does.
+    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) -> Result<BackingName, Errno> {
         let length = strlen(name)
         // Over NAME_MAX: the raw name itself, which the backing filesystem refuses
         // (ENAMETOOLONG), as it would a name that long.
         if length > Int(NAME_MAX) {
-            return BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil)
+            return .success(BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil))
         }
-        guard let id = directoryID(directory) else { return nil }
+        let id: [UInt8]
+        switch directoryID(directory) {
+        case .failure(let error): return .failure(error)
+        case .success(let known): id = known
+        }
         if let last = directory.lastSealedName.withLock({ $0 }), last.isForm(of: name, length: length, under: id) {
-            return last.backing
+            return .success(last.backing)
         }
         let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
         let sealed = device.nameCipher.seal(plain, directoryID: id)
@@ -75,7 +78,7 @@ extension SandboxFileSystem {
             : BackingName(stored: stored, sideFile: nil, place: sealed.place)
         let kept = SealedName(directoryID: id, plain: plain, backing: backing)
         directory.lastSealedName.withLock { $0 = kept }
-        return backing
+        return .success(backing)
     }
 
     /// The plaintext name of backing entry `backing` in `directory` (whose listing
@@ -100,7 +103,12 @@ extension SandboxFileSystem {
         if Self.isReserved(backing) { return .hidden }
         let stored = String(cString: backing)
         if LongName.isSideFile(stored) { return .hidden }
-        guard let id = directoryID(directory) else { return .hidden }
+        let id: [UInt8]
+        switch directoryID(directory) {
+        case .failure(let error) where Self.isShortage(error): return .unreadable(error)
+        case .failure: return .hidden
+        case .success(let known): id = known
+        }
         var encoded = stored
         if LongName.isStandIn(stored) {
             switch readSideFile(directoryFD, stored + LongName.sideFileSuffix) {
@@ -122,18 +130,21 @@ extension SandboxFileSystem {
         error.rawValue == EMFILE || error.rawValue == ENFILE || error.rawValue == ENOMEM
     }
 
-    /// A directory's ID, from its class record, cached on the entry; nil also when the
-    /// directory was reached by a name that is not its own (NameBindings.swift).
-    func directoryID(_ directory: Inode) -> [UInt8]? {
+    /// A directory's ID, from its class record, cached on the entry: EIO when its record
+    /// is damaged or the directory was reached by a name that is not its own
+    /// (NameBindings.swift), or the error that kept either from being read.
+    func directoryID(_ directory: Inode) -> Result<[UInt8], Errno> {
         let id: [UInt8]
         if let known = directory.directoryID.withLock({ $0 }) {
             id = known
         } else {
-            guard case .success(let record) = directoryRecord(directory) else { return nil }
-            directory.directoryID.withLock { $0 = record.directoryID }
-            id = record.directoryID
+            switch directoryRecord(directory) {
+            case .failure(let error): return .failure(error)
+            case .success(let record): id = record.directoryID
+            }
+            directory.directoryID.withLock { $0 = id }
         }
-        return reachedByOwnNames(directory, identity: id) ? id : nil
+        return checkOwnNames(directory, identity: id).map { id }
     }
 
     /// Writes a long name's side file (before its entry is made); 0 or -errno.

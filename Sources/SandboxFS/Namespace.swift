@@ -56,9 +56,17 @@ extension SandboxFileSystem {
         }
     }
 
+    /// `backingName` for a request: nil once `req` has been answered with why there is none.
+    func backingName(_ req: fuse_req_t?, _ name: UnsafePointer<CChar>, in directory: Inode) -> BackingName? {
+        switch backingName(name, in: directory) {
+        case .failure(let error): reply(req, error); return nil
+        case .success(let form): return form
+        }
+    }
+
     func lookup(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         switch enter(parent, form.stored, place: form.place) {
         case .failure(let error):
             if error == .noEntry {
@@ -88,7 +96,7 @@ extension SandboxFileSystem {
 
     func mknod(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
         let caller = Caller(req)
         if let error = prepareName(form, in: parent) { return reply(req, error) }
@@ -109,7 +117,7 @@ extension SandboxFileSystem {
 
     func mkdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
         let inherited: ProtectionClass
         switch directoryClass(parent) {
@@ -125,7 +133,7 @@ extension SandboxFileSystem {
 
     func symlink(_ req: fuse_req_t?, _ target: UnsafePointer<CChar>, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
         guard let storedTarget = backingTarget(target) else { return reply(req, Errno(ENAMETOOLONG)) }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
@@ -137,7 +145,7 @@ extension SandboxFileSystem {
     func link(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
         let inode = node(ino)
         let newParent = node(newParentID)
-        guard let form = backingName(newName, in: newParent) else { return reply(req, .io) }
+        guard let form = backingName(req, newName, in: newParent) else { return }
         let backing = form.stored
         if let error = prepareName(form, in: newParent) { return reply(req, error) }
         // The new name's tag first (a regular file's: directories have no links).
@@ -173,7 +181,7 @@ extension SandboxFileSystem {
 
     func unlink(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         using(req, parent) { unlink(req, $0, form) }
     }
 
@@ -220,7 +228,7 @@ extension SandboxFileSystem {
 
     func rmdir(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let parent = node(parentID)
-        guard let form = backingName(name, in: parent) else { return reply(req, .io) }
+        guard let form = backingName(req, name, in: parent) else { return }
         let rc = parent.withDescriptor { fd -> Int32 in
             let rc = unlinkat(fd, form.stored, AT_REMOVEDIR)
             if rc == 0 { removeSideFile(fd, form) }
@@ -232,9 +240,7 @@ extension SandboxFileSystem {
     func rename(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>,
                 _ newParentID: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
         let parent = node(parentID), newParent = node(newParentID)
-        guard let from = backingName(name, in: parent), let to = backingName(newName, in: newParent) else {
-            return reply(req, .io)
-        }
+        guard let from = backingName(req, name, in: parent), let to = backingName(req, newName, in: newParent) else { return }
         if let error = prepareName(to, in: newParent) { return reply(req, error) }
         let exchange: UInt32 = 2  // RENAME_EXCHANGE: both names stay, each side file stays right
         let rc = parent.withDescriptor { fromFD in

@@ -158,5 +158,18 @@ prlimit --pid "$daemon" --nofile="$soft_before:"
 expect_eq "a listing that cannot read a long name fails instead of leaving it out" \
     "$(printf '%s\n' "$short" | grep -c -e 'Too many open files' -e '^exit 2$')" "2"
 expect_eq "and the next listing shows it" "$( (cd "$S/longs" && ls) | grep -cx "$long")" "1"
+# A name in a directory the daemon has forgotten needs the directory's record (its ID
+# seals the name): with no descriptor free to read it, the lookup says why (EMFILE),
+# not that the directory is damaged (EIO, as before), and works once descriptors are back.
+mkdir "$S/cold"
+echo kept > "$S/cold/x"
+echo 2 > /proc/sys/vm/drop_caches   # the kernel forgets the directory, and so the daemon
+free_fd=$(ls "/proc/$daemon/fd" | sort -n | awk 'BEGIN {n = 0} $1 != n {exit} {n++} END {print n}')
+prlimit --pid "$daemon" --nofile="$free_fd:"
+short=$(stat -c %s "$S/cold/x" 2>&1)
+prlimit --pid "$daemon" --nofile="$soft_before:"
+expect_eq "a lookup with no descriptor free fails with EMFILE" \
+    "$(printf '%s\n' "$short" | grep -c -e 'Too many open files')/$(printf '%s\n' "$short" | grep -c 'Input/output error')" "1/0"
+expect_eq "and works once descriptors are back" "$(cat "$S/cold/x")" "kept"
 "$DPFS" unmount "$MNT"
 finish
