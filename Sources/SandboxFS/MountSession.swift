@@ -39,7 +39,8 @@ public final class MountSession {
         self.fileSystem = fileSystem
         self.mountpoint = mountpoint
         let device = fileSystem.device.directory.root
-        var all = ["fsname=dpfs:\(device)", "subtype=dpfs"]
+        let fileSystemName = "dpfs:\(device)"
+        var all = ["fsname=\(fileSystemName)", "subtype=dpfs"]
         let checks = Self.needsKernelPermissionChecks(options)
         if checks { all.append("default_permissions") }
         fileSystem.kernel.checksPermissions = checks
@@ -57,22 +58,31 @@ public final class MountSession {
         session = made
         fileSystem.kernel.session = made
         Self.raiseDescriptorLimit()
+        // A killed daemon leaves no dead mount behind (UnmountGuard.swift): its guard
+        // watches from before the mount is made.
+        if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
+            do {
+                unmountGuard = try UnmountGuard.start(mountpoint: Self.resolved(mountpoint), source: fileSystemName)
+            } catch {
+                fuse_session_destroy(made)
+                throw error
+            }
+        }
         guard fuse_session_mount(made, mountpoint) == 0 else {
+            if unmountGuard >= 0 { UnmountGuard.dismiss(unmountGuard, unmounted: true) }
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
         let connection = Self.connection(mountedAt: mountpoint)
         mounted = connection
-        // A killed daemon leaves no dead mount behind (UnmountGuard.swift).
-        if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
-            do {
-                guard let connection else { throw MountError.setup("the new mount is not in /proc/self/mountinfo") }
-                unmountGuard = try UnmountGuard.start(mountpoint: connection.path, mount: connection.mount)
-            } catch {
+        if unmountGuard >= 0 {
+            guard let connection else {
                 fuse_session_unmount(made)
                 fuse_session_destroy(made)
-                throw error
+                UnmountGuard.dismiss(unmountGuard, unmounted: false)
+                throw MountError.setup("the new mount is not in /proc/self/mountinfo")
             }
+            UnmountGuard.announce(unmountGuard, mount: connection.mount)
         }
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
@@ -124,11 +134,16 @@ public final class MountSession {
     /// The mount just made at `mountpoint`: its path as /proc/self/mountinfo shows it,
     /// and which mount it is (its device "0:N", N the connection's number).
     static func connection(mountedAt mountpoint: String) -> (path: String, mount: UnmountGuard.Identity)? {
-        // realpath stats no node of the mount (its last step is a readlink, which a
-        // directory answers without a request): the session is not served yet.
-        let resolved = realpath(mountpoint, nil).map { path in defer { free(path) }; return String(cString: path) } ?? mountpoint
+        let resolved = resolved(mountpoint)
         guard let entry = MountTable.topmost(at: resolved), entry.device.hasPrefix("0:") else { return nil }
         return (resolved, UnmountGuard.Identity(device: entry.device, at: resolved))
+    }
+
+    /// `mountpoint` absolute and without symlinks, as the mount table shows it. realpath
+    /// stats no node of a mount there (its last step is a readlink, which a directory
+    /// answers without a request): the session may not be served yet.
+    static func resolved(_ mountpoint: String) -> String {
+        realpath(mountpoint, nil).map { path in defer { free(path) }; return String(cString: path) } ?? mountpoint
     }
 
     /// Sets the read-ahead of the mount's backing device info (/sys/class/bdi/0:N for

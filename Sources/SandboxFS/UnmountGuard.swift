@@ -1,14 +1,16 @@
 // Takes a mount down when its daemon dies without unmounting (SIGKILL, a crash, a
 // connection aborted through /sys/fs/fuse), in place of fusermount3's auto_unmount. A
-// process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --connection 0:N
-// [--mount-id ID]`, started right after the mount, waits on the read end of a pipe
-// whose write end only the daemon holds. A daemon whose mount is gone writes one byte
-// there before it ends, and the guard just ends. If the pipe closes without it, the
-// guard detaches the mount if the mount point still shows this daemon's mount: the
-// same connection (device number) and, from Linux 6.8, the same mount (an id the
-// kernel never gives twice; a device number goes to the next mount once it is free).
-// Anything else mounted there stays. The mount is unguarded for the moment between
-// fuse_session_mount and the guard's start (a few milliseconds).
+// process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --source dpfs:DEVICE`,
+// started just before the mount is made, waits on the read end of a pipe whose write
+// end only the daemon holds. Once mounted, the daemon tells it which mount is its own:
+// the connection (device number) and, from Linux 6.8, the mount id (one the kernel
+// never gives twice; a device number goes to the next mount once it is free). A daemon
+// whose mount is gone writes one byte more before it ends, and the guard just ends. If
+// the pipe closes without that byte, the guard detaches the mount if the mount point
+// still shows the daemon's mount. A daemon that died between its mount and its word
+// (microseconds) named no mount: then the guard takes down a dpfs mount of this device
+// there only if its connection is dead (statfs fails with ENOTCONN, as it does at once
+// on a connection without a daemon). Anything else mounted there stays.
 //
 // fusermount3 tells a dead daemon by an open of the mount root failing with ENOTCONN.
 // Here the kernel opens directories itself, with no request (Directories.swift), so
@@ -53,10 +55,11 @@ public enum UnmountGuard {
         }
     }
 
-    /// Starts the guard of `mount` at `mountpoint` (as /proc/self/mountinfo shows it).
-    /// Returns the pipe's write end, close-on-exec, to be held open as long as the
-    /// daemon lives: its closing is the signal.
-    static func start(mountpoint: String, mount: Identity) throws -> Int32 {
+    /// Starts the guard of the mount about to be made at `mountpoint` (absolute, without
+    /// symlinks) from `source` (the mount's fsname). Returns the pipe's write end,
+    /// close-on-exec, to be held open as long as the daemon lives: its closing is the
+    /// signal. Tell the guard the mount with `announce` once it is made.
+    static func start(mountpoint: String, source: String) throws -> Int32 {
         var ends: [Int32] = [0, 0]
         // Close-on-exec from the start: a process another thread spawns must not hold it.
         guard pipe2(&ends, O_CLOEXEC) == 0 else { throw StartError(why: String(cString: strerror(errno))) }
@@ -80,8 +83,7 @@ public enum UnmountGuard {
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK) | newSessionFlag)
-        var arguments = ["dpfs", "unmount", mountpoint, "--when-closed", "3", "--connection", mount.device]
-        if let id = mount.mountID { arguments += ["--mount-id", String(id)] }
+        let arguments = ["dpfs", "unmount", mountpoint, "--when-closed", "3", "--source", source]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         defer { for argument in argv { free(argument) } }
@@ -93,6 +95,15 @@ public enum UnmountGuard {
         }
         // Not waited for: it outlives the daemon, and then init reaps it.
         return writeEnd
+    }
+
+    /// Tells the guard of `pipe` which mount is the daemon's: "m DEVICE ID\n", ID "-"
+    /// where the kernel has no unique mount ids. One write, shorter than PIPE_BUF: the
+    /// guard reads all of it or none.
+    static func announce(_ pipe: Int32, mount: Identity) {
+        let line = "\(announcedPrefix)\(mount.device) \(mount.mountID.map(String.init) ?? "-")\n"
+        signal(SIGPIPE, SIG_IGN)
+        _ = line.utf8CString.withUnsafeBufferPointer { write(pipe, $0.baseAddress, $0.count - 1) }
     }
 
     /// Lets the guard of `pipe` (start's result) end: with the byte that says the mount
@@ -107,17 +118,54 @@ public enum UnmountGuard {
         close(pipe)
     }
 
-    /// In the guard: waits on `pipe` until the daemon ends. True if it said its mount
-    /// was gone, false if its process ended without a word (or the pipe failed).
-    public static func awaitDaemonEnd(_ pipe: Int32) -> Bool {
+    /// How the daemon ended, as its guard saw it.
+    public enum DaemonEnd: Equatable {
+        /// It said its mount was gone.
+        case unmounted
+        /// Its process ended without saying so (or the pipe failed), having announced
+        /// this mount, or none.
+        case vanished(Identity?)
+    }
+
+    /// In the guard: waits on `pipe` until the daemon ends.
+    public static func awaitDaemonEnd(_ pipe: Int32) -> DaemonEnd {
         // What starting the runtime touched of the program and its libraries is not
         // needed while it waits: 18 of its 24 MiB resident (shared with the daemon).
         dpfs_release_code_pages()
-        var byte: UInt8 = 0
-        var n = 0
-        repeat { n = read(pipe, &byte, 1) } while n < 0 && errno == EINTR
-        return n == 1 && byte == unmountedByte
+        var said: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 128)
+        while said.count < 1024 {
+            let n = read(pipe, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            said += chunk[0..<n]
+            if said.contains(unmountedByte) { return .unmounted }
+        }
+        return .vanished(announced(in: said))
     }
+
+    /// The mount an "m DEVICE ID\n" line at the start of `said` names.
+    static func announced(in said: [UInt8]) -> Identity? {
+        guard let end = said.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+        let line = String(decoding: said[..<end], as: UTF8.self)
+        guard line.hasPrefix(announcedPrefix) else { return nil }
+        let fields = line.dropFirst(announcedPrefix.count).split(separator: " ")
+        guard fields.count == 2, fields[0].contains(":") else { return nil }
+        if fields[1] == "-" { return Identity(device: String(fields[0]), mountID: nil) }
+        guard let id = UInt64(fields[1]) else { return nil }
+        return Identity(device: String(fields[0]), mountID: id)
+    }
+
+    /// Whether `path` shows a dpfs mount from `source` whose connection has no daemon
+    /// left: statfs (statvfs) is one request, which a dead connection refuses at once (ENOTCONN).
+    public static func showsDeadMount(at path: String, source: String) -> Bool {
+        guard let shown = MountTable.topmost(at: path), shown.fsType == MountEntry.dpfsType,
+              shown.source == source else { return false }
+        var info = statvfs()
+        return statvfs(path, &info) != 0 && errno == ENOTCONN
+    }
+
+    private static let announcedPrefix = "m "
 
     /// What a daemon whose mount is gone writes to its guard.
     private static let unmountedByte = UInt8(ascii: "u")

@@ -3,11 +3,12 @@
 # (no OPENDIR, no RELEASEDIR), so fusermount3's auto_unmount could no longer tell a dead
 # daemon; each mount has a process of its own that takes the mount down when the daemon
 # dies without unmounting, for root and for a user, and leaves every other mount alone,
-# also a later mount that got the same device number.
+# also a later mount that got the same device number. The guard is there before the
+# mount: a daemon killed the moment its mount appears leaves none either.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-guard_of() { pgrep -f "^dpfs unmount $1 --when-closed 3 --connection " | head -1; }
+guard_of() { pgrep -f "^dpfs unmount $1 --when-closed 3 --source " | head -1; }
 daemon_pid() { "$DPFS" status "$1" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
 mounted() { grep -qs " ${1// /\\\\040} fuse" /proc/mounts; }  # /proc/mounts writes a space as \040
 unmounted_within() { for _ in $(seq 100); do mounted "$1" || return 0; sleep 0.1; done; return 1; }
@@ -59,7 +60,8 @@ check "and the guard ends" gone_within "$guard"
 mount_device
 daemon=$(daemon_pid "$MNT")
 guard=$(guard_of "$MNT")
-unique_ids=$(tr '\0' ' ' < "/proc/$guard/cmdline" | grep -c -- '--mount-id')
+# Unique mount ids (STATX_MNT_ID_UNIQUE) came with Linux 6.8.
+unique_ids=$(uname -r | awk -F. '{print ($1 > 6 || ($1 == 6 && $2 >= 8)) ? 1 : 0}')
 old_device=$(findmnt -no MAJ:MIN "$MNT" | tr -d " ")
 kill -STOP "$guard"
 kill -KILL "$daemon"
@@ -114,6 +116,46 @@ check "and serves" test -d "$MNT/Documents/a/b/c"
 new_guard=$(guard_of "$MNT")
 "$DPFS" unmount "$MNT"
 check "an unmount ends the guard" gone_within "$new_guard"
+
+# A daemon killed the moment its mount shows in the mount table, before it can tell its
+# guard which mount it made: the guard, started before the mount, takes down the dead
+# mount of this device it finds there.
+raced=0
+for round in 1 2 3 4 5; do
+    python3 - "$DPFS" "$DEV" "$MNT" "$WORK/raced.log" <<'PY' || fail "kill at mount, round $round" "no mount seen"
+import os, signal, subprocess, sys, time
+dpfs, dev, mnt, log = sys.argv[1:]
+escaped = " " + mnt.replace(" ", "\\040") + " "
+with open(log, "a") as out:
+    daemon = subprocess.Popen([dpfs, "mount", dev, mnt, "--foreground"], stdout=out, stderr=out)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    with open("/proc/self/mountinfo") as table:
+        if any(escaped in line and " fuse.dpfs " in line for line in table):
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait()
+            sys.exit(0)
+daemon.kill(); daemon.wait()
+sys.exit(1)
+PY
+    if unmounted_within "$MNT"; then raced=$((raced + 1)); else umount -l "$MNT"; fi
+done
+expect_eq "a daemon killed as its mount appears leaves no mount (5 rounds)" "$raced" "5"
+
+# What a guard whose daemon named no mount leaves: started by hand on a pipe that
+# closes at once, over a dead mount of this device (its daemon killed, no guard).
+hand_guard() { "$DPFS" unmount "$MNT" --when-closed 3 --source "$1" 3< <(true); }
+DPFS_NO_AUTO_UNMOUNT=1 mount_device
+expect_eq "the mount's source is dpfs:DEVICE" "$(findmnt -no SOURCE "$MNT")" "dpfs:$DEV"
+hand_guard "dpfs:$DEV"
+check "a live mount of this device stays" mounted "$MNT"
+kill -KILL "$(daemon_pid "$MNT")"
+sleep 0.3
+hand_guard "dpfs:$WORK/another"
+check "a dead mount of another device stays" mounted "$MNT"
+hand_guard "dpfs:$DEV"
+check_fails "a dead mount of this device is taken down" mounted "$MNT"
+mounted "$MNT" && umount -l "$MNT"
 
 # A mount point whose path the mount table escapes.
 mkdir -p "$SPACED"

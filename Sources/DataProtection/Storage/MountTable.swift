@@ -13,6 +13,8 @@ public struct MountEntry: Equatable {
     public let mountPoint: String
     /// "fuse.dpfs" for a dpfs mount: FUSE's type with the subtype the daemon sets.
     public let fsType: String
+    /// What was mounted: for FUSE, the fsname the daemon gave ("dpfs:DEVICE").
+    public let source: String
     public let superOptions: [String]
 
     public static let dpfsType = "fuse.dpfs"
@@ -31,6 +33,7 @@ public struct MountEntry: Equatable {
         root = MountEntry.unescape(fields[3])
         mountPoint = MountEntry.unescape(fields[4])
         fsType = MountEntry.unescape(fields[dash + 1])
+        source = MountEntry.unescape(fields[dash + 2])
         superOptions = fields[dash + 3].split(separator: ",").map(String.init)
     }
 

@@ -1,5 +1,5 @@
 // dpfs unmount: unmounts and waits for the daemon to finish. With the hidden
-// --when-closed and --connection it is instead a mount's guard
+// --when-closed and --source it is instead a mount's guard
 // (UnmountCommand+Guard.swift).
 import ArgumentParser
 import Control
@@ -11,20 +11,19 @@ struct Unmount: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Unmount a sandbox and stop its daemon.")
     @Argument(help: "The mountpoint.") var mountpoint: String
     @Option(help: .hidden) var whenClosed: Int32?
-    @Option(help: .hidden) var connection: String?
-    @Option(help: .hidden) var mountID: UInt64?
+    @Option(help: .hidden) var source: String?
 
     func validate() throws {
-        if (whenClosed == nil) != (connection == nil) || (mountID != nil && connection == nil) {
-            throw ValidationError("--when-closed, --connection and --mount-id are the guard's, given together by the daemon")
+        if (whenClosed == nil) != (source == nil) {
+            throw ValidationError("--when-closed and --source are the guard's, given together by the daemon")
         }
     }
 
     func run() throws {
-        if let whenClosed, let connection {
+        if let whenClosed, let source {
             // The daemon gives the path as the mount table shows it: taken as it is, as
             // resolving it would ask the mount (whose daemon may not serve) about its root.
-            return guardMount(mountpoint, daemonPipe: whenClosed, device: connection, mountID: mountID)
+            return guardMount(mountpoint, daemonPipe: whenClosed, source: source)
         }
         let target = absolutePath(mountpoint)
         let pid = (try? ControlClient(mountpoint: target).send(.status))?.status?.pid
