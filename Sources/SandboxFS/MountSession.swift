@@ -40,7 +40,7 @@ public final class MountSession {
         self.mountpoint = mountpoint
         let device = fileSystem.device.directory.root
         let fileSystemName = "dpfs:\(device)"
-        var all = ["fsname=\(fileSystemName)", "subtype=dpfs"]
+        var all = ["fsname=\(Self.escapedOption(fileSystemName))", "subtype=dpfs"]
         let checks = Self.needsKernelPermissionChecks(options)
         if checks { all.append("default_permissions") }
         fileSystem.kernel.checksPermissions = checks
@@ -93,6 +93,17 @@ public final class MountSession {
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         _ = fuse_set_signal_handlers(made)
         if let connection { Self.raiseReadAhead(connection.mount.device) }
+    }
+
+    /// `value` for an -o option: libfuse splits options at commas, and takes a comma
+    /// (or a backslash) after a backslash as part of the value.
+    static func escapedOption(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            if character == "," || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
     }
 
     /// The inode table holds an O_PATH descriptor per inode the kernel knows (a large

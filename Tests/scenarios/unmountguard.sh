@@ -16,7 +16,7 @@ gone_within() { for _ in $(seq 100); do [ "$(ps -o stat= -p "$1" 2>/dev/null | c
                                        [ "$(ps -o stat= -p "$1" | cut -c1)" = Z ] && return 0; sleep 0.1; done; return 1; }
 
 SPACED="$WORK/mount point"
-USER_WORK="$WORK/user"
+USER_WORK="$WORK/user, one"   # a comma and a space: fusermount3 gets the device's path escaped
 USER_MNT="$USER_WORK/mnt"
 user_daemon=""
 FUSECTL=/sys/fs/fuse/connections
@@ -157,10 +157,14 @@ hand_guard "dpfs:$DEV"
 check_fails "a dead mount of this device is taken down" mounted "$MNT"
 mounted "$MNT" && umount -l "$MNT"
 
-# A mount point whose path the mount table escapes.
+# A mount point whose path the mount table escapes, of a device whose path holds a
+# comma (which libfuse takes as the end of an -o option unless escaped) and a space.
 mkdir -p "$SPACED"
-"$DPFS" mount "$DEV" "$SPACED" > /dev/null
+COMMA_DEV="$WORK/device, two"
+"$DPFS" init "$COMMA_DEV" --passcode-file "$PASS" --secret-store "file:$WORK/secrets two" > /dev/null
+"$DPFS" mount "$COMMA_DEV" "$SPACED" > /dev/null
 check "a mount on a path with a space is listed" mounted "$SPACED"
+expect_eq "its source names the device whose path holds a comma" "$(findmnt -no SOURCE "$SPACED")" "dpfs:$COMMA_DEV"
 daemon=$(daemon_pid "$SPACED")
 check "has its guard" test -n "$(guard_of "$SPACED")"
 kill -KILL "$daemon"
