@@ -60,20 +60,27 @@ public final class MountSession {
         Self.raiseDescriptorLimit()
         // A killed daemon leaves no dead mount behind (UnmountGuard.swift): its guard
         // watches from before the mount is made.
+        // One path for the guard, the mount and the mount table: resolved once.
+        let target = Self.resolved(mountpoint)
         if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
             do {
-                unmountGuard = try UnmountGuard.start(mountpoint: Self.resolved(mountpoint), source: fileSystemName)
+                unmountGuard = try UnmountGuard.start(mountpoint: target, source: fileSystemName)
             } catch {
                 fuse_session_destroy(made)
                 throw error
             }
         }
-        guard fuse_session_mount(made, mountpoint) == 0 else {
-            if unmountGuard >= 0 { UnmountGuard.dismiss(unmountGuard, unmounted: true) }
+        guard fuse_session_mount(made, target) == 0 else {
+            // libfuse may fail after fusermount3 mounted (the connection not handed
+            // over): the guard then looks for a dead mount of this device there.
+            if unmountGuard >= 0 {
+                let left = MountTable.topmost(at: target).map { $0.source == fileSystemName } ?? false
+                UnmountGuard.dismiss(unmountGuard, unmounted: !left)
+            }
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
-        let connection = Self.connection(mountedAt: mountpoint)
+        let connection = Self.connection(mountedAt: target)
         mounted = connection
         if unmountGuard >= 0 {
             guard let connection else {
@@ -144,8 +151,7 @@ public final class MountSession {
 
     /// The mount just made at `mountpoint`: its path as /proc/self/mountinfo shows it,
     /// and which mount it is (its device "0:N", N the connection's number).
-    static func connection(mountedAt mountpoint: String) -> (path: String, mount: UnmountGuard.Identity)? {
-        let resolved = resolved(mountpoint)
+    static func connection(mountedAt resolved: String) -> (path: String, mount: UnmountGuard.Identity)? {
         guard let entry = MountTable.topmost(at: resolved), entry.device.hasPrefix("0:") else { return nil }
         return (resolved, UnmountGuard.Identity(device: entry.device, at: resolved))
     }

@@ -66,11 +66,15 @@ extension SandboxFileSystem {
         known.places.withLock { $0.left(place) }
     }
 
-    /// The name tags stored on the node of descriptor `fd`; EIO when they are malformed.
+    /// The name tags stored on the node of descriptor `fd`: EIO when they are malformed
+    /// or unreadable, EMFILE, ENFILE or ENOMEM when the process was short of them.
     func readNameTags(_ fd: Int32) -> Result<[[UInt8]], Errno> {
         var read = NameTagStore.read(descriptor: fd)
         if case .failure(.badDescriptor) = read { read = procPath(fd).withCString { NameTagStore.read($0) } }
-        return read.flatMap { tags in tags.map { .success($0) } ?? .failure(.io) }
+        switch read {
+        case .failure(let error): return .failure(Self.isShortage(error) ? error : .io)
+        case .success(let tags): return tags.map { .success($0) } ?? .failure(.io)
+        }
     }
 
     /// Adds the tag for `adding` and drops the one for `removing` on the node of

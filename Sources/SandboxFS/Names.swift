@@ -131,15 +131,16 @@ extension SandboxFileSystem {
     }
 
     /// A directory's ID, from its class record, cached on the entry: EIO when its record
-    /// is damaged or the directory was reached by a name that is not its own
-    /// (NameBindings.swift), or the error that kept either from being read.
+    /// is damaged or unreadable or the directory was reached by a name that is not its
+    /// own (NameBindings.swift); EMFILE, ENFILE or ENOMEM when the process was short of
+    /// them to read either.
     func directoryID(_ directory: Inode) -> Result<[UInt8], Errno> {
         let id: [UInt8]
         if let known = directory.directoryID.withLock({ $0 }) {
             id = known
         } else {
             switch directoryRecord(directory) {
-            case .failure(let error): return .failure(error)
+            case .failure(let error): return .failure(Self.isShortage(error) ? error : .io)
             case .success(let record): id = record.directoryID
             }
             directory.directoryID.withLock { $0 = id }

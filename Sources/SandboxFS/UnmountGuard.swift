@@ -7,10 +7,13 @@
 // never gives twice; a device number goes to the next mount once it is free). A daemon
 // whose mount is gone writes one byte more before it ends, and the guard just ends. If
 // the pipe closes without that byte, the guard detaches the mount if the mount point
-// still shows the daemon's mount. A daemon that died between its mount and its word
-// (microseconds) named no mount: then the guard takes down a dpfs mount of this device
-// there only if its connection is dead (statfs fails with ENOTCONN, as it does at once
-// on a connection without a daemon). Anything else mounted there stays.
+// still shows the daemon's mount. A daemon that died before its word named no mount:
+// killed between its mount and the word, or while fusermount3 was still mounting for
+// it (which then mounts and fails to hand over the connection). Then the guard waits
+// up to ten seconds for a dpfs mount of this device there whose connection is dead
+// (statfs fails with ENOTCONN, at once on a connection without a daemon, and as soon
+// as fusermount3 lets go of one), and takes that down. Anything else mounted there
+// stays, also a live mount whose daemon does not answer statfs.
 //
 // fusermount3 tells a dead daemon by an open of the mount root failing with ENOTCONN.
 // Here the kernel opens directories itself, with no request (Directories.swift), so
@@ -18,7 +21,9 @@
 import CFuse
 import CLinux
 import DataProtection
+import Foundation
 import Glibc
+import Synchronization
 
 public enum UnmountGuard {
     struct StartError: Error, CustomStringConvertible {
@@ -139,15 +144,25 @@ public enum UnmountGuard {
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }
             said += chunk[0..<n]
-            if said.contains(unmountedByte) { return .unmounted }
+            if messages(in: said).unmounted { return .unmounted }
         }
-        return .vanished(announced(in: said))
+        return .vanished(messages(in: said).announced)
     }
 
-    /// The mount an "m DEVICE ID\n" line at the start of `said` names.
-    static func announced(in said: [UInt8]) -> Identity? {
-        guard let end = said.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
-        let line = String(decoding: said[..<end], as: UTF8.self)
+    /// What the daemon said: the mount its "m DEVICE ID\n" line named, and whether the
+    /// byte that says it is gone came after it (or alone, from a daemon that mounted nothing).
+    static func messages(in said: [UInt8]) -> (announced: Identity?, unmounted: Bool) {
+        var rest = said[...]
+        var announced: Identity?
+        if rest.first == UInt8(ascii: "m") {
+            guard let end = rest.firstIndex(of: UInt8(ascii: "\n")) else { return (nil, false) }
+            announced = identity(announcedBy: String(decoding: rest[..<end], as: UTF8.self))
+            rest = rest[(end + 1)...]
+        }
+        return (announced, rest.first == unmountedByte)
+    }
+
+    private static func identity(announcedBy line: String) -> Identity? {
         guard line.hasPrefix(announcedPrefix) else { return nil }
         let fields = line.dropFirst(announcedPrefix.count).split(separator: " ")
         guard fields.count == 2, fields[0].contains(":") else { return nil }
@@ -157,12 +172,38 @@ public enum UnmountGuard {
     }
 
     /// Whether `path` shows a dpfs mount from `source` whose connection has no daemon
-    /// left: statfs (statvfs) is one request, which a dead connection refuses at once (ENOTCONN).
+    /// left: statfs (statvfs) is one request, which a dead connection refuses at once
+    /// (ENOTCONN). It waits for a live daemon's answer.
     public static func showsDeadMount(at path: String, source: String) -> Bool {
         guard let shown = MountTable.topmost(at: path), shown.fsType == MountEntry.dpfsType,
               shown.source == source else { return false }
         var info = statvfs()
         return statvfs(path, &info) != 0 && errno == ENOTCONN
+    }
+
+    /// Whether `path` comes to show a dead dpfs mount from `source` within `seconds`
+    /// (showsDeadMount, every 50 ms). The looking is done by a thread of its own, left
+    /// behind if a statfs waits on a live daemon past the time: the guard then ends.
+    public static func awaitDeadMount(at path: String, source: String, seconds: Int) -> Bool {
+        let search = DeadMountSearch()
+        let deadline = DispatchTime.now() + .seconds(seconds)
+        Thread.detachNewThread {
+            while DispatchTime.now() < deadline {
+                if showsDeadMount(at: path, source: source) {
+                    search.found.store(true, ordering: .releasing)
+                    break
+                }
+                usleep(50_000)
+            }
+            search.done.signal()
+        }
+        _ = search.done.wait(timeout: deadline)
+        return search.found.load(ordering: .acquiring)
+    }
+
+    private final class DeadMountSearch: Sendable {
+        let found = Atomic<Bool>(false)
+        let done = DispatchSemaphore(value: 0)
     }
 
     private static let announcedPrefix = "m "

@@ -163,7 +163,9 @@ expect_eq "and the next listing shows it" "$( (cd "$S/longs" && ls) | grep -cx "
 # not that the directory is damaged (EIO, as before), and works once descriptors are back.
 mkdir "$S/cold"
 echo kept > "$S/cold/x"
+sync
 echo 2 > /proc/sys/vm/drop_caches   # the kernel forgets the directory, and so the daemon
+sleep 0.5                           # which closes the descriptors of what it forgot
 free_fd=$(ls "/proc/$daemon/fd" | sort -n | awk 'BEGIN {n = 0} $1 != n {exit} {n++} END {print n}')
 prlimit --pid "$daemon" --nofile="$free_fd:"
 short=$(stat -c %s "$S/cold/x" 2>&1)

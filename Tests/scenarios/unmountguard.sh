@@ -141,10 +141,12 @@ PY
     if unmounted_within "$MNT"; then raced=$((raced + 1)); else umount -l "$MNT"; fi
 done
 expect_eq "a daemon killed as its mount appears leaves no mount (5 rounds)" "$raced" "5"
+log "rounds in which the daemon died before naming its mount: $(grep -c 'named no mount' "$WORK/raced.log")"
 
 # What a guard whose daemon named no mount leaves: started by hand on a pipe that
-# closes at once, over a dead mount of this device (its daemon killed, no guard).
-hand_guard() { "$DPFS" unmount "$MNT" --when-closed 3 --source "$1" 3< <(true); }
+# closes at once, over a dead mount of this device (its daemon killed, no guard). It
+# waits up to 10 s for a dead mount; a statfs that never returns must not hold it.
+hand_guard() { timeout -s KILL 30 "$DPFS" unmount "${2:-$MNT}" --when-closed 3 --source "$1" 3< <(true) 2>>"$WORK/hand.log"; }
 DPFS_NO_AUTO_UNMOUNT=1 mount_device
 expect_eq "the mount's source is dpfs:DEVICE" "$(findmnt -no SOURCE "$MNT")" "dpfs:$DEV"
 hand_guard "dpfs:$DEV"
@@ -169,6 +171,12 @@ daemon=$(daemon_pid "$SPACED")
 check "has its guard" test -n "$(guard_of "$SPACED")"
 kill -KILL "$daemon"
 check "and a SIGKILL leaves no mount there" unmounted_within "$SPACED"
+DPFS_NO_AUTO_UNMOUNT=1 "$DPFS" mount "$COMMA_DEV" "$SPACED" > /dev/null
+kill -KILL "$(daemon_pid "$SPACED")"
+sleep 0.3
+hand_guard "dpfs:$COMMA_DEV" "$SPACED"
+check_fails "a guard told no mount finds the dead one by a source with a comma and a space" mounted "$SPACED"
+mounted "$SPACED" && umount -l "$SPACED"
 
 # Without the guard, by request.
 DPFS_NO_AUTO_UNMOUNT=1 mount_device
@@ -191,6 +199,26 @@ if as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null; then
     check "a SIGKILL of the user's daemon" kill -KILL "$user_daemon"
     check "leaves no mount behind" unmounted_within "$USER_MNT"
     check "and the guard ends" gone_within "$user_guard"
+    # fusermount3 still mounting when the daemon is killed: held before its mount(2)
+    # (strace delays the call by 3 s; -u keeps it set-user-ID), it mounts after the
+    # daemon's end and fails to hand over the connection, leaving the mount dead. The
+    # guard, told no mount and finding none at first, waits for it and takes it down.
+    strace -f -qq -o "$WORK/held.strace" -u nobody -e trace=mount -e inject=mount:delay_enter=3000000 \
+        env HOME="$USER_WORK" "$DPFS" mount "$USER_WORK/device" "$USER_MNT" --foreground > "$WORK/held.log" 2>&1 &
+    tracer=$!
+    held=""
+    for _ in $(seq 100); do
+        user_daemon=$(pgrep -P "$tracer" | head -1)
+        [ -n "$user_daemon" ] && held=$(pgrep -P "$user_daemon" -x fusermount3) && break
+        sleep 0.05
+    done
+    check "fusermount3 is held before mounting" test -n "$held"
+    check_fails "and nothing is mounted yet" mounted "$USER_MNT"
+    check "the daemon killed then" kill -KILL "$user_daemon"
+    { wait "$tracer"; } 2>/dev/null   # strace follows fusermount3 and the guard to their end
+    check_fails "the dead mount fusermount3 made after it is taken down" mounted "$USER_MNT"
+    expect_eq "by the guard, told no mount" "$(grep -c 'named no mount' "$WORK/held.log")" "1"
+    mounted "$USER_MNT" && fusermount3 -uz "$USER_MNT"
 else
     fail "mount as nobody" "$(tail -2 "$USER_WORK/device/daemon.log" 2>/dev/null)"
 fi

@@ -24,7 +24,12 @@ extension Unmount {
         let isDaemons = {
             announced.map { $0.isShown(at: target) } ?? UnmountGuard.showsDeadMount(at: target, source: source)
         }
-        guard isDaemons() else { return }
+        if let announced {
+            guard announced.isShown(at: target) else { return }
+        } else {
+            guard UnmountGuard.awaitDeadMount(at: target, source: source, seconds: 10) else { return }
+            report("it named no mount, and a dead mount of its device was found at \(target): taken down")
+        }
         // Detached, not unmounted: a process still inside the dead mount must not keep
         // it in place. Only root may unmount directly; a user's mount goes through
         // fusermount3, which checks that it is theirs.
