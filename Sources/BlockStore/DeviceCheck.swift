@@ -80,7 +80,7 @@ public struct DeviceCheck {
                 if markedACLFree { checkNoACL(child, relative: childRelative, into: &report) }
                 check(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFLNK:
-                guard let stored = try? FileManager.default.destinationOfSymbolicLink(atPath: child),
+                guard let stored = storedTarget(of: child),
                       let linkTarget = device.nameCipher.openTarget(stored) else {
                     report.damage.append(Damage(path: childRelative, problem: "symlink target does not open (forged or damaged)"))
                     continue
@@ -90,6 +90,18 @@ public struct DeviceCheck {
                 continue
             }
         }
+    }
+
+    /// The stored target of the symlink at `path`, up to PATH_MAX bytes as the daemon
+    /// reads it (Foundation's destinationOfSymbolicLink stops short of long ones).
+    private func storedTarget(of path: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let n = buffer.withUnsafeMutableBytes { bytes -> Int in
+            guard let start = bytes.baseAddress else { return -1 }
+            return readlink(path, start.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
     }
 
     private func join(_ relative: String, _ name: String) -> String {

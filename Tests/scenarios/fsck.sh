@@ -10,6 +10,11 @@ head -c 50000 /dev/urandom > "$WORK/a.bin"
 cp "$WORK/a.bin" "$D/a.bin"; cp "$WORK/a.bin" "$D/b.bin"; cp "$WORK/a.bin" "$D/c.bin"
 setfattr -n user.dpfs.protection -v complete "$D/b.bin"
 echo small > "$D/small.txt"
+# Symlinks whose sealed targets are long: up to the longest target stored (3031 bytes).
+long_target=$(head -c 730 /dev/zero | tr '\0' t)
+longest_target=$(head -c 3031 /dev/zero | tr '\0' u)
+ln -s "$long_target" "$D/link730"
+ln -s "$longest_target" "$D/link3031"
 A=$(backing "$D/a.bin"); BB=$(backing "$D/b.bin"); C=$(backing "$D/c.bin")
 "$DPFS" unmount "$MNT"
 
@@ -31,6 +36,9 @@ cmp -s <(head -c 12288 "$WORK/a.bin") <(head -c 12288 "$WORK/salvage/Documents/a
 cmp -s <(tail -c +16385 "$WORK/a.bin") <(tail -c +16385 "$WORK/salvage/Documents/a.bin") && pass "salvage keeps the blocks after the damage" || fail "salvage keeps the blocks after the damage"
 expect_eq "salvage zero-fills the damaged block" "$(dd if="$WORK/salvage/Documents/a.bin" bs=4096 skip=3 count=1 status=none | tr -d '\0' | wc -c)" "0"
 expect_eq "salvage copies intact files whole" "$(cat "$WORK/salvage/Documents/small.txt")" "small"
+case "$out" in *link*) fail "long symlink targets are not flagged" "$out" ;; *) pass "long symlink targets are not flagged" ;; esac
+expect_eq "and salvage copies them (730 and 3031 bytes)" \
+    "$(readlink "$WORK/salvage/Documents/link730" | wc -c)/$(readlink "$WORK/salvage/Documents/link3031" | wc -c)" "731/3032"
 mount_device
 check_fails "fsck refuses a mounted device" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 finish
