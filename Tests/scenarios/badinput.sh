@@ -65,4 +65,9 @@ check "unlock with the right passcode still works" unlock_device
 one_line_error "protection set with an unknown class" "$DPFS" protection set bogus "$MNT/Documents"
 expect_eq "unknown class changes nothing" "$("$DPFS" protection get "$MNT/Documents")" "untilFirstAuth"
 one_line_error "protection get outside a mount" "$DPFS" protection get "$WORK/full/something"
+one_line_error "protection set outside a mount" "$DPFS" protection set complete "$WORK/full/something"
+expect_eq "writes no class attribute on the plain file" \
+    "$(getfattr -n user.dpfs.protection "$WORK/full/something" 2>/dev/null | grep -c protection)" "0"
+setfattr -n user.dpfs.protection -v complete "$WORK/full/something"
+one_line_error "protection get of a plain file that carries the attribute" "$DPFS" protection get "$WORK/full/something"
 finish

@@ -18,6 +18,11 @@ struct Protection: ParsableCommand {
         func run() throws {
             var failed = false
             for path in paths {
+                if let refusal = Protection.outsideMount(path) {
+                    failed = true
+                    FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
+                    continue
+                }
                 var buffer = [UInt8](repeating: 0, count: 64)
                 let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
                 if n < 0 {
@@ -46,6 +51,11 @@ struct Protection: ParsableCommand {
             }
             var failed = false
             for path in paths {
+                if let refusal = Protection.outsideMount(path) {
+                    failed = true
+                    FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
+                    continue
+                }
                 let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
                 failed = true
@@ -55,5 +65,16 @@ struct Protection: ParsableCommand {
             }
             if failed { throw ExitCode.failure }
         }
+    }
+
+    /// Why `path` is refused: it is not a node of a dpfs mount (its device is no
+    /// fuse.dpfs mount's), where the attribute would be written on a plain file and
+    /// protect nothing. Nil when it is, or cannot be looked at (the call then says why).
+    static func outsideMount(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        let device = "\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))"
+        if MountTable.entries().contains(where: { $0.device == device && $0.fsType == MountEntry.dpfsType }) { return nil }
+        return "\(path): not in a dpfs mount"
     }
 }
