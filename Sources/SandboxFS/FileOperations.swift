@@ -159,6 +159,15 @@ extension SandboxFileSystem {
         }
     }
 
+    /// `operation` (a data operation that answers -EPERM without the file key), run once
+    /// more with the key unwrapped again if a lock took it and its class is back: a
+    /// handle opened before a lock works again after unlock, as on iOS, with no reopen.
+    func restoringKey<R: SignedInteger>(_ file: OpenFile, _ operation: () -> R) -> R {
+        let result = operation()
+        guard result == -R(EPERM), file.reading({ file.key == nil }), ensureKey(file) == nil else { return result }
+        return operation()
+    }
+
     /// Finishes a shrinking truncate a kill interrupted (InterruptedCut), once the key
     /// is there; the kernel, which has the size from before, is told to ask again.
     func finishInterruptedCut(_ file: OpenFile, _ inode: Inode) -> Errno? {
@@ -394,10 +403,12 @@ extension SandboxFileSystem {
         let file = handle.file
         if file.readsBlocked.load(ordering: .acquiring) { return reply(req, .notPermitted) }
         guard let buffer = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
-        let n = file.reading { () -> Int in
-            guard let key = file.key else { return -Int(EPERM) }
-            let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
-            return BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool)
+        let n = restoringKey(file) {
+            file.reading { () -> Int in
+                guard let key = file.key else { return -Int(EPERM) }
+                let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+                return BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool)
+            }
         }
         if n < 0 {
             reply(req, Errno(negative: n))
@@ -413,11 +424,13 @@ extension SandboxFileSystem {
     func write(_ handle: FileHandle, _ caller: Caller, _ data: UnsafeRawPointer, _ size: Int, _ offset: off_t) -> Int {
         let file = handle.file
         dropPrivileges(file, handle.inode, caller)
-        return file.writing {
-            guard let key = file.key else { return -Int(EPERM) }
-            let at = handle.append ? file.plainSize : Int(offset)
-            let input = UnsafeRawBufferPointer(start: data, count: size)
-            return BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool)
+        return restoringKey(file) {
+            file.writing {
+                guard let key = file.key else { return -Int(EPERM) }
+                let at = handle.append ? file.plainSize : Int(offset)
+                let input = UnsafeRawBufferPointer(start: data, count: size)
+                return BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool)
+            }
         }
     }
 
@@ -437,18 +450,22 @@ extension SandboxFileSystem {
         dropPrivileges(file, handle.inode, Caller(req))
         let rc: Int32
         if mode & (punchHole | zeroRange) != 0 {
-            rc = file.writing {
-                guard let key = file.key else { return -EPERM }
-                return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
-                                         extend: mode & keepSize == 0, pool: pool)
+            rc = restoringKey(file) {
+                file.writing {
+                    guard let key = file.key else { return -EPERM }
+                    return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
+                                             extend: mode & keepSize == 0, pool: pool)
+                }
             }
         } else {
-            rc = file.writing {
-                let end = Int(offset + length)
-                let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
-                if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
-                guard mode & keepSize == 0, end > file.plainSize else { return 0 }
-                return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
+            rc = restoringKey(file) {
+                file.writing {
+                    let end = Int(offset + length)
+                    let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
+                    if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
+                    guard mode & keepSize == 0, end > file.plainSize else { return 0 }
+                    return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
+                }
             }
         }
         fuse_reply_err(req, -rc)

@@ -19,6 +19,11 @@ printf 'AAAAAAAAAA' > "$D/mapped.bin"
 setfattr -n user.dpfs.protection -v complete "$D/mapped.bin"
 cmp -s "$WORK/secret.bin" "$D/secret.bin" && pass "complete file readable (pages now cached)" || fail "complete file readable"
 exec 4<"$D/secret.bin"
+# Handles that stay open through the lock and are used again only after the unlock.
+exec 5<"$D/secret.bin"
+printf 'second file' > "$D/second.bin"
+setfattr -n user.dpfs.protection -v complete "$D/second.bin"
+exec 6<>"$D/second.bin"
 
 # A process that maps the file, reads it, and reads again once told to.
 cat > "$WORK/mapper.py" <<'PY'
@@ -73,6 +78,12 @@ kill $WRITER 2>/dev/null; wait $WRITER 2>/dev/null
 exec 4<&-
 
 check "unlock" unlock_device
+# The first use of each file since the unlock is through a handle opened before the
+# lock: it works again, as on iOS, with no other open to unwrap the key first.
+check "a handle opened before the lock reads again after unlock" cmp "$WORK/secret.bin" - <&5
+check "and one writes again" python3 -c 'import os; assert os.pwrite(6, b"SECOND", 0) == 6'
+exec 5<&- 6<&-
+expect_eq "what it wrote is there" "$(cat "$D/second.bin")" "SECOND file"
 expect_eq "dirty mmap pages were flushed before the wipe" "$(head -c 5 "$D/mapped.bin")" "dirty"
 check "complete content intact after unlock" cmp "$WORK/secret.bin" "$D/secret.bin"
 
