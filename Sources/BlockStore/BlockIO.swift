@@ -155,6 +155,7 @@ public enum BlockIO {
         let lastBlock = BlockLayout.lastBlock(plainSize: size)
         let ad = AdditionalData(file.fileID)
         let cipher = file.header.cipher
+        file.readsAccess(true)
         return pool.withSlot { slot -> Int in
             let buffer = slot.buffer
             let sealer = slot.sealer(cipher, key: key)
@@ -280,6 +281,8 @@ public enum BlockIO {
         guard plainLength > 0 else { return 0 }
         let last = block == BlockLayout.lastBlock(plainSize: size)
         let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + overhead])
+        // One block read for a write, a truncate, a hole search or a check: no access.
+        file.readsAccess(false)
         let got = preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))
         if got < 0 { return Int32(got) }
         guard got == sealed.count else { return -EIO }

@@ -42,6 +42,7 @@ extension BlockIO {
     /// Whether a block's stored bytes are all zero (a hole).
     public static func storedBytesAreZero(_ file: SealedFile, block: Int) -> Bool {
         var stored = [UInt8](repeating: 0, count: cipherSize)
+        file.readsAccess(false)
         let got = stored.withUnsafeMutableBytes { preadAll(file.fd, $0, at: BlockLayout.backingOffset(ofBlock: block)) }
         return got == stored.count && stored.withUnsafeBytes { isAllZero($0) }
     }

@@ -59,6 +59,7 @@ public enum InterruptedCut {
             let sealed = UnsafeMutableRawBufferPointer(
                 rebasing: buffer[BlockIO.blockSize..<BlockIO.blockSize + length + BlockIO.overhead])
             defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
+            file.readsAccess(false)
             guard BlockIO.preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block)) == sealed.count else {
                 return false
             }

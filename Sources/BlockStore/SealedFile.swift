@@ -5,6 +5,7 @@
 // one per file it checks.
 import DataProtection
 import Glibc
+import Synchronization
 
 public final class SealedFile: @unchecked Sendable {
     // @unchecked: every mutable field below is read under `lock` (shared) and written
@@ -22,6 +23,15 @@ public final class SealedFile: @unchecked Sendable {
     /// access), until the first open with the key checks it.
     public var uncheckedEmptyBlock: [UInt8]?
     private let rwlock: UnsafeMutablePointer<pthread_rwlock_t>
+    /// Whether reads through `fd` set the backing file's access time: a read of the
+    /// file does, the reads a write or truncate makes of partial blocks do not (as a
+    /// write leaves atime on ext4). `fd` is opened with the flag cleared.
+    private let readMode = Atomic<UInt8>(ReadMode.access)
+    private enum ReadMode {
+        static let access: UInt8 = 0, quiet: UInt8 = 1
+        /// O_NOATIME refused (the daemon neither owns the file nor has CAP_FOWNER).
+        static let quietRefused: UInt8 = 2
+    }
 
     /// Takes ownership of `fd`: closed when the value goes.
     public init(fd: Int32, header: FileHeader, slot: FileHeader.KeySlot, key: SecureBuffer?, plainSize: Int) {
@@ -33,6 +43,22 @@ public final class SealedFile: @unchecked Sendable {
         self.plainSize = plainSize
         rwlock = .allocate(capacity: 1)
         pthread_rwlock_init(rwlock, nil)
+    }
+
+    /// Makes the next reads through `fd` an access of the file (true) or not (false):
+    /// an fcntl only when that changes. Readers and writers may call it: at worst a
+    /// read racing a write's reads leaves atime as it was.
+    public func readsAccess(_ access: Bool) {
+        let wanted = access ? ReadMode.access : ReadMode.quiet
+        let mode = readMode.load(ordering: .relaxed)
+        guard mode != wanted, mode != ReadMode.quietRefused else { return }
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0 else { return }
+        if fcntl(fd, F_SETFL, access ? flags & ~OpenFlag.noAccessTime : flags | OpenFlag.noAccessTime) == 0 {
+            readMode.store(wanted, ordering: .relaxed)
+        } else if errno == EPERM {
+            readMode.store(ReadMode.quietRefused, ordering: .relaxed)
+        }
     }
 
     deinit {

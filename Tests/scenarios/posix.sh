@@ -264,6 +264,7 @@ same "atime: reading moves it; opening, stat, xattrs and chmod do not" '
     getfattr -d f >/dev/null; setfattr -n user.x -v 1 f; chmod 600 f; stat -c %X f; stat f >/dev/null; stat -c %X f
     cat f >/dev/null; [ "$(stat -c %X f)" -gt 400000000 ] && echo "read moved atime"'
 same "a truncate to the same size, and O_TRUNC of an empty file, mark the file modified" 'printf abc > t && touch -d 2000-01-01 t && c0=$(stat -c %z t) && sleep 0.05 && truncate -s 3 t && [ $(stat -c %Y t) -gt 946684800 ] && [ "$(stat -c %z t)" != "$c0" ] && : > e && touch -d 2000-01-01 e && : > e && [ $(stat -c %Y e) -gt 946684800 ] && echo moved'
+same "a write, a truncate and an fallocate leave the access time; a read sets it" 'printf "hello world" > a && touch -d 2000-01-01 a && echo more >> a && truncate -s 7 a && fallocate -l 9000 a && printf x | dd of=a bs=1 seek=3 conv=notrunc status=none && stat -c %X a && cat a > /dev/null && [ $(stat -c %X a) -gt 946684800 ] && echo read'
 same "mtime changes on write and truncate" 'echo 1 > f && touch -d 2000-01-01 f && echo 2 >> f && [ $(stat -c %Y f) -gt 946684800 ] && touch -d 2000-01-01 f && truncate -s 1 f && [ $(stat -c %Y f) -gt 946684800 ] && echo moved'
 same "setgid directory passes its group" 'mkdir d && chown 0:42 d && chmod 2775 d && echo 1 > d/f && mkdir d/e && stat -c "%g %a" d/f d/e'
 
