@@ -525,14 +525,14 @@ public enum BlockIO {
 
     // MARK: Truncate
 
-    /// Sets the plaintext size. A content change: without the file key (its class is
-    /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
     /// Sets `fd`'s modification time (and so its change time) to now; 0 or -errno.
     private static func markModified(_ fd: Int32) -> Int32 {
         let times = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit), timespec(tv_sec: 0, tv_nsec: TimeSpecial.now)]
         return futimens(fd, times) == 0 ? 0 : -errno
     }
 
+    /// Sets the plaintext size. A content change: without the file key (its class is
+    /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
     public static func resize(_ file: SealedFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
         guard let key else { return -EPERM }
         let size = file.plainSize

@@ -27,6 +27,10 @@ public final class SealedFile: @unchecked Sendable {
     /// file does, the reads a write or truncate makes of partial blocks do not (as a
     /// write leaves atime on ext4). `fd` is opened with the flag cleared.
     private let readMode = Atomic<UInt8>(ReadMode.access)
+    /// Held to change the flag: the descriptor's status flags without O_NOATIME, read
+    /// at the first change (-1 before), so a change is one fcntl and the flag always
+    /// ends as `readMode` says.
+    private let readModeChange = Mutex<Int32>(-1)
     private enum ReadMode {
         static let access: UInt8 = 0, quiet: UInt8 = 1
         /// O_NOATIME refused (the daemon neither owns the file nor has CAP_FOWNER).
@@ -50,14 +54,21 @@ public final class SealedFile: @unchecked Sendable {
     /// read racing a write's reads leaves atime as it was.
     public func readsAccess(_ access: Bool) {
         let wanted = access ? ReadMode.access : ReadMode.quiet
-        let mode = readMode.load(ordering: .relaxed)
+        let mode = readMode.load(ordering: .acquiring)
         guard mode != wanted, mode != ReadMode.quietRefused else { return }
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0 else { return }
-        if fcntl(fd, F_SETFL, access ? flags & ~OpenFlag.noAccessTime : flags | OpenFlag.noAccessTime) == 0 {
-            readMode.store(wanted, ordering: .relaxed)
-        } else if errno == EPERM {
-            readMode.store(ReadMode.quietRefused, ordering: .relaxed)
+        readModeChange.withLock { base in
+            let mode = readMode.load(ordering: .acquiring)
+            guard mode != wanted, mode != ReadMode.quietRefused else { return }
+            if base < 0 {
+                let flags = fcntl(fd, F_GETFL)
+                guard flags >= 0 else { return }
+                base = flags & ~OpenFlag.noAccessTime
+            }
+            if fcntl(fd, F_SETFL, access ? base : base | OpenFlag.noAccessTime) == 0 {
+                readMode.store(wanted, ordering: .releasing)
+            } else if errno == EPERM {
+                readMode.store(ReadMode.quietRefused, ordering: .releasing)
+            }
         }
     }
 

@@ -162,9 +162,11 @@ extension SandboxFileSystem {
     /// `operation` (a data operation that answers -EPERM without the file key), run once
     /// more with the key unwrapped again if a lock took it and its class is back: a
     /// handle opened before a lock works again after unlock, as on iOS, with no reopen.
-    func restoringKey<R: SignedInteger>(_ file: OpenFile, _ operation: () -> R) -> R {
+    /// The kernel may cache the pages it reads then, so the next lock must drop them.
+    func restoringKey<R: SignedInteger>(_ file: OpenFile, of inode: Inode, _ operation: () -> R) -> R {
         let result = operation()
         guard result == -R(EPERM), file.reading({ file.key == nil }), ensureKey(file) == nil else { return result }
+        inode.noteCachedClass(file.protectionClass)
         return operation()
     }
 
@@ -403,7 +405,7 @@ extension SandboxFileSystem {
         let file = handle.file
         if file.readsBlocked.load(ordering: .acquiring) { return reply(req, .notPermitted) }
         guard let buffer = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
-        let n = restoringKey(file) {
+        let n = restoringKey(file, of: handle.inode) {
             file.reading { () -> Int in
                 guard let key = file.key else { return -Int(EPERM) }
                 let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
@@ -424,7 +426,7 @@ extension SandboxFileSystem {
     func write(_ handle: FileHandle, _ caller: Caller, _ data: UnsafeRawPointer, _ size: Int, _ offset: off_t) -> Int {
         let file = handle.file
         dropPrivileges(file, handle.inode, caller)
-        return restoringKey(file) {
+        return restoringKey(file, of: handle.inode) {
             file.writing {
                 guard let key = file.key else { return -Int(EPERM) }
                 let at = handle.append ? file.plainSize : Int(offset)
@@ -450,7 +452,7 @@ extension SandboxFileSystem {
         dropPrivileges(file, handle.inode, Caller(req))
         let rc: Int32
         if mode & (punchHole | zeroRange) != 0 {
-            rc = restoringKey(file) {
+            rc = restoringKey(file, of: handle.inode) {
                 file.writing {
                     guard let key = file.key else { return -EPERM }
                     return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
@@ -458,7 +460,7 @@ extension SandboxFileSystem {
                 }
             }
         } else {
-            rc = restoringKey(file) {
+            rc = restoringKey(file, of: handle.inode) {
                 file.writing {
                     let end = Int(offset + length)
                     let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))

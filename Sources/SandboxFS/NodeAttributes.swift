@@ -78,7 +78,7 @@ extension SandboxFileSystem {
     /// Sets a file's plaintext size (a content change: EPERM without the key).
     func resize(_ file: OpenFile, _ inode: Inode, _ caller: Caller, to size: Int) -> Int32 {
         dropPrivileges(file, inode, caller)
-        return restoringKey(file) { file.writing { BlockIO.resize(file.content, key: file.key, to: size, pool: pool) } }
+        return restoringKey(file, of: inode) { file.writing { BlockIO.resize(file.content, key: file.key, to: size, pool: pool) } }
     }
 
     func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {

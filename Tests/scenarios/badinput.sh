@@ -68,6 +68,6 @@ one_line_error "protection get outside a mount" "$DPFS" protection get "$WORK/fu
 one_line_error "protection set outside a mount" "$DPFS" protection set complete "$WORK/full/something"
 expect_eq "writes no class attribute on the plain file" \
     "$(getfattr -n user.dpfs.protection "$WORK/full/something" 2>/dev/null | grep -c protection)" "0"
-setfattr -n user.dpfs.protection -v complete "$WORK/full/something"
+check "a plain file can carry the class attribute" setfattr -n user.dpfs.protection -v complete "$WORK/full/something"
 one_line_error "protection get of a plain file that carries the attribute" "$DPFS" protection get "$WORK/full/something"
 finish

@@ -36,7 +36,7 @@ cmp -s <(head -c 12288 "$WORK/a.bin") <(head -c 12288 "$WORK/salvage/Documents/a
 cmp -s <(tail -c +16385 "$WORK/a.bin") <(tail -c +16385 "$WORK/salvage/Documents/a.bin") && pass "salvage keeps the blocks after the damage" || fail "salvage keeps the blocks after the damage"
 expect_eq "salvage zero-fills the damaged block" "$(dd if="$WORK/salvage/Documents/a.bin" bs=4096 skip=3 count=1 status=none | tr -d '\0' | wc -c)" "0"
 expect_eq "salvage copies intact files whole" "$(cat "$WORK/salvage/Documents/small.txt")" "small"
-case "$out" in *link*) fail "long symlink targets are not flagged" "$out" ;; *) pass "long symlink targets are not flagged" ;; esac
+case "$out" in *link730*|*link3031*) fail "long symlink targets are not flagged" "$out" ;; *) pass "long symlink targets are not flagged" ;; esac
 expect_eq "and salvage copies them (730 and 3031 bytes)" \
     "$(readlink "$WORK/salvage/Documents/link730" | wc -c)/$(readlink "$WORK/salvage/Documents/link3031" | wc -c)" "731/3032"
 mount_device

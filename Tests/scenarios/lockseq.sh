@@ -4,6 +4,7 @@
 # of complete files are flushed before the key goes, events in order.
 source "$(dirname "$0")/lib.sh"
 
+command -v strace >/dev/null || { fail "strace is missing (Scripts/setup installs it)"; finish; }
 MOUNT_ARGS="--grace-period 2" setup_device
 unlock_device
 D="$MNT/Documents"
@@ -84,6 +85,30 @@ check "a handle opened before the lock reads again after unlock" cmp "$WORK/secr
 check "and one writes again" python3 -c 'import os; assert os.pwrite(6, b"SECOND", 0) == 6'
 exec 5<&- 6<&-
 expect_eq "what it wrote is there" "$(cat "$D/second.bin")" "SECOND file"
+# The pages such a read leaves in the kernel's cache go at the next lock, as every
+# complete file's do, also once the handle is closed: read again after that lock, the
+# file's blocks come from the daemon (preads past the header), not from the cache.
+cp "$WORK/secret.bin" "$D/third.bin"
+setfattr -n user.dpfs.protection -v complete "$D/third.bin"
+python3 - "$DPFS" "$MNT" "$PASS" "$D/third.bin" <<'PY' || fail "an old handle's read after unlock, then a lock"
+import os, subprocess, sys
+dpfs, mnt, passcode, path = sys.argv[1:]
+run = lambda *a: subprocess.run([dpfs, *a], check=True, stdout=subprocess.DEVNULL)
+fd = os.open(path, os.O_RDONLY)
+run("lock", mnt, "--now"); run("unlock", mnt, "--passcode-file", passcode)
+assert len(os.pread(fd, 200000, 0)) == 100000
+os.close(fd)
+run("lock", mnt, "--now"); run("unlock", mnt, "--passcode-file", passcode)
+PY
+daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+strace -f -qq -p "$daemon" -e trace=pread64 -o "$WORK/reread.strace" 2>/dev/null &
+tracer=$!
+for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && break; sleep 0.1; done
+check "read again after the lock" cmp "$WORK/secret.bin" "$D/third.bin"
+kill -INT "$tracer"; wait "$tracer" 2>/dev/null
+reads=$(grep 'pread64(' "$WORK/reread.strace" | grep -cv ', 0) = ')
+if [ "$reads" -gt 0 ]; then pass "whose pages the lock had dropped ($reads block reads)"
+else fail "the lock drops the pages an old handle's read cached" "no block read: served from the page cache"; fi
 expect_eq "dirty mmap pages were flushed before the wipe" "$(head -c 5 "$D/mapped.bin")" "dirty"
 check "complete content intact after unlock" cmp "$WORK/secret.bin" "$D/secret.bin"
 
@@ -100,7 +125,7 @@ sleep 0.3
 kill $EVENTS_PID 2>/dev/null
 wait $EVENTS_PID 2>/dev/null
 events=$(sed -n 's/.*"event":"\([a-zA-Z]*\)".*/\1/p' "$WORK/events.jsonl" | tr '\n' ' ')
-expect_eq "events in order" "$events" "willBecomeUnavailable didBecomeUnavailable didBecomeAvailable willBecomeUnavailable didBecomeAvailable restart "
+expect_eq "events in order" "$events" "willBecomeUnavailable didBecomeUnavailable didBecomeAvailable willBecomeUnavailable didBecomeUnavailable didBecomeAvailable willBecomeUnavailable didBecomeUnavailable didBecomeAvailable willBecomeUnavailable didBecomeAvailable restart "
 grep -q '"timestamp":"20' "$WORK/events.jsonl" && pass "events carry a timestamp" || fail "events carry a timestamp"
 grep -q '"state":"locked"' "$WORK/events.jsonl" && pass "events carry the state" || fail "events carry the state"
 finish

@@ -45,6 +45,9 @@ case "$json" in *'"passcodeSet":false'*'"untilFirstAuth":true'*|*'"untilFirstAut
 expect_eq "without a passcode a lock keeps complete files readable" "$(cat "$D/c.txt")" "complete data"
 check "restart without a passcode" "$DPFS" restart "$MNT"
 expect_eq "without a passcode a restart keeps them readable too" "$(cat "$D/c.txt")" "complete data"
+check_error "change with a made-up current passcode where none is set is refused" "no passcode is set" \
+    "$DPFS" passcode change "$MNT" --passcode-file "$WORK/new" --new-passcode-file "$PASS"
+case "$("$DPFS" status "$MNT" --json)" in *'"passcodeSet":false'*) pass "and sets none" ;; *) fail "and sets none" ;; esac
 check "passcode set turns protection on" "$DPFS" passcode set "$MNT" --new-passcode-file "$PASS"
 check "lock --now" "$DPFS" lock "$MNT" --now
 check_error "protection is on again" "Operation not permitted" cat "$D/c.txt"

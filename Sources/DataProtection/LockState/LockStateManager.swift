@@ -293,10 +293,12 @@ public final class LockStateManager: Sendable {
     private func eraseKeyMaterial(_ keybag: inout KeybagFile) throws {
         let fresh = try Keybag.erased(keybag, deviceSecret: deviceSecret)
         let keys = try Keybag.bootKeys(fresh, deviceSecret: deviceSecret)
+        // Class keys first, as at a lock: nothing may unwrap a file key with the old
+        // ones (an open, or a handle's retry) while files are revoked.
+        core.withLock { $0.keys.wipeAll() }
         for revoke in revokers.withLock({ $0 }) { revoke(Set(ProtectionClass.allCases), .restart) }
         keybag = fresh
         core.withLock { core in
-            core.keys.wipeAll()
             for protectionClass in ProtectionClass.allCases {
                 if let key = keys.key(for: protectionClass) { core.keys.insert(key, for: protectionClass) }
             }
@@ -322,7 +324,8 @@ public final class LockStateManager: Sendable {
                     try Keybag.rewrap(&keybag, keys: keys, newPasscode: new, deviceSecret: deviceSecret)
                 }
             } else {
-                guard new != nil else { throw LockError.noPasscode }
+                // A current passcode given where none is set is a mistake, not a match.
+                guard current == nil, new != nil else { throw LockError.noPasscode }
                 let keys = try Keybag.bootKeys(keybag, deviceSecret: deviceSecret)
                 try Keybag.rewrap(&keybag, keys: keys, newPasscode: new, deviceSecret: deviceSecret)
             }
