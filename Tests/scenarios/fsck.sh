@@ -39,6 +39,14 @@ expect_eq "salvage copies intact files whole" "$(cat "$WORK/salvage/Documents/sm
 case "$out" in *link730*|*link3031*) fail "long symlink targets are not flagged" "$out" ;; *) pass "long symlink targets are not flagged" ;; esac
 expect_eq "and salvage copies them (730 and 3031 bytes)" \
     "$(readlink "$WORK/salvage/Documents/link730" | wc -c)/$(readlink "$WORK/salvage/Documents/link3031" | wc -c)" "731/3032"
+expect_eq "the salvage directory is the owner's alone (it holds plaintext)" "$(stat -c %a "$WORK/salvage")" "700"
+# A salvage target that cannot take the files is refused before anything is read.
+touch "$WORK/a-file"
+for target in "$WORK/a-file" /proc/dpfs-salvage; do
+    out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$target" 2>&1); rc=$?
+    case "$rc/$out" in 1/Error:*salvage*) pass "salvage into $target is refused: $out" ;;
+                        *) fail "salvage into $target is refused" "exit $rc: $out" ;; esac
+done
 mount_device
 check_fails "fsck refuses a mounted device" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 finish

@@ -36,7 +36,21 @@ struct Fsck: ParsableCommand {
             if let contents = try? FileManager.default.contentsOfDirectory(atPath: target), !contents.isEmpty {
                 throw CLIError("salvage directory \(target) is not empty")
             }
-            try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+            // Checked before the device is read: a salvage that cannot be written would
+            // otherwise report the damage and recover nothing.
+            // Its own directory readable by the owner only: what it receives is plaintext.
+            let parent = (target as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            if mkdir(target, 0o700) != 0 && errno != EEXIST {
+                throw CLIError("cannot make the salvage directory \(target): \(String(cString: strerror(errno)))")
+            }
+            var st = stat()
+            guard stat(target, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+                throw CLIError("the salvage target \(target) is not a directory")
+            }
+            guard access(target, W_OK | X_OK) == 0 else {
+                throw CLIError("cannot write into the salvage directory \(target): \(String(cString: strerror(errno)))")
+            }
         }
         let report = DeviceCheck(device: device).run(salvageInto: salvage.map(absolutePath))
         for damage in report.damage { print(damage) }
