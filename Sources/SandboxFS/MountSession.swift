@@ -175,7 +175,7 @@ public final class MountSession {
     }
 
     /// The whole of a /proc file (their sizes read as zero, so read to the end).
-    static func readProcFile(_ path: String) -> String? {
+    public static func readProcFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

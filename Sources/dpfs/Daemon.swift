@@ -94,6 +94,25 @@ struct Daemon {
         guard lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 else {
             throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700")
         }
+        removeStaleSockets(in: base)
         return base + "/\(getpid()).sock"
+    }
+
+    /// Removes the sockets of daemons that are gone: one killed (kill -9, a crash)
+    /// leaves its PID.sock behind, and nothing else would ever remove it. Gone: no such
+    /// process, or a zombie not yet reaped (whose descriptors are closed).
+    static func removeStaleSockets(in base: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for name in names where name.hasSuffix(".sock") {
+            guard let pid = pid_t(name.dropLast(".sock".count)), pid > 0, pid != getpid() else { continue }
+            let gone = kill(pid, 0) != 0 && errno == ESRCH
+            if gone || isZombie(pid) { unlink(base + "/" + name) }
+        }
+    }
+
+    private static func isZombie(_ pid: pid_t) -> Bool {
+        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
+        // "PID (COMM) STATE ...": the state follows the command, which may hold spaces.
+        return status[status.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 }

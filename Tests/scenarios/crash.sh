@@ -34,6 +34,8 @@ for seed in $(seq 1 "$SEEDS"); do
         pass "seed $seed: the dead daemon's mount was cleaned up (unmount guard)"
     fi
     mount_device
+    # The killed daemon's control socket (/run/dpfs/PID.sock for root) goes at the next mount.
+    check_fails "seed $seed: the killed daemon's control socket is removed at the next mount" test -e "/run/dpfs/$pid.sock"
     if unlock_any >/dev/null 2>&1; then pass "seed $seed: the old or the new passcode unlocks"
     else fail "seed $seed: the old or the new passcode unlocks"; break; fi
     report=$(python3 - "$JOURNAL" "$MNT" "$DPFS" <<'PY'
