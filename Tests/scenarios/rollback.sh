@@ -66,4 +66,20 @@ check_error "the keybag from before the erase is refused" "the keybag is $OLD" "
 cp -a "$WORK/keybag-erased" "$DEV/keybag.json"
 mount_device
 expect_eq "the erased keybag mounts, still erased" "$("$DPFS" status "$MNT" --json | json_field erased)" True
+
+# Another secret in the store where this device's was: the error names the store and
+# the device, not a damaged keybag, and the device mounts again with its own secret.
+"$DPFS" unmount "$MNT" || fail "unmount"
+uuid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$DEV/keybag.json")
+secret="$SECRETS/$uuid.secret"
+cp -a "$secret" "$WORK/own.secret"
+head -c "$(stat -c %s "$secret")" /dev/urandom > "$secret"
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1); rc=$?
+case "$rc/$out" in
+    1/*"device secret from file:$SECRETS (device $uuid)"*) pass "a wrong device secret is named as such: $out" ;;
+    *) fail "a wrong device secret is named as such" "exit $rc: $out" ;;
+esac
+expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+cp -a "$WORK/own.secret" "$secret"
+mount_device
 finish

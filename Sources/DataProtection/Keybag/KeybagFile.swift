@@ -77,7 +77,7 @@ public struct KeybagFile: Codable, Sendable {
     public static func load(from directory: DeviceDirectory, deviceSecret: SecureBuffer) throws -> KeybagFile {
         let file = try decode(from: directory)
         guard let mac = file.mac, try file.authenticator(deviceSecret) == mac.value else {
-            throw DeviceError.corruptKeybag("its MAC does not verify: it was altered or belongs to another device")
+            throw DeviceError.keybagDoesNotVerify(store: file.secretStore, deviceUUID: file.deviceUUID)
         }
         return file
     }
