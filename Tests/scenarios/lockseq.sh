@@ -79,6 +79,7 @@ kill $WRITER 2>/dev/null; wait $WRITER 2>/dev/null
 exec 4<&-
 
 check "unlock" unlock_device
+check "an unlock of the unlocked device (no event: nothing changed)" unlock_device
 # The first use of each file since the unlock is through a handle opened before the
 # lock: it works again, as on iOS, with no other open to unwrap the key first.
 check "a handle opened before the lock reads again after unlock" cmp "$WORK/secret.bin" - <&5

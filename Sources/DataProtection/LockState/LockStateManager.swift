@@ -234,7 +234,8 @@ public final class LockStateManager: Sendable {
 
     /// Verifies the passcode and restores the class keys.
     public func unlock(passcode: SecureBuffer) throws {
-        try transition.withLock { _ in
+        // An unlock of an unlocked device changes nothing a listener must hear of.
+        let wasUnlocked = try transition.withLock { _ -> Bool in
             let keybag = core.withLock { $0.keybag }
             if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
             guard keybag.passcodeSet else { throw LockError.noPasscode }
@@ -250,20 +251,22 @@ public final class LockStateManager: Sendable {
                     saved.policy = policy
                     try saved.save(in: directory, deviceSecret: deviceSecret)
                 }
-                core.withLock { core in
+                let before = core.withLock { core -> LockPhase in
                     for protectionClass in ProtectionClass.allCases {
                         if let key = keys.key(for: protectionClass) {
                             core.keys.insert(key, for: protectionClass)
                         }
                     }
                     core.keybag = saved
-                    core.phase = .unlocked
+                    defer { core.phase = .unlocked }
                     core.generation += 1
+                    return core.phase
                 }
                 _ = consume keys
+                return before == .unlocked
             }
         }
-        emit(.didBecomeAvailable)
+        if !wasUnlocked { emit(.didBecomeAvailable) }
     }
 
     private func recordFailure(fingerprint: [UInt8]) throws -> Never {
