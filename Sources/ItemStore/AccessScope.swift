@@ -36,7 +36,10 @@ struct AccessScope: Sendable {
         hashes ?? exact.map { keys.attributeHash("accessGroup", $0) }
     }
 
+    /// Whether the app may name `group`: a concrete group it is entitled to. A pattern
+    /// (`TEAMID.*`) admits groups but is none itself, so naming it is refused.
     func allows(_ group: String) -> Bool {
-        exact.contains(group) || prefixes.contains { group.hasPrefix($0) }
+        guard !group.hasSuffix("*") else { return false }
+        return exact.contains(group) || prefixes.contains { group.hasPrefix($0) }
     }
 }

@@ -76,6 +76,9 @@ import Testing
         #expect(attributes?["accessGroup"] == "\(Self.team).com.example.admin")
         #expect(t.add(["service": "d", "accessGroup": "\(Self.team).anything"], app: admin).status == 0)
         #expect(t.add(["service": "e", "accessGroup": "OTHER12345.x"], app: admin).status == SecStatus.missingEntitlement)
+        // The pattern itself is no group an item can be stored under.
+        #expect(t.add(["service": "f", "accessGroup": "\(Self.team).*"], app: admin).status == SecStatus.missingEntitlement)
+        #expect(t.add(["service": "g", "accessGroup": "\(Self.team).com.*"], app: admin).status == SecStatus.missingEntitlement)
     }
 
     @Test func unknownAppsHaveNoEntitlement() throws {
