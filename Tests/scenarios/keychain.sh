@@ -26,6 +26,10 @@ expect_eq "a failed call exits 1" "$?" "1"
 json=$(kc find "$MNT" --service nothing --json 2>/dev/null)
 case "$json" in *'"status":-25300'*) pass "--json reports the status on failure" ;; *) fail "--json reports the status on failure" "$json" ;; esac
 expect_eq "--json on success" "$(status_of kc find "$MNT" --service mail)" "0"
+expect_eq "--json where no daemon answers: errSecNotAvailable" "$(status_of kc find "$WORK" --service mail)" "-25291"
+printf secret > "$WORK/open-data"; chmod 644 "$WORK/open-data"
+expect_eq "--json for input the call refuses itself: errSecParam" \
+    "$(status_of kc add "$MNT" --service open --data-file "$WORK/open-data")" "-50"
 
 # --- limit and return ---------------------------------------------------------------
 kc add "$MNT" --service web --account a --data-file <(printf %s A) && kc add "$MNT" --service web --account b --data-file <(printf %s B)

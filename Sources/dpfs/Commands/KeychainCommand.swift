@@ -25,11 +25,13 @@ extension Keychain {
         @Option(help: .hidden) var data: String?
 
         func run() throws {
-            try ItemData.refuseOnCommandLine(data, option: "--data", instead: "--data-file")
-            // Without --data-file, a piped stdin is the data; a terminal means none.
-            let secret = try ItemData.read(file: dataFile ?? (isatty(0) == 0 ? "-" : nil))
-            let response = try call.send(KeychainRequest(operation: .add, attributes: item.attributes), data: secret)
-            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+            try call.run {
+                try ItemData.refuseOnCommandLine(data, option: "--data", instead: "--data-file")
+                // Without --data-file, a piped stdin is the data; a terminal means none.
+                let secret = try ItemData.read(file: dataFile ?? (isatty(0) == 0 ? "-" : nil))
+                let response = try call.send(KeychainRequest(operation: .add, attributes: item.attributes), data: secret)
+                KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+            }
         }
     }
 
@@ -40,8 +42,10 @@ extension Keychain {
         @OptionGroup var item: ItemAttributeOptions
 
         func run() throws {
-            let response = try call.send(KeychainRequest(operation: .find, attributes: item.attributes))
-            KeychainOutput.printItems(response, json: call.json, returning: call.returning ?? "data")
+            try call.run {
+                let response = try call.send(KeychainRequest(operation: .find, attributes: item.attributes))
+                KeychainOutput.printItems(response, json: call.json, returning: call.returning ?? "data")
+            }
         }
     }
 
@@ -62,14 +66,16 @@ extension Keychain {
         }
 
         func run() throws {
-            try ItemData.refuseOnCommandLine(newData, option: "--new-data", instead: "--new-data-file")
-            guard newDataFile != nil || !changes.attributes.isEmpty else {
-                throw CLIError("nothing to change: give --new-data-file or a --new-… attribute")
+            try call.run {
+                try ItemData.refuseOnCommandLine(newData, option: "--new-data", instead: "--new-data-file")
+                guard newDataFile != nil || !changes.attributes.isEmpty else {
+                    throw CLIError("nothing to change: give --new-data-file or a --new-… attribute")
+                }
+                let secret = try ItemData.read(file: newDataFile)
+                let response = try call.send(KeychainRequest(operation: .update, attributes: item.attributes,
+                                                             updateAttributes: changes.attributes), data: secret)
+                KeychainOutput.printItems(response, json: call.json, returning: call.returning)
             }
-            let secret = try ItemData.read(file: newDataFile)
-            let response = try call.send(KeychainRequest(operation: .update, attributes: item.attributes,
-                                                         updateAttributes: changes.attributes), data: secret)
-            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
         }
     }
 
@@ -79,8 +85,10 @@ extension Keychain {
         @OptionGroup var item: ItemAttributeOptions
 
         func run() throws {
-            let response = try call.send(KeychainRequest(operation: .delete, attributes: item.attributes))
-            KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+            try call.run {
+                let response = try call.send(KeychainRequest(operation: .delete, attributes: item.attributes))
+                KeychainOutput.printItems(response, json: call.json, returning: call.returning)
+            }
         }
     }
 }
@@ -109,10 +117,14 @@ struct KeychainCall: ParsableArguments {
         request.app = app
         request.limit = limit
         request.returning = returning
-        let client = try ControlClient(mountpoint: mountpoint)
-        guard let response = try client.send(.keychain(request), secrets: data.map { [$0] } ?? []).keychain else {
-            throw CLIError("the daemon sent no keychain reply")
+        let reply: KeychainResponse?
+        do {
+            let client = try ControlClient(mountpoint: mountpoint)
+            reply = try client.send(.keychain(request), secrets: data.map { [$0] } ?? []).keychain
+        } catch {
+            throw Unreachable(cause: error)
         }
+        guard let response = reply else { throw Unreachable(cause: CLIError("the daemon sent no keychain reply")) }
         guard response.status == SecStatus.success else {
             if json { KeychainOutput.printJSON(response) }
             let reason = response.message.map { ": \($0)" } ?? ""
@@ -120,6 +132,33 @@ struct KeychainCall: ParsableArguments {
             throw ExitCode(1)
         }
         return response
+    }
+}
+
+extension KeychainCall {
+    /// A call that reached no daemon (not a dpfs mount, no answer): SecItem's
+    /// errSecNotAvailable.
+    struct Unreachable: Error, CustomStringConvertible {
+        let cause: any Error
+        var description: String { "\(cause)" }
+    }
+
+    /// Runs a subcommand's call. With --json, a failure before the daemon gave a status
+    /// prints one as well (the man page promises JSON on every failure):
+    /// errSecNotAvailable when no daemon was reached, errSecParam for input the call
+    /// refused itself (a data file open to others, nothing to change).
+    func run(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let exit as ExitCode {
+            throw exit  // the daemon's status, printed already
+        } catch {
+            if json {
+                let status = error is Unreachable ? SecStatus.notAvailable : SecStatus.param
+                KeychainOutput.printJSON(KeychainResponse(status: status, message: "\(error)"))
+            }
+            throw error
+        }
     }
 }
 
