@@ -19,6 +19,10 @@ one_line_error "init with an unknown default class" "$DPFS" init "$WORK/x1" --pa
 : > "$WORK/empty-pass"; chmod 600 "$WORK/empty-pass"
 one_line_error "init with an empty passcode file" "$DPFS" init "$WORK/x2" --passcode-file "$WORK/empty-pass"
 one_line_error "init with a missing passcode file" "$DPFS" init "$WORK/x3" --passcode-file "$WORK/nope"
+check_fails "a failed init leaves no directory it made (x2, x3)" test -e "$WORK/x2" -o -e "$WORK/x3"
+mkdir "$WORK/x4"
+one_line_error "init of an existing empty directory with an empty passcode" "$DPFS" init "$WORK/x4" --passcode-file "$WORK/empty-pass"
+check "leaves that directory, empty" test -d "$WORK/x4" -a -z "$(ls -A "$WORK/x4")"
 cp "$PASS" "$WORK/open-pass"; chmod 666 "$WORK/open-pass"
 one_line_error "a world-writable passcode file is refused" "$DPFS" init "$WORK/x4" --passcode-file "$WORK/open-pass"
 

@@ -38,7 +38,11 @@ struct Init: ParsableCommand {
         if case .file(let secrets) = store, secrets == directory.root || secrets.hasPrefix(directory.root + "/") {
             throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
         }
-        try prepareEmptyDirectory(directory.root)
+        let made = try prepareEmptyDirectory(directory.root)
+        // A failed init leaves no trace: the failure paths below empty the directory,
+        // and one this command made goes too.
+        var initialised = false
+        defer { if made && !initialised { rmdir(directory.root) } }
         let defaultClass = try resolveDefaultClass()
         let passcode = noPasscode ? nil : try PasscodeSource.read(file: passcodeFile, prompt: "New passcode: ")
         let device: DeviceProvisioning.NewDevice
@@ -66,6 +70,7 @@ struct Init: ParsableCommand {
             DeviceProvisioning.discard(device.keybag.deviceUUID, in: store)
             throw CLIError("init failed: \(error)")
         }
+        initialised = true
         print("initialised \(directory.root) (default class \(defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }
 
@@ -83,12 +88,14 @@ struct Init: ParsableCommand {
         return parsed
     }
 
-    private func prepareEmptyDirectory(_ path: String) throws {
+    /// Checks that `path` is an empty directory, or makes it; true if it made it.
+    private func prepareEmptyDirectory(_ path: String) throws -> Bool {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw CLIError("\(path) exists and is not a directory") }
             let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["?"]
             guard contents.isEmpty else { throw CLIError(DeviceError.notEmpty(path).description) }
+            return false
         } else {
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
@@ -96,6 +103,7 @@ struct Init: ParsableCommand {
             } catch {
                 throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))")
             }
+            return true
         }
     }
 
