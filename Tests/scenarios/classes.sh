@@ -62,6 +62,8 @@ check_error "locked: class change of a complete file → EPERM" "Operation not p
     setfattr -n user.dpfs.protection -v none "$D/complete.txt"
 check_error "locked: making a file complete → EPERM" "Operation not permitted" \
     setfattr -n user.dpfs.protection -v complete "$D/none.txt"
+check_error "and dpfs protection set names the new class's key too" "or of the new class is not available" \
+    "$DPFS" protection set complete "$D/none.txt"
 
 check_error "locked: truncate of a complete file → EPERM" "Operation not permitted" truncate -s 0 "$D/complete.txt"
 check_error "locked: truncate(2) by path to an aligned size → EPERM" "Operation not permitted" \

@@ -59,7 +59,7 @@ struct Protection: ParsableCommand {
                 let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
                 failed = true
-                let reason = errno == EPERM ? "the file's class key is not available (device locked?)"
+                let reason = errno == EPERM ? "the key of its class or of the new class is not available (device locked?)"
                                             : String(cString: strerror(errno))
                 FileHandle.standardError.write(Data("Error: \(path): \(reason)\n".utf8))
             }
