@@ -62,6 +62,9 @@ final class NodeReaper: Sendable {
         }
     }
 
+    /// Whether the reapers' directory is there (made at the first removal).
+    var holdsDirectory: Bool { directory.withLock { $0 >= 0 } }
+
     private static func openDirectory(_ sandbox: Int32) -> Int32 {
         openat(sandbox, directoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
     }

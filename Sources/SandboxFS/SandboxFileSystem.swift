@@ -100,6 +100,8 @@ public final class SandboxFileSystem: Sendable {
         case .failure(let error): return .failure(error)
         case .success(var st):
             Self.presentSize(of: inode, &st)
+            // The reapers' directory is a subdirectory of the root no listing shows.
+            if inode.nodeID == fuse_ino_t(FUSE_ROOT_ID), st.st_nlink > 2, reaper.holdsDirectory { st.st_nlink -= 1 }
             return .success(st)
         }
     }

@@ -138,4 +138,8 @@ check "the inode table grew with the files" test "$peak" -ge "$MANY"
 check "descriptors stayed bounded with $MANY inodes known ($peakfds)" test "$peakfds" -le $((fds0 + 4200))
 expect_eq "the inode table is back to its start" "$(inodes)" "$inodes0"
 expect_eq "the daemon's descriptors are back to their start" "$(fds)" "$fds0"
+# Removals made the reapers' hidden directory at the sandbox root: the root's link
+# count still counts only the directories a listing shows.
+expect_eq "the root's link count is 2 + its listed subdirectories" \
+    "$(stat -c %h "$MNT")" "$((2 + $(find "$MNT" -mindepth 1 -maxdepth 1 -type d | wc -l)))"
 finish
