@@ -61,7 +61,7 @@ public enum DeviceError: Error, CustomStringConvertible {
         case .notEmpty(let path): return "\(path) is not empty; dpfs init needs a new or empty directory"
         case .corruptKeybag(let why): return "the keybag is damaged: \(why)"
         case .keybagDoesNotVerify(let store, let uuid):
-            return "the keybag does not verify with the device secret from \(store) (device \(uuid)): that secret is not this device's, or the keybag was altered"
+            return "the keybag's MAC does not verify with the device secret from \(store) (device \(uuid)): that secret is not this device's, or the keybag was altered"
         case .unsupportedFormat(let path, let version):
             return "\(path) is a device of on-disk format version \(version); this dpfs reads version \(KeybagFile.currentVersion) only (there is no migration: make a new device with dpfs init)"
         }
