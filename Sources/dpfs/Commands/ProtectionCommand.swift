@@ -17,8 +17,9 @@ struct Protection: ParsableCommand {
 
         func run() throws {
             var failed = false
+            let mounts = Protection.dpfsDevices()
             for path in paths {
-                if let refusal = Protection.outsideMount(path) {
+                if let refusal = Protection.outsideMount(path, dpfsDevices: mounts) {
                     failed = true
                     FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
                     continue
@@ -50,8 +51,9 @@ struct Protection: ParsableCommand {
                 throw CLIError("unknown protection class '\(protectionClass)'; valid: \(ProtectionClass.validNames)")
             }
             var failed = false
+            let mounts = Protection.dpfsDevices()
             for path in paths {
-                if let refusal = Protection.outsideMount(path) {
+                if let refusal = Protection.outsideMount(path, dpfsDevices: mounts) {
                     failed = true
                     FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
                     continue
@@ -67,14 +69,19 @@ struct Protection: ParsableCommand {
         }
     }
 
-    /// Why `path` is refused: it is not a node of a dpfs mount (its device is no
-    /// fuse.dpfs mount's), where the attribute would be written on a plain file and
-    /// protect nothing. Nil when it is, or cannot be looked at (the call then says why).
-    static func outsideMount(_ path: String) -> String? {
+    /// The devices ("major:minor") of the dpfs mounts, read once per command: a
+    /// thousand paths would otherwise read the mount table a thousand times.
+    static func dpfsDevices() -> Swift.Set<String> {
+        Swift.Set(MountTable.entries().filter { $0.fsType == MountEntry.dpfsType }.map(\.device))
+    }
+
+    /// Why `path` is refused: it is not a node of a dpfs mount (its device is none of
+    /// `dpfsDevices`), where the attribute would be written on a plain file and protect
+    /// nothing. Nil when it is, or cannot be looked at (the call then says why).
+    static func outsideMount(_ path: String, dpfsDevices: Swift.Set<String>) -> String? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
-        let device = "\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))"
-        if MountTable.entries().contains(where: { $0.device == device && $0.fsType == MountEntry.dpfsType }) { return nil }
+        if dpfsDevices.contains("\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))") { return nil }
         return "\(path): not in a dpfs mount"
     }
 }
