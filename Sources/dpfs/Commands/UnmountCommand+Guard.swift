@@ -24,11 +24,11 @@ extension Unmount {
         let isDaemons = {
             announced.map { $0.isShown(at: target) } ?? UnmountGuard.showsDeadMount(at: target, source: source)
         }
-        if let announced {
-            guard announced.isShown(at: target) else { return }
+        if announced != nil {
+            guard isDaemons() else { return }
         } else {
             guard UnmountGuard.awaitDeadMount(at: target, source: source, seconds: 10) else { return }
-            report("it named no mount, and a dead mount of its device was found at \(target): taken down")
+            report("it named no mount, and a dead mount of its device was found at \(target): taking it down")
         }
         // Detached, not unmounted: a process still inside the dead mount must not keep
         // it in place. Only root may unmount directly; a user's mount goes through
