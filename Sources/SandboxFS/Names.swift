@@ -81,10 +81,6 @@ extension SandboxFileSystem {
         return .success(backing)
     }
 
-    /// The plaintext name of backing entry `backing` in `directory` (whose listing
-    /// descriptor is `directoryFD`), with its place; nil for what is not shown: "." and
-    /// ".." pass as they are (no place), reserved names, side files and names that do
-    /// not open are hidden.
     /// A listed name as plaintextName reads it.
     enum ListedName {
         case shown(name: [CChar], place: NamePlace?)
