@@ -19,11 +19,7 @@ struct Protection: ParsableCommand {
             var failed = false
             let mounts = Protection.dpfsDevices()
             for path in paths {
-                if let refusal = Protection.outsideMount(path, dpfsDevices: mounts) {
-                    failed = true
-                    FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
-                    continue
-                }
+                if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
                 var buffer = [UInt8](repeating: 0, count: 64)
                 let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
                 if n < 0 {
@@ -53,11 +49,7 @@ struct Protection: ParsableCommand {
             var failed = false
             let mounts = Protection.dpfsDevices()
             for path in paths {
-                if let refusal = Protection.outsideMount(path, dpfsDevices: mounts) {
-                    failed = true
-                    FileHandle.standardError.write(Data("Error: \(refusal)\n".utf8))
-                    continue
-                }
+                if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
                 let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
                 failed = true
@@ -75,13 +67,14 @@ struct Protection: ParsableCommand {
         Swift.Set(MountTable.entries().filter { $0.fsType == MountEntry.dpfsType }.map(\.device))
     }
 
-    /// Why `path` is refused: it is not a node of a dpfs mount (its device is none of
-    /// `dpfsDevices`), where the attribute would be written on a plain file and protect
-    /// nothing. Nil when it is, or cannot be looked at (the call then says why).
-    static func outsideMount(_ path: String, dpfsDevices: Swift.Set<String>) -> String? {
+    /// Refuses `path`, saying so on stderr, if it is not a node of a dpfs mount (its
+    /// device is none of `dpfsDevices`): the attribute would be written on a plain file
+    /// and protect nothing. False when it is, or cannot be looked at (the call then says why).
+    static func refuseOutsideMount(_ path: String, dpfsDevices: Swift.Set<String>) -> Bool {
         var st = stat()
-        guard stat(path, &st) == 0 else { return nil }
-        if dpfsDevices.contains("\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))") { return nil }
-        return "\(path): not in a dpfs mount"
+        guard stat(path, &st) == 0 else { return false }
+        if dpfsDevices.contains("\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))") { return false }
+        FileHandle.standardError.write(Data("Error: \(path): not in a dpfs mount\n".utf8))
+        return true
     }
 }
