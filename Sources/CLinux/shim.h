@@ -59,6 +59,37 @@ static inline int dpfs_mount_id(const char *path, unsigned long long *id) {
     return (buffer.stx_mask & unique) ? 1 : 0;
 }
 
+/// fstatat(dirfd, name, st, flags | AT_SYMLINK_NOFOLLOW) through statx, with the node's
+/// birth time when its filesystem keeps one (1; 0 without it), else -1 (errno): a birth
+/// time names one life of an inode number, which a freed number's next inode does not share.
+static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct stat *st,
+                                  long long *birth_seconds, unsigned int *birth_nanoseconds) {
+    struct statx x;
+    if (syscall(SYS_statx, dirfd, name, flags | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &x) != 0)
+        return -1;
+    memset(st, 0, sizeof(*st));
+    st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+    st->st_ino = x.stx_ino;
+    st->st_mode = x.stx_mode;
+    st->st_nlink = x.stx_nlink;
+    st->st_uid = x.stx_uid;
+    st->st_gid = x.stx_gid;
+    st->st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
+    st->st_size = (off_t)x.stx_size;
+    st->st_blksize = (blksize_t)x.stx_blksize;
+    st->st_blocks = (blkcnt_t)x.stx_blocks;
+    st->st_atim.tv_sec = x.stx_atime.tv_sec;
+    st->st_atim.tv_nsec = x.stx_atime.tv_nsec;
+    st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
+    st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
+    st->st_ctim.tv_sec = x.stx_ctime.tv_sec;
+    st->st_ctim.tv_nsec = x.stx_ctime.tv_nsec;
+    if (!(x.stx_mask & STATX_BTIME)) return 0;
+    *birth_seconds = x.stx_btime.tv_sec;
+    *birth_nanoseconds = x.stx_btime.tv_nsec;
+    return 1;
+}
+
 /// The major and minor numbers of a device, as /proc/self/mountinfo prints them.
 static inline unsigned int dpfs_major(dev_t dev) { return major(dev); }
 static inline unsigned int dpfs_minor(dev_t dev) { return minor(dev); }

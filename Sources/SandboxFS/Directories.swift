@@ -123,12 +123,16 @@ extension SandboxFileSystem {
     /// either way where a file handle names the node).
     func listedEntry(_ directoryFD: Int32, _ backing: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
         var st = stat()
-        guard fstatat(directoryFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
+        let birth: FileBirth?
+        switch statWithBirth(directoryFD, backing, &st) {
+        case .failure(let error): return .failure(error)
+        case .success(let read): birth = read
+        }
         if let known = inodes.retainExisting(InodeKey(st)) {
             Self.presentSize(of: known, &st)
             return .success((known, st))
         }
-        return entry(named: backing, in: directoryFD, &st, statted: true).map { inode in
+        return entry(named: backing, in: directoryFD, &st, statted: true, birth: birth).map { inode in
             Self.presentSize(of: inode, &st)
             return (inode, st)
         }

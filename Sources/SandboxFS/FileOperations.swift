@@ -269,9 +269,9 @@ extension SandboxFileSystem {
     /// and its attributes; nil and errno when they cannot be read.
     func enterCreated(_ fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> (Inode, stat)? {
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
+        guard case .success(let birth) = statWithBirth(fd, "", flags: AtFlag.emptyPath, &st) else { return nil }
         // Where handles reopen nodes, the entry needs no descriptor of its own now.
-        if let handle = inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st), st) }
+        if let handle = inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st, birth: birth), st) }
         let pathFD = pathDescriptor(of: fd, named: name, in: parent, stat: &st)
         guard pathFD >= 0 else { return nil }
         return (inodes.remember(fd: pathFD, st), st)

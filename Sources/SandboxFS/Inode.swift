@@ -40,6 +40,12 @@ final class Inode: @unchecked Sendable {
     let handle: KernelFileHandle?
     /// Where a closed descriptor is reopened and open ones are counted (with `handle`).
     private let cache: DescriptorCache?
+    /// When the backing inode was born, where the lookup that made the entry read it:
+    /// with `handle`, what lets a later lookup take the handle again (DormantHandles).
+    let birth: FileBirth?
+    /// This daemon freed (or is freeing) the backing inode's number: its handle is not
+    /// kept once the kernel forgets the entry.
+    let freedThroughMount = Atomic<Bool>(false)
     /// The kernel's node id: 1 for the root, else this object's address (valid while
     /// the table holds it, that is until the kernel forgets it).
     private(set) var nodeID: fuse_ino_t = 0
@@ -120,8 +126,9 @@ final class Inode: @unchecked Sendable {
     /// `fd`: an O_PATH descriptor of the node, owned by the entry. With a `handle` and a
     /// `cache`, the caller admits the new entry to the cache.
     init(fd: Int32, key: InodeKey, type: mode_t, generation: UInt64, handle: KernelFileHandle? = nil,
-         cache: DescriptorCache? = nil, isRoot: Bool = false) {
+         cache: DescriptorCache? = nil, birth: FileBirth? = nil, isRoot: Bool = false) {
         self.key = key
+        self.birth = birth
         self.type = type
         self.generation = generation
         self.handle = cache == nil ? nil : handle

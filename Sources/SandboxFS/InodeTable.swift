@@ -27,6 +27,8 @@ final class InodeTable: Sendable {
         var byKey: [InodeKey: Inode]
         /// Entries whose backing inode is gone, the kernel still knowing them.
         var stale: [ObjectIdentifier: Inode] = [:]
+        /// Handles of regular files the kernel forgot, for their next lookup.
+        var dormant: DormantHandles
     }
 
     /// `rootFD`: an O_PATH descriptor of the sandbox directory, owned by the table.
@@ -37,7 +39,7 @@ final class InodeTable: Sendable {
         guard fstatat(rootFD, "", &st, AtFlag.emptyPath) == 0 else { throw Errno.current }
         root = Inode(fd: rootFD, key: InodeKey(st), type: S_IFDIR, generation: 0, isRoot: true)
         root.lookups = 1
-        entries = Mutex(Entries(byKey: [root.key: root]))
+        entries = Mutex(Entries(byKey: [root.key: root], dormant: DormantHandles()))
         descriptors = KernelFileHandle.supported(on: mountFD) ? DescriptorCache(mountFD: mountFD, capacity: cacheCapacity) : nil
     }
 
@@ -55,10 +57,35 @@ final class InodeTable: Sendable {
         return KernelFileHandle(of: fd)
     }
 
-    /// The entry for the node `handle` names, whose attributes are `st`, made if new
-    /// without a descriptor (opened from the handle when first used); one lookup.
-    func remember(handle: KernelFileHandle, _ st: stat) -> Inode {
-        remember(st, handle: handle, fd: -1)
+    /// The entry for the node `handle` names, whose attributes are `st` and birth time
+    /// `birth` (when read), made if new without a descriptor (opened from the handle
+    /// when first used); one lookup.
+    func remember(handle: KernelFileHandle, _ st: stat, birth: FileBirth? = nil) -> Inode {
+        remember(st, handle: handle, fd: -1, birth: birth)
+    }
+
+    /// A new entry for the regular file whose attributes `st` and birth time `birth`
+    /// a lookup just read, made from the handle recorded when the kernel forgot its
+    /// last entry, if that is the same life of the inode; one lookup. nil when the
+    /// kernel knows an entry of that number now (whose handle the caller must compare:
+    /// `remember`) or none is recorded.
+    func rememberDormant(_ st: stat, birth: FileBirth) -> Inode? {
+        guard descriptors != nil, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        let key = InodeKey(st)
+        return entries.withLock { table -> Inode? in
+            guard table.byKey[key] == nil, let handle = table.dormant.take(key, birth: birth) else { return nil }
+            return makeEntry(&table, st, handle: handle, fd: -1, birth: birth)
+        }
+    }
+
+    /// This daemon is about to free the inode `key` names (its last name unlinked or
+    /// renamed over): neither a recorded handle nor the entry's own may meet the
+    /// number's next inode.
+    func noteFreed(_ key: InodeKey) {
+        entries.withLock { table in
+            table.dormant.remove(key)
+            table.byKey[key]?.freedThroughMount.store(true, ordering: .relaxed)
+        }
     }
 
     /// The handle of `name` in `directoryFD`, whose attributes `st` were just read by
@@ -79,7 +106,7 @@ final class InodeTable: Sendable {
     }
 
     /// `fd`: the node's O_PATH descriptor (consumed), or -1 with a `handle`.
-    private func remember(_ st: stat, handle: KernelFileHandle?, fd: Int32) -> Inode {
+    private func remember(_ st: stat, handle: KernelFileHandle?, fd: Int32, birth: FileBirth? = nil) -> Inode {
         let key = InodeKey(st)
         let (inode, spare, admit) = entries.withLock { table -> (Inode, Int32, Bool) in
             if let existing = table.byKey[key] {
@@ -93,17 +120,24 @@ final class InodeTable: Sendable {
                 table.byKey[key] = nil
                 table.stale[ObjectIdentifier(existing)] = existing
             }
-            let made = Inode(fd: fd, key: key, type: st.st_mode & S_IFMT,
-                             generation: generations.add(1, ordering: .relaxed).newValue,
-                             handle: handle, cache: descriptors)
-            made.lookups = 1
-            table.byKey[key] = made
-            count.add(1, ordering: .relaxed)
+            let made = makeEntry(&table, st, handle: handle, fd: fd, birth: birth)
             return (made, -1, made.handle != nil && fd >= 0)
         }
         if spare >= 0 { close(spare) }
         if admit, let descriptors { descriptors.admit(inode) }
         return inode
+    }
+
+    /// A new entry in `table`, with one lookup.
+    private func makeEntry(_ table: inout Entries, _ st: stat, handle: KernelFileHandle?, fd: Int32,
+                           birth: FileBirth?) -> Inode {
+        let made = Inode(fd: fd, key: InodeKey(st), type: st.st_mode & S_IFMT,
+                         generation: generations.add(1, ordering: .relaxed).newValue,
+                         handle: handle, cache: descriptors, birth: birth)
+        made.lookups = 1
+        table.byKey[made.key] = made
+        count.add(1, ordering: .relaxed)
+        return made
     }
 
     /// The entry for `key` if there is one, with one more lookup counted. Only an entry
@@ -135,6 +169,10 @@ final class InodeTable: Sendable {
             guard inode.lookups == 0, inode !== root else { return nil }
             if table.byKey[inode.key] === inode {
                 table.byKey[inode.key] = nil
+                if inode.isRegular, let handle = inode.handle, let birth = inode.birth,
+                   !inode.freedThroughMount.load(ordering: .relaxed) {
+                    table.dormant.record(inode.key, handle: handle, birth: birth)
+                }
             } else if table.stale.removeValue(forKey: ObjectIdentifier(inode)) == nil {
                 return nil
             }

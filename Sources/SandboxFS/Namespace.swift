@@ -12,7 +12,7 @@ extension SandboxFileSystem {
     /// the name at `place`; `made`: by a name this daemon just made and tagged.
     func enter(_ parent: Inode, _ name: UnsafePointer<CChar>, place: NamePlace?, made: Bool = false) -> Result<(Inode, stat), Errno> {
         var st = stat()
-        let found = parent.withDescriptor { entry(named: name, in: $0, &st) }
+        let found = parent.withDescriptor { entry(named: name, in: $0, &st, made: made) }
         let inode: Inode
         switch found {
         case .failure(let error): return .failure(error)
@@ -27,12 +27,22 @@ extension SandboxFileSystem {
     /// attributes in `st` (which already holds the name's when `statted`): made from
     /// its file handle where one names the node, so that a lookup opens nothing (a stat,
     /// lookup's commonest caller, needs no descriptor), else from an O_PATH descriptor.
+    /// A file the kernel forgot gets the handle it had, without asking for it again,
+    /// unless this daemon just `made` the name (DormantHandles.swift); `birth`: the
+    /// birth time read with `st`.
     func entry(named name: UnsafePointer<CChar>, in directoryFD: Int32, _ st: inout stat,
-               statted: Bool = false) -> Result<Inode, Errno> {
+               statted: Bool = false, birth birthRead: FileBirth? = nil, made: Bool = false) -> Result<Inode, Errno> {
         if inodes.descriptors != nil {
-            if !statted && fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) != 0 { return .failure(.current) }
+            var birth = birthRead
+            if !statted {
+                switch statWithBirth(directoryFD, name, &st) {
+                case .failure(let error): return .failure(error)
+                case .success(let read): birth = read
+                }
+            }
+            if !made, let birth, let inode = inodes.rememberDormant(st, birth: birth) { return .success(inode) }
             if let handle = inodes.handle(of: name, in: directoryFD, matching: st) {
-                return .success(inodes.remember(handle: handle, st))
+                return .success(inodes.remember(handle: handle, st, birth: birth))
             }
         }
         let fd = openat(directoryFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
@@ -211,6 +221,7 @@ extension SandboxFileSystem {
         // blocks until the kernel forgets it, so once it has no name and no handle (a
         // link or an open may still come first) its data is cut away.
         let known = st.st_mode & S_IFMT == S_IFREG ? inodes.existing(InodeKey(st)) : nil
+        inodes.noteFreed(InodeKey(st))
         var then: (@Sendable () -> Void)?
         if let known { then = { known.discardIfUnlinked() } }
         if reaper.remove(parentFD, backing, then: then) {
@@ -259,7 +270,8 @@ extension SandboxFileSystem {
         // A node whose identity cannot be read would arrive where its tags never let it
         // open: refused. A damaged node being replaced gets no tag work.
         guard case .success(let source) = taggedNode(fromFD, from.stored) else { errno = EIO; return -1 }
-        let target = try? taggedNode(toFD, to.stored).get()
+        let targetFound = taggedNode(toFD, to.stored)
+        let target = try? targetFound.get()
         defer {
             if let source { close(source.fd) }
             if let target { close(target.fd) }
@@ -277,6 +289,7 @@ extension SandboxFileSystem {
             if rc != 0 { untag(); errno = -rc; return -1 }
             tagged.append((target, from.place))
         }
+        if !exchange { noteReplaced(toFD, to.stored, found: targetFound) }
         guard renameat2(fromFD, from.stored, toFD, to.stored, flags) == 0 else {
             let error = errno
             untag()
@@ -306,6 +319,18 @@ extension SandboxFileSystem {
             }
         }
         return 0
+    }
+
+    /// Before a rename over `name` in `directoryFD`, whose node is `found`: a regular
+    /// file that loses its last name there is freed, and its number may come back.
+    private func noteReplaced(_ directoryFD: Int32, _ name: UnsafePointer<CChar>, found: Result<TaggedNode?, Errno>) {
+        var st = stat()
+        switch found {
+        case .success(let node?): st = node.status
+        case .success(nil): return  // no such name, or not a regular file or directory
+        case .failure: guard fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        }
+        if st.st_mode & S_IFMT == S_IFREG && st.st_nlink == 1 { inodes.noteFreed(InodeKey(st)) }
     }
 
     /// Before a long name's entry is made: its side file. nil, or the error to reply.

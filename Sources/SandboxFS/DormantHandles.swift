@@ -1,0 +1,76 @@
+// The file handles of regular files the kernel has forgotten, by backing (st_dev,
+// st_ino), so that looking one up again (a stat after the kernel dropped its caches, a
+// second pass over a tree) costs one statx and no name_to_handle_at. A handle is taken
+// again only for the same life of that inode number: the lookup's birth time must be
+// the one recorded. A number this daemon frees (unlink, rename over it) loses its
+// record first (InodeTable.noteFreed), so its next inode never meets the old handle
+// even when both were born in the same clock tick. A number freed in the backing tree
+// behind the daemon's back, and reused within one tick, would give its new inode the
+// old handle: its first use meets ESTALE, on which the kernel looks the name up again
+// (LOOKUP_REVAL), and that lookup, finding the entry, asks for the handle and replaces it.
+import BlockStore
+import CLinux
+import Glibc
+
+/// When an inode was born (statx's btime): fixed for the inode's life.
+struct FileBirth: Equatable, Sendable {
+    let seconds: Int64
+    let nanoseconds: UInt32
+}
+
+/// fstatat(directoryFD, name, &st, flags | AT_SYMLINK_NOFOLLOW), with the node's birth
+/// time where its filesystem keeps one.
+func statWithBirth(_ directoryFD: Int32, _ name: UnsafePointer<CChar>, flags: Int32 = 0,
+                   _ st: inout stat) -> Result<FileBirth?, Errno> {
+    var seconds: Int64 = 0
+    var nanoseconds: UInt32 = 0
+    switch dpfs_stat_birth(directoryFD, name, flags, &st, &seconds, &nanoseconds) {
+    case -1: return .failure(.current)
+    case 1: return .success(FileBirth(seconds: seconds, nanoseconds: nanoseconds))
+    default: return .success(nil)
+    }
+}
+
+struct DormantHandles: Sendable {
+    private struct Record: Sendable {
+        let handle: KernelFileHandle
+        let birth: FileBirth
+    }
+
+    /// Records kept at most: about 100 bytes each.
+    static let defaultCapacity = 16_384
+
+    private var records: [InodeKey: Record] = [:]
+    /// Keys in the order recorded: the oldest is dropped past the capacity.
+    private var order: [InodeKey] = []
+    private var next = 0
+    private let capacity: Int
+
+    init(capacity: Int = DormantHandles.defaultCapacity) {
+        self.capacity = capacity
+    }
+
+    mutating func record(_ key: InodeKey, handle: KernelFileHandle, birth: FileBirth) {
+        guard capacity > 0 else { return }
+        if order.count < capacity {
+            order.append(key)
+        } else {
+            // The slot's key may have been taken or recorded again since: dropping it
+            // then costs one name_to_handle_at later, nothing more.
+            records[order[next]] = nil
+            order[next] = key
+            next = (next + 1) % capacity
+        }
+        records[key] = Record(handle: handle, birth: birth)
+    }
+
+    /// The handle recorded for `key` if it is the inode born at `birth`, taken out.
+    mutating func take(_ key: InodeKey, birth: FileBirth) -> KernelFileHandle? {
+        guard let record = records.removeValue(forKey: key) else { return nil }
+        return record.birth == birth ? record.handle : nil
+    }
+
+    mutating func remove(_ key: InodeKey) {
+        records[key] = nil
+    }
+}
