@@ -68,6 +68,7 @@ let package = Package(
                           path: "Sources/Examples/SynchronizableItem"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+        .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),

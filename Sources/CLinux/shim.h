@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <linux/stat.h>
+#include <errno.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -62,11 +63,15 @@ static inline int dpfs_mount_id(const char *path, unsigned long long *id) {
 /// fstatat(dirfd, name, st, flags | AT_SYMLINK_NOFOLLOW) through statx, with the node's
 /// birth time when its filesystem keeps one (1; 0 without it), else -1 (errno): a birth
 /// time names one life of an inode number, which a freed number's next inode does not share.
+/// Where statx is refused (a seccomp filter older than it), fstatat itself, no birth time.
 static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct stat *st,
                                   long long *birth_seconds, unsigned int *birth_nanoseconds) {
     struct statx x;
-    if (syscall(SYS_statx, dirfd, name, flags | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &x) != 0)
-        return -1;
+    flags |= AT_SYMLINK_NOFOLLOW | 0x800 /* AT_NO_AUTOMOUNT, as the stat family implies */;
+    if (syscall(SYS_statx, dirfd, name, flags, STATX_BASIC_STATS | STATX_BTIME, &x) != 0) {
+        if (errno != ENOSYS && errno != EPERM) return -1;
+        return fstatat(dirfd, name, st, flags) == 0 ? 0 : -1;
+    }
     memset(st, 0, sizeof(*st));
     st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
     st->st_ino = x.stx_ino;

@@ -35,15 +35,19 @@ struct DormantHandles: Sendable {
     private struct Record: Sendable {
         let handle: KernelFileHandle
         let birth: FileBirth
+        /// Which recording this is: a slot of `order` drops its key's record only if
+        /// it is still the one that slot recorded.
+        let serial: UInt64
     }
 
-    /// Records kept at most: about 100 bytes each.
+    /// Records kept at most: about 150 bytes each.
     static let defaultCapacity = 16_384
 
     private var records: [InodeKey: Record] = [:]
-    /// Keys in the order recorded: the oldest is dropped past the capacity.
-    private var order: [InodeKey] = []
+    /// What was recorded, oldest first once full: past the capacity, the oldest goes.
+    private var order: [(key: InodeKey, serial: UInt64)] = []
     private var next = 0
+    private var serial: UInt64 = 0
     private let capacity: Int
 
     init(capacity: Int = DormantHandles.defaultCapacity) {
@@ -52,16 +56,16 @@ struct DormantHandles: Sendable {
 
     mutating func record(_ key: InodeKey, handle: KernelFileHandle, birth: FileBirth) {
         guard capacity > 0 else { return }
+        serial += 1
         if order.count < capacity {
-            order.append(key)
+            order.append((key, serial))
         } else {
-            // The slot's key may have been taken or recorded again since: dropping it
-            // then costs one name_to_handle_at later, nothing more.
-            records[order[next]] = nil
-            order[next] = key
+            let oldest = order[next]
+            if records[oldest.key]?.serial == oldest.serial { records[oldest.key] = nil }
+            order[next] = (key, serial)
             next = (next + 1) % capacity
         }
-        records[key] = Record(handle: handle, birth: birth)
+        records[key] = Record(handle: handle, birth: birth, serial: serial)
     }
 
     /// The handle recorded for `key` if it is the inode born at `birth`, taken out.

@@ -221,16 +221,18 @@ extension SandboxFileSystem {
         // blocks until the kernel forgets it, so once it has no name and no handle (a
         // link or an open may still come first) its data is cut away.
         let known = st.st_mode & S_IFMT == S_IFREG ? inodes.existing(InodeKey(st)) : nil
-        inodes.noteFreed(InodeKey(st))
         var then: (@Sendable () -> Void)?
         if let known { then = { known.discardIfUnlinked() } }
+        // (The kernel keeps the node until this reply: its forget comes after the note.)
         if reaper.remove(parentFD, backing, then: then) {
+            inodes.noteFreed(InodeKey(st))
             removeSideFile(parentFD, form)
             return replyOK(req)
         }
         let rc = unlinkat(parentFD, backing, 0)
         let error = errno
         if rc == 0 {
+            inodes.noteFreed(InodeKey(st))
             known?.discardIfUnlinked()
             removeSideFile(parentFD, form)
         }
@@ -289,13 +291,15 @@ extension SandboxFileSystem {
             if rc != 0 { untag(); errno = -rc; return -1 }
             tagged.append((target, from.place))
         }
-        if !exchange { noteReplaced(toFD, to.stored, found: targetFound) }
+        let replaced = exchange || flags & RenameFlag.noReplace != 0 ? nil : lastLinkReplaced(toFD, to.stored, found: targetFound)
         guard renameat2(fromFD, from.stored, toFD, to.stored, flags) == 0 else {
             let error = errno
             untag()
             errno = error
             return -1
         }
+        // (The kernel keeps the replaced node until this reply: its forget comes after.)
+        if let replaced { inodes.noteFreed(replaced) }
         if sameName { return 0 }
         // A node the rename replaced may still be opened by the kernel (an open that
         // raced the rename looked it up before): its entry holds it open, as the
@@ -321,16 +325,17 @@ extension SandboxFileSystem {
         return 0
     }
 
-    /// Before a rename over `name` in `directoryFD`, whose node is `found`: a regular
-    /// file that loses its last name there is freed, and its number may come back.
-    private func noteReplaced(_ directoryFD: Int32, _ name: UnsafePointer<CChar>, found: Result<TaggedNode?, Errno>) {
+    /// Before a rename over `name` in `directoryFD`, whose node is `found`: the regular
+    /// file that would lose its last name there, whose number may then come back.
+    private func lastLinkReplaced(_ directoryFD: Int32, _ name: UnsafePointer<CChar>,
+                                  found: Result<TaggedNode?, Errno>) -> InodeKey? {
         var st = stat()
-        switch found {
-        case .success(let node?): st = node.status
-        case .success(nil): return  // no such name, or not a regular file or directory
-        case .failure: guard fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        if case .success(let node?) = found {
+            st = node.status
+        } else if fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
+            return nil  // no such name (or none to be seen: the rename will say)
         }
-        if st.st_mode & S_IFMT == S_IFREG && st.st_nlink == 1 { inodes.noteFreed(InodeKey(st)) }
+        return st.st_mode & S_IFMT == S_IFREG && st.st_nlink == 1 ? InodeKey(st) : nil
     }
 
     /// Before a long name's entry is made: its side file. nil, or the error to reply.

@@ -8,7 +8,8 @@
 source "$(dirname "$0")/lib.sh"
 
 IMG="$WORK/disk.img"; DISK="$WORK/disk"
-truncate -s 64M "$IMG" && mkfs.ext4 -q -F -j "$IMG" && mkdir -p "$DISK" && mount -o loop "$IMG" "$DISK" \
+# 256-byte inodes: the ones with room for a birth time (a small filesystem may get 128).
+truncate -s 64M "$IMG" && mkfs.ext4 -q -F -j -I 256 "$IMG" && mkdir -p "$DISK" && mount -o loop "$IMG" "$DISK" \
     || { fail "a journaled 64 MiB loop filesystem for the test"; finish; }
 scenario_cleanup() {
     [ -n "${STRACE_PID:-}" ] && kill "$STRACE_PID" 2>/dev/null
@@ -23,15 +24,31 @@ D="$MNT/Documents/d"
 mkdir "$D"
 PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 forget_all() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 0.5; }
+# trace FILE CALLS: strace on every thread of the daemon, returned once all are traced.
+trace() {
+    strace -f -qq -p "$PID" -e trace="$2" -o "$1" 2>/dev/null & STRACE_PID=$!
+    local _ task untraced
+    for _ in $(seq 100); do
+        untraced=0
+        for task in /proc/"$PID"/task/*; do
+            grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1
+        done
+        [ "$untraced" = 0 ] && return 0
+        sleep 0.05
+    done
+    fail "strace did not attach to every thread of the daemon"
+}
+untrace() { sleep 0.3; kill "$STRACE_PID"; wait "$STRACE_PID" 2>/dev/null; STRACE_PID=""; }
+echo probe > "$DISK/probe"
+check "the loop filesystem keeps birth times (what the handles are told apart by)" test "$(stat -c %W "$DISK/probe")" -gt 0
 
 # 1. Forgotten files are found again without asking the kernel for their handles.
 for i in $(seq 1 200); do echo "file $i" > "$D/f$i"; done
 forget_all
-strace -f -qq -p "$PID" -e trace=name_to_handle_at,statx,newfstatat -o "$WORK/trace" & STRACE_PID=$!
-sleep 1
+trace "$WORK/trace" name_to_handle_at,statx,newfstatat
 stat "$D"/f* > /dev/null
 read_back=$(for i in $(seq 1 200); do [ "$(cat "$D/f$i")" = "file $i" ] || echo "f$i"; done)
-sleep 0.5; kill "$STRACE_PID"; wait "$STRACE_PID" 2>/dev/null; STRACE_PID=""
+untrace
 statx_calls=$(grep -cE "(statx|newfstatat)\(" "$WORK/trace")
 handle_calls=$(grep -c 'name_to_handle_at(' "$WORK/trace")
 log "200 forgotten files looked up again: $statx_calls statx, $handle_calls name_to_handle_at"
@@ -42,9 +59,12 @@ check "no lookup of a forgotten file asks for its handle again ($handle_calls ca
 expect_eq "every file opens and reads through the handle it had" "$read_back" ""
 
 # 2. Inode numbers freed and given out again at once, the caches dropped in between:
-# every file always reads its own contents.
+# every file always reads its own contents, and through its own handle (a wrong one
+# would not show to cat: the kernel looks the name up again on ESTALE; the daemon's
+# calls show it).
 declare -A seen
 reused=0; wrong=""
+trace "$WORK/trace2" open_by_handle_at
 for round in $(seq 1 15); do
     for i in $(seq 1 40); do
         rm -f "$D/r$i"
@@ -59,7 +79,11 @@ for round in $(seq 1 15); do
         seen[$number]=1
     done
 done
+untrace
 log "inode numbers given out again over 15 rounds of 40 files: $reused"
+check "the files were reopened by handle ($(grep -c 'open_by_handle_at(' "$WORK/trace2") calls)" \
+    test "$(grep -c 'open_by_handle_at(' "$WORK/trace2")" -ge 600
+expect_eq "never with a handle of another life of the number (no ESTALE)" "$(grep -c ESTALE "$WORK/trace2")" "0"
 check "the loop filesystem gave freed numbers out again (what this part tests)" test "$reused" -gt 100
 expect_eq "after 15 rounds of remove, make and forget, every file reads its own contents" "$wrong" ""
 
@@ -86,11 +110,10 @@ check "a copy took the forgotten file's inode number (what this part tests)" tes
 # A stale handle would not show to the caller: the open meets ESTALE, the kernel looks
 # the name up again (LOOKUP_REVAL), and that lookup, finding the entry, asks for the
 # handle and replaces it. The daemon's own calls show it: no ESTALE among them.
-strace -f -qq -p "$PID" -e trace=open_by_handle_at -o "$WORK/trace3" & STRACE_PID=$!
-sleep 1
+trace "$WORK/trace3" open_by_handle_at
 opened=$(cat "$D/victim" 2>&1)
 changed=$(chmod 600 "$D/victim" 2>&1)
-sleep 0.5; kill "$STRACE_PID"; wait "$STRACE_PID" 2>/dev/null; STRACE_PID=""
+untrace
 case $opened in
     *"Input/output error"*) pass "the copy on the old number is refused as a foreign node (EIO)" ;;
     *) fail "the copy on the old number is refused as a foreign node (EIO)" "got: $opened" ;;

@@ -103,17 +103,29 @@ expect_eq "the whole tree still reads back" "$(cat "$S/src/f1")" "$(printf 'file
 # DormantHandles.swift; only the directories on the way ask for theirs); the files then
 # open through the handle.
 sync; echo 2 > /proc/sys/vm/drop_caches
-strace -f -qq -p "$daemon" -e trace=openat,name_to_handle_at -o "$WORK/lookup.strace" 2>/dev/null &
+strace -f -qq -p "$daemon" -e trace=openat,name_to_handle_at,statx,newfstatat -o "$WORK/lookup.strace" 2>/dev/null &
 tracer=$!
+# Every thread traced (strace -f attaches them one by one), not only the first.
 attached=0
-for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+for _ in $(seq 100); do
+    untraced=0
+    for task in /proc/"$daemon"/task/*; do grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1; done
+    [ "$untraced" = 0 ] && { attached=1; break; }
+    sleep 0.05
+done
 for i in $(seq 11 60); do stat "$S/src/d1/d2/g$i" > /dev/null; done
-kill -INT "$tracer"; wait "$tracer" 2>/dev/null
+sleep 0.3; kill -INT "$tracer"; wait "$tracer" 2>/dev/null
 handles=$(grep -c 'name_to_handle_at(' "$WORK/lookup.strace")
+stats=$(grep -cE '(statx|newfstatat)\(' "$WORK/lookup.strace")
 path_opens=$(grep -c 'O_PATH' "$WORK/lookup.strace")
-expect_eq "stat of 50 forgotten files: no handle asked past the directories on the way, no O_PATH open (traced/handles ≤ 5/opens)" \
-    "$attached/$((handles <= 5))/$path_opens" "1/1/0"
-log "handles asked for: $handles"
+if [ "$(stat -c %W "$PASS")" -gt 0 ]; then
+    expect_eq "stat of 50 forgotten files: a stat each, no handle asked past the directories on the way, no O_PATH open (traced/stats ≥ 50/handles ≤ 5/opens)" \
+        "$attached/$((stats >= 50))/$((handles <= 5))/$path_opens" "1/1/1/0"
+else  # no birth times on this disk: no handle is kept for the next lookup
+    expect_eq "stat of 50 forgotten files: a stat and a handle each, no O_PATH open (traced/stats ≥ 50/handles ≥ 50/opens)" \
+        "$attached/$((stats >= 50))/$((handles >= 50))/$path_opens" "1/1/1/0"
+fi
+log "stats $stats, handles asked for: $handles"
 expect_eq "and the files read back" "$(cat "$S/src/d1/d2/g11" "$S/src/d1/d2/g60")" "$(printf 'deep 11\ndeep 60')"
 
 # A file made and then given its owner, mode and times through its open descriptor, as
