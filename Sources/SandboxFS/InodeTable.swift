@@ -164,23 +164,39 @@ final class InodeTable: Sendable {
 
     /// The kernel forgets `count` lookups of `inode`.
     func forget(_ inode: Inode, _ lookups: UInt64) {
-        let gone = entries.withLock { table -> Inode? in
-            inode.lookups -= min(lookups, inode.lookups)
-            guard inode.lookups == 0, inode !== root else { return nil }
-            if table.byKey[inode.key] === inode {
-                table.byKey[inode.key] = nil
-                if inode.isRegular, let handle = inode.handle, let birth = inode.birth,
-                   !inode.freedThroughMount.load(ordering: .relaxed) {
-                    table.dormant.record(inode.key, handle: handle, birth: birth)
-                }
-            } else if table.stale.removeValue(forKey: ObjectIdentifier(inode)) == nil {
-                return nil
-            }
-            count.add(-1, ordering: .relaxed)
-            return inode
-        }
+        let gone = entries.withLock { forget(inode, lookups, in: &$0) }
         // Its descriptor closes here, outside the lock, or with its last user.
         gone?.retire()
+    }
+
+    /// The kernel forgets lookups of many entries at once (a dropped cache sends
+    /// thousands): one pass under the lock, where one lock per entry had the workers
+    /// that serve the batches spin on it.
+    func forget(_ batch: UnsafeBufferPointer<fuse_forget_data>, node: (fuse_ino_t) -> Inode) {
+        var gone: [Inode] = []
+        entries.withLock { table in
+            for item in batch {
+                if let inode = forget(node(item.ino), item.nlookup, in: &table) { gone.append(inode) }
+            }
+        }
+        for inode in gone { inode.retire() }
+    }
+
+    /// `forget` under the lock: the entry if it went.
+    private func forget(_ inode: Inode, _ lookups: UInt64, in table: inout Entries) -> Inode? {
+        inode.lookups -= min(lookups, inode.lookups)
+        guard inode.lookups == 0, inode !== root else { return nil }
+        if table.byKey[inode.key] === inode {
+            table.byKey[inode.key] = nil
+            if inode.isRegular, let handle = inode.handle, let birth = inode.birth,
+               !inode.freedThroughMount.load(ordering: .relaxed) {
+                table.dormant.record(inode.key, handle: handle, birth: birth)
+            }
+        } else if table.stale.removeValue(forKey: ObjectIdentifier(inode)) == nil {
+            return nil
+        }
+        count.add(-1, ordering: .relaxed)
+        return inode
     }
 
     /// Every entry now (for a lock, which visits each).

@@ -99,7 +99,7 @@ extension SandboxFileSystem {
 
     func forgetMulti(_ req: fuse_req_t?, _ count: Int, _ forgets: UnsafeMutablePointer<fuse_forget_data>?) {
         if let forgets {
-            for index in 0..<count { inodes.forget(node(forgets[index].ino), forgets[index].nlookup) }
+            inodes.forget(UnsafeBufferPointer(start: forgets, count: count)) { node($0) }
         }
         fuse_reply_none(req)
     }

@@ -1,6 +1,7 @@
 // The inode table's handles of forgotten files (DormantHandles.swift), on a real
 // directory: what a lookup may take back, and what it never may.
 import BlockStore
+import CFuse
 import Glibc
 @testable import SandboxFS
 import XCTest
@@ -98,6 +99,26 @@ final class DormantHandleTests: XCTestCase {
         XCTAssertNil(table.rememberDormant(st, birth: birth), "the live entry is still known")
         table.forget(live, 1)
         XCTAssertEqual(table.rememberDormant(st, birth: birth)?.handle, handle)
+    }
+
+    func testABatchOfForgetsCountsAsEachOneWould() throws {
+        let table = try XCTUnwrap(table)
+        let (f, fBirth, fHandle) = try node("f")
+        let (g, gBirth, gHandle) = try node("g")
+        let kept = table.remember(handle: fHandle, f, birth: fBirth)
+        _ = table.remember(handle: fHandle, f, birth: fBirth)  // a second lookup of f
+        let goes = table.remember(handle: gHandle, g, birth: gBirth)
+        let before = table.count.load(ordering: .relaxed)
+        let byID = [kept.nodeID: kept, goes.nodeID: goes, table.root.nodeID: table.root]
+        let batch = [fuse_forget_data(ino: kept.nodeID, nlookup: 1), fuse_forget_data(ino: goes.nodeID, nlookup: 1),
+                     fuse_forget_data(ino: table.root.nodeID, nlookup: 1)]
+        batch.withUnsafeBufferPointer { forgets in
+            table.forget(forgets) { byID[$0] ?? table.root }
+        }
+        XCTAssertEqual(table.count.load(ordering: .relaxed), before - 1, "g went; f keeps one lookup; the root stays")
+        XCTAssertEqual(table.existing(InodeKey(f)).map { $0 === kept }, true)
+        XCTAssertNil(table.existing(InodeKey(g)))
+        XCTAssertEqual(table.rememberDormant(g, birth: gBirth)?.handle, gHandle, "the batch kept g's handle")
     }
 
     func testTheOldestRecordGoesPastTheCapacity() throws {
