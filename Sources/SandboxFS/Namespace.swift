@@ -213,6 +213,7 @@ extension SandboxFileSystem {
                 if let linked {
                     departed(linked.status, from: form.place)
                     _ = retag(linked.fd, identity: linked.identity, adding: nil, removing: form.place)
+                    noteFreedIfUnlinked(linked)
                 }
             }
             return replyResult(req, rc)
@@ -320,9 +321,17 @@ extension SandboxFileSystem {
             } else if target.status.st_mode & S_IFMT == S_IFREG && target.status.st_nlink > 1 {
                 departed(target.status, from: to.place)
                 _ = retag(target.fd, identity: target.identity, adding: nil, removing: to.place)
+                noteFreedIfUnlinked(target)
             }
         }
         return 0
+    }
+
+    /// A file that had other names when one went: if they went too meanwhile (an
+    /// unlink of another name at the same moment), its number is free now.
+    private func noteFreedIfUnlinked(_ node: TaggedNode) {
+        var now = stat()
+        if fstat(node.fd, &now) == 0 && now.st_nlink == 0 { inodes.noteFreed(InodeKey(now)) }
     }
 
     /// Before a rename over `name` in `directoryFD`, whose node is `found`: the regular
