@@ -127,10 +127,12 @@ extension SandboxFileSystem {
 
     /// The node `name` in `directoryFD` as a tagged node: its O_PATH descriptor (the
     /// caller closes it), identity and attributes; nil when there is none or it carries
-    /// no tags (not a regular file or directory); EIO when its identity is unreadable.
+    /// no tags (not a regular file or directory); EIO when its identity is unreadable,
+    /// and why when it cannot be opened (EMFILE).
     func taggedNode(_ directoryFD: Int32, _ name: UnsafePointer<CChar>) -> Result<TaggedNode?, Errno> {
         let fd = openat(directoryFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return .success(nil) }
+        // No such name: nothing to tag. Any other failure (EMFILE) leaves it unknown.
+        guard fd >= 0 else { return errno == ENOENT ? .success(nil) : .failure(.current) }
         var st = stat()
         guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0,
               st.st_mode & S_IFMT == S_IFREG || st.st_mode & S_IFMT == S_IFDIR else {

@@ -270,9 +270,14 @@ extension SandboxFileSystem {
     /// loses its name to the rename, if it keeps other links, loses that name's tag).
     private func renameTagged(_ fromFD: Int32, _ from: BackingName, _ toFD: Int32, _ to: BackingName,
                               _ flags: UInt32, exchange: Bool) -> Int32 {
-        // A node whose identity cannot be read would arrive where its tags never let it
-        // open: refused. A damaged node being replaced gets no tag work.
-        guard case .success(let source) = taggedNode(fromFD, from.stored) else { errno = EIO; return -1 }
+        // A node whose identity cannot be read (or that cannot be opened to read it:
+        // EMFILE) would arrive where its tags never let it open: refused. A damaged
+        // node being replaced gets no tag work.
+        let source: TaggedNode?
+        switch taggedNode(fromFD, from.stored) {
+        case .failure(let error): errno = error.rawValue; return -1
+        case .success(let found): source = found
+        }
         let targetFound = taggedNode(toFD, to.stored)
         let target = try? targetFound.get()
         defer {
@@ -339,10 +344,10 @@ extension SandboxFileSystem {
     private func lastLinkReplaced(_ directoryFD: Int32, _ name: UnsafePointer<CChar>,
                                   found: Result<TaggedNode?, Errno>) -> InodeKey? {
         var st = stat()
-        if case .success(let node?) = found {
-            st = node.status
-        } else if fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) != 0 {
-            return nil  // no such name (or none to be seen: the rename will say)
+        switch found {
+        case .success(let node?): st = node.status
+        case .success(nil): return nil  // no such name, or not a regular file or directory
+        case .failure: guard fstatat(directoryFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         }
         return st.st_mode & S_IFMT == S_IFREG && st.st_nlink == 1 ? InodeKey(st) : nil
     }

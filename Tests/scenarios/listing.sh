@@ -188,5 +188,20 @@ prlimit --pid "$daemon" --nofile="$soft_before:"
 expect_eq "a lookup with no descriptor free fails with EMFILE" \
     "$(printf '%s\n' "$short" | grep -c -e 'Too many open files')/$(printf '%s\n' "$short" | grep -c 'Input/output error')" "1/0"
 expect_eq "and works once descriptors are back" "$(cat "$S/cold/x")" "kept"
+# A rename whose node cannot be opened to tag it with its new name (no descriptor
+# free) is refused with EMFILE: renamed untagged, the file would then fail every open
+# with EIO, as a node moved in the backing tree does.
+mkdir "$S/move"
+echo moved > "$S/move/a"
+ls -l "$S/move" > /dev/null         # entries for the directory and the file, used just now
+free_fd=$(ls "/proc/$daemon/fd" | sort -n | awk 'BEGIN {n = 0} $1 != n {exit} {n++} END {print n}')
+prlimit --pid "$daemon" --nofile="$free_fd:"
+short=$(mv "$S/move/a" "$S/move/b" 2>&1; echo "exit $?")
+prlimit --pid "$daemon" --nofile="$soft_before:"
+expect_eq "a rename with no descriptor free fails with EMFILE and moves nothing" \
+    "$(printf '%s
+' "$short" | grep -c -e 'Too many open files' -e '^exit 1$')/$(ls "$S/move")" "2/a"
+mv "$S/move/a" "$S/move/b"
+expect_eq "and the same rename works once descriptors are back" "$(cat "$S/move/b" 2>&1)" "moved"
 "$DPFS" unmount "$MNT"
 finish
