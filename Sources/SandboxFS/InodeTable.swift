@@ -78,9 +78,9 @@ final class InodeTable: Sendable {
         }
     }
 
-    /// This daemon is about to free the inode `key` names (its last name unlinked or
-    /// renamed over): neither a recorded handle nor the entry's own may meet the
-    /// number's next inode.
+    /// This daemon just freed the inode `key` names (its last name unlinked or renamed
+    /// over; the kernel, not yet answered, still holds the entry): neither a recorded
+    /// handle nor the entry's own may meet the number's next inode.
     func noteFreed(_ key: InodeKey) {
         entries.withLock { table in
             table.dormant.remove(key)
