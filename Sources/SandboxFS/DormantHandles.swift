@@ -4,10 +4,11 @@
 // again only for the same life of that inode number: the lookup's birth time must be
 // the one recorded. A number this daemon frees (unlink, rename over it) loses its
 // record before the kernel hears of it (InodeTable.noteFreed), so its next inode never
-// meets the old handle even when both were born in the same clock tick. A number freed in the backing tree
-// behind the daemon's back, and reused within one tick, would give its new inode the
-// old handle: its first use meets ESTALE, on which the kernel looks the name up again
-// (LOOKUP_REVAL), and that lookup, finding the entry, asks for the handle and replaces it.
+// meets the old handle even when both were born in the same clock tick. A number
+// freed in the backing tree behind the daemon's back, and reused within one tick,
+// would give its new inode the old handle: its first use meets ESTALE, on which the
+// kernel looks the name up again (LOOKUP_REVAL), and that lookup, finding the entry,
+// asks for the handle and replaces it.
 import BlockStore
 import CLinux
 import Glibc
