@@ -254,10 +254,15 @@ extension SandboxFileSystem {
 
     func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
                   _ size: Int, _ flags: Int32) {
-        fuse_reply_err(req, -setAttribute(node(ino), name, value, size, flags))
+        let node = node(ino)
+        // A default ACL set now would pass on to files made there (SpareFiles).
+        if node.isDirectory { spares.discard() }
+        fuse_reply_err(req, -setAttribute(node, name, value, size, flags))
     }
 
     func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
-        fuse_reply_err(req, -removeAttribute(node(ino), name))
+        let node = node(ino)
+        if node.isDirectory { spares.discard() }
+        fuse_reply_err(req, -removeAttribute(node, name))
     }
 }

@@ -263,6 +263,24 @@ extension SandboxFileSystem {
             file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
         }
         install(req, inode, file, fi, created: st)
+        guard sparesFit(parent) else { return }
+        spares.created(in: parent, mode: mode) { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
+    }
+
+    /// Whether a file made in `parent` now is one made there later (SpareFiles): no
+    /// default ACL there to pass on.
+    private func sparesFit(_ parent: Inode) -> Bool {
+        acls.noneSet || parent.isKnownAbsent(.defaultACL)
+    }
+
+    /// A new unnamed file in `parent`: the spare made ahead for it, or one made now (a
+    /// full disk first gets the spare's inode back); -1 and errno on failure.
+    private func unnamedFile(in parent: Inode, mode: mode_t) -> Int32 {
+        if sparesFit(parent), let spare = spares.take(in: parent, mode: mode) { return spare }
+        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
+        guard fd < 0, errno == ENOSPC || errno == EDQUOT else { return fd }
+        spares.discard()
+        return parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
     }
 
     /// The entry of the new file `fd` (named `name` in `parent`), one lookup counted,
@@ -312,7 +330,7 @@ extension SandboxFileSystem {
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file.
-        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
+        let fd = unnamedFile(in: parent, mode: mode)
         guard fd >= 0 else { key.wipe(); return .failure(.current) }
         var rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
         if rc == 0, let place = form.place {

@@ -248,6 +248,8 @@ extension SandboxFileSystem {
             if rc == 0 { removeSideFile(fd, form) }
             return rc
         }
+        // The spare may be the removed directory's: no create can come there now.
+        if rc == 0 { spares.discard() }
         replyResult(req, rc)
     }
 

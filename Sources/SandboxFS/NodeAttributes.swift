@@ -20,6 +20,10 @@ extension SandboxFileSystem {
         // The kernel names the handle only for a truncation; a chmod, chown or utimes
         // through an open descriptor comes without one.
         let open = handle?.file ?? inode.openFileWithoutDescriptor
+        // A directory's mode and owner decide what files made there get (SpareFiles).
+        if inode.isDirectory && toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
+            spares.discard()
+        }
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
             let rc = open.map { fchmod($0.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }

@@ -32,6 +32,7 @@ public final class SandboxFileSystem: Sendable {
     let reaper: NodeReaper
     let kernel = KernelNotifier()
     let acls: ACLPresence
+    let spares = SpareFiles()
     /// Whether a handle for writing only is uncached (FileOperations `install`): set at
     /// the handshake, where the kernel is new enough.
     let writeOnlyHandlesUncached = Atomic<Bool>(false)

@@ -1,0 +1,93 @@
+// SpareFiles: when a spare is made, who may take it, and that every spare not taken is
+// closed (its descriptors are real unnamed files in a temporary directory).
+import BlockStore
+import CLinux
+import Glibc
+@testable import SandboxFS
+import XCTest
+
+final class SpareFileTests: XCTestCase {
+    private var directory = ""
+    private var directoryFD: Int32 = -1
+    private var table: InodeTable?
+    private var made: [Int32] = []
+
+    override func setUpWithError() throws {
+        directory = try XCTUnwrap(mkdtemp(strdup("/var/tmp/dpfs-spares.XXXXXX")).map { String(cString: $0) })
+        directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let rootFD = open(directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        table = try InodeTable(rootFD: rootFD, mountFD: directoryFD)
+    }
+
+    override func tearDown() {
+        table = nil
+        if directoryFD >= 0 { close(directoryFD) }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A directory's entry, as the daemon has one for each directory the kernel knows.
+    private func directoryNode(_ name: String) throws -> Inode {
+        XCTAssertEqual(mkdirat(directoryFD, name, 0o755), 0)
+        let fd = openat(directoryFD, name, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        var st = stat()
+        XCTAssertEqual(fstat(fd, &st), 0)
+        return try XCTUnwrap(table).remember(fd: fd, st)
+    }
+
+    /// Makes an unnamed file, as the daemon makes a spare, and notes its descriptor.
+    private func make() -> Int32 {
+        let fd = dpfs_open_tmpfile(directoryFD, ".", 0o644)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        made.append(fd)
+        return fd
+    }
+
+    private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) >= 0 }
+
+    func testASpareIsMadeOnlyOnceCreatesComeInARow() throws {
+        let spares = SpareFiles(), a = try directoryNode("a")
+        spares.created(in: a, mode: 0o100644, make: make)
+        XCTAssertTrue(made.isEmpty, "one create is not a run")
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+        spares.created(in: a, mode: 0o100644, make: make)
+        XCTAssertEqual(made.count, 1, "the second in a row makes the next file")
+        XCTAssertNil(spares.take(in: a, mode: 0o100600), "not for another mode")
+        XCTAssertEqual(spares.take(in: a, mode: 0o100644), made[0])
+        XCTAssertNil(spares.take(in: a, mode: 0o100644), "taken once")
+        close(made[0])
+    }
+
+    func testASpareLeftForAnotherDirectoryIsClosed() throws {
+        let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
+        spares.created(in: a, mode: 0o100644, make: make)
+        spares.created(in: a, mode: 0o100644, make: make)
+        let spare = try XCTUnwrap(made.first)
+        spares.created(in: b, mode: 0o100644, make: make)
+        XCTAssertFalse(isOpen(spare), "the run moved on: its spare is closed")
+        XCTAssertEqual(made.count, 1, "and the first create in b starts no run")
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+    }
+
+    func testADiscardClosesTheSpareAndEndsTheRun() throws {
+        let spares = SpareFiles(), a = try directoryNode("a")
+        spares.created(in: a, mode: 0o100644, make: make)
+        spares.created(in: a, mode: 0o100644, make: make)
+        let spare = try XCTUnwrap(made.first)
+        spares.discard()
+        XCTAssertFalse(isOpen(spare))
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+        spares.created(in: a, mode: 0o100644, make: make)
+        XCTAssertEqual(made.count, 1, "the next create starts a run again")
+    }
+
+    func testASpareMadeAcrossADiscardIsNotKept() throws {
+        let spares = SpareFiles(), a = try directoryNode("a")
+        spares.created(in: a, mode: 0o100644, make: make)
+        // A chmod g+s of the directory while the spare is being made.
+        spares.created(in: a, mode: 0o100644) { let fd = make(); spares.discard(); return fd }
+        let spare = try XCTUnwrap(made.first)
+        XCTAssertFalse(isOpen(spare), "made before the change: closed, not kept")
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+    }
+}

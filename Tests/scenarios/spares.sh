@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Spare files (SandboxFS/SpareFiles.swift): during a run of creates in one directory
+# the daemon makes the next file's inode ahead. What a user sees must not change: every
+# file is whole after a remount; a file made from a spare has the times, group and ACL
+# a file made at that moment gets (after a chgrp and chmod g+s, or a default ACL, set
+# on the directory between the spare and the create); at most one spare is held, and
+# none outlives its directory; and a full disk gives the spare's inode back to the
+# create that needs it rather than failing.
+source "$(dirname "$0")/lib.sh"
+
+for tool in setfacl getfacl; do
+    command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
+done
+MOUNT_ARGS="-o allow_other" setup_device
+unlock_device
+D="$MNT/Documents"
+pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+
+# The daemon's descriptors of unnamed files (an O_TMPFILE shows as "/#<ino> (deleted)").
+unnamed_files() { ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/#[0-9]* (deleted)$'; }
+
+# A run of creates: each file named, whole and readable after a remount.
+mkdir "$D/run"
+for i in $(seq 1 200); do echo "file $i" > "$D/run/f$i"; done
+expect_eq "a run of creates leaves one spare, made ahead" "$(unnamed_files)" "1"
+mkdir "$D/other"
+for i in 1 2 3; do echo "other $i" > "$D/other/g$i"; done
+expect_eq "a run elsewhere closes the first run's spare (still one)" "$(unnamed_files)" "1"
+rm -r "$D/other"
+expect_eq "removing the run's directory closes its spare" "$(unnamed_files)" "0"
+"$DPFS" unmount "$MNT" && mount_device && unlock_device
+pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+bad=0
+for i in $(seq 1 200); do [ "$(cat "$D/run/f$i" 2>&1)" = "file $i" ] || bad=$((bad + 1)); done
+expect_eq "after a remount, all 200 files read back whole" "$bad" "0"
+expect_eq "the directory lists exactly them" "$(ls "$D/run" | wc -l)" "200"
+
+# Times: a spare made long before its create still gives the file its create time.
+# (Made by a shell redirection: touch would set the times itself.)
+mkdir "$D/slow"
+: > "$D/slow/a"; : > "$D/slow/b"
+sleep 1.5
+: > "$D/slow/c"
+now=$(date +%s)
+atime=$(stat -c %X "$D/slow/c")
+expect_eq "a file made from a spare 1.5 s old has its access time now (±1 s)" \
+    "$(( atime >= now - 1 && atime <= now + 1 ))" "1"
+expect_eq "and its access time is not older than its modification time" \
+    "$(( $(stat -c %X "$D/slow/c") >= $(stat -c %Y "$D/slow/c") ))" "1"
+
+# Group: chgrp and chmod g+s on the directory between the spare and the create.
+mkdir "$D/group"
+touch "$D/group/a" "$D/group/b"
+chgrp 4321 "$D/group" && chmod g+s "$D/group"
+touch "$D/group/c"
+expect_eq "a file made after chmod g+s gets the directory's group" "$(stat -c %g "$D/group/c")" "4321"
+
+# ACL: a default ACL set on the directory between the spare and the create. With umask
+# 0 the create asks for the same mode with or without the ACL (the umask would
+# otherwise tell the two apart).
+mkdir "$D/acl"
+(umask 0; touch "$D/acl/a" "$D/acl/b")
+check "setfacl -d -m u:1001:rwx on the directory" setfacl -d -m u:1001:rwx "$D/acl"
+(umask 0; touch "$D/acl/c")
+if getfacl --omit-header "$D/acl/c" 2>/dev/null | grep -q '^user:1001:rwx'; then
+    pass "a file made after a default ACL is set inherits it"
+else
+    fail "a file made after a default ACL is set inherits it" "$(getfacl --omit-header "$D/acl/c" 2>&1 | tr '\n' ' ')"
+fi
+
+# A full disk: the spare's inode goes to a create in another directory.
+IMG="$WORK/small.img"
+SMALL="$WORK/small"
+scenario_cleanup() {
+    if grep -qs " $SMALL/mnt fuse" /proc/mounts; then "$DPFS" unmount "$SMALL/mnt" 2>/dev/null || umount -l "$SMALL/mnt"; fi
+    grep -qs " $SMALL " /proc/mounts && umount "$SMALL"
+}
+truncate -s 16M "$IMG" && mkfs.ext4 -q -F -N 256 "$IMG" && mkdir -p "$SMALL" && mount -o loop "$IMG" "$SMALL" \
+    || { fail "a loop filesystem with few inodes for the test"; finish; }
+"$DPFS" init "$SMALL/device" --passcode-file "$PASS" --secret-store "file:$WORK/small-secrets" >/dev/null \
+    && mkdir "$SMALL/mnt" && "$DPFS" mount "$SMALL/device" "$SMALL/mnt" >/dev/null \
+    && "$DPFS" unlock "$SMALL/mnt" --passcode-file "$PASS" >/dev/null || { fail "a device on it"; finish; }
+S="$SMALL/mnt/Documents"
+pid=$("$DPFS" status "$SMALL/mnt" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+mkdir "$S/fill" "$S/elsewhere"
+n=0
+while touch "$S/fill/f$n" 2>/dev/null; do n=$((n + 1)); [ $n -lt 2000 ] || break; done
+expect_eq "creates fill every inode, then fail (ENOSPC)" "$( [ $n -gt 10 ] && [ $n -lt 2000 ] && echo yes)" "yes"
+check_error "and the next create says so" "No space left on device" touch "$S/fill/one-more"
+# Some inodes back, then creates in the same directory until the last free one is the
+# spare's. (A removed file's inode may stay in use a while: the daemon keeps recent
+# nodes' descriptors.)
+for i in $(seq 0 9); do rm "$S/fill/f$i"; done
+free_inodes() { df --output=iavail "$SMALL" | tail -1 | tr -d ' '; }
+i=0
+until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files)" = 1 ]; do
+    touch "$S/fill/again$i" 2>/dev/null || break
+    i=$((i + 1)); [ $i -lt 20 ] || break
+done
+expect_eq "the last free inode is a spare's (free inodes, spares)" "$(free_inodes) $(unnamed_files)" "0 1"
+check "a create in another directory gets the inode the spare held" touch "$S/elsewhere/x"
+check_error "then the disk is full again" "No space left on device" touch "$S/elsewhere/y"
+"$DPFS" unmount "$SMALL/mnt" || fail "unmount of the small device"
+umount "$SMALL" || fail "umount of the small filesystem"
+
+finish
