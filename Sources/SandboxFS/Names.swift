@@ -70,12 +70,14 @@ extension SandboxFileSystem {
             return .success(last.backing)
         }
         let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
-        let sealed = device.nameCipher.seal(plain, directoryID: id)
-        let stored = Array(sealed.stored.utf8CString)
-        let backing = sealed.isLong
-            ? BackingName(stored: stored, sideFile: (Array((sealed.stored + LongName.sideFileSuffix).utf8CString), sealed.encoded),
-                          place: sealed.place)
-            : BackingName(stored: stored, sideFile: nil, place: sealed.place)
+        let sealed = plain.withUnsafeBytes { device.nameCipher.sealedCString($0, directoryID: id) }
+        let backing: BackingName
+        if let encoded = sealed.longEncoded {
+            let sideFile = Array(sealed.stored.dropLast()) + Array(LongName.sideFileSuffix.utf8CString)
+            backing = BackingName(stored: sealed.stored, sideFile: (sideFile, encoded), place: sealed.place)
+        } else {
+            backing = BackingName(stored: sealed.stored, sideFile: nil, place: sealed.place)
+        }
         let kept = SealedName(directoryID: id, plain: plain, backing: backing)
         directory.lastSealedName.withLock { $0 = kept }
         return .success(backing)

@@ -26,6 +26,18 @@ final class NameCipherTests: XCTestCase {
         XCTAssertNil(cipher.open("plain-name.txt", directoryID: directory), "a name planted in clear")
     }
 
+    func testTheLookupsCStringIsTheStoredForm() {
+        // Every length either side of the long-name limit, and a name past it.
+        for count in [1, 2, 3, 4, 100, 174, 175, 176, 255] {
+            let name = (0..<count).map { _ in UInt8.random(in: 0x20...0x7e) }
+            let sealed = cipher.seal(name, directoryID: directory)
+            let lookup = name.withUnsafeBytes { cipher.sealedCString($0, directoryID: directory) }
+            XCTAssertEqual(lookup.stored, Array(sealed.stored.utf8CString), "\(count) bytes")
+            XCTAssertEqual(lookup.longEncoded, sealed.isLong ? sealed.encoded : nil, "\(count) bytes")
+            XCTAssertEqual(lookup.place, sealed.place, "\(count) bytes")
+        }
+    }
+
     func testLongNames() {
         let long = [UInt8](repeating: UInt8(ascii: "x"), count: 255)
         let sealed = cipher.seal(long, directoryID: directory)

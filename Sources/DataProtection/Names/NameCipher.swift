@@ -35,26 +35,43 @@ public struct NameCipher: Sendable {
     /// when that passes 255 bytes, a long-name stand-in (`isLong` then true; the caller
     /// keeps `encoded` in the side file); and the name's place (NameBinding).
     public func seal(_ name: [UInt8], directoryID: [UInt8]) -> (stored: String, encoded: String, isLong: Bool, place: NamePlace) {
-        // Every lookup and create seals a name: one allocation (the string), the rest
-        // on the stack.
-        let sealed = withUnsafeTemporaryAllocation(byteCount: Self.ivSize + name.count, alignment: 16) { bytes -> SealedName in
-            let iv = UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: Self.ivSize)
-            let body = UnsafeMutableRawBufferPointer(start: bytes.baseAddress.map { $0 + Self.ivSize }, count: name.count)
-            name.withUnsafeBytes { plain in
-                syntheticIV(plain, directoryID: directoryID, into: iv)
-                body.baseAddress?.copyMemory(from: plain.start, byteCount: plain.count)
-            }
-            xor(body, iv: UnsafeRawBufferPointer(iv))
-            return SealedName(encoded: Base64URL.encode(UnsafeRawBufferPointer(bytes)), place: NamePlace(iv: UnsafeRawBufferPointer(iv)))
+        let (encoded, place) = name.withUnsafeBytes { plain in
+            sealRaw(plain, directoryID: directoryID) { (Base64URL.encode($0), $1) }
         }
-        let encoded = sealed.encoded
-        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false, sealed.place) }
-        return (LongName.standIn(for: encoded), encoded, true, sealed.place)
+        guard encoded.utf8.count > Self.maxStoredName else { return (encoded, encoded, false, place) }
+        return (LongName.standIn(for: encoded), encoded, true, place)
     }
 
-    private struct SealedName {
-        let encoded: String
-        let place: NamePlace
+    /// `seal` as a lookup needs it: the stored form as a C string, made straight from the
+    /// sealed bytes (no String for a name that fits), and for a long name the encoded
+    /// form its side file holds.
+    public func sealedCString(_ name: UnsafeRawBufferPointer, directoryID: [UInt8]) -> (stored: [CChar], longEncoded: String?, place: NamePlace) {
+        sealRaw(name, directoryID: directoryID) { raw, place in
+            let count = Base64URL.encodedCount(raw.count)
+            guard count <= Self.maxStoredName else {
+                let encoded = Base64URL.encode(raw)
+                return (Array(LongName.standIn(for: encoded).utf8CString), encoded, place)
+            }
+            let stored = [CChar](unsafeUninitializedCapacity: count + 1) { out, initialized in
+                out.withMemoryRebound(to: UInt8.self) { _ = Base64URL.encode(raw, into: $0) }
+                out[count] = 0
+                initialized = count + 1
+            }
+            return (stored, nil, place)
+        }
+    }
+
+    /// IV ‖ ciphertext of `name`, on the stack, given to `body` with the name's place.
+    private func sealRaw<R>(_ name: UnsafeRawBufferPointer, directoryID: [UInt8],
+                            _ body: (UnsafeRawBufferPointer, NamePlace) -> R) -> R {
+        withUnsafeTemporaryAllocation(byteCount: Self.ivSize + name.count, alignment: 16) { bytes -> R in
+            let iv = UnsafeMutableRawBufferPointer(start: bytes.baseAddress, count: Self.ivSize)
+            let sealed = UnsafeMutableRawBufferPointer(start: bytes.baseAddress.map { $0 + Self.ivSize }, count: name.count)
+            syntheticIV(name, directoryID: directoryID, into: iv)
+            sealed.baseAddress?.copyMemory(from: name.start, byteCount: name.count)
+            xor(sealed, iv: UnsafeRawBufferPointer(iv))
+            return body(UnsafeRawBufferPointer(bytes), NamePlace(iv: UnsafeRawBufferPointer(iv)))
+        }
     }
 
     /// The plaintext of an encoded name (the stored form, or a long name's side file
@@ -90,7 +107,12 @@ public struct NameCipher: Sendable {
     /// BLAKE2b-128 keyed with the SIV key over (length of the ID ‖ directory ID ‖ name).
     private func syntheticIV(_ name: UnsafeRawBufferPointer, directoryID: [UInt8], into iv: UnsafeMutableRawBufferPointer) {
         // The keyed state is on the stack, as in libsodium's one-shot hash, and zeroed.
-        withUnsafeTemporaryAllocation(byteCount: crypto_generichash_statebytes(), alignment: 64) { stateBytes in
+        // It must be 64-byte aligned; asked of withUnsafeTemporaryAllocation, an
+        // alignment past 16 puts it on the heap (a posix_memalign per lookup), so the
+        // allocation is 16-aligned with room to align it here.
+        withUnsafeTemporaryAllocation(byteCount: crypto_generichash_statebytes() + 63, alignment: 16) { room in
+            let offset = (64 - Int(bitPattern: room.start) % 64) % 64
+            let stateBytes = UnsafeMutableRawBufferPointer(rebasing: room[offset..<offset + crypto_generichash_statebytes()])
             let state = OpaquePointer(stateBytes.start)
             let key = sivKey.bytes
             _ = crypto_generichash_init(state, key.start, key.count, iv.count)
@@ -163,27 +185,33 @@ public enum Base64URL {
     }
 
     public static func encode(_ bytes: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: (bytes.count * 4 + 2) / 3) { out in
-            var index = 0, written = 0
-            while index + 3 <= bytes.count {
-                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                out[written] = character(n >> 18)
-                out[written + 1] = character(n >> 12 & 63)
-                out[written + 2] = character(n >> 6 & 63)
-                out[written + 3] = character(n & 63)
-                index += 3
-                written += 4
-            }
-            let rest = bytes.count - index
-            if rest > 0 {
-                let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-                out[written] = character(n >> 18)
-                out[written + 1] = character(n >> 12 & 63)
-                if rest == 2 { out[written + 2] = character(n >> 6 & 63) }
-                written += rest + 1
-            }
-            return written
+        String(unsafeUninitializedCapacity: encodedCount(bytes.count)) { encode(bytes, into: $0) }
+    }
+
+    /// Characters `count` bytes encode to.
+    public static func encodedCount(_ count: Int) -> Int { (count * 4 + 2) / 3 }
+
+    /// Encodes `bytes` into `out` (at least `encodedCount` long): the count written.
+    public static func encode(_ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var index = 0, written = 0
+        while index + 3 <= bytes.count {
+            let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out[written] = character(n >> 18)
+            out[written + 1] = character(n >> 12 & 63)
+            out[written + 2] = character(n >> 6 & 63)
+            out[written + 3] = character(n & 63)
+            index += 3
+            written += 4
         }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let n = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            out[written] = character(n >> 18)
+            out[written + 1] = character(n >> 12 & 63)
+            if rest == 2 { out[written + 2] = character(n >> 6 & 63) }
+            written += rest + 1
+        }
+        return written
     }
 
     public static func decode(_ text: String) -> [UInt8]? {
