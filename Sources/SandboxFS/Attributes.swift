@@ -255,14 +255,23 @@ extension SandboxFileSystem {
     func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
                   _ size: Int, _ flags: Int32) {
         let node = node(ino)
-        // A default ACL set now would pass on to files made there (SpareFiles).
-        if node.isDirectory { spares.discard() }
-        fuse_reply_err(req, -setAttribute(node, name, value, size, flags))
+        let rc = changingDirectoryACL(node, name) { setAttribute(node, name, value, size, flags) }
+        fuse_reply_err(req, -rc)
     }
 
     func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let node = node(ino)
-        if node.isDirectory { spares.discard() }
-        fuse_reply_err(req, -removeAttribute(node, name))
+        let rc = changingDirectoryACL(node, name) { removeAttribute(node, name) }
+        fuse_reply_err(req, -rc)
+    }
+
+    /// `change` of attribute `name` of `node`; a directory's ACL changing drops the
+    /// spare made there (SpareFiles), before and after, as a directory's mode does. A
+    /// spare would not be taken where a default ACL applies, but it would hold its inode.
+    private func changingDirectoryACL(_ node: Inode, _ name: UnsafePointer<CChar>, _ change: () -> Int32) -> Int32 {
+        guard node.isDirectory, Self.isACL(String(cString: name)) else { return change() }
+        spares.discard()
+        defer { spares.discard() }
+        return change()
     }
 }

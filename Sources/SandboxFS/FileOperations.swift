@@ -263,24 +263,29 @@ extension SandboxFileSystem {
             file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
         }
         install(req, inode, file, fi, created: st)
-        guard sparesFit(parent) else { return }
+        guard spareMayServe(in: parent) else { return }
         spares.created(in: parent, mode: mode) { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
     }
 
     /// Whether a file made in `parent` now is one made there later (SpareFiles): no
     /// default ACL there to pass on.
-    private func sparesFit(_ parent: Inode) -> Bool {
+    private func spareMayServe(in parent: Inode) -> Bool {
         acls.noneSet || parent.isKnownAbsent(.defaultACL)
     }
 
-    /// A new unnamed file in `parent`: the spare made ahead for it, or one made now (a
-    /// full disk first gets the spare's inode back); -1 and errno on failure.
+    /// A new unnamed file in `parent`: the spare made ahead for it, or one made now;
+    /// -1 and errno on failure.
     private func unnamedFile(in parent: Inode, mode: mode_t) -> Int32 {
-        if sparesFit(parent), let spare = spares.take(in: parent, mode: mode) { return spare }
-        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
-        guard fd < 0, errno == ENOSPC || errno == EDQUOT else { return fd }
-        spares.discard()
-        return parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
+        if spareMayServe(in: parent), let spare = spares.take(in: parent, mode: mode) { return spare }
+        return makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
+    }
+
+    /// `make` (a call that makes a node: -1 and errno on failure), once more if it found
+    /// the disk full while a spare held an inode, which it then gets (SpareFiles).
+    func makingNode(_ make: () -> Int32) -> Int32 {
+        let rc = make()
+        guard rc < 0, errno == ENOSPC || errno == EDQUOT, spares.discard() else { return rc }
+        return make()
     }
 
     /// The entry of the new file `fd` (named `name` in `parent`), one lookup counted,

@@ -149,7 +149,7 @@ extension SandboxFileSystem {
     /// Writes a long name's side file (before its entry is made); 0 or -errno.
     func writeSideFile(_ parentFD: Int32, _ name: BackingName) -> Int32 {
         guard let side = name.sideFile else { return 0 }
-        let fd = openat(parentFD, side.name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = makingNode { openat(parentFD, side.name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
         let bytes = Array(side.contents.utf8)

@@ -120,7 +120,7 @@ extension SandboxFileSystem {
                 return replyMade(req, parent, form)
             }
         }
-        guard parent.withDescriptor({ mknodat($0, backing, mode, rdev) }) == 0 else { return failMaking(req, form, in: parent) }
+        guard makingNode({ parent.withDescriptor { mknodat($0, backing, mode, rdev) } }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
         replyMade(req, parent, form)
     }
@@ -135,7 +135,7 @@ extension SandboxFileSystem {
         case .success(let parentClass): inherited = parentClass
         }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
-        guard parent.withDescriptor({ mkdirat($0, backing, mode) }) == 0 else { return failMaking(req, form, in: parent) }
+        guard makingNode({ parent.withDescriptor { mkdirat($0, backing, mode) } }) == 0 else { return failMaking(req, form, in: parent) }
         storeDirectoryClass(parent, backing, inherited, directoryID: DirectoryClassRecord.newDirectoryID(), place: form.place)
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, form)
@@ -147,7 +147,7 @@ extension SandboxFileSystem {
         let backing = form.stored
         guard let storedTarget = backingTarget(target) else { return reply(req, Errno(ENAMETOOLONG)) }
         if let error = prepareName(form, in: parent) { return reply(req, error) }
-        guard parent.withDescriptor({ symlinkat(storedTarget, $0, backing) }) == 0 else { return failMaking(req, form, in: parent) }
+        guard makingNode({ parent.withDescriptor { symlinkat(storedTarget, $0, backing) } }) == 0 else { return failMaking(req, form, in: parent) }
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, form)
     }
@@ -308,6 +308,8 @@ extension SandboxFileSystem {
         }
         // (The kernel keeps the replaced node until this reply: its forget comes after.)
         if let replaced { inodes.noteFreed(replaced) }
+        // A directory replaced may be the spare's (SpareFiles): no create comes there now.
+        if !exchange, let target, target.status.st_mode & S_IFMT == S_IFDIR { spares.discard() }
         if sameName { return 0 }
         // A node the rename replaced may still be opened by the kernel (an open that
         // raced the rename looked it up before): its entry holds it open, as the

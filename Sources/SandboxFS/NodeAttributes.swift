@@ -20,10 +20,11 @@ extension SandboxFileSystem {
         // The kernel names the handle only for a truncation; a chmod, chown or utimes
         // through an open descriptor comes without one.
         let open = handle?.file ?? inode.openFileWithoutDescriptor
-        // A directory's mode and owner decide what files made there get (SpareFiles).
-        if inode.isDirectory && toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
-            spares.discard()
-        }
+        // A directory's mode and owner decide what files made there get: the spare made
+        // there goes, before the change and once it is made, before the reply lets a
+        // create in (SpareFiles).
+        let inheritanceChanges = inode.isDirectory && toSet & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0
+        if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
             let rc = open.map { fchmod($0.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
@@ -42,6 +43,7 @@ extension SandboxFileSystem {
                 ?? inode.withDescriptor { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
             guard rc == 0 else { return reply(req, .current) }
         }
+        if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_SIZE != 0 {
             let size = attr.pointee.st_size
             guard size >= 0 else { return reply(req, .invalid) }

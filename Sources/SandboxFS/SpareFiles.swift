@@ -5,16 +5,18 @@
 // has had two creates in a row, the worker that answered the second makes the next
 // file there while the caller goes on, and the next create takes it instead of waiting
 // for one. A spare is empty: no header, no key, no name; it only spares the allocation.
-// One never used disappears when it is closed (at the next run elsewhere, at a
+// One never used disappears when it is closed (at the next create elsewhere, at a
 // directory's removal, at a full disk, with the daemon), as every unnamed file does,
-// and holds one inode meanwhile.
+// and holds one inode meanwhile: a node that cannot be made for want of space gets it
+// back (SandboxFileSystem.makingNode).
 //
 // A spare is made as a create would make its file at that moment: in that directory
 // (so it gets the directory's group where the directory is set-group-ID, and ext4
 // places it beside its siblings) and with that mode, and only where the directory
-// passes on no default ACL. A change that could alter what a file made in a directory
-// gets (its mode, owner or extended attributes) drops the spare, and a spare made
-// across such a change is not kept.
+// passes on no default ACL (checked again when it is taken). A change that could alter
+// what a file made in a directory gets (its mode or owner, an ACL) drops the spare,
+// before the change and again once it is made: a spare made meanwhile (by a create
+// answered before the change, whose worker went on after it) is then dropped too.
 import BlockStore
 import Glibc
 import Synchronization
@@ -24,18 +26,6 @@ final class SpareFiles: Sendable {
         let directory: Inode
         let mode: mode_t
         let fd: Int32
-        /// CLOCK_MONOTONIC_COARSE when it was made, in milliseconds.
-        let made: Int
-    }
-
-    /// Age past which a spare taken gets its times set to now: a new file's times are
-    /// when it was created, not when its inode was.
-    static let staleTimesMilliseconds = 10
-
-    private static func milliseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-        return now.tv_sec * 1000 + now.tv_nsec / 1_000_000
     }
 
     private struct State {
@@ -57,10 +47,9 @@ final class SpareFiles: Sendable {
             return spare
         }
         guard let taken else { return nil }
-        if Self.milliseconds() - taken.made > Self.staleTimesMilliseconds {
-            let now = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.now), timespec(tv_sec: 0, tv_nsec: TimeSpecial.now)]
-            guard futimens(taken.fd, now) == 0 else { close(taken.fd); return nil }
-        }
+        // A new file's times are when it is created, not when its inode was.
+        let now = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.now), timespec(tv_sec: 0, tv_nsec: TimeSpecial.now)]
+        guard futimens(taken.fd, now) == 0 else { close(taken.fd); return nil }
         return taken.fd
     }
 
@@ -83,24 +72,30 @@ final class SpareFiles: Sendable {
         guard wanted else { return }
         let fd = make()
         guard fd >= 0 else { return }
-        let made = Self.milliseconds()
         let kept = state.withLock { state -> Bool in
-            guard state.generation == generation, state.spare == nil else { return false }
-            state.spare = Spare(directory: directory, mode: mode, fd: fd, made: made)
+            guard state.generation == generation, state.spare == nil,
+                  state.lastDirectory === directory, state.lastMode == mode else { return false }
+            state.spare = Spare(directory: directory, mode: mode, fd: fd)
             return true
         }
         if !kept { close(fd) }
     }
 
     /// Closes the spare and ends the run: what a file made in some directory gets may
-    /// have changed, or the disk is full and the spare's inode is wanted.
-    func discard() {
+    /// have changed, or the disk is full and the spare's inode is wanted. Whether there
+    /// was a spare; errno is kept.
+    @discardableResult
+    func discard() -> Bool {
         let fd = state.withLock { state -> Int32? in
             state.generation &+= 1
             state.lastDirectory = nil
             defer { state.spare = nil }
             return state.spare?.fd
         }
-        if let fd { close(fd) }
+        guard let fd else { return false }
+        let saved = errno
+        close(fd)
+        errno = saved
+        return true
     }
 }

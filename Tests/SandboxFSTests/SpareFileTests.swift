@@ -81,6 +81,16 @@ final class SpareFileTests: XCTestCase {
         XCTAssertEqual(made.count, 1, "the next create starts a run again")
     }
 
+    func testASpareIsNotKeptOnceTheRunHasMovedOn() throws {
+        let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
+        spares.created(in: a, mode: 0o100644, make: make)
+        // Another worker answers a create in b while this one makes a's spare.
+        spares.created(in: a, mode: 0o100644) { let fd = make(); spares.created(in: b, mode: 0o100644) { -1 }; return fd }
+        let spare = try XCTUnwrap(made.first)
+        XCTAssertFalse(isOpen(spare), "made for a run that ended: closed")
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+    }
+
     func testASpareMadeAcrossADiscardIsNotKept() throws {
         let spares = SpareFiles(), a = try directoryNode("a")
         spares.created(in: a, mode: 0o100644, make: make)
