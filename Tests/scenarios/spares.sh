@@ -91,24 +91,23 @@ check_error "and the next create says so" "No space left on device" touch "$S/fi
 # Some inodes back, then creates in the same directory until the last free one is the
 # spare's. (A removed file's inode may stay in use a while: the daemon keeps recent
 # nodes' descriptors.)
-for i in $(seq 0 9); do rm "$S/fill/f$i"; done
 free_inodes() { df --output=iavail "$SMALL" | tail -1 | tr -d ' '; }
-i=0
-until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files)" = 1 ]; do
-    touch "$S/fill/again$i" 2>/dev/null || break
-    i=$((i + 1)); [ $i -lt 20 ] || break
-done
-expect_eq "the last free inode is a spare's (free inodes, spares)" "$(free_inodes) $(unnamed_files)" "0 1"
+# Creates in fill (named $1<n>) until the last free inode is the spare's.
+spare_takes_last_inode() {
+    local i=0
+    until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files)" = 1 ]; do
+        touch "$S/fill/$1$i" 2>/dev/null || break
+        i=$((i + 1)); [ $i -lt 20 ] || break
+    done
+    expect_eq "the last free inode is a spare's (free inodes, spares)" "$(free_inodes) $(unnamed_files)" "0 1"
+}
+for i in $(seq 0 9); do rm "$S/fill/f$i"; done
+spare_takes_last_inode again
 check "a create in another directory gets the inode the spare held" touch "$S/elsewhere/x"
 check_error "then the disk is full again" "No space left on device" touch "$S/elsewhere/y"
 # Likewise for a directory (any node made gets the spare's inode back).
 rm "$S/fill/f10" "$S/fill/f11" "$S/fill/f12"
-i=0
-until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files)" = 1 ]; do
-    touch "$S/fill/more$i" 2>/dev/null || break
-    i=$((i + 1)); [ $i -lt 20 ] || break
-done
-expect_eq "the last free inode is a spare's again" "$(free_inodes) $(unnamed_files)" "0 1"
+spare_takes_last_inode more
 check "a mkdir gets the inode the spare held" mkdir "$S/elsewhere/d"
 "$DPFS" unmount "$SMALL/mnt" || fail "unmount of the small device"
 umount "$SMALL" || fail "umount of the small filesystem"
