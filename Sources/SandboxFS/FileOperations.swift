@@ -263,21 +263,29 @@ extension SandboxFileSystem {
             file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
         }
         install(req, inode, file, fi, created: st)
-        guard spareMayServe(in: parent) else { return }
-        spares.created(in: parent, mode: mode) { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
+        guard spareMayServe(in: parent), let protectionClass = made.header.current?.protectionClass else { return }
+        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, protectionClass) }
+    }
+
+    /// A spare for the next create in `parent` (SpareFiles): an unnamed file with its
+    /// header and empty last block when `protectionClass` can take a new file now.
+    private func makeSpare(in parent: Inode, mode: mode_t, _ protectionClass: ProtectionClass) -> (fd: Int32, contents: SpareContents?) {
+        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
+        guard fd >= 0 else { return (fd, nil) }
+        let random = NewFileRandomness(pool)
+        guard case .success(let (header, key)) = makeHeader(protectionClass, random) else { return (fd, nil) }
+        // A write that failed leaves whatever it wrote: a create writes it all again.
+        guard writeNewContents(fd, header, key, blockNonce: random.blockNonce) == 0 else {
+            key.wipe()
+            return (fd, nil)
+        }
+        return (fd, SpareContents(protectionClass: protectionClass, header: header, key: key))
     }
 
     /// Whether a file made in `parent` now is one made there later (SpareFiles): no
     /// default ACL there to pass on.
     private func spareMayServe(in parent: Inode) -> Bool {
         acls.noneSet || parent.isKnownAbsent(.defaultACL)
-    }
-
-    /// A new unnamed file in `parent`: the spare made ahead for it, or one made now;
-    /// -1 and errno on failure.
-    private func unnamedFile(in parent: Inode, mode: mode_t) -> Int32 {
-        if spareMayServe(in: parent), let spare = spares.take(in: parent, mode: mode) { return spare }
-        return makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
     }
 
     /// `make` (a call that makes a node: -1 and errno on failure), once more if it found
@@ -330,14 +338,26 @@ extension SandboxFileSystem {
         case .failure(let error): return .failure(error)
         case .success(let inherited): protectionClass = inherited
         }
-        let random = NewFileRandomness(pool)
-        guard case .success(let (header, key)) = makeHeader(protectionClass, random) else { return .failure(.notPermitted) }
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
-        // a new file.
-        let fd = unnamedFile(in: parent, mode: mode)
-        guard fd >= 0 else { key.wipe(); return .failure(.current) }
-        var rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
+        // a new file. A spare made ahead has them but the tag, when made in this class.
+        let spare = spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
+        let fd: Int32, header: FileHeader, key: SecureBuffer
+        var rc: Int32 = 0
+        if let spare, let ready = spare.contents, ready.protectionClass == protectionClass {
+            (fd, header, key) = (spare.fd, ready.header, ready.key)
+        } else {
+            spare?.contents?.key.wipe()
+            let random = NewFileRandomness(pool)
+            guard case .success(let (made, madeKey)) = makeHeader(protectionClass, random) else {
+                if let spare { close(spare.fd) }
+                return .failure(.notPermitted)
+            }
+            let opened = spare?.fd ?? makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
+            guard opened >= 0 else { madeKey.wipe(); return .failure(.current) }
+            (fd, header, key) = (opened, made, madeKey)
+            rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
+        }
         if rc == 0, let place = form.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
             if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }

@@ -12,6 +12,8 @@ import Glibc
 extension SandboxFileSystem {
     func revoke(_ classes: Set<ProtectionClass>, reason: LockStateManager.RevokeReason) {
         let revokedFiles = classes.subtracting(reason == .lock ? [.completeUnlessOpen] : [])
+        // A spare's file key goes as an open file's does (SpareFiles).
+        spares.discard()
         // Directories' class records are read and verified again after a lock or
         // restart: what the backing tree holds then is what counts.
         for inode in inodes.all() where !inode.isRegular { inode.classRecord.withLock { $0 = nil } }

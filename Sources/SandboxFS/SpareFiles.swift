@@ -1,11 +1,14 @@
 // An unnamed file made ahead of the next create in a directory where creates come in a
-// run (an extract, a build, a copy, a mail spool). Making the O_TMPFILE is the dearest
-// step of a create after the link: ext4 allocates and initialises the inode, 6.5 µs of
-// the 25 µs of system calls a create costs on this kind of machine. So once a directory
-// has had two creates in a row, the worker that answered the second makes the next
-// file there while the caller goes on, and the next create takes it instead of waiting
-// for one. A spare is empty: no header, no key, no name; it only spares the allocation.
-// One never used disappears when it is closed (at the next create elsewhere, at a
+// run (an extract, a build, a copy, a mail spool). Making the O_TMPFILE and writing its
+// header are the dearest steps of a create after the link: ext4 allocates and
+// initialises the inode, 6.5 µs, and the header with its sealed empty block takes a
+// key, its wrap and a write, 5 µs more, of the 25 µs of system calls and the crypto a
+// create costs on this kind of machine. So once a directory has had two creates in a
+// row, the worker that answered the second makes the next file there, in the class
+// the directory passes on, while the caller goes on, and the next create takes it
+// instead of waiting for one. It has no name and no name tag until then; its file key
+// waits in locked memory, and a lock or restart drops every spare (revoke) before a
+// class key goes, as it wipes an open file's key. One never used disappears when it is closed (at the next create elsewhere, at a
 // directory's removal, at a full disk, with the daemon), as every unnamed file does,
 // and holds one inode meanwhile: a node that cannot be made for want of space gets it
 // back (SandboxFileSystem.makingNode).
@@ -18,14 +21,30 @@
 // before the change and again once it is made: a spare made meanwhile (by a create
 // answered before the change, whose worker went on after it) is then dropped too.
 import BlockStore
+import DataProtection
 import Glibc
 import Synchronization
+
+/// A spare's header and empty last block, written in the class its directory passed on
+/// when it was made, and the file key they wrap (wiped with the spare).
+struct SpareContents {
+    let protectionClass: ProtectionClass
+    let header: FileHeader
+    let key: SecureBuffer
+}
 
 final class SpareFiles: Sendable {
     private struct Spare {
         let directory: Inode
         let mode: mode_t
         let fd: Int32
+        /// nil when the class could not take a new file then: the create writes them.
+        let contents: SpareContents?
+
+        func close() {
+            contents?.key.wipe()
+            Glibc.close(fd)
+        }
     }
 
     private struct State {
@@ -39,8 +58,9 @@ final class SpareFiles: Sendable {
 
     private let state = Mutex(State())
 
-    /// The spare made in `directory` with `mode`, now the caller's to name or close.
-    func take(in directory: Inode, mode: mode_t) -> Int32? {
+    /// The spare made in `directory` with `mode`, now the caller's to name or close
+    /// (and whose key it wipes when it does not use it).
+    func take(in directory: Inode, mode: mode_t) -> (fd: Int32, contents: SpareContents?)? {
         let taken = state.withLock { state -> Spare? in
             guard let spare = state.spare, spare.directory === directory, spare.mode == mode else { return nil }
             state.spare = nil
@@ -49,52 +69,53 @@ final class SpareFiles: Sendable {
         guard let taken else { return nil }
         // A new file's times are when it is created, not when its inode was.
         let now = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.now), timespec(tv_sec: 0, tv_nsec: TimeSpecial.now)]
-        guard futimens(taken.fd, now) == 0 else { close(taken.fd); return nil }
-        return taken.fd
+        guard futimens(taken.fd, now) == 0 else { taken.close(); return nil }
+        return (taken.fd, taken.contents)
     }
 
     /// Called once a create in `directory` with `mode` is answered: makes the spare
     /// (with `make`) if this create continues a run there, and closes a spare left for
     /// another directory or mode.
-    func created(in directory: Inode, mode: mode_t, make: () -> Int32) {
-        let (generation, wanted, stale) = state.withLock { state -> (UInt64, Bool, Int32?) in
+    func created(in directory: Inode, mode: mode_t, make: () -> (fd: Int32, contents: SpareContents?)) {
+        let (generation, wanted, stale) = state.withLock { state -> (UInt64, Bool, Spare?) in
             let continues = state.lastDirectory === directory && state.lastMode == mode
             state.lastDirectory = directory
             state.lastMode = mode
-            var stale: Int32?
+            var stale: Spare?
             if let spare = state.spare, spare.directory !== directory || spare.mode != mode {
-                stale = spare.fd
+                stale = spare
                 state.spare = nil
             }
             return (state.generation, continues && state.spare == nil, stale)
         }
-        if let stale { close(stale) }
+        stale?.close()
         guard wanted else { return }
-        let fd = make()
-        guard fd >= 0 else { return }
+        let made = make()
+        guard made.fd >= 0 else { return }
+        let spare = Spare(directory: directory, mode: mode, fd: made.fd, contents: made.contents)
         let kept = state.withLock { state -> Bool in
             guard state.generation == generation, state.spare == nil,
                   state.lastDirectory === directory, state.lastMode == mode else { return false }
-            state.spare = Spare(directory: directory, mode: mode, fd: fd)
+            state.spare = spare
             return true
         }
-        if !kept { close(fd) }
+        if !kept { spare.close() }
     }
 
     /// Closes the spare and ends the run: what a file made in some directory gets may
-    /// have changed, or the disk is full and the spare's inode is wanted. Whether there
-    /// was a spare; errno is kept.
+    /// have changed, a class key is going, or the disk is full and the spare's inode is
+    /// wanted. Whether there was a spare; errno is kept.
     @discardableResult
     func discard() -> Bool {
-        let fd = state.withLock { state -> Int32? in
+        let spare = state.withLock { state -> Spare? in
             state.generation &+= 1
             state.lastDirectory = nil
             defer { state.spare = nil }
-            return state.spare?.fd
+            return state.spare
         }
-        guard let fd else { return false }
+        guard let spare else { return false }
         let saved = errno
-        close(fd)
+        spare.close()
         errno = saved
         return true
     }

@@ -35,12 +35,13 @@ final class SpareFileTests: XCTestCase {
         return try XCTUnwrap(table).remember(fd: fd, st)
     }
 
-    /// Makes an unnamed file, as the daemon makes a spare, and notes its descriptor.
-    private func make() -> Int32 {
+    /// Makes an unnamed file, as the daemon makes a spare (here without contents), and
+    /// notes its descriptor.
+    private func make() -> (fd: Int32, contents: SpareContents?) {
         let fd = dpfs_open_tmpfile(directoryFD, ".", 0o644)
         XCTAssertGreaterThanOrEqual(fd, 0)
         made.append(fd)
-        return fd
+        return (fd, nil)
     }
 
     private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) >= 0 }
@@ -53,7 +54,7 @@ final class SpareFileTests: XCTestCase {
         spares.created(in: a, mode: 0o100644, make: make)
         XCTAssertEqual(made.count, 1, "the second in a row makes the next file")
         XCTAssertNil(spares.take(in: a, mode: 0o100600), "not for another mode")
-        XCTAssertEqual(spares.take(in: a, mode: 0o100644), made[0])
+        XCTAssertEqual(spares.take(in: a, mode: 0o100644)?.fd, made[0])
         XCTAssertNil(spares.take(in: a, mode: 0o100644), "taken once")
         close(made[0])
     }
@@ -85,7 +86,7 @@ final class SpareFileTests: XCTestCase {
         let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
         spares.created(in: a, mode: 0o100644, make: make)
         // Another worker answers a create in b while this one makes a's spare.
-        spares.created(in: a, mode: 0o100644) { let fd = make(); spares.created(in: b, mode: 0o100644) { -1 }; return fd }
+        spares.created(in: a, mode: 0o100644) { let fd = make(); spares.created(in: b, mode: 0o100644) { (-1, nil) }; return fd }
         let spare = try XCTUnwrap(made.first)
         XCTAssertFalse(isOpen(spare), "made for a run that ended: closed")
         XCTAssertNil(spares.take(in: a, mode: 0o100644))
