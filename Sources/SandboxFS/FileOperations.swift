@@ -31,6 +31,12 @@ extension SandboxFileSystem {
         }
     }
 
+    /// Whether a new file of `protectionClass` may be made now, as makeHeader finds
+    /// when it wraps the key: completeUnlessOpen wraps with its public key, locked too.
+    func classTakesNewFiles(_ protectionClass: ProtectionClass) -> Bool {
+        protectionClass == .completeUnlessOpen || device.isAvailable(protectionClass)
+    }
+
     /// A fresh header and key for a new file of `protectionClass`; EPERM when the
     /// class cannot wrap a key now.
     func makeHeader(_ protectionClass: ProtectionClass, _ random: NewFileRandomness) -> Result<(FileHeader, SecureBuffer), Errno> {
@@ -262,9 +268,12 @@ extension SandboxFileSystem {
         if st.st_mode & (S_ISUID | S_ISGID) == 0 {
             file.privilegesCleanAt.store(privileges.value.load(ordering: .acquiring), ordering: .relaxed)
         }
+        // A lock that wiped the class keys while this create ran revoked the open files
+        // it saw, which this one was not yet: its key goes now (until an unlock).
+        if !classTakesNewFiles(slot.protectionClass) { file.content.revokeKey() }
         install(req, inode, file, fi, created: st)
-        guard spareMayServe(in: parent), let protectionClass = made.header.current?.protectionClass else { return }
-        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, protectionClass) }
+        guard spareMayServe(in: parent) else { return }
+        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, slot.protectionClass) }
     }
 
     /// A spare for the next create in `parent` (SpareFiles): an unnamed file with its
@@ -344,7 +353,7 @@ extension SandboxFileSystem {
         let spare = spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
         let fd: Int32, header: FileHeader, key: SecureBuffer
         var rc: Int32 = 0
-        if let spare, let ready = spare.contents, ready.protectionClass == protectionClass {
+        if let spare, let ready = spare.contents, ready.protectionClass == protectionClass, classTakesNewFiles(protectionClass) {
             (fd, header, key) = (spare.fd, ready.header, ready.key)
         } else {
             spare?.contents?.key.wipe()
@@ -357,6 +366,10 @@ extension SandboxFileSystem {
             guard opened >= 0 else { madeKey.wipe(); return .failure(.current) }
             (fd, header, key) = (opened, made, madeKey)
             rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
+            // A spare holding the last free block gives it back (SpareFiles).
+            if rc == -ENOSPC || rc == -EDQUOT, spares.discard() {
+                rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
+            }
         }
         if rc == 0, let place = form.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)

@@ -6,12 +6,14 @@
 // create costs on this kind of machine. So once a directory has had two creates in a
 // row, the worker that answered the second makes the next file there, in the class
 // the directory passes on, while the caller goes on, and the next create takes it
-// instead of waiting for one. It has no name and no name tag until then; its file key
-// waits in locked memory, and a lock or restart drops every spare (revoke) before a
-// class key goes, as it wipes an open file's key. One never used disappears when it is closed (at the next create elsewhere, at a
-// directory's removal, at a full disk, with the daemon), as every unnamed file does,
-// and holds one inode meanwhile: a node that cannot be made for want of space gets it
-// back (SandboxFileSystem.makingNode).
+// instead of waiting for one. It has no name and no name tag until then. Its file key
+// waits in locked memory; a lock or restart drops every spare (revoke, right after the
+// class keys go), and a create takes a spare's header only while its class can still
+// take a new file, so none is made from a spare once its class is gone. One never used
+// disappears when it is closed (at the next create elsewhere, at a directory's
+// removal, at a full disk, with the daemon), as every unnamed file does, and holds an
+// inode and a block meanwhile: a node or header that cannot be made for want of space
+// gets them back (SandboxFileSystem.makingNode).
 //
 // A spare is made as a create would make its file at that moment: in that directory
 // (so it gets the directory's group where the directory is set-group-ID, and ext4

@@ -2,6 +2,7 @@
 // closed (its descriptors are real unnamed files in a temporary directory).
 import BlockStore
 import CLinux
+import DataProtection
 import Glibc
 @testable import SandboxFS
 import XCTest
@@ -45,6 +46,38 @@ final class SpareFileTests: XCTestCase {
     }
 
     private func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) >= 0 }
+
+    /// Makes a spare with contents (a header and its key, as for class none), noting the key.
+    private var keys: [SecureBuffer] = []
+    private func makeWithContents() -> (fd: Int32, contents: SpareContents?) {
+        let fd = make().fd
+        let key = SecureBuffer.random(count: 32)
+        keys.append(key)
+        let slot = FileHeader.KeySlot(generation: 1, protectionClass: .none, wrappedKey: [UInt8](repeating: 0, count: 72))
+        let header = FileHeader(fileID: [UInt8](repeating: 1, count: FileHeader.fileIDSize), slot: slot)
+        return (fd, SpareContents(protectionClass: .none, header: header, key: key))
+    }
+
+    func testASparesKeyIsWipedWheneverTheSpareIsNotTaken() throws {
+        let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
+        spares.created(in: a, mode: 0o100644, make: makeWithContents)
+        spares.created(in: a, mode: 0o100644, make: makeWithContents)
+        spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        XCTAssertEqual(keys.count, 1)
+        XCTAssertTrue(keys[0].isWiped, "closed as stale: wiped")
+        spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        spares.discard()
+        XCTAssertTrue(keys[1].isWiped, "discarded (a lock): wiped")
+        spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        spares.created(in: b, mode: 0o100644) { let made = makeWithContents(); spares.discard(); return made }
+        XCTAssertTrue(keys[2].isWiped, "made across a discard, not kept: wiped")
+        spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        let taken = try XCTUnwrap(spares.take(in: b, mode: 0o100644))
+        XCTAssertFalse(try XCTUnwrap(taken.contents).key.isWiped, "taken: the create's to use")
+        close(taken.fd)
+        taken.contents?.key.wipe()
+    }
 
     func testASpareIsMadeOnlyOnceCreatesComeInARow() throws {
         let spares = SpareFiles(), a = try directoryNode("a")
