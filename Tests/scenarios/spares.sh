@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Spare files (SandboxFS/SpareFiles.swift): during a run of creates in one directory
-# the daemon makes the next file's inode ahead. What a user sees must not change: every
-# file is whole after a remount; a file made from a spare has the times, group and ACL
-# a file made at that moment gets (after a chgrp and chmod g+s, or a default ACL, set
-# on the directory between the spare and the create); at most one spare is held, and
-# none outlives its directory; and a full disk gives the spare's inode back to the
-# create that needs it rather than failing.
+# the daemon makes the next file ahead, header included. What a user sees must not
+# change: every file is whole after a remount; a file made from a spare has the times,
+# group, ACL and class a file made at that moment gets (after a chgrp and chmod g+s, a
+# default ACL or a class change on the directory between the spare and the create); at
+# most one spare is held, none outlives its directory, and a lock or restart drops it
+# (no complete file is made while locked); and a full disk gives the spare's inode back
+# to the create or mkdir that needs it rather than failing.
 source "$(dirname "$0")/lib.sh"
 
 for tool in setfacl getfacl getfattr setfattr; do
