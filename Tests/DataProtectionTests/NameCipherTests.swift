@@ -66,6 +66,19 @@ final class NameCipherTests: XCTestCase {
         XCTAssertNil(Base64URL.decode("AB"), "leftover bits must be zero")
         XCTAssertNil(Base64URL.decode("A"))
         XCTAssertNil(Base64URL.decode("a+b/"))
+        XCTAssertNil(Base64URL.decode("Zm8="), "no padding")
+        XCTAssertNil(Base64URL.decode("Zm 8"))
+    }
+
+    /// RFC 4648's vectors in the URL alphabet without padding, and its two URL characters.
+    func testBase64URLMatchesRFC4648() {
+        let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in vectors {
+            XCTAssertEqual(Base64URL.encode(Array(plain.utf8)), encoded)
+            XCTAssertEqual(Base64URL.decode(encoded), Array(plain.utf8))
+        }
+        XCTAssertEqual(Base64URL.encode([0xfb, 0xff]), "-_8")
+        XCTAssertEqual(Base64URL.decode("-_8"), [0xfb, 0xff])
     }
 
     /// Stored names are on disk: the same secret, directory and name must give the same
