@@ -12,4 +12,21 @@ struct Dpfs: ParsableCommand {
             Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, TPMLockout.self,
         ]
     )
+
+    /// `dpfs help NAME…` fails for a name that is no command. ArgumentParser's own
+    /// `help` printed the overview and exited 0 for any name, so a script could not
+    /// tell a typo from a command.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "help" {
+            var command: ParsableCommand.Type = Dpfs.self
+            for name in arguments.dropFirst() where !name.hasPrefix("-") && name != "help" {
+                guard let next = command.configuration.subcommands.first(where: { $0._commandName == name }) else {
+                    exit(withError: ValidationError("'\(name)' is not a command of '\(command._commandName)'"))
+                }
+                command = next
+            }
+        }
+        main(nil)
+    }
 }

@@ -74,4 +74,13 @@ expect_eq "writes no class attribute on the plain file" \
     "$(getfattr -n user.dpfs.protection "$WORK/full/something" 2>/dev/null | grep -c protection)" "0"
 check "a plain file can carry the class attribute" setfattr -n user.dpfs.protection -v complete "$WORK/full/something"
 one_line_error "protection get of a plain file that carries the attribute" "$DPFS" protection get "$WORK/full/something"
+
+# help for a name that is no command fails (it printed the overview and exited 0).
+if "$DPFS" help bogus >/dev/null 2>"$WORK/err"; then fail "help for an unknown command" "exited 0"
+elif grep -q "'bogus' is not a command" "$WORK/err"; then pass "help for an unknown command: $(head -1 "$WORK/err")"
+else fail "help for an unknown command" "stderr was: $(cat "$WORK/err")"; fi
+if "$DPFS" help keychain bogus >/dev/null 2>&1; then fail "help for an unknown keychain command" "exited 0"
+else pass "help for an unknown keychain command fails"; fi
+expect_eq "help for a command shows its overview" "$("$DPFS" help keychain add | head -1 | cut -c1-22)" "OVERVIEW: Add an item;"
+check "help alone shows the overview" "$DPFS" help
 finish
