@@ -179,8 +179,8 @@ public enum LongName {
 }
 
 /// base64url without padding (RFC 4648 §5): the alphabet a file name may hold.
-/// libsodium's codec: free of data-dependent branches, which a lookup's random bytes
-/// mispredicted four times a character in a hand-written one, and strict (a
+/// libsodium's codec: free of branches on the data, which a hand-written one's
+/// per-character switch mispredicted on a sealed name's random bytes; and strict (a
 /// non-canonical encoding does not decode, so each name has one stored form).
 public enum Base64URL {
     private static let variant = sodium_base64_VARIANT_URLSAFE_NO_PADDING
@@ -230,7 +230,8 @@ public enum Base64URL {
     /// Decodes `chars` into `out` (at least `decodedCount` bytes): the count written,
     /// nil when `chars` is not canonical base64url.
     static func decode(_ chars: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Int? {
-        guard let start = out.baseAddress, !chars.isEmpty else { return chars.isEmpty ? 0 : nil }
+        if chars.isEmpty { return 0 }
+        guard let start = out.baseAddress else { return nil }
         var written = 0
         let status = chars.withMemoryRebound(to: CChar.self) { text in
             // No characters to ignore and no end pointer: anything but the alphabet fails.
