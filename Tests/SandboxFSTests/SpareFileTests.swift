@@ -63,43 +63,64 @@ final class SpareFileTests: XCTestCase {
         spares.created(in: a, mode: 0o100644, make: makeWithContents)
         spares.created(in: a, mode: 0o100644, make: makeWithContents)
         spares.created(in: b, mode: 0o100644, make: makeWithContents)
-        XCTAssertEqual(keys.count, 1)
-        XCTAssertTrue(keys[0].isWiped, "closed as stale: wiped")
+        XCTAssertEqual(keys.count, SpareFiles.depth)
+        XCTAssertTrue(keys.allSatisfy(\.isWiped), "closed as stale: wiped")
         spares.created(in: b, mode: 0o100644, make: makeWithContents)
+        XCTAssertEqual(keys.count, 2 * SpareFiles.depth)
         spares.discard()
-        XCTAssertTrue(keys[1].isWiped, "discarded (a lock): wiped")
+        XCTAssertTrue(keys.allSatisfy(\.isWiped), "discarded (a lock): wiped")
         spares.created(in: b, mode: 0o100644, make: makeWithContents)
         spares.created(in: b, mode: 0o100644) { let made = makeWithContents(); spares.discard(); return made }
-        XCTAssertTrue(keys[2].isWiped, "made across a discard, not kept: wiped")
+        XCTAssertEqual(keys.count, 2 * SpareFiles.depth + 1, "a discard stops the making")
+        XCTAssertTrue(keys.allSatisfy(\.isWiped), "made across a discard, not kept: wiped")
         spares.created(in: b, mode: 0o100644, make: makeWithContents)
         spares.created(in: b, mode: 0o100644, make: makeWithContents)
         let taken = try XCTUnwrap(spares.take(in: b, mode: 0o100644))
         XCTAssertFalse(try XCTUnwrap(taken.contents).key.isWiped, "taken: the create's to use")
         close(taken.fd)
         taken.contents?.key.wipe()
+        spares.discard()
     }
 
-    func testASpareIsMadeOnlyOnceCreatesComeInARow() throws {
+    func testARunKeepsItsSparesAheadAndEachIsTakenOnce() throws {
         let spares = SpareFiles(), a = try directoryNode("a")
         spares.created(in: a, mode: 0o100644, make: make)
         XCTAssertTrue(made.isEmpty, "one create is not a run")
         XCTAssertNil(spares.take(in: a, mode: 0o100644))
         spares.created(in: a, mode: 0o100644, make: make)
-        XCTAssertEqual(made.count, 1, "the second in a row makes the next file")
+        XCTAssertEqual(made.count, SpareFiles.depth, "the second in a row makes the next files")
         XCTAssertNil(spares.take(in: a, mode: 0o100600), "not for another mode")
-        XCTAssertEqual(spares.take(in: a, mode: 0o100644)?.fd, made[0])
-        XCTAssertNil(spares.take(in: a, mode: 0o100644), "taken once")
-        close(made[0])
+        XCTAssertEqual(spares.take(in: a, mode: 0o100644)?.fd, made[0], "the oldest first")
+        spares.created(in: a, mode: 0o100644, make: make)
+        XCTAssertEqual(made.count, SpareFiles.depth + 1, "the one taken is replaced")
+        var taken: [Int32] = []
+        while let spare = spares.take(in: a, mode: 0o100644) { taken.append(spare.fd) }
+        XCTAssertEqual(taken, Array(made.dropFirst()), "each is taken once")
+        for fd in made { close(fd) }
+    }
+
+    func testCreatesAnsweredAtOnceMakeNoMoreThanTheDepth() throws {
+        let spares = SpareFiles(), a = try directoryNode("a")
+        spares.created(in: a, mode: 0o100644, make: make)
+        // Another worker answers a create in a while this one makes a spare.
+        spares.created(in: a, mode: 0o100644) {
+            let fd = make()
+            spares.created(in: a, mode: 0o100644, make: make)
+            return fd
+        }
+        XCTAssertEqual(made.count, SpareFiles.depth, "ready and being made count alike")
+        spares.discard()
+        XCTAssertFalse(made.contains(where: isOpen))
     }
 
     func testASpareLeftForAnotherDirectoryIsClosed() throws {
         let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
         spares.created(in: a, mode: 0o100644, make: make)
         spares.created(in: a, mode: 0o100644, make: make)
-        let spare = try XCTUnwrap(made.first)
+        let runOfA = made
         spares.created(in: b, mode: 0o100644, make: make)
-        XCTAssertFalse(isOpen(spare), "the run moved on: its spare is closed")
-        XCTAssertEqual(made.count, 1, "and the first create in b starts no run")
+        XCTAssertFalse(runOfA.contains(where: isOpen), "the run moved on: its spares are closed")
+        XCTAssertEqual(made.count, SpareFiles.depth, "and the first create in b starts no run")
         XCTAssertNil(spares.take(in: a, mode: 0o100644))
     }
 
@@ -107,12 +128,12 @@ final class SpareFileTests: XCTestCase {
         let spares = SpareFiles(), a = try directoryNode("a")
         spares.created(in: a, mode: 0o100644, make: make)
         spares.created(in: a, mode: 0o100644, make: make)
-        let spare = try XCTUnwrap(made.first)
+        XCTAssertEqual(made.count, SpareFiles.depth)
         spares.discard()
-        XCTAssertFalse(isOpen(spare))
+        XCTAssertFalse(made.contains(where: isOpen))
         XCTAssertNil(spares.take(in: a, mode: 0o100644))
         spares.created(in: a, mode: 0o100644, make: make)
-        XCTAssertEqual(made.count, 1, "the next create starts a run again")
+        XCTAssertEqual(made.count, SpareFiles.depth, "the next create starts a run again")
     }
 
     func testASpareIsNotKeptOnceTheRunHasMovedOn() throws {

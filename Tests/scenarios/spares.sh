@@ -3,10 +3,10 @@
 # the daemon makes the next file ahead, header included. What a user sees must not
 # change: every file is whole after a remount; a file made from a spare has the times,
 # group, ACL and class a file made at that moment gets (after a chgrp and chmod g+s, a
-# default ACL or a class change on the directory between the spare and the create); at
-# most one spare is held, none outlives its directory, and a lock or restart drops it
-# (no complete file is made while locked); and a full disk gives the spare's inode back
-# to the create or mkdir that needs it rather than failing.
+# default ACL or a class change on the directory between the spare and the create); a
+# run holds two spares (SpareFiles.depth), none outlives its directory, and a lock or
+# restart drops them (no complete file is made while locked); and a full disk gives the
+# spares' inodes back to the create or mkdir that needs them rather than failing.
 source "$(dirname "$0")/lib.sh"
 
 for tool in setfacl getfacl getfattr setfattr; do
@@ -16,6 +16,7 @@ MOUNT_ARGS="-o allow_other" setup_device
 unlock_device
 D="$MNT/Documents"
 pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+AHEAD=2   # SpareFiles.depth
 
 # The daemon's descriptors of unnamed files (an O_TMPFILE shows as "/#<ino> (deleted)",
 # and so does a file made from one while it is open: a new file's release reaches the
@@ -34,12 +35,12 @@ unnamed_files() {
 # A run of creates: each file named, whole and readable after a remount.
 mkdir "$D/run"
 for i in $(seq 1 200); do echo "file $i" > "$D/run/f$i"; done
-expect_eq "a run of creates leaves one spare, made ahead" "$(unnamed_files 1)" "1"
+expect_eq "a run of creates leaves its spares, made ahead" "$(unnamed_files $AHEAD)" "$AHEAD"
 mkdir "$D/other"
 for i in 1 2 3; do echo "other $i" > "$D/other/g$i"; done
-expect_eq "a run elsewhere closes the first run's spare (still one)" "$(unnamed_files 1)" "1"
+expect_eq "a run elsewhere closes the first run's spares (as many again)" "$(unnamed_files $AHEAD)" "$AHEAD"
 rm -r "$D/other"
-expect_eq "removing the run's directory closes its spare" "$(unnamed_files 0)" "0"
+expect_eq "removing the run's directory closes its spares" "$(unnamed_files 0)" "0"
 "$DPFS" unmount "$MNT" && mount_device && unlock_device
 pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 bad=0
@@ -96,20 +97,20 @@ expect_eq "and reads back" "$(cat "$D/class/c")" "made after the change"
 mkdir "$D/locked"
 setfattr -n user.dpfs.protection -v complete "$D/locked"
 : > "$D/locked/a"; : > "$D/locked/b"
-expect_eq "a complete directory's run holds a spare" "$(unnamed_files 1)" "1"
+expect_eq "a complete directory's run holds its spares" "$(unnamed_files $AHEAD)" "$AHEAD"
 check "lock --now" "$DPFS" lock "$MNT" --now
-expect_eq "the lock drops it" "$(unnamed_files 0)" "0"
+expect_eq "the lock drops them" "$(unnamed_files 0)" "0"
 check_error "no complete file is made while locked" "Operation not permitted" sh -c ": > '$D/locked/c'"
 check "unlock" unlock_device
 : > "$D/locked/d"; : > "$D/locked/e"
 echo "after the unlock" > "$D/locked/f"
 expect_eq "creates after the unlock make spares again, and their files read back" \
-    "$(unnamed_files 1) $(cat "$D/locked/f") $(class_of "$D/locked/f")" "1 after the unlock complete"
+    "$(unnamed_files $AHEAD) $(cat "$D/locked/f") $(class_of "$D/locked/f")" "$AHEAD after the unlock complete"
 check "restart" "$DPFS" restart "$MNT"
-expect_eq "a restart drops the spare too" "$(unnamed_files 0)" "0"
+expect_eq "a restart drops the spares too" "$(unnamed_files 0)" "0"
 check "unlock after the restart" unlock_device
 
-# A full disk: the spare's inode goes to a create in another directory.
+# A full disk: the spares' inodes go to creates in another directory.
 IMG="$WORK/small.img"
 SMALL="$WORK/small"
 scenario_cleanup() {
@@ -132,23 +133,24 @@ check_error "and the next create says so" "No space left on device" touch "$S/fi
 # spare's. (A removed file's inode may stay in use a while: the daemon keeps recent
 # nodes' descriptors.)
 free_inodes() { df --output=iavail "$SMALL" | tail -1 | tr -d ' '; }
-# Creates in fill (named $1<n>) until the last free inode is the spare's.
-spare_takes_last_inode() {
+# Creates in fill (named $1<n>) until the last free inodes are the spares'.
+spares_take_last_inodes() {
     local i=0
-    until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files 1)" = 1 ]; do
+    until [ "$(free_inodes)" = 0 ] && [ "$(unnamed_files $AHEAD)" = $AHEAD ]; do
         touch "$S/fill/$1$i" 2>/dev/null || break
         i=$((i + 1)); [ $i -lt 20 ] || break
     done
-    expect_eq "the last free inode is a spare's (free inodes, spares)" "$(free_inodes) $(unnamed_files 1)" "0 1"
+    expect_eq "the last free inodes are the spares' (free inodes, spares)" "$(free_inodes) $(unnamed_files $AHEAD)" "0 $AHEAD"
 }
 for i in $(seq 0 9); do rm "$S/fill/f$i"; done
-spare_takes_last_inode again
-check "a create in another directory gets the inode the spare held" touch "$S/elsewhere/x"
-check_error "then the disk is full again" "No space left on device" touch "$S/elsewhere/y"
+spares_take_last_inodes again
+check "a create in another directory gets an inode a spare held" touch "$S/elsewhere/x"
+check "and the next one the other's" touch "$S/elsewhere/y"
+check_error "then the disk is full again" "No space left on device" touch "$S/elsewhere/z"
 # Likewise for a directory (any node made gets the spare's inode back).
-rm "$S/fill/f10" "$S/fill/f11" "$S/fill/f12"
-spare_takes_last_inode more
-check "a mkdir gets the inode the spare held" mkdir "$S/elsewhere/d"
+rm "$S/fill/f10" "$S/fill/f11" "$S/fill/f12" "$S/fill/f13" "$S/fill/f14"
+spares_take_last_inodes more
+check "a mkdir gets an inode a spare held" mkdir "$S/elsewhere/d"
 "$DPFS" unmount "$SMALL/mnt" || fail "unmount of the small device"
 umount "$SMALL" || fail "umount of the small filesystem"
 
