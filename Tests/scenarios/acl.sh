@@ -8,9 +8,7 @@
 # mount, not once per file; security.capability works as before.
 source "$(dirname "$0")/lib.sh"
 
-for tool in setfacl getfacl setpriv getfattr setfattr rsync strace; do
-    command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
-done
+require_tools setfacl getfacl setpriv getfattr setfattr rsync strace
 MOUNT_ARGS="-o allow_other" setup_device
 unlock_device
 S="$MNT/Documents/acl"
@@ -169,7 +167,7 @@ tar cf "$WORK/tree.tar" -C "$WORK" tree
 mkdir "$S/extracted" "$S/extracted.acl"
 setfacl -d -m u:1001:rwx "$S/extracted.acl"
 (umask 022; tar xf "$WORK/tree.tar" -C "$S/extracted"; tar xf "$WORK/tree.tar" -C "$S/extracted.acl")
-daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=getxattr,lgetxattr,fgetxattr -o "$WORK/daemon.strace" 2>/dev/null &
 tracer=$!
 attached=0

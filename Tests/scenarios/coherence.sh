@@ -7,14 +7,12 @@
 # back what they were given.
 source "$(dirname "$0")/lib.sh"
 
-for tool in python3 strace; do
-    command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
-done
+require_tools python3 strace
 # Others may use the mount: one check writes as another user.
 MOUNT_ARGS="-o allow_other" setup_device
 unlock_device
 S="$MNT/Documents"
-daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+daemon=$(daemon_pid)
 
 out=$(python3 - "$S/shared" <<'PY'
 import mmap, os, sys

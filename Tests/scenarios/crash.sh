@@ -18,7 +18,7 @@ unlock_any() {  # the old or the new passcode must work, never neither
 }
 
 for seed in $(seq 1 "$SEEDS"); do
-    pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    pid=$(daemon_pid)
     python3 "$LOAD" "$MNT" "$JOURNAL" "$seed" "$DPFS" "$WORK/pa" "$WORK/pb" 2>/dev/null &
     load=$!
     sleep "$(awk -v s="$seed" 'BEGIN { srand(s); printf "%.2f", 0.5 + rand() * 2 }')"

@@ -22,7 +22,7 @@ setup_device
 unlock_device
 D="$MNT/Documents/d"
 mkdir "$D"
-PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+PID=$(daemon_pid)
 forget_all() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 0.5; }
 # trace FILE CALLS: strace on every thread of the daemon, returned once all are traced.
 trace() {

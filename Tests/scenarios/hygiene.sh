@@ -16,7 +16,7 @@ setfattr -n user.dpfs.protection -v complete "$D/c.txt"
 echo "ufa" > "$D/u.txt"
 # A fresh daemon, so what it holds of the plaintext comes from reading it.
 "$DPFS" unmount "$MNT" && mount_device && unlock_device
-PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+PID=$(daemon_pid)
 WMARK="WRITTEN-$$-$RANDOM-PLAINTEXT"
 exec 4<"$D/c.txt"
 # Plaintext written through this daemon to a complete file, in one request.

@@ -200,7 +200,7 @@ printf 'not a plist' > "$WORK/bad.plist"
 check_fails "a bad plist is refused" "$DPFS" app add "$MNT" --entitlements "$WORK/bad.plist"
 
 # --- kill -9 of the daemon during writes ----------------------------------------------
-pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+pid=$(daemon_pid)
 ( i=0; while [ $i -lt 500 ]; do "$DPFS" keychain add "$MNT" --service crash --account "a$i" --accessible Always \
       --data-file <(printf %s "d$i") >/dev/null 2>&1 || break; i=$((i + 1)); done ) &
 writer=$!

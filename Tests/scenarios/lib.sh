@@ -22,7 +22,7 @@ cleanup() {
     # A scenario's own leftovers outside $WORK (processes it started, by pid; files).
     if declare -F scenario_cleanup >/dev/null; then scenario_cleanup; fi
     if grep -qs " $MNT fuse" /proc/mounts; then
-        pid=$("$DPFS" status "$MNT" --json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+        pid=$(daemon_pid)
         "$DPFS" unmount "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
         # The daemon we started must not outlive the scenario.
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null; sleep 0.5; kill -9 "$pid" 2>/dev/null; fi
@@ -112,6 +112,19 @@ fuse_ops_available() {
     local tracing=/sys/kernel/tracing
     [ -d "$tracing/events" ] || mount -t tracefs nodev "$tracing" 2>/dev/null
     [ -e "$tracing/events/fuse/fuse_request_send/enable" ]
+}
+
+# The pid of the daemon serving the mount at $1 (by default $MNT); empty if none.
+daemon_pid() {
+    "$DPFS" status "${1:-$MNT}" --json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'
+}
+
+# Ends the scenario, failed, unless every tool named is installed.
+require_tools() {
+    local tool
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
+    done
 }
 
 state_of() {

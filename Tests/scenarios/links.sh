@@ -110,7 +110,7 @@ expect_eq "they are the backing inode numbers (both names found by it)" \
 
 # 30,000 files made and removed (past the hard RLIMIT_NOFILE of 20,000 that one
 # descriptor per inode ran into): the inode table and the descriptors come back.
-PID=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+PID=$(daemon_pid)
 inodes() { "$DPFS" status "$MNT" --json | sed -n 's/.*"inodes":\([0-9]*\).*/\1/p'; }
 fds() { ls "/proc/$PID/fd" | wc -l; }
 settle() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 1; }

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
-command -v strace >/dev/null || { fail "strace is missing (Scripts/setup installs it)"; finish; }
+require_tools strace
 setup_device
 unlock_device
 S="$MNT/Documents"
@@ -17,7 +17,7 @@ mkdir -p "$WORK/src/d1/d2"
 for i in $(seq 1 60); do printf 'file %s\n' "$i" > "$WORK/src/f$i"; printf 'deep %s\n' "$i" > "$WORK/src/d1/d2/g$i"; done
 tar cf "$WORK/src.tar" -C "$WORK" src
 tar xf "$WORK/src.tar" -C "$S"
-daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=newfstatat,openat,getxattr -o "$WORK/daemon.strace" 2>/dev/null &
 tracer=$!
 attached=0

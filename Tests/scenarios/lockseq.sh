@@ -4,7 +4,7 @@
 # of complete files are flushed before the key goes, events in order.
 source "$(dirname "$0")/lib.sh"
 
-command -v strace >/dev/null || { fail "strace is missing (Scripts/setup installs it)"; finish; }
+require_tools strace
 MOUNT_ARGS="--grace-period 2" setup_device
 unlock_device
 D="$MNT/Documents"
@@ -101,7 +101,7 @@ assert len(os.pread(fd, 200000, 0)) == 100000
 os.close(fd)
 run("lock", mnt, "--now"); run("unlock", mnt, "--passcode-file", passcode)
 PY
-daemon=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=pread64 -o "$WORK/reread.strace" 2>/dev/null &
 tracer=$!
 for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && break; sleep 0.1; done

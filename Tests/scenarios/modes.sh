@@ -59,7 +59,7 @@ MOUNT_ARGS="-o allow_other"
 "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null || { fail "init"; finish; }
 for daemon_umask in 022 077; do
     (umask "$daemon_umask"; mount_device) || { fail "mount under umask $daemon_umask"; finish; }
-    pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    pid=$(daemon_pid)
     expect_eq "the daemon runs with umask 0 (started under $daemon_umask)" \
         "$(sed -n 's/^Umask:[[:space:]]*//p' "/proc/$pid/status")" "0000"
     expect_eq "the control socket is 0600 (daemon started under $daemon_umask)" \

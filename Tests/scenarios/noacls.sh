@@ -7,9 +7,7 @@
 # checks permissions answers "no ACL" (ENODATA) meanwhile.
 source "$(dirname "$0")/lib.sh"
 
-for tool in setfacl getfacl strace python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
-done
+require_tools setfacl getfacl strace python3
 acl_errno() {  # the errno name of reading system.posix_acl_access of $1, or "data"
     python3 - "$1" <<'EOF'
 import errno, os, sys

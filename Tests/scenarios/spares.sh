@@ -9,13 +9,11 @@
 # spares' inodes back to the create or mkdir that needs them rather than failing.
 source "$(dirname "$0")/lib.sh"
 
-for tool in setfacl getfacl getfattr setfattr; do
-    command -v "$tool" >/dev/null || { fail "$tool is missing (Scripts/setup installs it)"; finish; }
-done
+require_tools setfacl getfacl getfattr setfattr
 MOUNT_ARGS="-o allow_other" setup_device
 unlock_device
 D="$MNT/Documents"
-pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+pid=$(daemon_pid)
 AHEAD=2   # SpareFiles.depth
 
 # The daemon's descriptors of unnamed files (an O_TMPFILE shows as "/#<ino> (deleted)",
@@ -42,7 +40,7 @@ expect_eq "a run elsewhere closes the first run's spares (as many again)" "$(unn
 rm -r "$D/other"
 expect_eq "removing the run's directory closes its spares" "$(unnamed_files 0)" "0"
 "$DPFS" unmount "$MNT" && mount_device && unlock_device
-pid=$("$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+pid=$(daemon_pid)
 bad=0
 for i in $(seq 1 200); do [ "$(cat "$D/run/f$i" 2>&1)" = "file $i" ] || bad=$((bad + 1)); done
 expect_eq "after a remount, all 200 files read back whole" "$bad" "0"
@@ -123,7 +121,7 @@ truncate -s 16M "$IMG" && mkfs.ext4 -q -F -N 256 "$IMG" && mkdir -p "$SMALL" && 
     && mkdir "$SMALL/mnt" && "$DPFS" mount "$SMALL/device" "$SMALL/mnt" >/dev/null \
     && "$DPFS" unlock "$SMALL/mnt" --passcode-file "$PASS" >/dev/null || { fail "a device on it"; finish; }
 S="$SMALL/mnt/Documents"
-pid=$("$DPFS" status "$SMALL/mnt" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+pid=$(daemon_pid "$SMALL/mnt")
 mkdir "$S/fill" "$S/elsewhere"
 n=0
 while touch "$S/fill/f$n" 2>/dev/null; do n=$((n + 1)); [ $n -lt 2000 ] || break; done

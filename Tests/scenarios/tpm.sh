@@ -13,7 +13,7 @@ stop_swtpm() {
 }
 scenario_cleanup() { stop_swtpm; }
 
-command -v swtpm >/dev/null || { fail "swtpm is installed (Scripts/setup installs it)"; finish; }
+require_tools swtpm
 # Two free loopback ports in a row: N for the TPM, N+1 for its control channel.
 PORT=$(python3 - <<'PY'
 import random, socket

@@ -9,7 +9,6 @@ source "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 guard_of() { pgrep -f "^dpfs unmount $1 --when-closed 3 --source " | head -1; }
-daemon_pid() { "$DPFS" status "$1" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
 mounted() { grep -qs " ${1// /\\\\040} fuse" /proc/mounts; }  # /proc/mounts writes a space as \040
 unmounted_within() { for _ in $(seq 100); do mounted "$1" || return 0; sleep 0.1; done; return 1; }
 gone_within() { for _ in $(seq 100); do [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = "" ] && return 0
