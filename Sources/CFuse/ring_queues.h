@@ -259,6 +259,7 @@ static inline void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
         memset(&buf, 0, sizeof(buf));
         buf.mem = request;
         buf.size = DPFS_RING_IN_HEADER_SIZE + fixed + payload;
+        dpfs_tmpfile_as_create(request, buf.size);
         entry->serving = unique;
         pthread_setspecific(rings->serving_key, entry);
         fuse_session_process_buf(rings->se, &buf);

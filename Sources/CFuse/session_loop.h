@@ -102,6 +102,23 @@ static inline int dpfs_loop_create_thread(pthread_t *thread, void *(*body)(void 
     return rc;
 }
 
+// An open with O_TMPFILE in the mount reaches the daemon as FUSE_TMPFILE (protocol
+// 7.37), which libfuse 3.14 answers ENOSYS. It carries what FUSE_CREATE carries, the
+// new dentry's name "/" as the name, and takes the same reply, so it is handed to the
+// filesystem's create as one: no name the kernel sends otherwise holds a slash.
+#define DPFS_OPCODE_CREATE 35
+#define DPFS_OPCODE_TMPFILE 51
+
+/// Turns a FUSE_TMPFILE request (its in-header at `request`) into a FUSE_CREATE.
+static inline void dpfs_tmpfile_as_create(void *request, size_t size) {
+    uint32_t opcode;
+    if (size < 8) return;
+    memcpy(&opcode, (char *)request + 4, sizeof(opcode));
+    if (opcode != DPFS_OPCODE_TMPFILE) return;
+    opcode = DPFS_OPCODE_CREATE;
+    memcpy((char *)request + 4, &opcode, sizeof(opcode));
+}
+
 #include "ring_queues.h"
 
 static inline void *dpfs_loop_worker(void *argument) {
@@ -129,6 +146,7 @@ static inline void *dpfs_loop_worker(void *argument) {
         if (loop->waiting == 0 && loop->count < loop->max) dpfs_loop_start_worker(loop);
         pthread_mutex_unlock(&loop->lock);
         size_t received = buf->size;
+        if (!(buf->flags & FUSE_BUF_IS_FD)) dpfs_tmpfile_as_create(buf->mem, received);
         fuse_session_process_buf(loop->se, buf);
         // The INIT reply just written took FUSE_OVER_IO_URING: start the queues.
         if (loop->rings != NULL && __atomic_load_n(&loop->rings->negotiated, __ATOMIC_ACQUIRE) &&

@@ -237,6 +237,7 @@ extension SandboxFileSystem {
     func create(_ req: fuse_req_t?, _ parentID: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,
                 _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let parent = node(parentID)
+        if Self.isUnnamedFileRequest(name) { return createUnnamed(req, parent, mode, fi) }
         guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
         if let error = prepareName(form, in: parent) { return reply(req, error) }
@@ -251,8 +252,17 @@ extension SandboxFileSystem {
             made.key.wipe()
             return reply(req, error)
         }
-        var st = created
         vouched(inode, for: form.place)
+        guard openCreated(req, made, slot, as: inode, created, in: parent, fi) else { return }
+        guard spareMayServe(in: parent) else { return }
+        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, slot.protectionClass) }
+    }
+
+    /// Opens the file a create just made (`made`, entered as `inode` with attributes
+    /// `created`) and answers the create; false when it could not (answered with EIO).
+    func openCreated(_ req: fuse_req_t?, _ made: CreatedFile, _ slot: FileHeader.KeySlot, as inode: Inode,
+                             _ created: stat, in parent: Inode, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Bool {
+        var st = created
         // Made here, bare: no capability, and no ACL unless the directory passes one on.
         inode.noteAbsent(.capability, seenAt: 0)
         noteMadeBare(inode, in: parent)
@@ -261,7 +271,8 @@ extension SandboxFileSystem {
         // while locked could not unwrap it again.
         let content = SealedFile(fd: made.fd, header: made.header, slot: slot, key: made.key, plainSize: 0)
         guard case .success(let file) = inode.retainOpen({ .success(OpenFile(content: content)) }) else {
-            return reply(req, .io)
+            reply(req, .io)
+            return false
         }
         // Made here without a capability: a write has nothing to take unless set-ID
         // bits were asked for (Privileges.swift).
@@ -272,8 +283,7 @@ extension SandboxFileSystem {
         // it saw, which this one was not yet: its key goes now (until an unlock).
         if !classTakesNewFiles(slot.protectionClass) { file.content.revokeKey() }
         install(req, inode, file, fi, created: st)
-        guard spareMayServe(in: parent) else { return }
-        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, slot.protectionClass) }
+        return true
     }
 
     /// A spare for the next create in `parent` (SpareFiles): an unnamed file with its
@@ -339,9 +349,10 @@ extension SandboxFileSystem {
         let key: SecureBuffer
     }
 
-    /// Creates a backing file with its header, in the class its directory passes on.
+    /// Creates a backing file with its header, in the class its directory passes on,
+    /// named `form` (with its name tag), or left unnamed when `form` is nil (O_TMPFILE).
     /// Nothing is created when the class cannot take a new file now (EPERM).
-    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName, mode: mode_t) -> Result<CreatedFile, Errno> {
+    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, mode: mode_t) -> Result<CreatedFile, Errno> {
         let protectionClass: ProtectionClass
         switch directoryClass(parent) {
         case .failure(let error): return .failure(error)
@@ -350,7 +361,7 @@ extension SandboxFileSystem {
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file. A spare made ahead has them but the tag, when made in this class.
-        let spare = spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
+        let spare = form != nil && spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
         let fd: Int32, header: FileHeader, key: SecureBuffer
         var rc: Int32 = 0
         if let spare, let ready = spare.contents, ready.protectionClass == protectionClass, classTakesNewFiles(protectionClass) {
@@ -371,11 +382,11 @@ extension SandboxFileSystem {
                 rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
             }
         }
-        if rc == 0, let place = form.place {
+        if rc == 0, let place = form?.place {
             let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
             if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
         }
-        if rc == 0 {
+        if rc == 0, let form {
             let linked = parent.withDescriptor { parentFD in
                 linkDescriptor(fd, into: parentFD, as: form.stored)
             }

@@ -18,7 +18,6 @@ fi
 ORIGINAL=$(cat "$PARAM")
 scenario_cleanup() { echo "$ORIGINAL" > "$PARAM"; }
 
-daemon_pid() { "$DPFS" status "$MNT" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }
 # Threads of process $1 named $2 (the daemon names its ring threads and helpers).
 threads_named() { grep -lx "$2" /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
 ring_fds() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'anon_inode:\[io_uring\]'; }
@@ -140,6 +139,17 @@ tar cf "$WORK/src.tar" -C "$WORK" src
 check "tar extracts into the mount" tar xf "$WORK/src.tar" -C "$S"
 check "and every file reads back as it was" diff -r "$WORK/src" "$S/src"
 check "tar reads it out again" tar cf "$WORK/out.tar" -C "$S" src
+# O_TMPFILE comes as FUSE_TMPFILE through the queues too (handed to create).
+out=$(python3 - "$S" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
+os.write(fd, b"unnamed")
+rc = libc.linkat(-100, f"/proc/self/fd/{fd}".encode(), -100, os.path.join(sys.argv[1], "named").encode(), 0x400)
+print(os.fstat(fd).st_nlink if rc == 0 else os.strerror(ctypes.get_errno()))
+PY
+)
+expect_eq "an O_TMPFILE is made and linked through the queues" "$out $(cat "$S/named")" "1 unnamed"
 
 gone_within() {  # $1: pid; true when it has exited within 10 s
     for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
