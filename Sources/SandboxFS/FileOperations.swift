@@ -261,7 +261,7 @@ extension SandboxFileSystem {
     /// Opens the file a create just made (`made`, entered as `inode` with attributes
     /// `created`) and answers the create; false when it could not (answered with EIO).
     func openCreated(_ req: fuse_req_t?, _ made: CreatedFile, _ slot: FileHeader.KeySlot, as inode: Inode,
-                             _ created: stat, in parent: Inode, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Bool {
+                     _ created: stat, in parent: Inode, _ fi: UnsafeMutablePointer<fuse_file_info>) -> Bool {
         var st = created
         // Made here, bare: no capability, and no ACL unless the directory passes one on.
         inode.noteAbsent(.capability, seenAt: 0)
@@ -444,8 +444,13 @@ extension SandboxFileSystem {
         } else {
             rc = fuse_reply_open(req, fi)
         }
-        // The request was interrupted: the kernel will send no release for this handle.
-        if rc != 0 { dropHandle(fi) }
+        // The request was interrupted: the kernel will send no release for this handle,
+        // nor, for a new file, a forget of its entry (whose descriptor would otherwise
+        // keep an unnamed file's inode and blocks until the unmount).
+        if rc != 0 {
+            dropHandle(fi)
+            if created != nil { inodes.forget(inode, 1) }
+        }
     }
 
     func release(_ req: fuse_req_t?, _ fi: UnsafeMutablePointer<fuse_file_info>?) {

@@ -49,6 +49,15 @@ final class InodeTable: Sendable {
         remember(st, handle: handle(of: fd, st), fd: fd)
     }
 
+    /// The entry for the unnamed file `fd` (an O_PATH descriptor, consumed) whose
+    /// attributes are `st`, made if new; counts one lookup. Its handle only tells it
+    /// from an entry of the same number: the descriptor stays open (never left to the
+    /// descriptor cache), as a handle reopens no file without links once the inode has
+    /// left the inode cache, which the descriptor keeps it from doing.
+    func remember(unnamed fd: Int32, _ st: stat) -> Inode {
+        remember(st, handle: handle(of: fd, st), fd: fd, cached: false)
+    }
+
     /// The handle of the node `fd` (any descriptor) whose attributes are `st`, when
     /// entries here can be made from handles.
     func handle(of fd: Int32, _ st: stat) -> KernelFileHandle? {
@@ -105,8 +114,10 @@ final class InodeTable: Sendable {
         return number == UInt64(st.st_ino) ? handle : nil
     }
 
-    /// `fd`: the node's O_PATH descriptor (consumed), or -1 with a `handle`.
-    private func remember(_ st: stat, handle: KernelFileHandle?, fd: Int32, birth: FileBirth? = nil) -> Inode {
+    /// `fd`: the node's O_PATH descriptor (consumed), or -1 with a `handle`; a new
+    /// entry with both leaves its descriptor to the cache when `cached`.
+    private func remember(_ st: stat, handle: KernelFileHandle?, fd: Int32, birth: FileBirth? = nil,
+                          cached: Bool = true) -> Inode {
         let key = InodeKey(st)
         let (inode, spare, admit) = entries.withLock { table -> (Inode, Int32, Bool) in
             if let existing = table.byKey[key] {
@@ -121,7 +132,7 @@ final class InodeTable: Sendable {
                 table.stale[ObjectIdentifier(existing)] = existing
             }
             let made = makeEntry(&table, st, handle: handle, fd: fd, birth: birth)
-            return (made, -1, made.handle != nil && fd >= 0)
+            return (made, -1, cached && made.handle != nil && fd >= 0)
         }
         if spare >= 0 { close(spare) }
         if admit, let descriptors { descriptors.admit(inode) }

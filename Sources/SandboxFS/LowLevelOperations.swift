@@ -199,7 +199,9 @@ extension SandboxFileSystem {
     /// Answers a lookup-like request with `inode` (whose lookup the caller counted).
     func replyEntry(_ req: fuse_req_t?, _ inode: Inode, _ st: stat) {
         var entry = entryParameters(inode, st)
-        fuse_reply_entry(req, &entry)
+        // The request was interrupted: the kernel never learns of the entry, so it will
+        // send no forget for the lookup counted for it.
+        if fuse_reply_entry(req, &entry) != 0 { inodes.forget(inode, 1) }
     }
 
     func entryParameters(_ inode: Inode, _ st: stat) -> fuse_entry_param {

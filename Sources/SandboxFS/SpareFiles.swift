@@ -55,6 +55,8 @@ final class SpareFiles: Sendable {
         var ready: [Spare] = []
         /// Being made now, by workers that answered creates of the run.
         var making = 0
+        /// Of those, the ones a discard came after: their makers close them.
+        var outdated = 0
         /// Where the last create was: a second create there in a row starts a run.
         var lastDirectory: Inode?
         var lastMode: mode_t = 0
@@ -95,47 +97,73 @@ final class SpareFiles: Sendable {
     /// continues a run there, makes spares (with `make`) until the run has `depth` of
     /// them ready or being made; closes the spares of a run that ended.
     func created(in directory: Inode, mode: mode_t, make: () -> (fd: Int32, contents: SpareContents?)) {
-        var (reserved, stale) = state.withLock { state -> (UInt64?, [Spare]) in
+        var reserved: UInt64?
+        let stale = state.withLock { state -> [Spare] in
             let continues = state.lastDirectory === directory && state.lastMode == mode
             state.lastDirectory = directory
             state.lastMode = mode
             guard continues else {
                 defer { state.ready = [] }
-                return (nil, state.ready)
+                return state.ready
             }
-            return (state.reserve(), [])
+            reserved = state.reserve()
+            return []
         }
         for spare in stale { spare.close() }
         while let generation = reserved {
             let made = make()
             let spare = made.fd >= 0 ? Spare(directory: directory, mode: mode, fd: made.fd, contents: made.contents) : nil
-            let kept: Bool
-            (kept, reserved) = state.withLock { state -> (Bool, UInt64?) in
-                state.making -= 1
+            let kept = state.withLock { state -> Bool in
                 guard let spare, state.generation == generation, state.ready.count < Self.depth,
-                      state.lastDirectory === directory, state.lastMode == mode else { return (false, nil) }
+                      state.lastDirectory === directory, state.lastMode == mode else { return false }
+                state.making -= 1
                 state.ready.append(spare)
-                return (true, state.reserve())
+                reserved = state.reserve()
+                return true
             }
-            if !kept { spare?.close() }
+            guard !kept else { continue }
+            // Counted as being made until closed: a discard waits for that.
+            spare?.close()
+            state.withLock { state in
+                state.making -= 1
+                if state.generation != generation { state.outdated -= 1 }
+            }
+            reserved = nil
         }
     }
 
     /// Closes the spares and ends the run: what a file made in some directory gets may
     /// have changed, a class key is going, or the disk is full and the spares' inodes
-    /// are wanted. Whether there was a spare; errno is kept.
+    /// are wanted. A spare being made meanwhile is closed by its maker, once made; this
+    /// waits for that (its inode free, its key wiped), up to 50 ms. Whether there was
+    /// a spare, ready or being made; errno is kept.
     @discardableResult
     func discard() -> Bool {
-        let spares = state.withLock { state -> [Spare] in
+        let (spares, inFlight) = state.withLock { state -> ([Spare], Bool) in
             state.generation &+= 1
             state.lastDirectory = nil
+            state.outdated = state.making
             defer { state.ready = [] }
-            return state.ready
+            return (state.ready, state.making > 0)
         }
-        guard !spares.isEmpty else { return false }
+        guard !spares.isEmpty || inFlight else { return false }
         let saved = errno
         for spare in spares { spare.close() }
+        if inFlight { waitForOutdatedSpares() }
         errno = saved
         return true
+    }
+
+    /// Making a spare takes tens of microseconds; the bound is for a maker that cannot
+    /// finish before the caller goes on (the caller itself, inside `make`).
+    private func waitForOutdatedSpares() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let deadline = now.tv_sec * 1_000_000_000 + now.tv_nsec + 50_000_000
+        while state.withLock({ $0.outdated }) > 0 {
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            if now.tv_sec * 1_000_000_000 + now.tv_nsec > deadline { return }
+            usleep(20)
+        }
     }
 }

@@ -4,8 +4,8 @@
 // directory passes on, its owner, the directory's default ACL through the backing
 // filesystem) but neither tagged nor linked: a link through the mount names it later
 // (Namespace.link writes the tag first), and one never linked goes with its last
-// descriptor. Its entry keeps an O_PATH descriptor of its own, as a handle reopens no
-// file without links once it has left the inode cache.
+// descriptor. Its entry keeps an O_PATH descriptor of its own for its whole life
+// (InodeTable.remember(unnamed:)).
 import BlockStore
 import CFuse
 import Glibc
@@ -43,6 +43,6 @@ extension SandboxFileSystem {
         guard fstat(fd, &st) == 0 else { return nil }
         let pathFD = procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
         guard pathFD >= 0 else { return nil }
-        return (inodes.remember(fd: pathFD, st), st)
+        return (inodes.remember(unnamed: pathFD, st), st)
     }
 }

@@ -113,6 +113,26 @@ final class SpareFileTests: XCTestCase {
         XCTAssertFalse(made.contains(where: isOpen))
     }
 
+    func testADiscardWaitsForASpareBeingMadeWhichItsMakerCloses() throws {
+        let spares = SpareFiles(), a = try directoryNode("a"), directoryFD = directoryFD
+        spares.created(in: a, mode: 0o100644) { (-1, nil) }
+        let making = DispatchSemaphore(value: 0), made = MadeDescriptor()
+        let maker = Thread {
+            spares.created(in: a, mode: 0o100644) {
+                made.fd = dpfs_open_tmpfile(directoryFD, ".", 0o644)
+                making.signal()
+                usleep(20_000)  // still being made when the discard comes
+                return (made.fd, nil)
+            }
+        }
+        maker.start()
+        making.wait()
+        XCTAssertGreaterThanOrEqual(made.fd, 0)
+        XCTAssertTrue(spares.discard(), "a spare being made counts as one")
+        XCTAssertFalse(isOpen(made.fd), "its maker closed it before the discard returned")
+        XCTAssertNil(spares.take(in: a, mode: 0o100644))
+    }
+
     func testASpareLeftForAnotherDirectoryIsClosed() throws {
         let spares = SpareFiles(), a = try directoryNode("a"), b = try directoryNode("b")
         spares.created(in: a, mode: 0o100644, make: make)
@@ -155,4 +175,9 @@ final class SpareFileTests: XCTestCase {
         XCTAssertFalse(isOpen(spare), "made before the change: closed, not kept")
         XCTAssertNil(spares.take(in: a, mode: 0o100644))
     }
+}
+
+/// A descriptor a maker thread made, read once the discard it raced has returned.
+private final class MadeDescriptor: @unchecked Sendable {
+    var fd: Int32 = -1
 }

@@ -18,12 +18,13 @@ AHEAD=2   # SpareFiles.depth
 
 # The daemon's descriptors of unnamed files (an O_TMPFILE shows as "/#<ino> (deleted)",
 # and so does a file made from one while it is open: a new file's release reaches the
-# daemon after close returns, so a count above the one expected, $1, is read again
-# for up to 2 s before it stands).
+# daemon after close returns, and the last create's spares are made after its reply,
+# so a count other than the one expected, $1, is read again for up to 2 s before it
+# stands).
 unnamed_files() {
     local count tries=0
     count=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/#[0-9]* (deleted)$')
-    while [ "$count" -gt "$1" ] && [ $tries -lt 20 ]; do
+    while [ "$count" -ne "$1" ] && [ $tries -lt 20 ]; do
         sleep 0.1; tries=$((tries + 1))
         count=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/#[0-9]* (deleted)$')
     done
