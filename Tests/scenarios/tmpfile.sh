@@ -16,10 +16,11 @@ daemon=$(daemon_pid)
 
 # unnamed DIR STEP...: runs the steps on one O_TMPFILE opened in DIR and prints what
 # each gives. Steps: write:TEXT, read, nlink, list (DIR's names), link:NAME (through
-# /proc/self/fd), linkempty:NAME (linkat AT_EMPTY_PATH), excl (opened O_EXCL), pause
-# (waits for a line on stdin), close.
+# /proc/self/fd), linkempty:NAME (linkat AT_EMPTY_PATH), excl (opened O_EXCL), keeppath
+# (an O_PATH descriptor of it kept, the open one closed), settle (0.3 s), pause (waits
+# for a line on stdin), close.
 read -r -d '' UNNAMED_STEPS <<'PY'
-import ctypes, os, sys
+import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, AT_SYMLINK_FOLLOW, AT_EMPTY_PATH = -100, 0x400, 0x1000
 directory, steps = sys.argv[1], sys.argv[2:]
@@ -43,7 +44,10 @@ for step in steps:
             else:
                 rc = libc.linkat(fd, b"", AT_FDCWD, target, AT_EMPTY_PATH)
             out.append("linked" if rc == 0 else os.strerror(ctypes.get_errno()))
+        elif kind == "keeppath":  # an O_PATH descriptor of it, then the open one closed
+            kept = os.open(f"/proc/self/fd/{fd}", os.O_PATH); os.close(fd); fd = kept; out.append("kept")
         elif kind == "pause": print(" ".join(out), flush=True); out = []; sys.stdin.readline()
+        elif kind == "settle": time.sleep(0.3)  # the daemon has had the release
         elif kind == "close": os.close(fd); out.append("closed")
     except OSError as error:
         out.append(error.strerror)
@@ -77,8 +81,13 @@ expect_eq "a link through /proc/self/fd names it" \
     "$(unnamed "$D/plain" write:published link:report nlink list read close)" "written linked 1 report published closed"
 expect_eq "linkat with AT_EMPTY_PATH too, and a second link counts" \
     "$(unnamed "$D/plain" write:twice linkempty:one link:two nlink close)" "written linked linked 2 closed"
+# Closed but held by an O_PATH descriptor: only the daemon's entry keeps the backing
+# inode then (UnnamedEntryTests covers its descriptor cache going round meanwhile).
+expect_eq "closed but still held (O_PATH), it can be linked, and reads back" \
+    "$(unnamed "$D/plain" write:held keeppath settle link:held close) $(cat "$D/plain/held")" \
+    "written kept linked closed held"
 expect_eq "O_EXCL: the file can never be linked" \
-    "$(unnamed "$D/plain" excl write:private link:never list close)" "written No such file or directory one,report,two closed"
+    "$(unnamed "$D/plain" excl write:private link:never list close)" "written No such file or directory held,one,report,two closed"
 
 # A default ACL on the directory passes to it, as to a file created there.
 mkdir "$D/shared"
@@ -117,9 +126,9 @@ check "unlock again" unlock_device
 expect_eq "after a remount the linked files read back" \
     "$(cat "$D/plain/report" "$D/plain/one" "$D/vault/kept")" "publishedtwicesecret"
 expect_eq "and the directories list only them" "$(ls "$D/plain" "$D/vault" | tr '\n' ' ')" \
-    "$D/plain: one report two  $D/vault: kept "
+    "$D/plain: held one report two  $D/vault: kept "
 "$DPFS" unmount "$MNT" || fail "unmount"
 expect_eq "fsck finds every file whole" "$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1 | tail -1)" \
-    "checked 5 files, 5 blocks: clean"
+    "checked 6 files, 6 blocks: clean"
 
 finish

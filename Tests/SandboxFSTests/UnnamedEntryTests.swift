@@ -1,0 +1,66 @@
+// The inode table's entry for an unnamed file (an O_TMPFILE made through the mount,
+// UnnamedFiles.swift): once its last open descriptor closes, only the entry's own
+// keeps the inode, so the descriptor cache must never close it.
+import BlockStore
+import CFuse
+import CLinux
+import Glibc
+@testable import SandboxFS
+import XCTest
+
+final class UnnamedEntryTests: XCTestCase {
+    private var directory = ""
+    private var rootFD: Int32 = -1
+    private var mountFD: Int32 = -1
+    private var table: InodeTable?
+
+    override func setUpWithError() throws {
+        directory = try XCTUnwrap(mkdtemp(strdup("/var/tmp/dpfs-unnamed.XXXXXX")).map { String(cString: $0) })
+        rootFD = open(directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
+        mountFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        // A cache of two descriptors: a few named files used go round it.
+        let made = try InodeTable(rootFD: rootFD, mountFD: mountFD, cacheCapacity: 2)
+        guard made.descriptors != nil else {
+            throw XCTSkip("no file handles here (every entry keeps its descriptor): needs root and ext4 or XFS")
+        }
+        table = made
+    }
+
+    override func tearDown() {
+        table = nil  // closes rootFD
+        if mountFD >= 0 { close(mountFD) }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Uses an entry's descriptor, as a request does: reopened from its handle when the
+    /// cache closed it. Its inode number, or nil when it could not be reopened.
+    private func inodeNumber(of entry: Inode) -> UInt64? {
+        try? entry.withDescriptor { fd -> Result<UInt64, Errno> in
+            var st = stat()
+            return fstat(fd, &st) == 0 ? .success(UInt64(st.st_ino)) : .failure(.current)
+        }.get()
+    }
+
+    func testAnUnnamedFileOutlivesItsOpenDescriptorThroughItsEntry() throws {
+        let table = try XCTUnwrap(table)
+        let open = dpfs_open_tmpfile(mountFD, ".", 0o600)
+        XCTAssertGreaterThanOrEqual(open, 0)
+        var st = stat()
+        XCTAssertEqual(fstat(open, &st), 0)
+        let pathFD = procPath(open).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
+        let unnamed = table.remember(unnamed: pathFD, st)
+        XCTAssertEqual(inodeNumber(of: unnamed), UInt64(st.st_ino))
+        close(open)  // the kernel's release: only the entry holds the inode now
+        for index in 0..<8 {
+            let fd = openat(mountFD, "f\(index)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o644)
+            var named = stat()
+            XCTAssertEqual(fstat(fd, &named), 0)
+            let handle = try XCTUnwrap(table.handle(of: fd, named))
+            close(fd)
+            XCTAssertNotNil(inodeNumber(of: table.remember(handle: handle, named)))
+        }
+        XCTAssertEqual(inodeNumber(of: unnamed), UInt64(st.st_ino), "still its own inode, after the cache went round")
+        let linked = unnamed.withDescriptor { linkDescriptor($0, into: mountFD, as: "named") }
+        XCTAssertEqual(linked, 0, "and a link still names it")
+    }
+}
