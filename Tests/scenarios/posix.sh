@@ -331,8 +331,15 @@ print(n); os.close(b); c = os.open(\"h\", os.O_WRONLY | os.O_CREAT, 0o644)
 print(os.sendfile(c, a, 5000, 70000)); os.close(a); os.close(c)" && cmp f g && cmp <(tail -c +5001 f | head -c 70000) h && echo same'
 same "names beginning with .fuse_hidden are ordinary names (names are sealed)" 'touch .fuse_hidden1; mkdir .fuse_hidden2
     mkdir d && echo 1 > f && mv -T d .fuse_hidden0000000100000002; mv f .fuse_hiddenX; ls -a | LC_ALL=C sort; cat .fuse_hiddenX'
-documented "O_TMPFILE is not supported" 'py "E(os.open, \".\", os.O_TMPFILE | os.O_RDWR, 0o600)"; ls | wc -l' "ENOTSUP
-0" "libfuse 3.14 has no tmpfile operation: open(O_TMPFILE) gives EOPNOTSUPP (glibc's tmpfile() and Python's tempfile then fall back to a named file that is unlinked at once, which works)"
+same "O_TMPFILE: unnamed until linked by name; with O_EXCL never linked" 'py "
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def link(fd, name): return libc.linkat(-100, (\"/proc/self/fd/%d\" % fd).encode(), -100, name, 0x400)
+fd = os.open(\".\", os.O_TMPFILE | os.O_RDWR, 0o640)
+os.write(fd, b\"data\"); print(os.fstat(fd).st_nlink, os.listdir(\".\"), os.pread(fd, 4, 0))
+print(link(fd, b\"named\"), os.fstat(fd).st_nlink); os.close(fd)
+fd = os.open(\".\", os.O_TMPFILE | os.O_RDWR | os.O_EXCL, 0o600)
+print(link(fd, b\"never\"), errno.errorcode[ctypes.get_errno()]); os.close(fd)"; ls; cat named; stat -c "%a %h %s" named'
 same "read-only file opened O_RDWR by root, read-only mode for others" 'echo 1 > f && chmod 444 f && echo 2 >> f && cat f'
 
 # ---------------------------------------------------------------- sparse and big
