@@ -43,6 +43,8 @@ extension SandboxFileSystem {
         let buffer = memory.assumingMemoryBound(to: CChar.self)
         let backingEntries = memory + room
         var used = 0
+        // The entries whose lookups this listing counts (readdirplus).
+        var counted: [Inode] = []
         listing: while true {
             let count = dpfs_getdents(directoryFD, backingEntries, room)
             if count < 0 && used == 0 { return reply(req, .current) }
@@ -53,7 +55,7 @@ extension SandboxFileSystem {
                 position += Int(entry.pointee.d_reclen)
                 let backing = dpfs_dirent_name(entry).unsafelyUnwrapped
                 switch addEntry(req, entry.pointee, backing, in: directory, directoryFD: directoryFD,
-                                into: buffer + used, room: size - used, plus: plus) {
+                                into: buffer + used, room: size - used, plus: plus, counted: &counted) {
                 case .added(let bytes): used += bytes
                 case .full: break listing  // the next call resumes at this entry
                 case .failed(let error):
@@ -64,7 +66,11 @@ extension SandboxFileSystem {
                 }
             }
         }
-        fuse_reply_buf(req, buffer, used)
+        // The request was interrupted: the kernel never learns of the entries, so it
+        // will send no forget for the lookups counted for them.
+        if fuse_reply_buf(req, buffer, used) != 0 {
+            for inode in counted { inodes.forget(inode, 1) }
+        }
     }
 
     /// What adding one backing entry to a listing did.
@@ -77,10 +83,11 @@ extension SandboxFileSystem {
         case failed(Errno)
     }
 
-    /// Adds the entry for `backing` to a listing.
+    /// Adds the entry for `backing` to a listing (to `counted` too, when it counts a lookup).
     private func addEntry(_ req: fuse_req_t?, _ entry: dpfs_dirent64, _ backing: UnsafePointer<CChar>,
                           in directory: Inode, directoryFD: Int32,
-                          into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool) -> Added {
+                          into buffer: UnsafeMutablePointer<CChar>, room: Int, plus: Bool,
+                          counted: inout [Inode]) -> Added {
         let plain: [CChar], place: NamePlace?
         switch plaintextName(backing, in: directory, directoryFD: directoryFD) {
         case .hidden: return .added(0)
@@ -111,6 +118,7 @@ extension SandboxFileSystem {
                 case .failure(let error): return Self.isShortage(error) ? .failed(error) : .added(0)
                 case .success(let (inode, found)):
                     reached(inode, by: place)
+                    counted.append(inode)
                     parameters = entryParameters(inode, found)
                 }
             }
