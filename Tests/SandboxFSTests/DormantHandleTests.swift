@@ -7,26 +7,21 @@ import Glibc
 import XCTest
 
 final class DormantHandleTests: XCTestCase {
-    private var directory = ""
-    private var rootFD: Int32 = -1
+    private var directory: HandleTableDirectory?
     private var mountFD: Int32 = -1
     private var table: InodeTable?
 
     override func setUpWithError() throws {
-        directory = try XCTUnwrap(mkdtemp(strdup("/var/tmp/dpfs-dormant.XXXXXX")).map { String(cString: $0) })
-        rootFD = open(directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
-        mountFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        let made = try InodeTable(rootFD: rootFD, mountFD: mountFD)
-        guard made.descriptors != nil else {
-            throw XCTSkip("no file handles here (the daemon's entries keep descriptors instead): needs root and ext4 or XFS")
-        }
-        table = made
+        let made = try HandleTableDirectory(named: "dpfs-dormant")
+        directory = made
+        mountFD = made.fd
+        table = made.table
     }
 
     override func tearDown() {
-        table = nil  // closes rootFD
-        if mountFD >= 0 { close(mountFD) }
-        _ = try? FileManager.default.removeItem(atPath: directory)
+        table = nil
+        directory?.remove()
+        directory = nil
     }
 
     /// A new node named `name` (a regular file, or a directory), as a lookup reads it.

@@ -9,27 +9,22 @@ import Glibc
 import XCTest
 
 final class UnnamedEntryTests: XCTestCase {
-    private var directory = ""
-    private var rootFD: Int32 = -1
+    private var directory: HandleTableDirectory?
     private var mountFD: Int32 = -1
     private var table: InodeTable?
 
     override func setUpWithError() throws {
-        directory = try XCTUnwrap(mkdtemp(strdup("/var/tmp/dpfs-unnamed.XXXXXX")).map { String(cString: $0) })
-        rootFD = open(directory, OpenFlag.path | O_DIRECTORY | O_CLOEXEC)
-        mountFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         // A cache of two descriptors: a few named files used go round it.
-        let made = try InodeTable(rootFD: rootFD, mountFD: mountFD, cacheCapacity: 2)
-        guard made.descriptors != nil else {
-            throw XCTSkip("no file handles here (every entry keeps its descriptor): needs root and ext4 or XFS")
-        }
-        table = made
+        let made = try HandleTableDirectory(named: "dpfs-unnamed", cacheCapacity: 2)
+        directory = made
+        mountFD = made.fd
+        table = made.table
     }
 
     override func tearDown() {
-        table = nil  // closes rootFD
-        if mountFD >= 0 { close(mountFD) }
-        _ = try? FileManager.default.removeItem(atPath: directory)
+        table = nil
+        directory?.remove()
+        directory = nil
     }
 
     /// Uses an entry's descriptor, as a request does: reopened from its handle when the
