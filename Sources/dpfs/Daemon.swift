@@ -100,14 +100,40 @@ struct Daemon {
 
     /// Removes the sockets of daemons that are gone: one killed (kill -9, a crash)
     /// leaves its PID.sock behind, and nothing else would ever remove it. Gone: no such
-    /// process, or a zombie not yet reaped (whose descriptors are closed).
+    /// process, a zombie not yet reaped (whose descriptors are closed), or a process
+    /// that started after the socket was made (the dead daemon's pid given again).
     static func removeStaleSockets(in base: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
         for name in names where name.hasSuffix(".sock") {
             guard let pid = pid_t(name.dropLast(".sock".count)), pid > 0, pid != getpid() else { continue }
+            let path = base + "/" + name
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
             let gone = kill(pid, 0) != 0 && errno == ESRCH
-            if gone || isZombie(pid) { unlink(base + "/" + name) }
+            if gone || isZombie(pid) || started(pid, after: st.st_mtim) { unlink(path) }
         }
+    }
+
+    /// Whether process `pid` started more than 2 s after `time`. Its start is counted
+    /// in clock ticks from the boot, whose time /proc/stat gives in whole seconds
+    /// (truncated, so never late); the slack covers a clock stepped since.
+    private static func started(_ pid: pid_t, after time: timespec) -> Bool {
+        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")"),
+              let boot = bootTime() else { return false }
+        // After the command: field 3 (the state) first, field 22 (the start) 20th.
+        let fields = status[status.index(after: close)...].split(separator: " ")
+        let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
+        guard fields.count > 19, let ticks = Int(fields[19]), ticksPerSecond > 0 else { return false }
+        return boot + ticks / ticksPerSecond > time.tv_sec + 2
+    }
+
+    /// The boot time, in seconds since the epoch (/proc/stat's btime).
+    private static func bootTime() -> Int? {
+        guard let text = MountSession.readProcFile("/proc/stat") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
+            return Int(line.dropFirst("btime ".count))
+        }
+        return nil
     }
 
     private static func isZombie(_ pid: pid_t) -> Bool {

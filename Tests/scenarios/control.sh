@@ -91,6 +91,9 @@ FAKE_PID=""
 scenario_cleanup() {
     [ -n "$FAKE_PID" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
     rm -rf "$EVIL"
+    # The stand-ins for a reused pid and a live daemon, at the end (their pids, their sockets).
+    local pid
+    for pid in ${REUSED:-} ${NEWER:-}; do kill "$pid" 2>/dev/null; rm -f "/run/dpfs/$pid.sock"; done
 }
 nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 cat > "$EVIL/server.py" <<'PY'
@@ -165,4 +168,18 @@ chmod 700 "$WORK"
 case "$out" in *"is not a dpfs mount owned by you"*"uid 0 as its owner"*) pass "another user's mount is refused: $out" ;;
                *) fail "another user's mount is refused" "$out" ;; esac
 check "its owner still reaches it" "$DPFS" status "$MNT"
+
+# A killed daemon's socket whose pid a later process was given: removed at the next
+# mount all the same (that process started after the socket was made). A socket newer
+# than its live process, as a running daemon's is, stays.
+sleep 60 &
+REUSED=$!
+python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "/run/dpfs/$REUSED.sock"
+touch -d '1 hour ago' "/run/dpfs/$REUSED.sock"
+sleep 60 &
+NEWER=$!
+python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "/run/dpfs/$NEWER.sock"
+"$DPFS" unmount "$MNT" && mount_device
+check_fails "a dead daemon's socket is removed though its pid now names another process" test -e "/run/dpfs/$REUSED.sock"
+check "a socket made after its process started stays" test -S "/run/dpfs/$NEWER.sock"
 finish
