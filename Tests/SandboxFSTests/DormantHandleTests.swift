@@ -6,24 +6,7 @@ import Glibc
 @testable import SandboxFS
 import XCTest
 
-final class DormantHandleTests: XCTestCase {
-    private var directory: HandleTableDirectory?
-    private var mountFD: Int32 = -1
-    private var table: InodeTable?
-
-    override func setUpWithError() throws {
-        let made = try HandleTableDirectory(named: "dpfs-dormant")
-        directory = made
-        mountFD = made.fd
-        table = made.table
-    }
-
-    override func tearDown() {
-        table = nil
-        directory?.remove()
-        directory = nil
-    }
-
+final class DormantHandleTests: HandleTableTestCase {
     /// A new node named `name` (a regular file, or a directory), as a lookup reads it.
     private func node(_ name: String, directory isDirectory: Bool = false) throws -> (stat, FileBirth, KernelFileHandle) {
         if isDirectory {

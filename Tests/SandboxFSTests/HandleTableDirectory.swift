@@ -29,3 +29,21 @@ final class HandleTableDirectory {
         _ = try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// A test case with a HandleTableDirectory made for each test (`cacheCapacity`
+/// descriptors in its cache) and removed after it.
+class HandleTableTestCase: XCTestCase {
+    private var directory: HandleTableDirectory?
+    var cacheCapacity: Int { DescriptorCache.defaultCapacity }
+    var mountFD: Int32 { directory?.fd ?? -1 }
+    var table: InodeTable? { directory?.table }
+
+    override func setUpWithError() throws {
+        directory = try HandleTableDirectory(named: "dpfs-\(type(of: self))", cacheCapacity: cacheCapacity)
+    }
+
+    override func tearDown() {
+        directory?.remove()
+        directory = nil
+    }
+}

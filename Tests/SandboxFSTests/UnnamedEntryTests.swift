@@ -8,24 +8,9 @@ import Glibc
 @testable import SandboxFS
 import XCTest
 
-final class UnnamedEntryTests: XCTestCase {
-    private var directory: HandleTableDirectory?
-    private var mountFD: Int32 = -1
-    private var table: InodeTable?
-
-    override func setUpWithError() throws {
-        // A cache of two descriptors: a few named files used go round it.
-        let made = try HandleTableDirectory(named: "dpfs-unnamed", cacheCapacity: 2)
-        directory = made
-        mountFD = made.fd
-        table = made.table
-    }
-
-    override func tearDown() {
-        table = nil
-        directory?.remove()
-        directory = nil
-    }
+final class UnnamedEntryTests: HandleTableTestCase {
+    // A cache of two descriptors: a few named files used go round it.
+    override var cacheCapacity: Int { 2 }
 
     /// Uses an entry's descriptor, as a request does: reopened from its handle when the
     /// cache closed it. Its inode number, or nil when it could not be reopened.
