@@ -104,26 +104,29 @@ struct Daemon {
     /// that started after the socket was made (the dead daemon's pid given again).
     static func removeStaleSockets(in base: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        let boot = bootTime()
         for name in names where name.hasSuffix(".sock") {
             guard let pid = pid_t(name.dropLast(".sock".count)), pid > 0, pid != getpid() else { continue }
             let path = base + "/" + name
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
             let gone = kill(pid, 0) != 0 && errno == ESRCH
-            if gone || isZombie(pid) || started(pid, after: st.st_mtim) { unlink(path) }
+            if gone || isDeadOrNewer(pid, than: st.st_mtim, boot: boot) { unlink(path) }
         }
     }
 
-    /// Whether process `pid` started more than 2 s after `time`. Its start is counted
-    /// in clock ticks from the boot, whose time /proc/stat gives in whole seconds
-    /// (truncated, so never late); the slack covers a clock stepped since.
-    private static func started(_ pid: pid_t, after time: timespec) -> Bool {
-        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")"),
-              let boot = bootTime() else { return false }
-        // After the command: field 3 (the state) first, field 22 (the start) 20th.
+    /// Whether process `pid` is a zombie, or started more than 2 s after `time`. Its
+    /// start is counted in clock ticks from the boot, whose time (`boot`) /proc/stat
+    /// gives in whole seconds (truncated, so never late); the slack covers a clock
+    /// stepped since.
+    private static func isDeadOrNewer(_ pid: pid_t, than time: timespec, boot: Int?) -> Bool {
+        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
+        // "PID (COMM) STATE ...": the fields follow the command, which may hold spaces;
+        // field 3 (the state) first, field 22 (the start) 20th.
         let fields = status[status.index(after: close)...].split(separator: " ")
+        if fields.first?.hasPrefix("Z") == true { return true }
         let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
-        guard fields.count > 19, let ticks = Int(fields[19]), ticksPerSecond > 0 else { return false }
+        guard let boot, fields.count > 19, let ticks = Int(fields[19]), ticksPerSecond > 0 else { return false }
         return boot + ticks / ticksPerSecond > time.tv_sec + 2
     }
 
@@ -134,11 +137,5 @@ struct Daemon {
             return Int(line.dropFirst("btime ".count))
         }
         return nil
-    }
-
-    private static func isZombie(_ pid: pid_t) -> Bool {
-        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
-        // "PID (COMM) STATE ...": the state follows the command, which may hold spaces.
-        return status[status.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 }
