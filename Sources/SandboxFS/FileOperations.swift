@@ -246,7 +246,8 @@ extension SandboxFileSystem {
         case .failure(let error): abandonName(form, in: parent); return reply(req, error)
         case .success(let created): made = created
         }
-        guard let (inode, created) = enterCreated(made.fd, named: backing, in: parent), let slot = made.header.current else {
+        guard let (inode, created) = enterCreated(made.fd, handle: made.handle, named: backing, in: parent),
+              let slot = made.header.current else {
             let error = Errno.current
             close(made.fd)
             made.key.wipe()
@@ -298,7 +299,8 @@ extension SandboxFileSystem {
             key.wipe()
             return (fd, nil)
         }
-        return (fd, SpareContents(protectionClass: protectionClass, header: header, key: key))
+        return (fd, SpareContents(protectionClass: protectionClass, header: header, key: key,
+                                  handle: inodes.handle(of: fd, device: parent.key.device)))
     }
 
     /// Whether a file made in `parent` now is one made there later (SpareFiles): no
@@ -315,13 +317,15 @@ extension SandboxFileSystem {
         return make()
     }
 
-    /// The entry of the new file `fd` (named `name` in `parent`), one lookup counted,
-    /// and its attributes; nil and errno when they cannot be read.
-    func enterCreated(_ fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode) -> (Inode, stat)? {
+    /// The entry of the new file `fd` (named `name` in `parent`; its `handle` when
+    /// already read), one lookup counted, and its attributes; nil and errno when they
+    /// cannot be read.
+    func enterCreated(_ fd: Int32, handle known: KernelFileHandle?, named name: UnsafePointer<CChar>,
+                      in parent: Inode) -> (Inode, stat)? {
         var st = stat()
         guard case .success(let birth) = statWithBirth(fd, "", flags: AtFlag.emptyPath, &st) else { return nil }
         // Where handles reopen nodes, the entry needs no descriptor of its own now.
-        if let handle = inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st, birth: birth), st) }
+        if let handle = known ?? inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st, birth: birth), st) }
         let pathFD = pathDescriptor(of: fd, named: name, in: parent, stat: &st)
         guard pathFD >= 0 else { return nil }
         return (inodes.remember(fd: pathFD, st), st)
@@ -342,11 +346,13 @@ extension SandboxFileSystem {
         return procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
     }
 
-    /// A new file: its descriptor (read-write), header and key.
+    /// A new file: its descriptor (read-write), header and key; its handle when a
+    /// spare came with one.
     struct CreatedFile {
         let fd: Int32
         let header: FileHeader
         let key: SecureBuffer
+        var handle: KernelFileHandle?
     }
 
     /// Creates a backing file with its header, in the class its directory passes on,
@@ -398,7 +404,8 @@ extension SandboxFileSystem {
             return .failure(Errno(-rc))
         }
         ownership.take(caller, parent: parent, fd: fd, mode: mode)
-        return .success(CreatedFile(fd: fd, header: header, key: key))
+        // A spare's descriptor is the file's in both branches above.
+        return .success(CreatedFile(fd: fd, header: header, key: key, handle: spare?.contents?.handle))
     }
 
     /// A new file's header and its empty last block, in one write: the block follows

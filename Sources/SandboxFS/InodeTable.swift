@@ -61,8 +61,14 @@ final class InodeTable: Sendable {
     /// The handle of the node `fd` (any descriptor) whose attributes are `st`, when
     /// entries here can be made from handles.
     func handle(of fd: Int32, _ st: stat) -> KernelFileHandle? {
+        handle(of: fd, device: UInt64(st.st_dev))
+    }
+
+    /// The handle of the node `fd` on the filesystem `device`, when entries here can be
+    /// made from handles.
+    func handle(of fd: Int32, device: UInt64) -> KernelFileHandle? {
         // Only nodes on the root's filesystem: open_by_handle_at reads a handle on it.
-        guard descriptors != nil, UInt64(st.st_dev) == root.key.device else { return nil }
+        guard descriptors != nil, device == root.key.device else { return nil }
         return KernelFileHandle(of: fd)
     }
 

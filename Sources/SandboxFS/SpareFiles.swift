@@ -29,11 +29,13 @@ import Glibc
 import Synchronization
 
 /// A spare's header and empty last block, written in the class its directory passed on
-/// when it was made, and the file key they wrap (wiped with the spare).
+/// when it was made, and the file key they wrap (wiped with the spare); and the file's
+/// handle, read then, so that the create's new entry asks for none.
 struct SpareContents {
     let protectionClass: ProtectionClass
     let header: FileHeader
     let key: SecureBuffer
+    let handle: KernelFileHandle?
 }
 
 final class SpareFiles: Sendable {

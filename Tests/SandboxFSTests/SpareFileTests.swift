@@ -55,7 +55,7 @@ final class SpareFileTests: XCTestCase {
         keys.append(key)
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: .none, wrappedKey: [UInt8](repeating: 0, count: 72))
         let header = FileHeader(fileID: [UInt8](repeating: 1, count: FileHeader.fileIDSize), slot: slot)
-        return (fd, SpareContents(protectionClass: .none, header: header, key: key))
+        return (fd, SpareContents(protectionClass: .none, header: header, key: key, handle: nil))
     }
 
     func testASparesKeyIsWipedWheneverTheSpareIsNotTaken() throws {
