@@ -352,7 +352,7 @@ extension SandboxFileSystem {
         let fd: Int32
         let header: FileHeader
         let key: SecureBuffer
-        var handle: KernelFileHandle?
+        let handle: KernelFileHandle?
     }
 
     /// Creates a backing file with its header, in the class its directory passes on,
