@@ -5,9 +5,9 @@
 # and requests served through them. What must hold all the same: data written in 1 MiB
 # requests and small ones reads back, long listings, extended attributes, a lock that
 # revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
-# the queues in memory, set-ID bits dropped by another user's write, tar in and out;
-# the queue threads run under SCHED_IDLE; and the daemon ends on unmount, SIGTERM and
-# SIGKILL (its mount still taken down). Without the parameter or the variable: no queues.
+# the queues in memory, set-ID bits dropped by another user's write, tar in and out; and
+# the daemon ends on unmount, SIGTERM and SIGKILL (its mount still taken down). Without
+# the parameter or the variable: no queues.
 source "$(dirname "$0")/lib.sh"
 
 PARAM=/sys/module/fuse/parameters/enable_uring
@@ -112,15 +112,6 @@ helpers=$(threads_named "$daemon" dpfs-ring-io)
 if [ "$helpers" -ge 1 ]; then pass "their reads and writes were served by helper threads ($helpers)"
 else fail "their reads and writes were served by helper threads" "no dpfs-ring-io thread"; fi
 expect_eq "beside one queue thread per CPU" "$(threads_named "$daemon" dpfs-ring)" "$possible"
-# Under SCHED_IDLE a queue thread leaves its CPU to the caller its reply wakes, which
-# the scheduler otherwise moved to another CPU at nearly every request (ring_queues.h).
-idle_queues=0
-for task in /proc/"$daemon"/task/*; do
-    [ "$(cat "$task/comm" 2>/dev/null)" = dpfs-ring ] || continue
-    python3 -c 'import os, sys; sys.exit(os.sched_getscheduler(int(sys.argv[1])) != os.SCHED_IDLE)' "${task##*/}" \
-        && idle_queues=$((idle_queues + 1))
-done
-expect_eq "every queue thread runs under SCHED_IDLE" "$idle_queues" "$possible"
 
 # A read's reply (file contents) goes through an entry's payload buffer: gone once
 # committed, so a lock finds none of it (as hygiene.sh checks on /dev/fuse).
