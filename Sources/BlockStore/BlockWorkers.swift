@@ -8,6 +8,13 @@ import Foundation
 import Glibc
 import Synchronization
 
+/// Starts the seal helpers now, on the calling thread, not at the first large request:
+/// a thread inherits its creator's scheduling class, and the io_uring queue threads,
+/// which serve such requests, are idle-class (ring_queues.h).
+public func startSealHelpers() {
+    _ = BlockWorkers.shared
+}
+
 final class BlockWorkers: @unchecked Sendable {
     // @unchecked: `helpers` is guarded by its mutex; each Helper by its own.
     static let shared = BlockWorkers(helpers: max(0, min(ProcessInfo.processInfo.activeProcessorCount, 4) - 1))

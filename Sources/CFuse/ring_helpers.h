@@ -3,9 +3,10 @@
 
 // Threads that run jobs an io_uring queue's thread hands them (ring_queues.h): a read or
 // write may wait on the disk, and the queue's thread must not, or every other request
-// from its CPU waits behind it. Started as jobs come and none is idle, up to a maximum,
-// as the session loop starts its workers; none exits before the session ends, and each
-// runs what was queued before it goes.
+// from its CPU waits behind it. All started with the queues, by the ordinary thread
+// that starts them (a queue's thread is idle-class, and a thread it started would be
+// too), or as jobs come and none is idle if that fell short; none exits before the
+// session ends, and each runs what was queued before it goes.
 
 #include <pthread.h>
 #include <string.h>
@@ -56,6 +57,16 @@ static inline void *dpfs_helper_thread(void *argument) {
     }
     pthread_mutex_unlock(&helpers->lock);
     return NULL;
+}
+
+/// Starts helpers up to the maximum.
+static inline void dpfs_helpers_start_all(struct dpfs_helpers *helpers) {
+    pthread_mutex_lock(&helpers->lock);
+    while (helpers->count < helpers->max &&
+           dpfs_loop_create_thread(&helpers->threads[helpers->count], dpfs_helper_thread, helpers) == 0) {
+        helpers->count++;
+    }
+    pthread_mutex_unlock(&helpers->lock);
 }
 
 /// Queues `job` to run on a helper; 0, or -1 when there is no helper to run it (none

@@ -93,11 +93,16 @@ public final class MountSession {
         }
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
-        // Asked for only: it makes creates and removals faster but a single stream of
-        // small reads or writes slower, its caller moved to the other CPU at each reply
-        // (README, FUSE over io_uring).
+        // Asked for only: the kernel offers it only where root set a system-wide
+        // parameter (README, FUSE over io_uring).
         let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
+        if rings != nil {
+            // Started here, by an ordinary thread, as the idle-class queue threads' own
+            // helpers are (ring_queues.h).
+            fileSystem.reaper.start()
+            startSealHelpers()
+        }
         _ = fuse_set_signal_handlers(made)
         if let connection { Self.raiseReadAhead(connection.mount.device) }
     }

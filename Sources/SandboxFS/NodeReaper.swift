@@ -62,6 +62,13 @@ final class NodeReaper: Sendable {
         }
     }
 
+    /// Makes the reapers' directory and starts their threads now, not at the first
+    /// removal: a thread inherits its creator's scheduling class, and the io_uring
+    /// queue threads, which serve removals there, are idle-class (ring_queues.h).
+    func start() {
+        _ = orphanDirectory()
+    }
+
     /// Whether the reapers' directory is there (made at the first removal).
     var holdsDirectory: Bool { directory.withLock { $0 >= 0 } }
 
