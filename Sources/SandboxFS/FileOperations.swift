@@ -483,7 +483,10 @@ extension SandboxFileSystem {
         guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
         let file = handle.file
         if file.readsBlocked.load(ordering: .acquiring) { return reply(req, .notPermitted) }
-        guard let buffer = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
+        // Through an io_uring queue, straight into the buffer the kernel takes the reply
+        // from, which the queue wipes itself.
+        let inPlace = KernelChannel.readReplySpace(size)
+        guard let buffer = inPlace ?? malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
         let n = restoringKey(file, of: handle.inode) {
             file.reading { () -> Int in
                 guard let key = file.key else { return -Int(EPERM) }
@@ -496,6 +499,7 @@ extension SandboxFileSystem {
         } else {
             fuse_reply_buf(req, buffer.assumingMemoryBound(to: CChar.self), n)
         }
+        guard inPlace == nil else { return }
         // Plaintext of a lockable class does not stay behind in freed memory.
         if n > 0 && file.protectionClass != .none { memset(buffer, 0, n) }
         free(buffer)

@@ -113,6 +113,13 @@ enum KernelChannel {
         ringsAddress.store(0, ordering: .releasing)
     }
 
+    /// The buffer a read's reply may be written into in place when the calling thread
+    /// serves the read for an io_uring queue (dpfs_ring_read_space); nil otherwise.
+    static func readReplySpace(_ size: Int) -> UnsafeMutableRawPointer? {
+        guard let rings else { return nil }
+        return dpfs_ring_read_space(rings, size)
+    }
+
     /// Makes the session's io_uring queues, used if INIT negotiates them; pass the
     /// result to the loop. Call after install(on:).
     static func makeRings(for session: OpaquePointer) -> UnsafeMutablePointer<dpfs_rings>? {
