@@ -239,8 +239,8 @@ static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struc
 
 /// Where the calling thread may put the data of its reply to the read it serves for a
 /// queue: that entry's payload buffer, which the kernel copies the reply from, so the
-/// data is not copied there again (a 1 MiB read's copy cost a cold sequential read
-/// about a tenth of its speed). NULL when the thread serves no read for a queue or
+/// data is not copied there again (the copy of each 1 MiB read cost a cold sequential
+/// read 4 to 10 % of its speed). NULL when the thread serves no read for a queue or
 /// `size` does not fit. All `size` bytes count as file contents from now on, wiped as
 /// a read's reply is, so a read that fails halfway leaves nothing either.
 static inline void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) {
