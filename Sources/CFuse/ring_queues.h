@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "ring_helpers.h"
@@ -71,9 +72,11 @@ _Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each en
 #define DPFS_RING_WIPE_NANOSECONDS 5000000L
 /// SCHED_IDLE (linux/sched.h; glibc names it only under _GNU_SOURCE).
 #define DPFS_SCHED_IDLE 5
-/// Best-effort I/O at the default level (linux/ioprio.h, which glibc does not wrap).
+/// I/O priorities (linux/ioprio.h, which glibc does not wrap): a class in the top
+/// bits, a level 0-7 below.
 #define DPFS_IOPRIO_WHO_PROCESS 1
-#define DPFS_IOPRIO_BEST_EFFORT ((2 << 13) | 4)
+#define DPFS_IOPRIO_CLASS_SHIFT 13
+#define DPFS_IOPRIO_CLASS_BEST_EFFORT 2
 /// A read or write this large goes to a helper even when it comes alone: its own work
 /// (some 25 µs per 64 KiB sealed or opened) dwarfs the hand-off's two wake-ups, and the
 /// caller's CPU, which would serve it, is better left to the caller (readahead and
@@ -483,8 +486,16 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     // A thread whose I/O class was never set has the idle I/O class under SCHED_IDLE,
     // and the disk then serves its reads only when nothing else waits: a directory's
     // class attribute read behind the reapers' discards took 2.9 ms, not 0.09, and a
-    // cold rm -rf of the bench tree 3.0 s, not 0.6.
-    syscall(SYS_ioprio_set, DPFS_IOPRIO_WHO_PROCESS, 0, DPFS_IOPRIO_BEST_EFFORT);
+    // cold rm -rf of the bench tree 3.0 s, not 0.8. So it gets the best-effort class
+    // at the level its nice value gave it before; one set for the daemon (ionice),
+    // which every thread inherits, stays.
+    long inherited = syscall(SYS_ioprio_get, DPFS_IOPRIO_WHO_PROCESS, 0);
+    if (inherited >= 0 && (inherited >> DPFS_IOPRIO_CLASS_SHIFT) == 0) {
+        int level = (getpriority(PRIO_PROCESS, 0) + 20) / 5;
+        level = level < 0 ? 0 : level > 7 ? 7 : level;
+        syscall(SYS_ioprio_set, DPFS_IOPRIO_WHO_PROCESS, 0,
+                (DPFS_IOPRIO_CLASS_BEST_EFFORT << DPFS_IOPRIO_CLASS_SHIFT) | level);
+    }
     // Made here: a single-issuer ring belongs to the thread that makes it.
     unsigned flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
     if (io_uring_queue_init(DPFS_RING_SLOTS, &queue->ring, flags) != 0) return NULL;

@@ -30,12 +30,12 @@ idle_class_threads() {
         [ "$(sed 's/.*) //' "$task/stat" 2>/dev/null | awk '{print $39}')" = 5 ] && cat "$task/comm"
     done
 }
-# How many of process $1's queue threads have best-effort I/O at the default level.
-best_effort_ring_threads() {
+# How many of process $1's queue threads have the I/O priority $2 (as ionice says it).
+ring_threads_with_io() {
     local task count=0
     for task in /proc/"$1"/task/*; do
         [ "$(cat "$task/comm" 2>/dev/null)" = dpfs-ring ] || continue
-        [ "$(ionice -p "${task##*/}" 2>/dev/null)" = "best-effort: prio 4" ] && count=$((count + 1))
+        [ "$(ionice -p "${task##*/}" 2>/dev/null)" = "$2" ] && count=$((count + 1))
     done
     echo "$count"
 }
@@ -133,7 +133,7 @@ expect_eq "beside one queue thread per CPU" "$(threads_named "$daemon" dpfs-ring
 expect_eq "every queue thread runs under SCHED_IDLE" "$(idle_class_threads "$daemon" | grep -cx dpfs-ring)" "$possible"
 # Left unset, a SCHED_IDLE thread's I/O class is idle too: its disk reads then waited
 # behind every other I/O (a cold rm -rf of the bench tree 3.0 s, not 0.8).
-expect_eq "and does best-effort I/O" "$(best_effort_ring_threads "$daemon")" "$possible"
+expect_eq "and does best-effort I/O" "$(ring_threads_with_io "$daemon" "best-effort: prio 4")" "$possible"
 
 # A read's reply (file contents) goes through an entry's payload buffer: gone once
 # committed, so a lock finds none of it (as hygiene.sh checks on /dev/fuse).
@@ -193,9 +193,12 @@ gone_within() {  # $1: pid; true when it has exited within 10 s
 check "unmount" "$DPFS" unmount "$MNT"
 check "the daemon ends after unmount" gone_within "$daemon"
 
-mount_device
+# Started under ionice, whose class every thread inherits: the queue threads keep it.
+ionice -c 2 -n 7 "$DPFS" mount "$DEV" "$MNT" >/dev/null || { fail "mount under ionice"; finish; }
 daemon=$(daemon_pid)
 expect_eq "mounted again: the queues again" "$(ring_fds "$daemon")" "$possible"
+expect_eq "started under ionice -c 2 -n 7, they keep that I/O priority" \
+    "$(ring_threads_with_io "$daemon" "best-effort: prio 7")" "$possible"
 # Ended while reads are with the helpers: the queues take no new hand-off, wait for
 # what is away, and the daemon still ends.
 unlock_device
