@@ -6,9 +6,9 @@
 // request on the queue of the CPU its caller runs on, and a thread of the daemon pinned
 // to that CPU (idle-class, so that its reply leaves the caller there) takes it and sends
 // the reply and fetches the next request in one io_uring_enter: no read and writev per
-// request, and no wake-up of a worker on the other CPU. Measured on this project's 2-vCPU machines with libfuse 3.18's example:
-// creates 1.37x as fast unpinned, per-request daemon CPU 0.88x even with both sides
-// pinned to one CPU.
+// request, and no wake-up of a worker on the other CPU. Measured on this project's
+// 2-vCPU machines with libfuse 3.18's example: creates 1.37x as fast unpinned,
+// per-request daemon CPU 0.88x even with both sides pinned to one CPU.
 //
 // The protocol (linux/fuse.h, 7.42): after an INIT reply that takes FUSE_OVER_IO_URING,
 // each queue (one per possible CPU) registers entries, each a 288-byte header area
@@ -470,8 +470,8 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     prctl(PR_SET_NAME, (unsigned long)"dpfs-ring", 0, 0, 0);
     // Idle policy: the reply wakes the caller while this thread still runs on the
     // caller's CPU, and the scheduler counts a busy CPU as free for a thread it wakes
-    // only when all that runs there is SCHED_IDLE. As an ordinary thread, this one sent the
-    // caller to the other CPU at nearly every reply (fio's 4 KiB reads: 120,000
+    // only when all that runs there is SCHED_IDLE. As an ordinary thread, this one sent
+    // the caller to the other CPU at nearly every reply (fio's 4 KiB reads: 120,000
     // migrations in 5 s), whose queue then took its next request: a halted CPU woken
     // for each request and each reply. Now the caller stays and takes its CPU back at
     // once (about 450 migrations; reads 29k to 60k IOPS, writes 29k to 57k here).

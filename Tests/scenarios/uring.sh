@@ -6,8 +6,9 @@
 # requests and small ones reads back, long listings, extended attributes, a lock that
 # revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
 # the queues in memory, set-ID bits dropped by another user's write, tar in and out;
-# the queue threads run under SCHED_IDLE with best-effort I/O; and the daemon ends on unmount, SIGTERM and
-# SIGKILL (its mount still taken down). Without the parameter or the variable: no queues.
+# the queue threads run under SCHED_IDLE with best-effort I/O (or the daemon's own I/O
+# priority); and the daemon ends on unmount, SIGTERM and SIGKILL (its mount still taken
+# down). Without the parameter or the variable: no queues.
 source "$(dirname "$0")/lib.sh"
 
 PARAM=/sys/module/fuse/parameters/enable_uring
