@@ -16,6 +16,7 @@
 #include <string.h>
 #include <linux/stat.h>
 #include <errno.h>
+#include <pthread.h>
 
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
@@ -25,6 +26,7 @@ extern int sync_file_range(int fd, off_t offset, off_t nbytes, unsigned int flag
 extern int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 extern int pipe2(int fds[2], int flags);
+extern int pthread_setname_np(pthread_t thread, const char *name);
 
 struct dpfs_ucred { pid_t pid; uid_t uid; gid_t gid; };
 
@@ -96,6 +98,9 @@ static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct
 }
 
 /// The major and minor numbers of a device, as /proc/self/mountinfo prints them.
+/// Names the calling thread (as /proc/PID/task/TID/comm shows it; 15 bytes at most).
+static inline void dpfs_name_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
+
 static inline unsigned int dpfs_major(dev_t dev) { return major(dev); }
 static inline unsigned int dpfs_minor(dev_t dev) { return minor(dev); }
 

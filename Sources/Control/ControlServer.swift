@@ -121,24 +121,26 @@ public final class ControlServer: Sendable {
         try? Frame(json: json).write(to: fd)
     }
 
-    /// Writes one frame per event until the subscriber goes away.
+    /// Streams events until the subscriber hangs up or is dropped for falling behind
+    /// (EventSubscription): the device posts to the subscription's queue and never
+    /// waits for this socket.
     private func streamEvents(_ fd: Int32) {
-        let gone = DispatchSemaphore(value: 0)
-        let id = device.observe { event in
-            guard let json = try? ControlCoding.encode(ControlReply(ok: true, event: event)) else { return }
-            do { try Frame(json: json).write(to: fd) } catch { gone.signal() }
-        }
+        let subscription = EventSubscription(fd: fd)
+        let id = device.observe { subscription.post($0) }
         reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
-        // Block until the peer hangs up (read returns 0) or a write fails.
-        let watcher = Thread {
-            var byte: UInt8 = 0
-            var noTimeout = timeval(tv_sec: 0, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &noTimeout, socklen_t(MemoryLayout<timeval>.size))
-            while recv(fd, &byte, 1, 0) > 0 {}
-            gone.signal()
+        let writerDone = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            // Named from inside: Foundation does not name the system thread. Tests
+            // count a daemon's subscribers by it.
+            dpfs_name_thread("dpfs-events")
+            subscription.writeEvents()
+            writerDone.signal()
         }
-        watcher.start()
-        gone.wait()
+        writer.start()
+        subscription.awaitHangUp()
         device.stopObserving(id)
+        subscription.end()
+        // The caller closes the descriptor: the writer must be done with it first.
+        writerDone.wait()
     }
 }

@@ -16,5 +16,11 @@ struct Events: ParsableCommand {
             FileHandle.standardOutput.write(line + Data("\n".utf8))
             return true
         }
+        // The stream ends when the mount goes away, or when the daemon drops a
+        // subscriber that fell behind; a daemon that still answers says which.
+        if (try? ControlClient(mountpoint: mountpoint).send(.status)) != nil {
+            throw CLIError("the daemon dropped this event stream: its events were not read in time "
+                           + "(a subscriber that falls behind is dropped, so that it never delays a lock)")
+        }
     }
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPEC §4, the lock never waits: an event subscriber that stops reading (stopped with
+# Ctrl-Z, paused in a debugger) fills its socket and its queue and is then dropped;
+# the lock, its grace expiry, restarts and unlocks never wait for it. A subscriber
+# that reads keeps every event meanwhile.
+source "$(dirname "$0")/lib.sh"
+
+stalled=""
+reader=""
+scenario_cleanup() {
+    local pid
+    for pid in $stalled $reader; do
+        kill "$pid" 2>/dev/null; kill -CONT "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    return 0
+}
+
+# within SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds (a deadline,
+# not a wait: it returns as soon as the condition holds).
+within() {
+    local seconds=$1; shift
+    local end=$((SECONDS + seconds))
+    while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+# The daemon's event writer threads: one per subscriber (Control/EventSubscription).
+event_writers() { grep -lx dpfs-events /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
+writers_are() { [ "$(event_writers "$daemon")" -eq "$1" ]; }
+lines_in() { [ "$(wc -l < "$1")" -ge "$2" ]; }
+state_is() { [ "$(state_of)" = "$1" ]; }
+
+MOUNT_ARGS="--grace-period 1" setup_device
+unlock_device
+D="$MNT/Documents"
+printf 'complete secret\n' > "$D/c.txt"
+setfattr -n user.dpfs.protection -v complete "$D/c.txt"
+daemon=$(daemon_pid)
+
+"$DPFS" events "$MNT" > "$WORK/stalled.jsonl" 2> "$WORK/stalled.err" &
+stalled=$!
+"$DPFS" events "$MNT" > "$WORK/reader.jsonl" &
+reader=$!
+check "two subscribers are connected" within 30 writers_are 2
+"$DPFS" restart "$MNT" > /dev/null
+check "both hear an event" within 30 lines_in "$WORK/stalled.jsonl" 1
+kill -STOP "$stalled"
+
+# Restarts need no passcode, and each emits an event: the stopped subscriber's socket
+# fills (a few hundred events), then its queue, and it is dropped.
+restarts=0
+while [ "$(event_writers "$daemon")" -eq 2 ] && [ $restarts -lt 3000 ]; do
+    timeout 60 "$DPFS" restart "$MNT" > /dev/null || break
+    restarts=$((restarts + 1))
+done
+log "the stopped subscriber was dropped after $restarts restarts"
+expect_eq "a stopped subscriber is dropped (its writer thread ends)" "$(event_writers "$daemon")" "1"
+for _ in $(seq $((400 - restarts))); do "$DPFS" restart "$MNT" > /dev/null; restarts=$((restarts + 1)); done
+
+unlock_device > /dev/null
+check "lock --now returns at once (60 s deadline)" timeout 60 "$DPFS" lock "$MNT" --now
+expect_eq "the state is locked" "$(state_of)" "locked"
+check_error "the complete file is refused" "Operation not permitted" cat "$D/c.txt"
+
+# With a grace period: the wipe comes when the timer fires.
+unlock_device > /dev/null
+check "lock (grace period 1 s) returns at once" timeout 60 "$DPFS" lock "$MNT"
+check "the grace period ends in locked" within 60 state_is locked
+check_error "the complete file is refused after the grace period" "Operation not permitted" cat "$D/c.txt"
+
+# The reading subscriber kept every event: the first restart and $restarts more, and
+# both locks through.
+count_of() { grep -c "\"event\":\"$1\"" "$WORK/reader.jsonl"; }
+count_is() { [ "$(count_of "$1")" -eq "$2" ]; }
+check "a subscriber that reads kept every event" within 60 count_is restart "$((restarts + 1))"
+check "and saw both locks through" within 60 count_is didBecomeUnavailable 2
+
+kill -CONT "$stalled"
+check "the dropped subscriber, resumed, ends" within 60 bash -c "! kill -0 $stalled"
+wait "$stalled"
+expect_eq "with an error" "$?" "1"
+stalled=""
+check "and says why" grep -q "dropped this event stream" "$WORK/stalled.err"
+kept=$(grep -c '"event"' "$WORK/stalled.jsonl")
+[ "$kept" -lt "$((restarts + 1))" ] && pass "it got fewer events than were sent ($kept)" \
+    || fail "it got fewer events than were sent" "$kept of $((restarts + 1))"
+
+# Every request is answered while a subscriber is stopped: a new one, stopped at once.
+"$DPFS" events "$MNT" > /dev/null &
+stalled=$!
+check "a new subscriber is connected" within 30 writers_are 2
+kill -STOP "$stalled"
+unlock_device > /dev/null
+for _ in $(seq 50); do "$DPFS" restart "$MNT" > /dev/null; "$DPFS" unlock "$MNT" --passcode-file "$PASS" > /dev/null; done
+check "status, unlock and lock answer with a stopped subscriber" timeout 60 "$DPFS" lock "$MNT" --now
+expect_eq "locked" "$(state_of)" "locked"
+finish
