@@ -120,7 +120,7 @@ struct Daemon {
     /// gives in whole seconds (truncated, so never late); the slack covers a clock
     /// stepped since.
     private static func isDeadOrNewer(_ pid: pid_t, than time: timespec, boot: Int?) -> Bool {
-        guard let status = MountSession.readProcFile("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
+        guard let status = ProcFile.read("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
         // "PID (COMM) STATE ...": the fields follow the command, which may hold spaces;
         // field 3 (the state) first, field 22 (the start) 20th.
         let fields = status[status.index(after: close)...].split(separator: " ")
@@ -132,7 +132,7 @@ struct Daemon {
 
     /// The boot time, in seconds since the epoch (/proc/stat's btime).
     private static func bootTime() -> Int? {
-        guard let text = MountSession.readProcFile("/proc/stat") else { return nil }
+        guard let text = ProcFile.read("/proc/stat") else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
             return Int(line.dropFirst("btime ".count))
         }

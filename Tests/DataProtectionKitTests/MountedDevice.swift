@@ -2,6 +2,7 @@
 // both in a temporary directory; DPFS_MOUNT points at it. Mounting must work: a test
 // that cannot mount fails. `tearDown` unmounts, and kills the daemon by its pid if the
 // unmount does not end it.
+import DataProtection
 import DataProtectionKit
 import Foundation
 import Glibc
@@ -67,7 +68,7 @@ final class MountedDevice {
     }
 
     var isMounted: Bool {
-        let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
+        let mounts = ProcFile.read("/proc/mounts") ?? ""
         return mounts.split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == mountpoint }
     }
 

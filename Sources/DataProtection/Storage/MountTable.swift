@@ -60,7 +60,7 @@ public enum MountTable {
     /// The mounts this process sees, in mount order (a later entry covers an earlier one
     /// on the same mount point).
     public static func entries() -> [MountEntry] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+        guard let text = ProcFile.read("/proc/self/mountinfo") else { return [] }
         return text.split(separator: "\n").compactMap { MountEntry(line: $0) }
     }
 
