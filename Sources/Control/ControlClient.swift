@@ -10,6 +10,8 @@ public enum ControlClientError: Error, CustomStringConvertible {
     /// The path failed the checks of OwnedMount or of the connection's peer: nothing was sent.
     case refused(String, reason: String)
     case cannotConnect(String, Int32)
+    /// The mount's daemon died: the mount fails closed until it is taken down.
+    case daemonDied(String)
     case daemon(String)
 
     public var description: String {
@@ -18,6 +20,9 @@ public enum ControlClientError: Error, CustomStringConvertible {
             return "\(path) is not a dpfs mount owned by you; refusing to send anything to it (\(reason))"
         case .cannotConnect(let path, let code):
             return "cannot reach the dpfs daemon of \(path): \(String(cString: strerror(code)))"
+        case .daemonDied(let path):
+            return "the dpfs daemon of \(path) has died; its mount refuses every access until "
+                + "`dpfs unmount \(path)` or the next `dpfs mount` on it takes it down"
         case .daemon(let text): return text
         }
     }
@@ -31,6 +36,7 @@ public final class ControlClient {
     public init(mountpoint: String) throws {
         let mount: OwnedMount
         do { mount = try OwnedMount(mountpoint) } catch {
+            if error.daemonDied { throw ControlClientError.daemonDied(mountpoint) }
             throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

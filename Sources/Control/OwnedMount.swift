@@ -22,7 +22,14 @@ struct OwnedMount {
     /// Why `given` is refused, as the end of "… refusing to send anything to it (WHY)".
     struct Refusal: Error {
         let reason: String
+        /// The mount is a dpfs mount of the caller's whose daemon is gone (ENOTCONN).
+        var daemonDied = false
         init(_ reason: String) { self.reason = reason }
+        static let deadDaemon: Refusal = {
+            var refusal = Refusal("its daemon has died")
+            refusal.daemonDied = true
+            return refusal
+        }()
     }
 
     init(_ given: String) throws(Refusal) {
@@ -44,14 +51,18 @@ struct OwnedMount {
     /// be on the mount checked (a path renamed in between would land elsewhere).
     private static func askSocketPath(of path: String, device: String) throws(Refusal) -> String {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw Refusal("cannot open it: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw errno == ENOTCONN ? Refusal.deadDaemon : Refusal("cannot open it: \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, "\(dpfs_major(info.st_dev)):\(dpfs_minor(info.st_dev))" == device else {
+        if fstat(fd, &info) != 0 && errno == ENOTCONN { throw Refusal.deadDaemon }
+        guard "\(dpfs_major(info.st_dev)):\(dpfs_minor(info.st_dev))" == device else {
             throw Refusal("the mount changed while it was checked")
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = fgetxattr(fd, MountAttributes.controlSocket, &buffer, buffer.count)
+        if n < 0 && errno == ENOTCONN { throw Refusal.deadDaemon }
         guard n > 0 else { throw Refusal("its root names no control socket") }
         return String(decoding: buffer[0..<n], as: UTF8.self)
     }

@@ -1,34 +1,29 @@
-// Takes a mount down when its daemon dies without unmounting (SIGKILL, a crash, a
-// connection aborted through /sys/fs/fuse), in place of fusermount3's auto_unmount. A
-// process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --source dpfs:DEVICE`,
-// started just before the mount is made, waits on the read end of a pipe whose write
-// end only the daemon holds. Once mounted, the daemon tells it which mount is its own:
-// the connection (device number) and, from Linux 6.8, the mount id (one the kernel
-// never gives twice; a device number goes to the next mount once it is free). A daemon
-// whose mount is gone writes one byte more before it ends, and the guard just ends. If
-// the pipe closes without that byte, the guard detaches the mount if the mount point
-// still shows the daemon's mount. A daemon that died before its word named no mount:
-// killed between its mount and the word, or while fusermount3 was still mounting for
-// it (which then mounts and fails to hand over the connection). Then the guard waits
-// up to ten seconds for a dpfs mount of this device there whose connection is dead
-// (statfs fails with ENOTCONN, at once on a connection without a daemon, and as soon
-// as fusermount3 lets go of one), and takes that down. Anything else mounted there
-// stays, also a live mount whose daemon does not answer statfs.
+// Records a daemon's death and leaves its mount failing closed. When a daemon dies
+// without unmounting (SIGKILL, a crash, the out-of-memory killer, a connection aborted
+// through /sys/fs/fuse), the kernel keeps its mount and answers every request on it
+// with ENOTCONN: nothing can be read there, and nothing can be created or written in
+// the clear in the directory beneath, as it could if the mount were taken away (a
+// shell whose cwd is inside, a program that writes by path). The dead mount stays
+// until `dpfs unmount` or the next `dpfs mount` on it takes it down (DeadMount).
 //
-// fusermount3 tells a dead daemon by an open of the mount root failing with ENOTCONN.
-// Here the kernel opens directories itself, with no request (Directories.swift), so
-// that open succeeds on a dead connection and fusermount3 would leave the mount behind.
+// The watch is a process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --source
+// dpfs:DEVICE`, started just before the mount is made, waiting on the read end of a
+// pipe whose write end only the daemon holds. Once mounted, the daemon tells it which
+// mount is its own: the connection (device number) and, from Linux 6.8, the mount id
+// (one the kernel never gives twice). A daemon whose mount is gone writes one byte more
+// before it ends, and the watch just ends. If the pipe closes without that byte, the
+// daemon died with its mount in place: the watch writes so to the device's log (its
+// standard error), the one record of a death nobody saw.
 import CFuse
 import CLinux
 import DataProtection
 import Foundation
 import Glibc
-import Synchronization
 
-public enum UnmountGuard {
+public enum DaemonWatch {
     struct StartError: Error, CustomStringConvertible {
         let why: String
-        var description: String { "cannot start the process that unmounts a dead daemon's mount: \(why)" }
+        var description: String { "cannot start the process that watches for the daemon's death: \(why)" }
     }
 
     /// Which mount a mount point shows: its device ("major:minor") and, where the kernel
@@ -60,10 +55,10 @@ public enum UnmountGuard {
         }
     }
 
-    /// Starts the guard of the mount about to be made at `mountpoint` (absolute, without
+    /// Starts the watch of the mount about to be made at `mountpoint` (absolute, without
     /// symlinks) from `source` (the mount's fsname). Returns the pipe's write end,
     /// close-on-exec, to be held open as long as the daemon lives: its closing is the
-    /// signal. Tell the guard the mount with `announce` once it is made.
+    /// signal. Tell the watch the mount with `announce` once it is made.
     static func start(mountpoint: String, source: String) throws -> Int32 {
         var ends: [Int32] = [0, 0]
         // Close-on-exec from the start: a process another thread spawns must not hold it.
@@ -102,20 +97,21 @@ public enum UnmountGuard {
         return writeEnd
     }
 
-    /// Tells the guard of `pipe` which mount is the daemon's: "m DEVICE ID\n", ID "-"
+    /// Tells the watch of `pipe` which mount is the daemon's: "m DEVICE ID\n", ID "-"
     /// where the kernel has no unique mount ids. One write, shorter than PIPE_BUF: the
-    /// guard reads all of it or none.
+    /// watch reads all of it or none.
     static func announce(_ pipe: Int32, mount: Identity) {
         let line = "\(announcedPrefix)\(mount.device) \(mount.mountID.map(String.init) ?? "-")\n"
         signal(SIGPIPE, SIG_IGN)
         _ = line.utf8CString.withUnsafeBufferPointer { write(pipe, $0.baseAddress, $0.count - 1) }
     }
 
-    /// Lets the guard of `pipe` (start's result) end: with the byte that says the mount
-    /// is gone if `unmounted`, else by closing the pipe only (the guard then checks).
+    /// Lets the watch of `pipe` (start's result) end: with the byte that says the mount
+    /// is gone if `unmounted`, else by closing the pipe only (the watch then records
+    /// the dead mount left behind).
     static func dismiss(_ pipe: Int32, unmounted: Bool) {
         if unmounted {
-            // A guard already gone (killed) must not take the daemon with it.
+            // A watch already gone (killed) must not take the daemon with it.
             signal(SIGPIPE, SIG_IGN)
             var byte = unmountedByte
             _ = write(pipe, &byte, 1)
@@ -123,7 +119,7 @@ public enum UnmountGuard {
         close(pipe)
     }
 
-    /// How the daemon ended, as its guard saw it.
+    /// How the daemon ended, as its watch saw it.
     public enum DaemonEnd: Equatable {
         /// It said its mount was gone.
         case unmounted
@@ -132,7 +128,7 @@ public enum UnmountGuard {
         case vanished(Identity?)
     }
 
-    /// In the guard: waits on `pipe` until the daemon ends.
+    /// In the watch: waits on `pipe` until the daemon ends.
     public static func awaitDaemonEnd(_ pipe: Int32) -> DaemonEnd {
         // What starting the runtime touched of the program and its libraries is not
         // needed while it waits: 18 of its 24 MiB resident (shared with the daemon).
@@ -171,44 +167,19 @@ public enum UnmountGuard {
         return Identity(device: String(fields[0]), mountID: id)
     }
 
-    /// Whether `path` shows a dpfs mount from `source` whose connection has no daemon
-    /// left: statfs (statvfs) is one request, which a dead connection refuses at once
-    /// (ENOTCONN). It waits for a live daemon's answer.
-    public static func showsDeadMount(at path: String, source: String) -> Bool {
+    /// Whether `path` shows a dpfs mount (from `source`, if given) whose connection has
+    /// no daemon left: statfs (statvfs) is one request, which a dead connection refuses
+    /// at once (ENOTCONN). It waits for a live daemon's answer.
+    public static func showsDeadMount(at path: String, source: String? = nil) -> Bool {
         guard let shown = MountTable.topmost(at: path), shown.fsType == MountEntry.dpfsType,
-              shown.source == source else { return false }
+              source.map({ shown.source == $0 }) ?? true else { return false }
         var info = statvfs()
         return statvfs(path, &info) != 0 && errno == ENOTCONN
     }
 
-    /// Whether `path` comes to show a dead dpfs mount from `source` within `seconds`
-    /// (showsDeadMount, every 50 ms). The looking is done by a thread of its own, left
-    /// behind if a statfs waits on a live daemon past the time: the guard then ends.
-    public static func awaitDeadMount(at path: String, source: String, seconds: Int) -> Bool {
-        let search = DeadMountSearch()
-        let deadline = DispatchTime.now() + .seconds(seconds)
-        Thread.detachNewThread {
-            while DispatchTime.now() < deadline {
-                if showsDeadMount(at: path, source: source) {
-                    search.found.store(true, ordering: .releasing)
-                    break
-                }
-                usleep(50_000)
-            }
-            search.done.signal()
-        }
-        _ = search.done.wait(timeout: deadline)
-        return search.found.load(ordering: .acquiring)
-    }
-
-    private final class DeadMountSearch: Sendable {
-        let found = Atomic<Bool>(false)
-        let done = DispatchSemaphore(value: 0)
-    }
-
     private static let announcedPrefix = "m "
 
-    /// What a daemon whose mount is gone writes to its guard.
+    /// What a daemon whose mount is gone writes to its watch.
     private static let unmountedByte = UInt8(ascii: "u")
 
     /// POSIX_SPAWN_SETSID, which Glibc's module hides behind _GNU_SOURCE.

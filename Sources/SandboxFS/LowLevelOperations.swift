@@ -161,8 +161,8 @@ extension SandboxFileSystem {
         // no OPENDIR and no RELEASEDIR per directory listed (1,660 of the 3,354
         // requests of ls -lR on the bench tree), and it keeps listings across opens
         // (Directories.swift). A dead daemon's mount is then no longer told by an open
-        // of its root failing, which fusermount3's auto_unmount relies on: the daemon's
-        // own guard takes it down instead (UnmountGuard.swift).
+        // of its root failing, as fusermount3's auto_unmount would tell it; dpfs keeps
+        // a dead mount in place, failing closed, anyway (DaemonWatch.swift).
         kernelOpensDirectories.store(conn.pointee.capable & UInt32(FUSE_CAP_NO_OPENDIR_SUPPORT) != 0,
                                      ordering: .relaxed)
         // The umask is applied here, not by the kernel: a node made under a default ACL

@@ -27,11 +27,11 @@ public final class MountSession {
     /// The io_uring queues, made when the mount asks for them (DPFS_IO_URING=1) and used
     /// if the kernel offers FUSE over io_uring; nil otherwise.
     private let rings: UnsafeMutablePointer<dpfs_rings>?
-    /// The write end of the unmount guard's pipe (UnmountGuard.swift), open until the
-    /// process ends; -1 without a guard (DPFS_NO_AUTO_UNMOUNT).
-    private var unmountGuard: Int32 = -1
+    /// The write end of the daemon watch's pipe (DaemonWatch.swift), open until the
+    /// process ends.
+    private let watch: Int32
     /// The mount made, as the mount table showed it then.
-    private var mounted: (path: String, mount: UnmountGuard.Identity)?
+    private var mounted: (path: String, mount: DaemonWatch.Identity)?
     private var arguments: [UnsafeMutablePointer<CChar>?]
 
     /// `options` are FUSE mount options (as after -o), comma-separated strings.
@@ -58,39 +58,34 @@ public final class MountSession {
         session = made
         fileSystem.kernel.session = made
         Self.raiseDescriptorLimit()
-        // A killed daemon leaves no dead mount behind (UnmountGuard.swift): its guard
-        // watches from before the mount is made.
-        // One path for the guard, the mount and the mount table: resolved once.
+        // One path for the watch, the mount and the mount table: resolved once. The
+        // watch is there before the mount: a daemon killed the moment its mount appears
+        // has its death recorded too (DaemonWatch.swift).
         let target = Self.resolved(mountpoint)
-        if !ProcessInfo.processInfo.environment.keys.contains("DPFS_NO_AUTO_UNMOUNT") {
-            do {
-                unmountGuard = try UnmountGuard.start(mountpoint: target, source: fileSystemName)
-            } catch {
-                fuse_session_destroy(made)
-                throw error
-            }
+        do {
+            watch = try DaemonWatch.start(mountpoint: target, source: fileSystemName)
+        } catch {
+            fuse_session_destroy(made)
+            throw error
         }
         guard fuse_session_mount(made, target) == 0 else {
             // libfuse may fail after fusermount3 mounted (the connection not handed
-            // over): the guard then looks for a dead mount of this device there.
-            if unmountGuard >= 0 {
-                let left = MountTable.topmost(at: target).map { $0.source == fileSystemName } ?? false
-                UnmountGuard.dismiss(unmountGuard, unmounted: !left)
-            }
+            // over): that dead mount is then the watch's to record.
+            let left = MountTable.topmost(at: target).map { $0.source == fileSystemName } ?? false
+            DaemonWatch.dismiss(watch, unmounted: !left)
             fuse_session_destroy(made)
             throw MountError.mount(mountpoint)
         }
         let connection = Self.connection(mountedAt: target)
         mounted = connection
-        if unmountGuard >= 0 {
-            guard let connection else {
-                fuse_session_unmount(made)
-                fuse_session_destroy(made)
-                UnmountGuard.dismiss(unmountGuard, unmounted: false)
-                throw MountError.setup("the new mount is not in /proc/self/mountinfo")
-            }
-            UnmountGuard.announce(unmountGuard, mount: connection.mount)
+        guard let connection else {
+            fuse_session_unmount(made)
+            fuse_session_destroy(made)
+            let left = MountTable.topmost(at: target).map { $0.source == fileSystemName } ?? false
+            DaemonWatch.dismiss(watch, unmounted: !left)
+            throw MountError.setup("the new mount is not in /proc/self/mountinfo")
         }
+        DaemonWatch.announce(watch, mount: connection.mount)
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
         // Asked for only: the kernel offers it only where root set a system-wide
@@ -104,7 +99,7 @@ public final class MountSession {
             startSealHelpers()
         }
         _ = fuse_set_signal_handlers(made)
-        if let connection { Self.raiseReadAhead(connection.mount.device) }
+        Self.raiseReadAhead(connection.mount.device)
     }
 
     /// `value` for an -o option: libfuse splits options at commas, and takes a comma
@@ -124,7 +119,7 @@ public final class MountSession {
     static func raiseDescriptorLimit() {
         var limit = rlimit()
         guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return }
-        if geteuid() == 0, let text = readProcFile("/proc/sys/fs/nr_open"),
+        if geteuid() == 0, let text = ProcFile.read("/proc/sys/fs/nr_open"),
            let ceiling = rlim_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), ceiling > limit.rlim_max {
             limit.rlim_max = ceiling
         }
@@ -156,9 +151,9 @@ public final class MountSession {
 
     /// The mount just made at `mountpoint`: its path as /proc/self/mountinfo shows it,
     /// and which mount it is (its device "0:N", N the connection's number).
-    static func connection(mountedAt resolved: String) -> (path: String, mount: UnmountGuard.Identity)? {
+    static func connection(mountedAt resolved: String) -> (path: String, mount: DaemonWatch.Identity)? {
         guard let entry = MountTable.topmost(at: resolved), entry.device.hasPrefix("0:") else { return nil }
-        return (resolved, UnmountGuard.Identity(device: entry.device, at: resolved))
+        return (resolved, DaemonWatch.Identity(device: entry.device, at: resolved))
     }
 
     /// `mountpoint` absolute and without symlinks, as the mount table shows it. realpath
@@ -179,22 +174,6 @@ public final class MountSession {
         _ = value.withCString { write(fd, $0, strlen($0)) }
     }
 
-    /// The whole of a /proc file (their sizes read as zero, so read to the end).
-    public static func readProcFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
         // When the session falls idle, the idle I/O buffers give their pages back (they
@@ -210,10 +189,8 @@ public final class MountSession {
         fuse_remove_signal_handlers(session)
         fuse_session_unmount(session)
         // libfuse leaves a mount whose connection was aborted (and one it could not
-        // unmount) in place: then the guard is to take it down.
-        if unmountGuard >= 0 {
-            UnmountGuard.dismiss(unmountGuard, unmounted: !(mounted.map { $0.mount.isShown(at: $0.path) } ?? false))
-        }
+        // unmount) in place, dead: the watch records it.
+        DaemonWatch.dismiss(watch, unmounted: !(mounted.map { $0.mount.isShown(at: $0.path) } ?? false))
         fuse_session_destroy(session)
         for argument in arguments { free(argument) }
         return rc

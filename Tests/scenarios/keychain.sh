@@ -207,8 +207,7 @@ writer=$!
 sleep 1
 [ -n "$pid" ] && kill -9 "$pid"
 wait "$writer" 2>/dev/null
-fusermount3 -uz "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null
-mount_device
+mount_device   # takes the dead mount down
 check "unlock after the crash" unlock_device
 expect_eq "items from before the crash survive" "$(kc find "$MNT" --service mail --account alice2)" "hunter2"
 crashed=$(kc find "$MNT" --service crash --limit all --return attributes 2>/dev/null | grep -c '^account:')

@@ -7,8 +7,8 @@
 # revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
 # the queues in memory, set-ID bits dropped by another user's write, tar in and out;
 # the queue threads run under SCHED_IDLE with best-effort I/O (or the daemon's own I/O
-# priority); and the daemon ends on unmount, SIGTERM and SIGKILL (its mount still taken
-# down). Without the parameter or the variable: no queues.
+# priority); and the daemon ends on unmount, SIGTERM and SIGKILL (its mount then left
+# failing closed). Without the parameter or the variable: no queues.
 source "$(dirname "$0")/lib.sh"
 
 PARAM=/sys/module/fuse/parameters/enable_uring
@@ -213,12 +213,14 @@ for pid in "${busy[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; do
 check_fails "and leaves no mount" grep -qs " $MNT fuse" /proc/mounts
 
 # Killed, its queues still hold /dev/fuse open a moment after the process is gone:
-# the unmount guard must still take the mount down.
+# the mount must still fail closed once they let go, and come down at dpfs unmount.
 mount_device
 daemon=$(daemon_pid)
 unlock_device
 cat "$S/big" > /dev/null
 check "a SIGKILL" kill -KILL "$daemon"
-unmounted_within() { for _ in $(seq 100); do grep -qs " $MNT fuse" /proc/mounts || return 0; sleep 0.1; done; return 1; }
-check "leaves no mount behind (unmount guard)" unmounted_within
+fails_closed() { for _ in $(seq 300); do stat -f "$MNT" 2>&1 | grep -q "Transport endpoint is not connected" && return 0; sleep 0.1; done; return 1; }
+check "leaves the mount failing closed" fails_closed
+check "which dpfs unmount takes down" "$DPFS" unmount "$MNT"
+check_fails "and no mount is left" grep -qs " $MNT fuse" /proc/mounts
 finish

@@ -28,7 +28,7 @@ public struct DeviceEvent: Codable, Sendable {
     /// Foundation's formatters (ISO8601DateFormatter, even Date.ISO8601FormatStyle through
     /// its GMT time zone) load ICU's calendar, zone and locale data into the daemon, several
     /// MiB resident after its first event.
-    static func utcTimestamp() -> String {
+    public static func utcTimestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec

@@ -27,6 +27,11 @@ struct Mount: ParsableCommand {
         let directory = DeviceDirectory(deviceDirectory)
         let target = absolutePath(mountpoint)
         guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root).description) }
+        if let dead = DeadMount.shown(at: target) {
+            // A mount left failing closed by a daemon that died: this mount takes its place.
+            try DeadMount.takeDown(at: dead)
+            print("took down the dead mount a daemon that died left at \(dead)")
+        }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError("mountpoint \(target) does not exist or is not a directory")

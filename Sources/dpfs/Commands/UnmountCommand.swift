@@ -1,6 +1,6 @@
 // dpfs unmount: unmounts and waits for the daemon to finish. With the hidden
-// --when-closed and --source it is instead a mount's guard
-// (UnmountCommand+Guard.swift).
+// --when-closed and --source it is instead a mount's daemon watch
+// (UnmountCommand+Watch.swift).
 import ArgumentParser
 import Control
 import DataProtection
@@ -23,7 +23,12 @@ struct Unmount: ParsableCommand {
         if let whenClosed, let source {
             // The daemon gives the path as the mount table shows it: taken as it is, as
             // resolving it would ask the mount (whose daemon may not serve) about its root.
-            return guardMount(mountpoint, daemonPipe: whenClosed, source: source)
+            return watchDaemon(mountpoint, daemonPipe: whenClosed, source: source)
+        }
+        if let dead = DeadMount.shown(at: mountpoint) {
+            try DeadMount.takeDown(at: dead)
+            print("the daemon of \(dead) had died; its dead mount is taken down")
+            return
         }
         let target = absolutePath(mountpoint)
         let pid = (try? ControlClient(mountpoint: target).send(.status))?.status?.pid

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# SPEC §7, fail closed: a daemon killed with kill -9 leaves its mount in place, dead:
+# every path under it fails (ENOTCONN), for a shell whose cwd is inside, a file open
+# for writing and a mapping too; nothing is created or written in the clear in the
+# directory beneath; daemon.log records the death; `dpfs status` says what happened;
+# `dpfs mount` (or `dpfs unmount`) takes the dead mount down, and everything fsynced
+# before the kill reads back whole.
+source "$(dirname "$0")/lib.sh"
+
+holders=""
+scenario_cleanup() {
+    local pid
+    for pid in $holders; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    return 0
+}
+within() {
+    local seconds=$1; shift
+    local end=$((SECONDS + seconds))
+    while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+mounted() { grep -qs " $MNT fuse" /proc/mounts; }
+dead() { ! kill -0 "$1" 2>/dev/null; }
+has_line() { grep -q "$1" "$2" 2>/dev/null; }
+
+setup_device
+unlock_device
+D="$MNT/Documents"
+head -c 300000 /dev/urandom > "$WORK/kept.bin"
+cp "$WORK/kept.bin" "$D/kept.bin"
+sync "$D/kept.bin"
+printf 'complete and fsynced\n' > "$D/c.txt"
+setfattr -n user.dpfs.protection -v complete "$D/c.txt"
+sync "$D/c.txt"
+head -c 8192 /dev/urandom > "$WORK/mapped.bin"
+cp "$WORK/mapped.bin" "$D/mapped.bin"
+sync "$D/mapped.bin"
+mkdir "$D/sub"
+GO="$WORK/go"
+
+# A shell whose cwd is inside the mount, writing by name once told to.
+bash -c 'cd "$1/sub" || exit 9; echo ready > "$2/shell.ready"
+         while [ ! -e "$3" ]; do sleep 0.05; done
+         { echo "diary: secret" > diary.txt; } 2> "$2/shell.err"; echo "$?" > "$2/shell.rc"' _ "$D" "$WORK" "$GO" &
+holders="$holders $!"
+# A file open for writing, and a mapping read before the kill and written after it.
+python3 - "$D" "$WORK" "$GO" <<'PY' > "$WORK/holder.out" 2>&1 &
+import mmap, os, sys, time
+d, work, go = sys.argv[1:]
+fd = os.open(f"{d}/held.txt", os.O_CREAT | os.O_WRONLY, 0o600)
+os.write(fd, b"before the kill\n"); os.fsync(fd)
+mfd = os.open(f"{d}/mapped.bin", os.O_RDWR)
+m = mmap.mmap(mfd, 8192, mmap.MAP_SHARED)
+_ = m[0:4096]   # the first page in the page cache
+print("ready", flush=True)
+while not os.path.exists(go): time.sleep(0.05)
+def attempt(what, f):
+    try: f(); print(what, "succeeded", flush=True)
+    except OSError as e: print(what, "failed:", e.strerror, flush=True)
+attempt("write", lambda: os.write(fd, b"secret written after the kill\n"))
+attempt("fsync", lambda: os.fsync(fd))
+def dirty_the_map():
+    m[0:6] = b"SECRET"
+    m.flush()
+attempt("mmap", dirty_the_map)
+PY
+holders="$holders $!"
+check "the holders are ready" within 60 has_line ready "$WORK/holder.out"
+check "the shell is inside the mount" within 60 test -e "$WORK/shell.ready"
+
+daemon=$(daemon_pid)
+check "kill -9 of the daemon" kill -KILL "$daemon"
+check "the daemon is gone" within 60 dead "$daemon"
+touch "$GO"
+
+check "the mount stays in place" mounted
+check_error "a write by path fails" "Transport endpoint is not connected" sh -c "echo secret > '$D/new.txt'"
+check_error "a mkdir fails" "Transport endpoint is not connected" mkdir "$D/newdir"
+check_error "a read fails" "Transport endpoint is not connected" cat "$D/kept.bin"
+check_error "a listing fails" "Transport endpoint is not connected" ls "$MNT"
+check_error "a stat fails" "Transport endpoint is not connected" stat "$D/kept.bin"
+check "the shell inside is done" within 60 test -s "$WORK/shell.rc"
+expect_eq "its write by name failed" "$(cat "$WORK/shell.rc")" "1"
+check "with ENOTCONN" grep -q "Transport endpoint is not connected" "$WORK/shell.err"
+check "the held file's write is done" within 60 has_line "^mmap" "$WORK/holder.out"
+check "a write to the open file fails" grep -q "^write failed: Transport endpoint is not connected" "$WORK/holder.out"
+check "so does its fsync" grep -q "^fsync failed" "$WORK/holder.out"
+# A page already mapped takes the store in memory; its writeback fails (or the
+# process gets SIGBUS where the page had to be read): never a success on disk.
+check_fails "the mapping's flush does not succeed" grep -q "^mmap succeeded" "$WORK/holder.out"
+log "the holder: $(tr '\n' ';' < "$WORK/holder.out")"
+
+check "daemon.log records the death" within 60 has_line "the daemon (pid $daemon) died and left its mount" "$DEV/daemon.log"
+check_error "dpfs status says the daemon died" "dpfs daemon of .* has died" "$DPFS" status "$MNT"
+check_error "dpfs lock too" "has died" "$DPFS" lock "$MNT"
+
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)
+expect_eq "dpfs mount takes the dead mount down and mounts" "$?" "0"
+case "$out" in *"took down the dead mount"*) pass "and says so" ;; *) fail "and says so" "$out" ;; esac
+check "the device is unlocked again" unlock_device
+check "what was fsynced reads whole" cmp "$WORK/kept.bin" "$D/kept.bin"
+expect_eq "the complete file too" "$(cat "$D/c.txt")" "complete and fsynced"
+expect_eq "the open file holds what was fsynced" "$(cat "$D/held.txt")" "before the kill"
+check "the mapped file holds what it held" cmp "$WORK/mapped.bin" "$D/mapped.bin"
+check_fails "nothing written after the kill was created" test -e "$D/sub/diary.txt"
+check_fails "by path either" test -e "$D/new.txt"
+
+"$DPFS" unmount "$MNT"
+expect_eq "nothing landed in the directory beneath the mount" "$(ls -A "$MNT")" ""
+check_fails "no plaintext in the device directory" grep -rqa "secret written after the kill\|diary: secret\|SECRET" "$DEV"
+
+# dpfs unmount takes a dead mount down too, also with a shell still inside it.
+mount_device
+daemon=$(daemon_pid)
+bash -c 'cd "$1" && while :; do sleep 0.2; done' _ "$D" &
+inside=$!
+holders="$holders $inside"
+check "a shell is inside" within 60 test "$(readlink "/proc/$inside/cwd")" = "$D"
+kill -KILL "$daemon"
+check "the daemon is gone" within 60 dead "$daemon"
+out=$("$DPFS" unmount "$MNT" 2>&1)
+expect_eq "dpfs unmount takes the dead mount down" "$?" "0"
+case "$out" in *"had died; its dead mount is taken down"*) pass "and says so" ;; *) fail "and says so" "$out" ;; esac
+check_fails "the mount is gone" mounted
+expect_eq "and the directory beneath is empty" "$(ls -A "$MNT")" ""
+check_error "dpfs unmount again: nothing is mounted" "not a mounted dpfs sandbox" "$DPFS" unmount "$MNT"
+finish
