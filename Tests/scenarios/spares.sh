@@ -19,12 +19,12 @@ AHEAD=2   # SpareFiles.depth
 # The daemon's descriptors of unnamed files (an O_TMPFILE shows as "/#<ino> (deleted)",
 # and so does a file made from one while it is open: a new file's release reaches the
 # daemon after close returns, and the last create's spares are made after its reply,
-# so a count other than the one expected, $1, is read again for up to 2 s before it
-# stands).
+# so a count other than the one expected, $1, is read again for up to 30 s before it
+# stands: a deadline for a loaded machine, not a wait).
 unnamed_files() {
     local count tries=0
     count=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/#[0-9]* (deleted)$')
-    while [ "$count" -ne "$1" ] && [ $tries -lt 20 ]; do
+    while [ "$count" -ne "$1" ] && [ $tries -lt 300 ]; do
         sleep 0.1; tries=$((tries + 1))
         count=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c '/#[0-9]* (deleted)$')
     done
@@ -132,6 +132,15 @@ check_error "and the next create says so" "No space left on device" touch "$S/fi
 # spare's. (A removed file's inode may stay in use a while: the daemon keeps recent
 # nodes' descriptors.)
 free_inodes() { df --output=iavail "$SMALL" | tail -1 | tr -d ' '; }
+# Removes fill's files named, then waits (60 s at most) until their inodes are free: the
+# daemon's reapers free a removed file's inode after the rm returns, later on a busy
+# machine, and creates made before then would find the disk still full.
+remove_and_await_inodes() {
+    local before tries=0
+    before=$(free_inodes)
+    rm "$@"
+    until [ "$(free_inodes)" -ge $((before + $#)) ] || [ $tries -ge 600 ]; do sleep 0.1; tries=$((tries + 1)); done
+}
 # Creates in fill (named $1<n>) until the last free inodes are the spares'.
 spares_take_last_inodes() {
     local i=0
@@ -141,13 +150,13 @@ spares_take_last_inodes() {
     done
     expect_eq "the last free inodes are the spares' (free inodes, spares)" "$(free_inodes) $(unnamed_files $AHEAD)" "0 $AHEAD"
 }
-for i in $(seq 0 9); do rm "$S/fill/f$i"; done
+remove_and_await_inodes "$S"/fill/f{0..9}
 spares_take_last_inodes again
 check "a create in another directory gets an inode a spare held" touch "$S/elsewhere/x"
 check "and the next one the other's" touch "$S/elsewhere/y"
 check_error "then the disk is full again" "No space left on device" touch "$S/elsewhere/z"
 # Likewise for a directory (any node made gets the spare's inode back).
-rm "$S/fill/f10" "$S/fill/f11" "$S/fill/f12" "$S/fill/f13" "$S/fill/f14"
+remove_and_await_inodes "$S"/fill/f{10..14}
 spares_take_last_inodes more
 check "a mkdir gets an inode a spare held" mkdir "$S/elsewhere/d"
 "$DPFS" unmount "$SMALL/mnt" || fail "unmount of the small device"
