@@ -3,6 +3,7 @@
 // subscriber, written out by a thread of its own. A subscriber that stops reading
 // (stopped, paused in a debugger, slow) fills its socket, then its queue, and is then
 // dropped, its connection shut down; nothing it does or fails to do delays the device.
+import CLinux
 import DataProtection
 import Foundation
 import Glibc
