@@ -1,38 +1,88 @@
-// The item store's generation (dpfs(5)): a row of the `meta` table bumped in the same
-// transaction as every write, then mirrored into the device's record in the secret
-// store. The mirror comes after the commit, so a crash between leaves the record one
-// behind, never ahead; an open accepts the database at the record's generation or
-// above and brings the record up. A caller hears of a write's success only after the
-// mirror, so the one write a kill in between could let an old copy undo is a write
-// nobody was told had happened. A database older than the record is refused.
+// The item store's state (dpfs(5)): a generation, a row of the `meta` table bumped in
+// the same transaction as every write, and a digest of every row of every table. Both
+// are recorded in the device's record in the secret store, with the state they
+// replace, before the transaction commits: a crash between leaves the database at the
+// state before, which the record still names. An open accepts the database only in
+// one of those two states. An older copy, with its counter edited or not, and a
+// deleted row put back into the current one, hash to neither and are refused: the set
+// of items is bound to what the secret store keeps, not to a number beside the rows.
 import DataProtection
 import GRDB
 
 extension ItemStore {
-    /// Runs `body` in one write transaction that also bumps the generation, then
-    /// mirrors the generation into the secret store.
+    /// Runs `body` in one write transaction that also bumps the generation, and records
+    /// the new state in the secret store before it commits.
     func commit<T>(_ body: (Database) throws -> T) throws -> T {
         try Self.commit(pool, device, body)
     }
 
     static func commit<T>(_ pool: DatabasePool, _ device: LockStateManager, _ body: (Database) throws -> T) throws -> T {
-        var committed = 0
-        let result = try pool.write { db -> T in
-            let result = try body(db)
-            try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-            committed = try Self.generation(db)
-            return result
+        var recordedBefore: KeychainState?
+        do {
+            return try pool.write { db -> T in
+                let before = try state(db)
+                let result = try body(db)
+                try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+                try device.recordKeychainState(try state(db), replacing: before)
+                recordedBefore = before
+                return result
+            }
+        } catch {
+            // Recorded but not committed (the commit itself failed): the record names the
+            // database's state again, so the write that never happened is not expected.
+            if let recordedBefore { try? device.recordKeychainState(recordedBefore, replacing: recordedBefore) }
+            throw error
         }
-        try device.recordKeychainGeneration(committed)
-        return result
+    }
+
+    /// The generation and the digest of every row of `items`, `apps` and `meta`, in
+    /// key order: each value tagged with its type and length, so that no two
+    /// different tables hash alike.
+    static func state(_ db: Database) throws -> KeychainState {
+        var hash = StreamingHash(outputLength: 16)
+        hash.update(Array("dpfs.keychain-state.v1".utf8))
+        for (table, order) in [("items", "id"), ("apps", "bundleID"), ("meta", "key")] {
+            hash.update(Array(table.utf8))
+            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY \(order)")
+            while let row = try rows.next() {
+                hash.update(row.count)
+                for value in row.databaseValues { add(value, to: &hash) }
+            }
+            hash.update(-1)
+        }
+        let digits = Array("0123456789abcdef".utf8)
+        let digest = String(decoding: hash.finish().flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        return KeychainState(generation: try generation(db), digest: digest)
+    }
+
+    private static func add(_ value: DatabaseValue, to hash: inout StreamingHash) {
+        switch value.storage {
+        case .null:
+            hash.update(0)
+        case .int64(let number):
+            hash.update(1)
+            hash.update(Int(number))
+        case .double(let number):
+            hash.update(2)
+            hash.update(Int(bitPattern: UInt(number.bitPattern)))
+        case .string(let text):
+            hash.update(3)
+            let bytes = Array(text.utf8)
+            hash.update(bytes.count)
+            hash.update(bytes)
+        case .blob(let data):
+            hash.update(4)
+            hash.update(data.count)
+            data.withUnsafeBytes { hash.update($0) }
+        }
     }
 
     static func generation(_ db: Database) throws -> Int {
         try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 0
     }
 
-    /// Checks the database at `path` against the device's record without changing it
-    /// (fsck): throws the one-line refusal for an old copy.
+    /// Checks the database at `path` against the device's record (fsck): throws the
+    /// one-line refusal for an old or altered copy.
     public static func checkGeneration(path: String, device: LockStateManager) throws {
         let queue = try DatabaseQueue(path: path, configuration: {
             var configuration = Configuration()
@@ -40,8 +90,8 @@ extension ItemStore {
             return configuration
         }())
         let found = try queue.read { db in
-            try db.tableExists("meta") ? try generation(db) : 0
+            try db.tableExists("meta") ? try state(db) : KeychainState(generation: 0, digest: "")
         }
-        try device.checkKeychainGeneration(found)
+        try device.checkKeychainState(found)
     }
 }

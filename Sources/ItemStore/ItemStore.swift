@@ -33,7 +33,7 @@ public final class ItemStore: Sendable {
             }
         }
         // An old copy of the database put back is refused (ItemStore+Generation).
-        try device.checkKeychainGeneration(try pool.read { try Self.generation($0) })
+        try device.checkKeychainState(try pool.read { try Self.state($0) })
         // The passcode may have gone while no store was listening.
         if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool, device) }
     }

@@ -120,18 +120,35 @@ final class RollbackTests: XCTestCase {
         XCTAssertNil(try device.boot().bootNotice)
     }
 
-    func testTheKeychainGenerationNeverGoesBack() throws {
+    func testTheKeychainStateIsTheRecordedOneOrTheOneBefore() throws {
         let device = try TestDevice()
         let manager = try device.boot()
-        try manager.recordKeychainGeneration(3)
-        try manager.recordKeychainGeneration(2)
-        XCTAssertEqual(try manager.deviceRecord()?.keychainGeneration, 3, "out-of-order mirrors never lower it")
-        XCTAssertNoThrow(try manager.checkKeychainGeneration(3))
-        XCTAssertNoThrow(try manager.checkKeychainGeneration(4), "one ahead: a crash before the mirror")
-        XCTAssertEqual(try manager.deviceRecord()?.keychainGeneration, 4)
-        XCTAssertThrowsError(try manager.checkKeychainGeneration(3)) {
+        let first = KeychainState(generation: 3, digest: "aa")
+        let second = KeychainState(generation: 4, digest: "bb")
+        XCTAssertNoThrow(try manager.checkKeychainState(first), "a record without a digest takes the first state")
+        try manager.recordKeychainState(second, replacing: first)
+        XCTAssertNoThrow(try manager.checkKeychainState(first), "the state before: a crash before the commit")
+        XCTAssertEqual(try manager.deviceRecord()?.keychainState, first, "the record is brought back to it")
+        XCTAssertNil(try manager.deviceRecord()?.keychainPrevious)
+        XCTAssertThrowsError(try manager.checkKeychainState(second), "once brought back, the uncommitted state is gone")
+
+        try manager.recordKeychainState(second, replacing: first)
+        XCTAssertNoThrow(try manager.checkKeychainState(second), "the write committed")
+        XCTAssertThrowsError(try manager.checkKeychainState(first), "then the state before it is refused")
+        try manager.recordKeychainState(KeychainState(generation: 5, digest: "ee"), replacing: second)
+        try manager.settleKeychainRecord()
+        XCTAssertThrowsError(try manager.checkKeychainState(second), "and after the daemon's end too")
+        try manager.recordKeychainState(first, replacing: first)
+        XCTAssertThrowsError(try manager.checkKeychainState(KeychainState(generation: 2, digest: "cc"))) {
             XCTAssertEqual("\($0)", "the keychain is older than the device's record in secret store "
-                           + "file:\(device.secretStore) (generation 3 < 4): an old copy was put back")
+                           + "file:\(device.secretStore) (generation 2 < 3): an old copy was put back")
         }
+        XCTAssertThrowsError(try manager.checkKeychainState(KeychainState(generation: 3, digest: "dd"))) {
+            XCTAssertEqual($0 as? DeviceRecordError,
+                           .keychainAltered(store: "file:\(device.secretStore)", found: 3, recorded: 3),
+                           "the recorded generation with other rows")
+        }
+        XCTAssertThrowsError(try manager.checkKeychainState(KeychainState(generation: 9, digest: "aa")),
+                             "a counter raised past the record")
     }
 }

@@ -1,7 +1,9 @@
-// Every keychain write bumps the item store's generation and mirrors it into the
-// device's record in the secret store; an older database is refused (dpfs(5)).
+// Every keychain write bumps the item store's generation and records it, with a digest
+// of every row, in the device's record in the secret store; an older database, and one
+// whose rows were changed outside the store, are refused (dpfs(5)).
 import DataProtection
 import Foundation
+import GRDB
 import Testing
 @testable import ItemStore
 
@@ -30,5 +32,47 @@ import Testing
         #expect(throws: DeviceRecordError.self) {
             try ItemStore.checkGeneration(path: t.directory.itemStorePath, device: t.device)
         }
+    }
+
+    @Test func aDeletedRowPutBackIsRefused() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "kept"]).status == 0)
+        #expect(t.add(["service": "doomed"]).status == 0)
+        let doomed = try #require(try t.store.pool.read {
+            try Row.fetchOne($0, sql: "SELECT * FROM items ORDER BY id DESC LIMIT 1")
+        })
+        #expect(t.store.perform(KeychainRequest(operation: .delete, app: nil, attributes: ["service": "doomed"])).status == 0)
+        try t.reopenStore()
+        // What an attacker with the database file does: the row, as it was, inserted again.
+        let placeholders = Array(repeating: "?", count: doomed.count).joined(separator: ", ")
+        try t.store.pool.write { db in
+            try db.execute(sql: "INSERT INTO items VALUES (\(placeholders))", arguments: StatementArguments(doomed.databaseValues))
+        }
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+        #expect(throws: DeviceRecordError.self) {
+            try ItemStore.checkGeneration(path: t.directory.itemStorePath, device: t.device)
+        }
+    }
+
+    @Test func aWriteRecordedButNotCommittedLeavesTheStateBeforeAcceptable() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        let committed = try #require(try t.device.deviceRecord()?.keychainState)
+        // As a kill between a write's record and its commit leaves it.
+        try t.device.recordKeychainState(KeychainState(generation: committed.generation + 1, digest: "00"),
+                                         replacing: committed)
+        try t.reopenStore()
+        #expect(try t.device.deviceRecord()?.keychainState == committed, "the record is back at the committed state")
+        #expect(t.find(["service": "mail"]).status == 0)
+        #expect(t.add(["service": "more"]).status == 0, "and writes go on from there")
+        try t.reopenStore()
+    }
+
+    @Test func theRecordNamesTheDatabasesStateAfterEveryWrite() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        #expect(t.update(["service": "mail"], to: ["account": "bob"]).status == 0)
+        let state = try t.store.pool.read { try ItemStore.state($0) }
+        #expect(try t.device.deviceRecord()?.keychainState == state)
     }
 }

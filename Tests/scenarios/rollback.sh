@@ -51,6 +51,44 @@ check_error "an old keychain.sqlite is refused at mount" \
     "the keychain is $OLD (generation [0-9]* < [0-9]*): an old copy was put back" "$DPFS" mount "$DEV" "$MNT"
 check_error "fsck reports the old keychain" "the keychain is $OLD" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 
+# 2b. The same old copy with its counter raised past the record's (sqlite3): its rows
+# are not the recorded ones.
+ALTERED="the keychain does not match the device's record in secret store file:$SECRETS"
+sqlite3 "$DEV/keychain.sqlite" "UPDATE meta SET value = value + 5 WHERE key = 'generation'"
+check_error "an old keychain.sqlite with its generation raised is refused at mount" \
+    "$ALTERED (generation [0-9]*, recorded [0-9]*, other items): it was put back from an older copy or edited" \
+    "$DPFS" mount "$DEV" "$MNT"
+check_error "fsck reports it" "$ALTERED" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)
+expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+check_fails "and nothing is mounted" grep -qs " $MNT fuse" /proc/mounts
+
+# 2c. A deleted item's row put back into the current database, from an older copy.
+rm -rf "$DEV"
+setup_device
+unlock_device
+printf 'kept' | "$DPFS" keychain add "$MNT" --service kept >/dev/null || fail "keychain add"
+printf 'deleted secret' | "$DPFS" keychain add "$MNT" --service doomed --accessible Always >/dev/null || fail "keychain add"
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV/keychain.sqlite" "$WORK/keychain-with-doomed"
+mount_device
+unlock_device
+check "the item is deleted" "$DPFS" keychain delete "$MNT" --service doomed
+"$DPFS" unmount "$MNT" || fail "unmount"
+cp -a "$DEV/keychain.sqlite" "$WORK/keychain-current"
+sqlite3 "$DEV/keychain.sqlite" "ATTACH '$WORK/keychain-with-doomed' AS old;
+    INSERT INTO items SELECT * FROM old.items WHERE id NOT IN (SELECT id FROM main.items);"
+expect_eq "the row is back in the database" "$(sqlite3 "$DEV/keychain.sqlite" 'SELECT count(*) FROM items')" "2"
+check_error "a deleted row put back is refused at mount" "$ALTERED" "$DPFS" mount "$DEV" "$MNT"
+check_error "fsck reports it" "$ALTERED" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+cp -a "$WORK/keychain-current" "$DEV/keychain.sqlite"
+mount_device
+unlock_device
+expect_eq "the real keychain mounts and serves what it holds" \
+    "$("$DPFS" keychain find "$MNT" --service kept 2>&1)" "kept"
+check_error "and not the deleted item" "errSecItemNotFound" "$DPFS" keychain find "$MNT" --service doomed
+"$DPFS" unmount "$MNT" || fail "unmount"
+
 # 3. An erase after N failures, undone by putting back the keybag from before.
 rm -rf "$DEV"
 setup_device --erase-after 3

@@ -52,23 +52,56 @@ extension LockStateManager {
         return notice
     }
 
-    /// Refuses an item store older than the device's record; a newer one (by one: the
-    /// crash between its commit and the mirror) brings the record up to date.
-    public func checkKeychainGeneration(_ found: Int) throws {
+    /// Checks the item store's `state` against the device's record at open (and fsck):
+    /// it must be the state recorded, or the one before it where the daemon died
+    /// during a write (a crash between the write's record and its commit; the record
+    /// is brought back to it). Anything else is
+    /// refused: older, or at the recorded generation with other rows. A record from
+    /// before digests were kept takes this state, unless it is older.
+    public func checkKeychainState(_ state: KeychainState) throws {
         try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { record in
-            if found < record.keychainGeneration {
-                throw DeviceRecordError.rolledBack(what: "keychain", store: secretStore.description,
-                                                   found: found, recorded: record.keychainGeneration)
+            if let recorded = record.keychainState {
+                if state == recorded {
+                    // The last write committed: the state before it is no longer one to accept.
+                    record.keychainPrevious = nil
+                    return
+                }
+                if state == record.keychainPrevious {
+                    record.keychainGeneration = state.generation
+                    record.keychainDigest = state.digest
+                    record.keychainPrevious = nil
+                    return
+                }
+                let floor = record.keychainPrevious?.generation ?? recorded.generation
+                if state.generation < floor {
+                    throw DeviceRecordError.rolledBack(what: "keychain", store: secretStore.description,
+                                                       found: state.generation, recorded: recorded.generation)
+                }
+                throw DeviceRecordError.keychainAltered(store: secretStore.description, found: state.generation,
+                                                        recorded: recorded.generation)
             }
-            record.keychainGeneration = found
+            if state.generation < record.keychainGeneration {
+                throw DeviceRecordError.rolledBack(what: "keychain", store: secretStore.description,
+                                                   found: state.generation, recorded: record.keychainGeneration)
+            }
+            record.keychainGeneration = state.generation
+            record.keychainDigest = state.digest
         }
     }
 
-    /// Mirrors a committed item-store generation into the record; never goes back
-    /// (two commits may mirror out of order).
-    public func recordKeychainGeneration(_ generation: Int) throws {
+    /// Forgets the state before the last write, once no write is in flight (the daemon's
+    /// end): a copy of the database from just before that write is then refused too.
+    /// Only a crash between a write's record and its commit leaves it acceptable.
+    public func settleKeychainRecord() throws {
+        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { $0.keychainPrevious = nil }
+    }
+
+    /// Records a write's state before its commit, with the state it replaces.
+    public func recordKeychainState(_ state: KeychainState, replacing previous: KeychainState) throws {
         try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { record in
-            record.keychainGeneration = max(record.keychainGeneration, generation)
+            record.keychainGeneration = state.generation
+            record.keychainDigest = state.digest
+            record.keychainPrevious = previous
         }
     }
 

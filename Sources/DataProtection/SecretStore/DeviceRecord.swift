@@ -9,15 +9,44 @@ import Synchronization
 public struct DeviceRecord: Codable, Sendable, Equatable {
     public var keybagGeneration = 0
     public var keychainGeneration = 0
+    /// The digest of the item store's whole state at `keychainGeneration`
+    /// (KeychainState); nil in a record made before digests were kept.
+    public var keychainDigest: String?
+    /// The state before the last write, recorded with it: the write is recorded before
+    /// its commit, so a crash in between leaves the database there.
+    public var keychainPrevious: KeychainState?
     public var failedAttempts = 0
     public var erased = false
 
     public init() {}
+
+    /// The item-store state the record vouches for now, if it keeps a digest.
+    public var keychainState: KeychainState? {
+        keychainDigest.map { KeychainState(generation: keychainGeneration, digest: $0) }
+    }
+}
+
+/// The item store's whole state as the secret store records it: its generation and a
+/// digest of every row of every table (ItemStore+Generation). A database put back from
+/// an older copy, with its counter edited or a deleted row inserted again, does not
+/// hash to it.
+public struct KeychainState: Codable, Sendable, Equatable {
+    public var generation: Int
+    /// BLAKE2b-128 of the store's rows, in hex.
+    public var digest: String
+
+    public init(generation: Int, digest: String) {
+        self.generation = generation
+        self.digest = digest
+    }
 }
 
 public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
     /// `what` is "keybag" or "keychain".
     case rolledBack(what: String, store: String, found: Int, recorded: Int)
+    /// The item store is at the recorded generation (or past it) but its rows are not
+    /// the ones recorded: an old copy with its counter raised, or rows put back.
+    case keychainAltered(store: String, found: Int, recorded: Int)
     case unreadable(store: String, device: String, reason: String)
 
     public var description: String {
@@ -25,6 +54,9 @@ public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
         case .rolledBack(let what, let store, let found, let recorded):
             return "the \(what) is older than the device's record in secret store \(store) "
                 + "(generation \(found) < \(recorded)): an old copy was put back"
+        case .keychainAltered(let store, let found, let recorded):
+            return "the keychain does not match the device's record in secret store \(store) "
+                + "(generation \(found), recorded \(recorded), other items): it was put back from an older copy or edited"
         case .unreadable(let store, let device, let reason):
             return "the record of device \(device) in secret store \(store) cannot be used: \(reason)"
         }

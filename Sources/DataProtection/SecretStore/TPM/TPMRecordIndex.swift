@@ -5,7 +5,7 @@
 import CTss
 
 enum TPMRecordIndex {
-    static let size = 128
+    static let size = 256
 
     static func handle(for deviceUUID: String) -> UInt32 {
         var digest = [UInt8](repeating: 0, count: 16)
