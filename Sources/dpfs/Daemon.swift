@@ -50,7 +50,15 @@ struct Daemon {
                 logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
             }
             let items = try ItemStore(path: directory.itemStorePath, device: device)
-            let server = try ControlServer(socketPath: try Self.socketPath(), device: device, items: items)
+            let place = try Self.socketPlace()
+            if let notice = place.notice { logger.warning("\(notice)") }
+            defer {
+                if let temporary = place.temporary {
+                    unlink(place.socket)
+                    rmdir(temporary)
+                }
+            }
+            let server = try ControlServer(socketPath: place.socket, device: device, items: items)
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
             server.start()
@@ -78,25 +86,36 @@ struct Daemon {
         close(readyFD)
     }
 
-    /// A private directory for the control socket: /run/dpfs for root, else the
-    /// user's runtime directory, else /tmp/dpfs-UID.
-    static func socketPath() throws -> String {
+    /// Where the control socket goes: a private directory, /run/dpfs for root, else the
+    /// user's runtime directory, else /tmp/dpfs-UID. Another user may have made
+    /// /tmp/dpfs-UID first (anyone can create names in /tmp): then a new private
+    /// directory of mkdtemp's is used instead, `temporary`, to remove at the end. The
+    /// client finds the socket through the mount, so any private directory serves.
+    static func socketPlace() throws -> (socket: String, temporary: String?, notice: String?) {
         let uid = getuid()
         let base: String
+        var shared = false
         if uid == 0 {
             base = "/run/dpfs"
         } else if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             base = runtime + "/dpfs"
         } else {
             base = "/tmp/dpfs-\(uid)"
+            shared = true
         }
         if mkdir(base, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir", base) }
         var st = stat()
-        guard lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 else {
-            throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700")
+        if lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 {
+            removeStaleSockets(in: base)
+            return (base + "/\(getpid()).sock", nil, nil)
         }
-        removeStaleSockets(in: base)
-        return base + "/\(getpid()).sock"
+        guard shared else { throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700") }
+        var template = Array("/tmp/dpfs-\(uid)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp", "/tmp/dpfs-\(uid)-XXXXXX") }
+        let directory = String(cString: made)
+        return (directory + "/\(getpid()).sock", directory,
+                "\(base) is not a private directory of uid \(uid) (another user made it?); "
+                    + "the control socket is in \(directory) instead")
     }
 
     /// Removes the sockets of daemons that are gone: one killed (kill -9, a crash)

@@ -28,6 +28,19 @@ public enum DeviceProvisioning {
     }
 
     /// Removes a secret whose device was never finished (init failed after creating it).
+    /// What `discard` would remove of `deviceUUID` from `store`: the paths of a file
+    /// store's secret and record that exist, or for a tpm2 store its NV index, if defined.
+    public static func entries(of deviceUUID: String, in store: SecretStoreLocation) -> [String] {
+        switch store {
+        case .file(let directory):
+            return [DeviceSecretStore.path(of: deviceUUID, in: directory),
+                    DeviceRecordStore.statePath(of: deviceUUID, in: directory)].filter { access($0, F_OK) == 0 }
+        case .tpm2(let tcti):
+            let defined = (try? TPMSecretStore.readRecord(for: deviceUUID, tcti: tcti)) != nil
+            return defined ? ["NV index of device \(deviceUUID) in \(store)"] : []
+        }
+    }
+
     public static func discard(_ deviceUUID: String, in store: SecretStoreLocation) {
         switch store {
         case .file(let directory):

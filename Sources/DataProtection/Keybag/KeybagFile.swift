@@ -57,6 +57,13 @@ public struct KeybagFile: Codable, Sendable {
         return try DeviceSecretStore.load(for: file.deviceUUID, from: try file.storeLocation(), sealed: file.tpmSealedSecret)
     }
 
+    /// The device's UUID and the store its keybag names, read without the secret (to
+    /// find the device's entries in the store; nothing here is trusted for more).
+    public static func storeEntry(of directory: DeviceDirectory) throws -> (deviceUUID: String, store: SecretStoreLocation) {
+        let file = try decode(from: directory)
+        return (file.deviceUUID, try file.storeLocation())
+    }
+
     /// The TCTI of a tpm2 store, nil for any other.
     var tpmTCTI: String? {
         guard secretStore.hasPrefix("tpm2:"), case .tpm2(let tcti)? = try? SecretStoreLocation(parsing: secretStore) else {

@@ -56,6 +56,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var defaultProtection: String
     public var deviceDirectory: String
     public var pid: Int32
+    /// Where the device secret lives ("file:DIR" or "tpm2:TCTI").
+    public var secretStore: String?
     /// The inodes the mounted filesystem holds for the kernel (nil before it is mounted).
     public var inodes: Int?
 }

@@ -139,6 +139,7 @@ public final class LockStateManager: Sendable {
                                 gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
                                 deviceDirectory: directory.root, pid: getpid(),
+                                secretStore: secretStore.description,
                                 inodes: mountedInodes.withLock { $0 }?())
         }
     }

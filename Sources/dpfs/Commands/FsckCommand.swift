@@ -52,6 +52,7 @@ struct Fsck: ParsableCommand {
                 throw CLIError("cannot write into the salvage directory \(target): \(String(cString: strerror(errno)))")
             }
         }
+        print("secret store: \(device.secretStore)")
         let report = DeviceCheck(device: device).run(salvageInto: salvage.map(absolutePath))
         for damage in report.damage { print(damage) }
         let verdict = report.damage.isEmpty ? "clean" : "\(report.damage.count) problem\(report.damage.count == 1 ? "" : "s")"

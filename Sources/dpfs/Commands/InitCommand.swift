@@ -20,7 +20,7 @@ struct Init: ParsableCommand {
     var defaultProtection: String?
     @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
     @Option(help: ArgumentHelp(
-        "Where the device secret lives, outside the device directory: file (the default: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), file:DIR, or tpm2[:TCTI] (sealed to a TPM 2.0; default TCTI device:/dev/tpmrm0).",
+        "Where the device secret lives, outside the device directory: tpm2[:TCTI] (sealed to a TPM 2.0; the default where /dev/tpmrm0 answers), file (the default elsewhere: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), or file:DIR.",
         valueName: "store")) var secretStore: String?
 
     func validate() throws {
@@ -28,13 +28,30 @@ struct Init: ParsableCommand {
         if let eraseAfter, eraseAfter < 1 { throw ValidationError("--erase-after needs a positive number") }
     }
 
+    /// The store `--secret-store` names; without it the TPM where /dev/tpmrm0 answers
+    /// (a guess then needs this machine's TPM, and counts against its lockout), else
+    /// the default file store. With why, for the line `init` prints.
+    private func chooseStore() throws -> (SecretStoreLocation, String) {
+        if let secretStore {
+            do { return (try SecretStoreLocation(parsing: secretStore), "as asked") } catch {
+                throw CLIError(error.description)
+            }
+        }
+        let tpm = SecretStoreLocation.tpm2(tcti: SecretStoreLocation.defaultTCTI)
+        if access("/dev/tpmrm0", R_OK | W_OK) == 0 && TPMSecretStore.isUsable(tcti: SecretStoreLocation.defaultTCTI) {
+            return (tpm, "sealed to this machine's TPM: no passcode can be tried anywhere else")
+        }
+        let file = try SecretStoreLocation(parsing: nil)
+        return (file, "no usable TPM at /dev/tpmrm0: whoever copies this directory and that one "
+                + "can try passcodes offline; keep them apart")
+    }
+
     func run() throws {
         if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
             throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
         }
         let directory = DeviceDirectory(deviceDirectory)
-        let store: SecretStoreLocation
-        do { store = try SecretStoreLocation(parsing: secretStore) } catch { throw CLIError(error.description) }
+        let (store, storeNote) = try chooseStore()
         if case .file(let secrets) = store, secrets == directory.root || secrets.hasPrefix(directory.root + "/") {
             throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
         }
@@ -71,6 +88,7 @@ struct Init: ParsableCommand {
             throw CLIError("init failed: \(error)")
         }
         initialised = true
+        print("secret store: \(store) (\(storeNote))")
         print("initialised \(directory.root) (default class \(defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }
 

@@ -61,5 +61,6 @@ struct Status: ParsableCommand {
         print("default class: \(status.defaultProtection)")
         print("grace period: \(status.gracePeriod) s")
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
+        if let store = status.secretStore { print("secret store: \(store)") }
     }
 }

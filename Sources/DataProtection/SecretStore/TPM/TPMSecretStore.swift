@@ -32,6 +32,11 @@ public enum TPMSecretStore {
         return secret
     }
 
+    /// Whether a TPM answers at `tcti` (`init` seals to it by default when one does).
+    public static func isUsable(tcti: String) -> Bool {
+        (try? TPMContext(tcti: tcti)) != nil
+    }
+
     /// Removes the NV index of a device whose init failed.
     static func discard(_ deviceUUID: String, tcti: String) {
         guard let context = try? TPMContext(tcti: tcti) else { return }

@@ -1,0 +1,61 @@
+// dpfs forget: removes a device's entries from its secret store (its secret and its
+// record in a file store; its NV index in a TPM). The device's data can never be
+// decrypted again: for a device directory that was deleted (whose secret would
+// otherwise stay behind in /var/lib/dpfs), or one to be destroyed for good.
+import ArgumentParser
+import DataProtection
+import Foundation
+import Glibc
+
+struct Forget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove a device's secret-store entries; its data can never be decrypted again.")
+
+    @Argument(help: "The device's UUID (as its keybag and its secret store name it), or its directory.")
+    var device: String
+
+    func run() throws {
+        let (uuid, stores) = try resolve()
+        var removed: [String] = []
+        for store in stores {
+            let entries = DeviceProvisioning.entries(of: uuid, in: store)
+            guard !entries.isEmpty else { continue }
+            DeviceProvisioning.discard(uuid, in: store)
+            let left = DeviceProvisioning.entries(of: uuid, in: store)
+            guard left.isEmpty else { throw CLIError("cannot remove \(left.joined(separator: ", "))") }
+            removed += entries
+        }
+        guard !removed.isEmpty else {
+            throw CLIError("no entries of device \(uuid) in \(stores.map(\.description).joined(separator: " or "))")
+        }
+        print("forgot device \(uuid): removed \(removed.joined(separator: ", "))")
+    }
+
+    /// The UUID and the stores to look in: a directory's own store, or for a bare UUID
+    /// the default ones (this user's file store, and the TPM where there is one).
+    private func resolve() throws -> (String, [SecretStoreLocation]) {
+        let directory = DeviceDirectory(absolutePath(device))
+        if directory.isInitialised {
+            let lock: Int32
+            do { lock = try directory.takeMountLock() } catch { throw CLIError("\(error); unmount it first") }
+            close(lock)
+            do {
+                let entry = try KeybagFile.storeEntry(of: directory)
+                return (entry.deviceUUID, [entry.store])
+            } catch {
+                throw CLIError("\(error)")
+            }
+        }
+        guard Self.isUUID(device) else {
+            throw CLIError("\(device) is neither a device directory nor a device UUID")
+        }
+        var stores = [try SecretStoreLocation(parsing: nil)]
+        if access("/dev/tpmrm0", R_OK | W_OK) == 0 { stores.append(.tpm2(tcti: SecretStoreLocation.defaultTCTI)) }
+        return (device.lowercased(), stores)
+    }
+
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPEC §11, the store a user gets: init says which secret store it chose and why
+# (the TPM where /dev/tpmrm0 answers, else the file store and where); status and fsck
+# name the store; `dpfs forget` removes a device's entries, by directory or by UUID,
+# and refuses a mounted device; and another user who made /tmp/dpfs-UID first cannot
+# keep a user without XDG_RUNTIME_DIR from mounting.
+source "$(dirname "$0")/lib.sh"
+
+uuid_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$1/keybag.json"; }
+
+out=$("$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS")
+case "$out" in *"secret store: file:$SECRETS (as asked)"*) pass "init names the store it was given" ;;
+               *) fail "init names the store it was given" "$out" ;; esac
+mount_device
+expect_eq "status names the store" "$("$DPFS" status "$MNT" | grep '^secret store:')" "secret store: file:$SECRETS"
+check "status --json too" sh -c "'$DPFS' status '$MNT' --json | grep -q '\"secretStore\":\"file:'"
+uuid=$(uuid_of "$DEV")
+check_error "forget refuses a mounted device" "already mounted" "$DPFS" forget "$DEV"
+check "and its secret is still there" test -e "$SECRETS/$uuid.secret"
+"$DPFS" unmount "$MNT"
+expect_eq "fsck names the store" "$("$DPFS" fsck "$DEV" --passcode-file "$PASS" | head -1)" "secret store: file:$SECRETS"
+
+out=$("$DPFS" forget "$DEV")
+expect_eq "forget by directory" "$?" "0"
+case "$out" in *"forgot device $uuid: removed $SECRETS/$uuid.secret, $SECRETS/$uuid.state"*) pass "and says what it removed" ;;
+               *) fail "and says what it removed" "$out" ;; esac
+check_fails "the secret is gone" test -e "$SECRETS/$uuid.secret"
+check_fails "the record too" test -e "$SECRETS/$uuid.state"
+check_error "the device no longer mounts, with one clear line" "device $uuid" "$DPFS" mount "$DEV" "$MNT"
+check_error "forget again: nothing left" "no entries of device $uuid" "$DPFS" forget "$DEV"
+
+# By UUID, in the default store of the user (root: /var/lib/dpfs), the directory gone.
+if [ "$(id -u)" = 0 ]; then
+    DEFAULT_DEV="$WORK/default-device"
+    out=$("$DPFS" init "$DEFAULT_DEV" --passcode-file "$PASS")
+    if [ -e /dev/tpmrm0 ]; then
+        log "this machine has /dev/tpmrm0: the default store there is checked by hand only"
+    else
+        case "$out" in *"secret store: file:/var/lib/dpfs (no usable TPM at /dev/tpmrm0"*) pass "without a TPM, init says it uses the file store, and where" ;;
+                       *) fail "without a TPM, init says it uses the file store, and where" "$out" ;; esac
+    fi
+    default_uuid=$(uuid_of "$DEFAULT_DEV")
+    rm -rf "$DEFAULT_DEV"
+    if [ -e "/var/lib/dpfs/$default_uuid.secret" ]; then
+        check "forget by UUID after the directory is gone" "$DPFS" forget "$default_uuid"
+        check_fails "removes the secret from /var/lib/dpfs" test -e "/var/lib/dpfs/$default_uuid.secret"
+    fi
+fi
+check_error "forget refuses what is neither a directory nor a UUID" "neither a device directory nor a device UUID" \
+    "$DPFS" forget "not-a-uuid"
+
+# A squatted /tmp/dpfs-UID: made first by another user (uid 4242), nobody still mounts.
+# (An earlier scenario may have left nobody's own there: it is set aside meanwhile.)
+USER_WORK="$WORK/nobody"
+mkdir -p "$USER_WORK/mnt"
+printf '1234\n' > "$USER_WORK/pass"; chmod 600 "$USER_WORK/pass"
+chmod 755 "$WORK"; chown -R 65534:65534 "$USER_WORK"
+SQUAT=/tmp/dpfs-65534
+SET_ASIDE="$WORK/runtime-set-aside"
+scenario_cleanup() {
+    grep -qs " $USER_WORK/mnt fuse" /proc/mounts && fusermount3 -uz "$USER_WORK/mnt"
+    if [ -e "$SET_ASIDE" ] || [ "$(stat -c %u "$SQUAT" 2>/dev/null)" = 4242 ]; then rm -rf "$SQUAT"; fi
+    [ -e "$SET_ASIDE" ] && mv "$SET_ASIDE" "$SQUAT"
+    return 0
+}
+[ -e "$SQUAT" ] && mv "$SQUAT" "$SET_ASIDE"
+mkdir -m 755 "$SQUAT" && chown 4242:4242 "$SQUAT"
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR HOME="$USER_WORK" "$@"; }
+as_user "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+check "nobody mounts although another user made $SQUAT" as_user "$DPFS" mount "$USER_WORK/device" "$USER_WORK/mnt"
+check "and unlocks through the socket put elsewhere" as_user "$DPFS" unlock "$USER_WORK/mnt" --passcode-file "$USER_WORK/pass"
+check "the log says where it went" grep -q "is not a private directory of uid 65534" "$USER_WORK/device/daemon.log"
+socket_dir=$(as_user getfattr --only-values -n user.dpfs.control "$USER_WORK/mnt" 2>/dev/null | xargs -r dirname)
+expect_eq "a private directory of nobody's" "$(stat -c '%u %a' "$socket_dir" 2>&1)" "65534 700"
+check "which unmounts" as_user "$DPFS" unmount "$USER_WORK/mnt"
+check_fails "and the directory goes with the daemon" test -e "$socket_dir"
+expect_eq "the squatter's directory is left alone" "$(stat -c %u "$SQUAT")" "4242"
+finish
