@@ -115,7 +115,8 @@ daemon=$(daemon_pid)
 bash -c 'cd "$1" && while :; do sleep 0.2; done' _ "$D" &
 inside=$!
 holders="$holders $inside"
-check "a shell is inside" within 60 test "$(readlink "/proc/$inside/cwd")" = "$D"
+cwd_is() { [ "$(readlink "/proc/$1/cwd")" = "$2" ]; }
+check "a shell is inside" within 60 cwd_is "$inside" "$D"
 kill -KILL "$daemon"
 check "the daemon is gone" within 60 dead "$daemon"
 out=$("$DPFS" unmount "$MNT" 2>&1)
