@@ -130,7 +130,9 @@ public struct DeviceCheck {
         }
         guard let slot = header.current else { close(fd); return }
         checkNameTag(path, relative: relative, identity: header.fileID, place: place, into: &report)
-        if header.staleSlotIndex != nil {
+        if header.isRekeying {
+            report.damage.append(Damage(path: relative, problem: "a class raise was interrupted by a kill (its blocks are under two keys; opening the file through the mount finishes it)"))
+        } else if header.staleSlotIndex != nil {
             report.damage.append(Damage(path: relative, problem: "a superseded key slot is still present (a class change was cut short; opening the file through the mount clears it)"))
         }
         let key: SecureBuffer
@@ -142,6 +144,11 @@ public struct DeviceCheck {
             report.damage.append(Damage(path: relative, problem: why))
             return
         }
+        // A raise cut short: blocks not yet moved open under the old slot's key.
+        let oldKey: SecureBuffer? = header.isRekeying ? header.staleSlotIndex.flatMap { header.slots[$0] }.flatMap {
+            try? FileKeyWrap.unwrap($0.wrappedKey, fileID: header.fileID, as: $0.protectionClass, device: device)
+        } : nil
+        defer { oldKey?.wipe() }
         let backingSize = Int(st.st_size)
         if !BlockLayout.isWholeBacking(backingSize) {
             report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
@@ -165,7 +172,10 @@ public struct DeviceCheck {
             let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[BlockLayout.plainBlockSize...])
             for block in 0..<blockCount {
                 report.blocks += 1
-                let rc = BlockIO.readBlock(file, key: key, block: block, size: plainSize, sealedScratch: sealed, into: plain)
+                var rc = BlockIO.readBlock(file, key: key, block: block, size: plainSize, sealedScratch: sealed, into: plain)
+                if rc != 0, let oldKey {
+                    rc = BlockIO.readBlock(file, key: oldKey, block: block, size: plainSize, sealedScratch: sealed, into: plain)
+                }
                 if rc != 0 { damaged.append(block); continue }
                 if output >= 0 {
                     let length = BlockLayout.plainLength(ofBlock: block, plainSize: plainSize)

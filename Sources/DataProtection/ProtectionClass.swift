@@ -18,6 +18,17 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
 
     public var description: String { name }
 
+    /// How much of the time the class keeps its key away: a change to a stronger class
+    /// is a raise, which gives the file a new key (Rekey).
+    public var strength: Int {
+        switch self {
+        case .none: return 0
+        case .untilFirstAuth: return 1
+        case .completeUnlessOpen: return 2
+        case .complete: return 3
+        }
+    }
+
     /// Accepts the canonical name, Foundation's constant names and the iOS class letter.
     public init?(name raw: String) {
         let name = raw.trimmingCharacters(in: [" ", "\n", "\t", "\0"])

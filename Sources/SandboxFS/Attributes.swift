@@ -1,6 +1,6 @@
 // Extended attributes. `user.dpfs.protection` is the file's class (read from its
 // header) or a directory's class for new children; setting it on a file rewraps the
-// file key only. The mount root also answers `user.dpfs.control` with the path of the
+// file key, or on a raise gives the file a new one (ClassRaise.swift). The mount root also answers `user.dpfs.control` with the path of the
 // control socket, so the CLI finds the daemon from the mountpoint. Other user.*
 // attributes are stored sealed (SealedAttributes.swift); the other namespaces
 // (system.* such as POSIX ACLs, trusted.*, security.capability) are stored on the
@@ -194,7 +194,8 @@ extension SandboxFileSystem {
     }
 
     /// Rewraps the file key under `newClass`, writing the spare header slot and
-    /// syncing it; the content is never re-encrypted. Needs the current key (EPERM).
+    /// syncing it; a raise gives the file a new key instead (ClassRaise.swift). Needs
+    /// the current key (EPERM).
     func setFileClass(_ node: Inode, _ newClass: ProtectionClass) -> Int32 {
         switch retainFile(node) {
         case .failure(let error): return error.negated
@@ -204,6 +205,9 @@ extension SandboxFileSystem {
             let rc = file.writing { () -> Int32 in
                 guard let key = content.key, let current = content.header.current else { return -EPERM }
                 if current.protectionClass == newClass { return 0 }
+                if newClass.strength > current.protectionClass.strength {
+                    return raiseClass(content, key: key, current: current, to: newClass)
+                }
                 guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
                     return -EPERM
                 }

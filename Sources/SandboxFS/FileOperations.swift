@@ -54,6 +54,11 @@ extension SandboxFileSystem {
 
     func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, Errno> {
         guard let slot = header.current else { return .failure(.io) }
+        return unwrapKey(slot, of: header)
+    }
+
+    /// The key `slot` of `header` wraps; EPERM while its class is unavailable.
+    func unwrapKey(_ slot: FileHeader.KeySlot, of header: FileHeader) -> Result<SecureBuffer, Errno> {
         do {
             return .success(try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID,
                                                    as: slot.protectionClass, device: device))
@@ -124,8 +129,9 @@ extension SandboxFileSystem {
         case .failure(let error): close(fd); return .failure(error)
         case .success(let stored): header = stored
         }
-        // A class change cut short after its new slot was synced: finish it.
-        if let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
+        // A class change cut short after its new slot was synced: finish it. A raise's
+        // move to a new key is finished once the keys are there (finishRekey).
+        if !header.isRekeying, let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
            HeaderIO.eraseSlot(fd, index: stale) == 0 {
             header.slots[stale] = nil
         }
@@ -158,6 +164,7 @@ extension SandboxFileSystem {
         if file.reading({ file.key != nil }) { return nil }
         return file.writing { () -> Errno? in
             if file.content.key != nil { return nil }
+            if file.content.header.isRekeying { return finishRekey(file.content) }
             switch unwrapKey(file.content.header) {
             case .success(let key): file.content.key = key; return nil
             case .failure(let error): return error

@@ -127,6 +127,28 @@ final class FileHeaderTests: XCTestCase {
         XCTAssertEqual(try parse(bytes).current?.generation, 1)
     }
 
+    /// A raise's slot says its key replaces the other's, under its MAC: while both slots
+    /// stand the header is rekeying (the old slot must not be zeroed at open), and the
+    /// flag cannot be set or cleared by editing the byte.
+    func testARaisesSlotIsMarkedUnderItsMAC() throws {
+        var raised = header(generation: 1, .none)
+        raised.slots[1] = FileHeader.KeySlot(generation: 2, protectionClass: .complete,
+                                             wrappedKey: Sodium.randomBytes(72), replacesKey: true)
+        var bytes = raised.serialized(metadataKey: metadataKey)
+        let parsed = try parse(bytes)
+        XCTAssertEqual(parsed, raised)
+        XCTAssertTrue(parsed.isRekeying)
+        XCTAssertEqual(parsed.current?.protectionClass, .complete)
+        XCTAssertEqual(bytes[FileHeader.slotOffset(1) + 8], ProtectionClass.complete.rawValue | 0x80)
+        var plain = raised
+        plain.slots[1]?.replacesKey = false
+        XCTAssertFalse(plain.isRekeying, "a plain class change cut short is not a raise's")
+        bytes[FileHeader.slotOffset(1) + 8] &= 0x7f
+        XCTAssertEqual(try parse(bytes).current?.generation, 1, "a cleared flag empties the slot")
+        raised.slots[0] = nil
+        XCTAssertFalse(raised.isRekeying, "one slot left: the raise is finished")
+    }
+
     /// The cut mark lies outside what the slots' MACs cover: setting and clearing it
     /// (a shrinking truncate, InterruptedCut) needs no key and keeps the header valid.
     func testCutMarkRoundTripsOutsideTheMACs() throws {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPEC §5 on disk: no plaintext and no key in the device directory; every block bound
 # to its file and position (tampering reads as EIO, never as wrong plaintext); a class
-# change rewraps the key without touching the content.
+# lowered rewraps the key without touching the content (a raise reseals it: raise.sh).
 source "$(dirname "$0")/lib.sh"
 
 setup_device
@@ -42,12 +42,12 @@ done
 expect_eq "their space is back and no removed file waits (60 s deadline)" "$freed" "yes"
 expect_eq "the directory is gone" "$(ls "$D" | grep -c '^many$')" "0"
 
-# A class change rewraps only: every content byte of the backing file stays the same.
+# A class lowered rewraps only: every content byte of the backing file stays the same.
 UB=$(backing "$D/untilFirstAuth.txt")
 tail -c +513 "$UB" | sha256sum > "$WORK/before"
-check "class change untilFirstAuth → complete" setfattr -n user.dpfs.protection -v complete "$D/untilFirstAuth.txt"
+check "class change untilFirstAuth → none" setfattr -n user.dpfs.protection -v none "$D/untilFirstAuth.txt"
 tail -c +513 "$UB" | sha256sum > "$WORK/after"
-check "class change leaves the ciphertext unchanged" cmp "$WORK/before" "$WORK/after"
+check "a lowering leaves the ciphertext unchanged" cmp "$WORK/before" "$WORK/after"
 
 # Tampering: work on copies so each case starts from a good file.
 cp "$D/none.txt" "$WORK/good.txt"

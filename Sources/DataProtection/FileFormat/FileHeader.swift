@@ -22,11 +22,16 @@ public struct FileHeader: Sendable, Equatable {
         public var generation: UInt64
         public var protectionClass: ProtectionClass
         public var wrappedKey: [UInt8]
+        /// The slot wraps a new file key that replaces the other slot's (a class raise,
+        /// Rekey): while both stand, blocks may be under either key. Stored as the top
+        /// bit of the class byte, under the slot's MAC.
+        public var replacesKey: Bool
 
-        public init(generation: UInt64, protectionClass: ProtectionClass, wrappedKey: [UInt8]) {
+        public init(generation: UInt64, protectionClass: ProtectionClass, wrappedKey: [UInt8], replacesKey: Bool = false) {
             self.generation = generation
             self.protectionClass = protectionClass
             self.wrappedKey = wrappedKey
+            self.replacesKey = replacesKey
         }
     }
 
@@ -62,6 +67,12 @@ public struct FileHeader: Sendable, Equatable {
     /// A superseded slot still standing (a class change cut short by a crash), to be zeroed.
     public var staleSlotIndex: Int? {
         slots[0] != nil && slots[1] != nil ? spareSlotIndex : nil
+    }
+
+    /// A raise's move to a new key cut short: the superseded slot holds the old key,
+    /// which blocks not yet moved still need (Rekey). It goes only once they are moved.
+    public var isRekeying: Bool {
+        staleSlotIndex != nil && current?.replacesKey == true
     }
 
     public enum ParseError: Error, Equatable {
@@ -105,11 +116,11 @@ public struct FileHeader: Sendable, Equatable {
                                   raw[(slotSize - macSize)...]) else { return nil }
         var generation: UInt64 = 0
         for i in 0..<8 { generation |= UInt64(body[i]) << (8 * UInt64(i)) }
-        guard generation > 0, let protectionClass = ProtectionClass(rawValue: body[8]) else { return nil }
+        guard generation > 0, let protectionClass = ProtectionClass(rawValue: body[8] & ~replacesKeyBit) else { return nil }
         let length = Int(body[9])
         guard length <= maxWrappedKeySize else { return nil }
         return KeySlot(generation: generation, protectionClass: protectionClass,
-                       wrappedKey: Array(body[10..<10 + length]))
+                       wrappedKey: Array(body[10..<10 + length]), replacesKey: body[8] & replacesKeyBit != 0)
     }
 
     static func mac(prefix: [UInt8], index: Int, body: [UInt8], key: SecureBuffer) -> [UInt8] {
@@ -200,7 +211,7 @@ public struct FileHeader: Sendable, Equatable {
         precondition(slot.wrappedKey.count <= Self.maxWrappedKeySize && bytes.count == Self.slotSize)
         bytes.initializeMemory(as: UInt8.self, repeating: 0)
         for i in 0..<8 { bytes[i] = UInt8(truncatingIfNeeded: slot.generation >> (8 * UInt64(i))) }
-        bytes[8] = slot.protectionClass.rawValue
+        bytes[8] = slot.protectionClass.rawValue | (slot.replacesKey ? Self.replacesKeyBit : 0)
         bytes[9] = UInt8(slot.wrappedKey.count)
         slot.wrappedKey.withUnsafeBytes {
             UnsafeMutableRawBufferPointer(rebasing: bytes[10..<10 + $0.count]).copyMemory(from: $0)
@@ -209,6 +220,8 @@ public struct FileHeader: Sendable, Equatable {
         Self.mac(prefix: prefix, index: index, body: UnsafeRawBufferPointer(rebasing: bytes[0..<bodySize]),
                  key: metadataKey, into: UnsafeMutableRawBufferPointer(rebasing: bytes[bodySize...]))
     }
+
+    static let replacesKeyBit: UInt8 = 0x80
 
     /// What an empty (zeroed) slot looks like on disk.
     public static let emptySlot = [UInt8](repeating: 0, count: slotSize)

@@ -1,0 +1,85 @@
+// A file's content moved in place from its key to a new one: what a class raise does,
+// so that an older copy of the header, whose slot wraps the old key under the old
+// (lower) class, opens nothing written after the raise. Crash-safe with the header's
+// two slots: the new key's slot (replacesKey) is written and synced first, and the
+// old slot is zeroed only once every block is under the new key. Each block is tried
+// under the new key first, so a move a crash cut short is finished by the next one.
+import DataProtection
+import Glibc
+
+public enum Rekey {
+    /// Blocks read at once: one pread per 256 KiB.
+    static let chunkBlocks = 64
+
+    /// Reseals every block of `file` still sealed under `oldKey` with `newKey`, in
+    /// place, then syncs. Holes stay holes. -EIO if a block opens under neither key,
+    /// or -errno from the disk; the file is then left with blocks under both keys,
+    /// which the old slot still opens. Caller holds the file's lock (exclusive).
+    public static func move(_ file: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer) -> Int32 {
+        let size = file.plainSize
+        let lastBlock = BlockLayout.lastBlock(plainSize: size)
+        let ad = BlockIO.AdditionalData(file.fileID)
+        let old = BlockSealer(cipher: file.header.cipher, key: oldKey.pointer)
+        let new = BlockSealer(cipher: file.header.cipher, key: newKey.pointer)
+        let plain = SecureBuffer(count: BlockLayout.plainBlockSize)
+        defer { plain.wipe() }
+        var sealed = [UInt8](repeating: 0, count: chunkBlocks * BlockLayout.cipherBlockSize)
+        file.readsAccess(false)
+        var first = 0
+        while first <= lastBlock {
+            let end = min(first + chunkBlocks, lastBlock + 1)
+            let start = BlockLayout.backingOffset(ofBlock: first)
+            let length = BlockLayout.backingOffset(ofBlock: end - 1) - start
+                + BlockLayout.plainLength(ofBlock: end - 1, plainSize: size) + BlockLayout.blockOverhead
+            let rc = sealed.withUnsafeMutableBytes { chunk -> Int32 in
+                let got = BlockIO.preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: chunk[0..<length]), at: start)
+                if got < 0 { return Int32(got) }
+                guard got == length else { return -EIO }
+                // The blocks resealed: written back in one pwrite when every block of the
+                // chunk was (the usual case), else each alone, so holes stay holes.
+                var resealed: [Range<Int>] = []
+                for block in first..<end {
+                    let at = BlockLayout.backingOffset(ofBlock: block) - start
+                    let count = BlockLayout.plainLength(ofBlock: block, plainSize: size)
+                    let range = at..<at + count + BlockLayout.blockOverhead
+                    let rc = moveBlock(UnsafeMutableRawBufferPointer(rebasing: chunk[range]), block: block,
+                                       last: block == lastBlock, plainCount: count, ad: ad, old: old, new: new, plain: plain)
+                    if rc < 0 { return rc }
+                    if rc > 0 { resealed.append(range) }
+                }
+                let writes = resealed.count == end - first ? [0..<length] : resealed
+                for range in writes {
+                    let written = BlockIO.pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: chunk[range]), at: start + range.lowerBound)
+                    if written != 0 { return written }
+                }
+                return 0
+            }
+            if rc != 0 { return rc }
+            TestHooks.killPoint("rekey-chunk")
+            first = end
+        }
+        return fdatasync(file.fd) == 0 ? 0 : -errno
+    }
+
+    /// Reseals one block in `sealed` under `new` if it opens under `old`: 1 if it was
+    /// resealed, 0 if it is a hole or already under `new`, -EIO if neither opens it.
+    private static func moveBlock(_ sealed: UnsafeMutableRawBufferPointer, block: Int, last: Bool, plainCount: Int,
+                                  ad: BlockIO.AdditionalData, old: BlockSealer, new: BlockSealer,
+                                  plain: SecureBuffer) -> Int32 {
+        if !last && BlockIO.isAllZero(UnsafeRawBufferPointer(sealed)) { return 0 }
+        let output = UnsafeMutableRawBufferPointer(rebasing: plain.mutableBytes[0..<plainCount])
+        let opensUnderNew = new.withSession {
+            BlockIO.open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: output)
+        }
+        if opensUnderNew { return 0 }
+        let opensUnderOld = old.withSession {
+            BlockIO.open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: output)
+        }
+        guard opensUnderOld else { return -EIO }
+        Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: sealed[0..<new.cipher.nonceSize]))
+        new.withSession {
+            BlockIO.seal($0, ad, block: block, last: last, plain: UnsafeRawBufferPointer(output), into: sealed)
+        }
+        return 1
+    }
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# SPEC §11, nothing put back reopens a secret: a file's class raised gets a new file
+# key, and its content moves to it (BlockStore/Rekey.swift). An older copy of its
+# header, whose slot wraps the old key under the old class, opens nothing written
+# after the raise (the attacker here also holds the device secret: the file store
+# sits beside the device). A kill at each step of a raise loses nothing: fsck names
+# the interrupted raise, and the next open through the mount finishes it.
+source "$(dirname "$0")/lib.sh"
+require_debug_build
+
+header_of() { head -c 512 "$1"; }
+put_header_back() { dd if="$2" of="$1" bs=512 count=1 conv=notrunc status=none; }
+
+setup_device
+unlock_device
+D="$MNT/Documents"
+
+# The iOS pattern: written with the default class, then raised to complete.
+echo "V1 before the raise" > "$D/h1.txt"
+check "set none" "$DPFS" protection set none "$D/h1.txt"
+B=$(backing "$D/h1.txt")
+header_of "$B" > "$WORK/h1-none-header"
+check "raise to complete" "$DPFS" protection set complete "$D/h1.txt"
+echo "written after the raise" > "$D/h1.txt"
+head -c 3000000 /dev/urandom > "$WORK/big"
+cp "$WORK/big" "$D/big"
+"$DPFS" protection set untilFirstAuth "$D/big"
+BB=$(backing "$D/big")
+header_of "$BB" > "$WORK/big-old-header"
+check "a 3 MB file raised to complete" "$DPFS" protection set complete "$D/big"
+check "reads back whole" cmp "$WORK/big" "$D/big"
+expect_eq "after the raise the file reads" "$(cat "$D/h1.txt")" "written after the raise"
+"$DPFS" unmount "$MNT"
+
+put_header_back "$B" "$WORK/h1-none-header"
+put_header_back "$BB" "$WORK/big-old-header"
+mount_device   # before first unlock: none opens, complete and untilFirstAuth do not
+expect_eq "the old header says none" "$("$DPFS" protection get "$D/h1.txt" | awk '{print $NF}')" "none"
+check_error "but what was written after the raise does not open" "Input/output error" cat "$D/h1.txt"
+unlock_device
+check_error "nor does the raised big file under its old header, unlocked" "Input/output error" cat "$D/big"
+"$DPFS" unmount "$MNT"
+
+# A lowering keeps the key: what it protected was readable under the weaker class.
+mount_device; unlock_device
+printf 'lowered\n' > "$D/low.txt"
+"$DPFS" protection set complete "$D/low.txt"
+LB=$(backing "$D/low.txt")
+before=$(tail -c +513 "$LB" | sha256sum)
+check "lower to none" "$DPFS" protection set none "$D/low.txt"
+expect_eq "a lowering rewraps only: the content is unchanged" "$(tail -c +513 "$LB" | sha256sum)" "$before"
+after_raise() { tail -c +513 "$LB" | sha256sum; }
+check "raise again" "$DPFS" protection set complete "$D/low.txt"
+check_fails "a raise reseals the content" test "$(after_raise)" = "$before"
+expect_eq "which reads back" "$(cat "$D/low.txt")" "lowered"
+"$DPFS" unmount "$MNT"
+
+# A sparse file's holes stay holes through a raise.
+mount_device; unlock_device
+truncate -s 64M "$D/sparse"
+printf 'middle' | dd of="$D/sparse" bs=1 seek=33554432 conv=notrunc status=none
+SB=$(backing "$D/sparse")
+check "a sparse 64 MiB file raised" "$DPFS" protection set complete "$D/sparse"
+expect_eq "keeps its holes (under 1 MiB allocated)" "$([ "$(du -k "$SB" | cut -f1)" -lt 1024 ] && echo yes)" "yes"
+expect_eq "and reads back" "$(dd if="$D/sparse" bs=1 skip=33554432 count=6 status=none)" "middle"
+"$DPFS" unmount "$MNT"
+
+# Killed at each step of a raise (the debug build's kill points): 1 MiB files, four
+# chunks of blocks each.
+n=0
+for step in raise-slot rekey-chunk raise-moved; do
+    n=$((n + 1))
+    head -c 1048576 /dev/urandom > "$WORK/k$n"
+    DPFS_TEST_KILL_AT=$step "$DEBUG" mount "$DEV" "$MNT" >/dev/null || { fail "$step: mount"; continue; }
+    unlock_device >/dev/null
+    cp "$WORK/k$n" "$D/k$n"; sync "$D/k$n"
+    "$DPFS" protection set none "$D/k$n"
+    header_of "$(backing "$D/k$n")" > "$WORK/k$n-old-header"
+    "$DPFS" protection set complete "$D/k$n" 2>/dev/null
+    died=no
+    for _ in $(seq 300); do stat -f "$MNT" 2>&1 | grep -q "Transport endpoint is not connected" && { died=yes; break; }; sleep 0.1; done
+    expect_eq "$step: the daemon died there" "$died" "yes"
+done
+report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
+for i in 1 2 3; do
+    case "$report" in *"Documents/k$i: a class raise was interrupted"*) pass "k$i: fsck names the interrupted raise" ;;
+                      *) fail "k$i: fsck names the interrupted raise" "$(printf '%s' "$report" | grep "k$i")" ;; esac
+    check_fails "k$i: fsck finds every block under one of the keys" \
+        sh -c "printf '%s\n' \"\$1\" | grep -q '^Documents/k$i: .*damaged block'" _ "$report"
+done
+mount_device
+check_error "before the unlock the raised files are refused" "Operation not permitted" cat "$D/k1"
+unlock_device
+for i in 1 2 3; do
+    check "k$i reads whole after the raise is finished" cmp "$WORK/k$i" "$D/k$i"
+    expect_eq "k$i has the raised class" "$("$DPFS" protection get "$D/k$i" | awk '{print $NF}')" "complete"
+done
+"$DPFS" unmount "$MNT"
+report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
+# Only the two files whose old headers were put back above are damaged.
+expect_eq "fsck finds the raises finished" "$(printf '%s\n' "$report" | grep -c '^Documents/k')" "0"
+expect_eq "and only the put-back headers damaged" "$(printf '%s\n' "$report" | grep '^Documents/' | cut -d: -f1 | sort | tr '\n' ' ')" \
+    "Documents/big Documents/h1.txt "
+mount_device
+B3=$(backing "$D/k3")
+"$DPFS" unmount "$MNT"
+put_header_back "$B3" "$WORK/k3-old-header"
+mount_device
+check_error "a finished raise leaves nothing the old header opens" "Input/output error" cat "$D/k3"
+finish
