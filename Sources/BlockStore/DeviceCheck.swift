@@ -160,7 +160,8 @@ public struct DeviceCheck {
             report.damage.append(Damage(path: relative, problem: "a truncate was interrupted by a kill (the file is checked at the size it cut to; opening it through the mount finishes the cut)"))
         }
         let plainSize = file.plainSize
-        if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0 {
+        if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0
+            && oldKey.map({ BlockIO.checkEmptyFile(file, key: $0) != 0 }) ?? true {
             report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
         }
         let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1

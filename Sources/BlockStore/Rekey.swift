@@ -12,10 +12,14 @@ public enum Rekey {
     static let chunkBlocks = 64
 
     /// Reseals every block of `file` still sealed under `oldKey` with `newKey`, in
-    /// place, then syncs. Holes stay holes. -EIO if a block opens under neither key,
-    /// or -errno from the disk; the file is then left with blocks under both keys,
-    /// which the old slot still opens. Caller holds the file's lock (exclusive).
-    public static func move(_ file: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer) -> Int32 {
+    /// place, then syncs. Holes stay holes, and so does a block that opens under
+    /// neither key (damaged under any). Between chunks it asks `mayGoOn`: false (a
+    /// lock is wiping the classes) stops it with -EPERM, so that a lock never waits for
+    /// more than a chunk. On -EPERM or -errno from the disk the file is left with
+    /// blocks under both keys, which its two slots still open. Caller holds the file's
+    /// lock (exclusive).
+    public static func move(_ file: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer,
+                            mayGoOn: () -> Bool) -> Int32 {
         let size = file.plainSize
         let lastBlock = BlockLayout.lastBlock(plainSize: size)
         let ad = BlockIO.AdditionalData(file.fileID)
@@ -57,12 +61,14 @@ public enum Rekey {
             if rc != 0 { return rc }
             TestHooks.killPoint("rekey-chunk")
             first = end
+            if first <= lastBlock && !mayGoOn() { return -EPERM }
         }
         return fdatasync(file.fd) == 0 ? 0 : -errno
     }
 
     /// Reseals one block in `sealed` under `new` if it opens under `old`: 1 if it was
-    /// resealed, 0 if it is a hole or already under `new`, -EIO if neither opens it.
+    /// resealed, 0 if it is a hole, already under `new`, or opens under neither (it
+    /// reads as EIO either way, and is left as it is).
     private static func moveBlock(_ sealed: UnsafeMutableRawBufferPointer, block: Int, last: Bool, plainCount: Int,
                                   ad: BlockIO.AdditionalData, old: BlockSealer, new: BlockSealer,
                                   plain: SecureBuffer) -> Int32 {
@@ -75,7 +81,7 @@ public enum Rekey {
         let opensUnderOld = old.withSession {
             BlockIO.open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: output)
         }
-        guard opensUnderOld else { return -EIO }
+        guard opensUnderOld else { return 0 }
         Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: sealed[0..<new.cipher.nonceSize]))
         new.withSession {
             BlockIO.seal($0, ad, block: block, last: last, plain: UnsafeRawBufferPointer(output), into: sealed)

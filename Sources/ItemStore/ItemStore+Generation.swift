@@ -17,20 +17,22 @@ extension ItemStore {
     }
 
     static func commit<T>(_ pool: DatabasePool, _ device: LockStateManager, _ body: (Database) throws -> T) throws -> T {
-        var recordedBefore: KeychainState?
+        var recorded: (before: KeychainState, after: KeychainState)?
         do {
             return try pool.write { db -> T in
                 let before = try state(db)
                 let result = try body(db)
                 try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                try device.recordKeychainState(try state(db), replacing: before)
-                recordedBefore = before
+                let after = try state(db)
+                try device.recordKeychainState(after, replacing: before)
+                recorded = (before, after)
                 return result
             }
         } catch {
-            // Recorded but not committed (the commit itself failed): the record names the
-            // database's state again, so the write that never happened is not expected.
-            if let recordedBefore { try? device.recordKeychainState(recordedBefore, replacing: recordedBefore) }
+            // Recorded, then the commit failed: the database is at the state before, or
+            // (a commit that reached the disk and reported an error) at the new one. The
+            // record names the one before and keeps the new one acceptable.
+            if let recorded { try? device.recordKeychainState(recorded.before, replacing: recorded.after) }
             throw error
         }
     }
@@ -74,6 +76,15 @@ extension ItemStore {
             hash.update(4)
             hash.update(data.count)
             data.withUnsafeBytes { hash.update($0) }
+        }
+    }
+
+    /// Clears the record's state before the last write (LockStateManager's
+    /// settleKeychainRecord), at the daemon's end: under the store's write lock, so a
+    /// write still running either committed first or waits.
+    public func settle() throws {
+        try pool.barrierWriteWithoutTransaction { db in
+            try device.settleKeychainRecord(at: try Self.state(db))
         }
     }
 

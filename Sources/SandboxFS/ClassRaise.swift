@@ -13,6 +13,9 @@ extension SandboxFileSystem {
     /// `newClass`, and moves its blocks to it. Caller holds the file's lock (exclusive).
     func raiseClass(_ content: SealedFile, key: SecureBuffer, current: FileHeader.KeySlot,
                     to newClass: ProtectionClass) -> Int32 {
+        // The move needs both classes to stay (a lock stops it); the new one must be
+        // there to begin with.
+        guard device.isAvailable(newClass) else { return -EPERM }
         let newKey = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         guard let wrapped = FileKeyWrap.wrap(newKey, fileID: content.fileID, as: newClass, device: device) else {
             newKey.wipe()
@@ -60,15 +63,23 @@ extension SandboxFileSystem {
         // The entry's key is `oldKey` when a raise comes here: wiped once the move is done.
         defer { oldKey.wipe() }
         content.key = nil
-        let moved = Rekey.move(content, from: oldKey, to: newKey)
+        // Both classes must stay: a lock that wipes one stops the move at the next
+        // chunk (EPERM), and the next use of the key after the unlock finishes it.
+        let classes = content.header.slots.compactMap { $0?.protectionClass }
+        let moved = Rekey.move(content, from: oldKey, to: newKey) { classes.allSatisfy { device.isAvailable($0) } }
         guard moved == 0, let stale = content.header.staleSlotIndex else {
             newKey.wipe()
-            if moved != 0 { logger.error("a class raise could not move the file to its new key (errno \(-moved))") }
+            if moved != 0 && moved != -EPERM {
+                logger.error("a class raise could not move the file to its new key (errno \(-moved))")
+            }
             return moved != 0 ? moved : -EIO
         }
         TestHooks.killPoint("raise-moved")
         let erased = HeaderIO.eraseSlot(content.fd, index: stale)
         if erased == 0 { content.header.slots[stale] = nil }
+        // An empty file's block was read at open, under the old key; it has just been
+        // opened under one key or the other, and is under the new one now.
+        content.uncheckedEmptyBlock = nil
         content.key = newKey
         return erased
     }

@@ -135,8 +135,12 @@ final class RollbackTests: XCTestCase {
         try manager.recordKeychainState(second, replacing: first)
         XCTAssertNoThrow(try manager.checkKeychainState(second), "the write committed")
         XCTAssertThrowsError(try manager.checkKeychainState(first), "then the state before it is refused")
-        try manager.recordKeychainState(KeychainState(generation: 5, digest: "ee"), replacing: second)
-        try manager.settleKeychainRecord()
+        let third = KeychainState(generation: 5, digest: "ee")
+        try manager.recordKeychainState(third, replacing: second)
+        try manager.settleKeychainRecord(at: second)
+        XCTAssertEqual(try manager.deviceRecord()?.keychainPrevious, second,
+                       "a write between its record and its commit keeps the state before it")
+        try manager.settleKeychainRecord(at: third)
         XCTAssertThrowsError(try manager.checkKeychainState(second), "and after the daemon's end too")
         try manager.recordKeychainState(first, replacing: first)
         XCTAssertThrowsError(try manager.checkKeychainState(KeychainState(generation: 2, digest: "cc"))) {

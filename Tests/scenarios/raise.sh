@@ -65,6 +65,45 @@ expect_eq "keeps its holes (under 1 MiB allocated)" "$([ "$(du -k "$SB" | cut -f
 expect_eq "and reads back" "$(dd if="$D/sparse" bs=1 skip=33554432 count=6 status=none)" "middle"
 "$DPFS" unmount "$MNT"
 
+# A damaged block does not stop a raise: it stays damaged, the rest moves.
+mount_device; unlock_device
+head -c 20000 /dev/urandom > "$WORK/dmg"
+cp "$WORK/dmg" "$D/dmg"; sync "$D/dmg"
+DB=$(backing "$D/dmg")
+"$DPFS" unmount "$MNT"
+flip_bit "$DB" $((512 + 4136 + 100))
+mount_device; unlock_device
+check "the raise of a file with a damaged block succeeds" "$DPFS" protection set complete "$D/dmg"
+check_error "that block still reads as EIO" "Input/output error" dd if="$D/dmg" bs=4096 skip=1 count=1 status=none of=/dev/null
+expect_eq "the blocks around it read" "$(dd if="$D/dmg" bs=4096 count=1 status=none | cmp - "$WORK/dmg" -n 4096 && \
+    dd if="$D/dmg" bs=4096 skip=2 status=none | cmp - <(tail -c +8193 "$WORK/dmg") && echo same)" "same"
+
+# A lock during the raise of a large file does not wait for it: the move stops at the
+# next chunk, and the first use of the key after the unlock finishes it. The raise is
+# under way once its slot (class byte 0x81: complete, replacing the key) is on disk.
+head -c 400000000 /dev/urandom > "$WORK/large"
+cp "$WORK/large" "$D/large"; sync "$D/large"
+LB2=$(backing "$D/large")
+slot_class() { od -A n -t x1 -j $((24 + 128 * $1 + 8)) -N 1 "$LB2" | tr -d ' '; }
+"$DPFS" protection set complete "$D/large" 2> "$WORK/raise.err" &
+raiser=$!
+seen=no
+for _ in $(seq 600); do
+    if [ "$(slot_class 0)" = 81 ] || [ "$(slot_class 1)" = 81 ]; then seen=yes; break; fi
+    kill -0 "$raiser" 2>/dev/null || break
+    sleep 0.02
+done
+expect_eq "the raise is under way" "$seen" "yes"
+check "lock --now during the raise" timeout 60 "$DPFS" lock "$MNT" --now
+expect_eq "the device is locked" "$(state_of)" "locked"
+wait "$raiser"; log "the raise ended with status $?: $(cat "$WORK/raise.err")"
+check_error "the file is refused while locked" "Operation not permitted" cat "$D/large"
+unlock_device
+check "after the unlock it reads whole" cmp "$WORK/large" "$D/large"
+expect_eq "with the raised class" "$("$DPFS" protection get "$D/large" | awk '{print $NF}')" "complete"
+rm -f "$D/large" "$WORK/large"
+"$DPFS" unmount "$MNT"
+
 # Killed at each step of a raise (the debug build's kill points): 1 MiB files, four
 # chunks of blocks each.
 n=0
@@ -97,10 +136,11 @@ for i in 1 2 3; do
 done
 "$DPFS" unmount "$MNT"
 report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
-# Only the two files whose old headers were put back above are damaged.
+# Only the two files whose old headers were put back above, and the one damaged on
+# purpose, are damaged.
 expect_eq "fsck finds the raises finished" "$(printf '%s\n' "$report" | grep -c '^Documents/k')" "0"
 expect_eq "and only the put-back headers damaged" "$(printf '%s\n' "$report" | grep '^Documents/' | cut -d: -f1 | sort | tr '\n' ' ')" \
-    "Documents/big Documents/h1.txt "
+    "Documents/big Documents/dmg Documents/h1.txt "
 mount_device
 B3=$(backing "$D/k3")
 "$DPFS" unmount "$MNT"

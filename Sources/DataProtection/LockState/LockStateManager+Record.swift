@@ -89,11 +89,14 @@ extension LockStateManager {
         }
     }
 
-    /// Forgets the state before the last write, once no write is in flight (the daemon's
-    /// end): a copy of the database from just before that write is then refused too.
-    /// Only a crash between a write's record and its commit leaves it acceptable.
-    public func settleKeychainRecord() throws {
-        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { $0.keychainPrevious = nil }
+    /// Forgets the state before the last write if the database is at the recorded
+    /// state (`committed`, read under the store's write lock, so no write is between
+    /// its record and its commit): a copy from just before that write is then refused
+    /// too. Only a crash between a write's record and its commit leaves it acceptable.
+    public func settleKeychainRecord(at committed: KeychainState) throws {
+        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { record in
+            if record.keychainState == committed { record.keychainPrevious = nil }
+        }
     }
 
     /// Records a write's state before its commit, with the state it replaces.

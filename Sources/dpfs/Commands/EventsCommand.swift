@@ -11,10 +11,14 @@ struct Events: ParsableCommand {
     func run() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        try ControlClient(mountpoint: mountpoint).stream(.events) { reply in
-            guard let event = reply.event, let line = try? encoder.encode(event) else { return true }
-            FileHandle.standardOutput.write(line + Data("\n".utf8))
-            return true
+        do {
+            try ControlClient(mountpoint: mountpoint).stream(.events) { reply in
+                guard let event = reply.event, let line = try? encoder.encode(event) else { return true }
+                FileHandle.standardOutput.write(line + Data("\n".utf8))
+                return true
+            }
+        } catch FrameError.malformed, FrameError.io {
+            // A subscriber dropped mid-frame sees the stream cut: the end, as below.
         }
         // The stream ends when the mount goes away, or when the daemon drops a
         // subscriber that fell behind; a daemon that still answers says which.

@@ -1,7 +1,9 @@
 // dpfs forget: removes a device's entries from its secret store (its secret and its
-// record in a file store; its NV index in a TPM). The device's data can never be
-// decrypted again: for a device directory that was deleted (whose secret would
-// otherwise stay behind in /var/lib/dpfs), or one to be destroyed for good.
+// record in a file store; its NV index in a TPM). For a file store the device's data
+// can never be decrypted again: for a device directory that was deleted (whose secret
+// would otherwise stay behind in /var/lib/dpfs), or one to be destroyed for good. A
+// tpm2 device's secret is sealed in its keybag: without its NV index it no longer
+// mounts, but only its keybag's deletion (or a cleared TPM) destroys the secret.
 import ArgumentParser
 import DataProtection
 import Foundation
@@ -9,7 +11,7 @@ import Glibc
 
 struct Forget: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Remove a device's secret-store entries; its data can never be decrypted again.")
+        abstract: "Remove a device's secret-store entries (a file store's secret: its data is gone for good).")
 
     @Argument(help: "The device's UUID (as its keybag and its secret store name it), or its directory.")
     var device: String
@@ -29,6 +31,12 @@ struct Forget: ParsableCommand {
             throw CLIError("no entries of device \(uuid) in \(stores.map(\.description).joined(separator: " or "))")
         }
         print("forgot device \(uuid): removed \(removed.joined(separator: ", "))")
+        if stores.contains(where: { if case .tpm2 = $0 { true } else { false } }) {
+            // The sealed secret is in the keybag, not in the TPM: without its record the
+            // device refuses to mount, but the TPM would still unseal it.
+            print("note: a tpm2 device's secret is sealed in its keybag, which this TPM can still unseal; "
+                  + "delete the device directory and its copies, or clear the TPM, to destroy it")
+        }
     }
 
     /// The UUID and the stores to look in: a directory's own store, or for a bare UUID
