@@ -53,6 +53,11 @@ enum TPMRecordIndex {
         let rc = Esys_NV_Read(context.esys, UInt32(ESYS_TR_RH_OWNER), nv, UInt32(ESYS_TR_PASSWORD),
                               UInt32(ESYS_TR_NONE), UInt32(ESYS_TR_NONE), UInt16(size), 0, &out)
         if TPMError.isFromTPM(rc) && TPMError.base(rc) == 0x14A { return nil }  // TPM_RC_NV_UNINITIALIZED
+        if TPMError.isFromTPM(rc) && TPMError.base(rc) == 0x146 {  // TPM_RC_NV_RANGE
+            // An index of 128 bytes, from before the record held the keychain's digests.
+            throw TPMError.failed(command: "NV_Read (the device's NV index is smaller than \(size) bytes: "
+                                  + "a device made by an older dpfs; make a new one with dpfs init)", code: UInt32(rc))
+        }
         try context.check(rc, "NV_Read")
         defer { Esys_Free(out) }
         guard let out else { return nil }
