@@ -149,6 +149,8 @@ public struct DeviceCheck {
             try? FileKeyWrap.unwrap($0.wrappedKey, fileID: header.fileID, as: $0.protectionClass, device: device)
         } : nil
         defer { oldKey?.wipe() }
+        // Blocks a kill tore mid-rewrite are whole in the raise's journal.
+        let journaled = header.isRekeying ? RekeyJournal(device: device.directory, fileID: header.fileID).range() : nil
         let backingSize = Int(st.st_size)
         if !BlockLayout.isWholeBacking(backingSize) {
             report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
@@ -177,6 +179,7 @@ public struct DeviceCheck {
                 if rc != 0, let oldKey {
                     rc = BlockIO.readBlock(file, key: oldKey, block: block, size: plainSize, sealedScratch: sealed, into: plain)
                 }
+                if rc != 0, let journaled, journaled.contains(BlockLayout.backingOffset(ofBlock: block)) { continue }
                 if rc != 0 { damaged.append(block); continue }
                 if output >= 0 {
                     let length = BlockLayout.plainLength(ofBlock: block, plainSize: plainSize)

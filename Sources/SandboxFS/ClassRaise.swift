@@ -66,7 +66,10 @@ extension SandboxFileSystem {
         // Both classes must stay: a lock that wipes one stops the move at the next
         // chunk (EPERM), and the next use of the key after the unlock finishes it.
         let classes = content.header.slots.compactMap { $0?.protectionClass }
-        let moved = Rekey.move(content, from: oldKey, to: newKey) { classes.allSatisfy { device.isAvailable($0) } }
+        let journal = RekeyJournal(device: device.directory, fileID: content.fileID)
+        let moved = Rekey.move(content, from: oldKey, to: newKey, journal: journal) {
+            classes.allSatisfy { device.isAvailable($0) }
+        }
         guard moved == 0, let stale = content.header.staleSlotIndex else {
             newKey.wipe()
             if moved != 0 && moved != -EPERM {

@@ -104,12 +104,13 @@ expect_eq "with the raised class" "$("$DPFS" protection get "$D/large" | awk '{p
 rm -f "$D/large" "$WORK/large"
 "$DPFS" unmount "$MNT"
 
-# Killed at each step of a raise (the debug build's kill points): 1 MiB files, four
+# Killed at each step of a raise (the debug build's kill points): 10 MiB files, three
 # chunks of blocks each.
 n=0
-for step in raise-slot rekey-chunk raise-moved; do
+for step in raise-slot rekey-chunk raise-moved rekey-torn; do
     n=$((n + 1))
-    head -c 1048576 /dev/urandom > "$WORK/k$n"
+    # rekey-torn: the first chunk's write cut in half, as a kill mid-write leaves it.
+    head -c 10485760 /dev/urandom > "$WORK/k$n"
     DPFS_TEST_KILL_AT=$step "$DEBUG" mount "$DEV" "$MNT" >/dev/null || { fail "$step: mount"; continue; }
     unlock_device >/dev/null
     cp "$WORK/k$n" "$D/k$n"; sync "$D/k$n"
@@ -121,7 +122,7 @@ for step in raise-slot rekey-chunk raise-moved; do
     expect_eq "$step: the daemon died there" "$died" "yes"
 done
 report=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
-for i in 1 2 3; do
+for i in 1 2 3 4; do
     case "$report" in *"Documents/k$i: a class raise was interrupted"*) pass "k$i: fsck names the interrupted raise" ;;
                       *) fail "k$i: fsck names the interrupted raise" "$(printf '%s' "$report" | grep "k$i")" ;; esac
     check_fails "k$i: fsck finds every block under one of the keys" \
@@ -130,7 +131,7 @@ done
 mount_device
 check_error "before the unlock the raised files are refused" "Operation not permitted" cat "$D/k1"
 unlock_device
-for i in 1 2 3; do
+for i in 1 2 3 4; do
     check "k$i reads whole after the raise is finished" cmp "$WORK/k$i" "$D/k$i"
     expect_eq "k$i has the raised class" "$("$DPFS" protection get "$D/k$i" | awk '{print $NF}')" "complete"
 done

@@ -32,6 +32,16 @@ public struct TestHooks: Sendable {
 extension TestHooks {
     /// A crash at an exact step: in a debug build, the process kills itself (SIGKILL)
     /// where the step named in DPFS_TEST_KILL_AT is reached. Nothing in a release build.
+    /// Whether DPFS_TEST_KILL_AT names `step` (a debug build's): for a kill point that
+    /// must first leave a torn write behind. Always false in a release build.
+    @inlinable
+    public static func killPointReached(_ step: StaticString) -> Bool {
+        #if DPFS_TEST_HOOKS
+        if let wanted = getenv("DPFS_TEST_KILL_AT"), strcmp(wanted, step.utf8Start) == 0 { return true }
+        #endif
+        return false
+    }
+
     @inlinable
     public static func killPoint(_ step: StaticString) {
         #if DPFS_TEST_HOOKS

@@ -1,0 +1,104 @@
+// The undo journal of a raise's move to a new key (Rekey): before a chunk of blocks is
+// rewritten in place, its bytes as they were go to a file of its own, synced. A kill
+// or a power cut can tear a block being rewritten, leaving it under neither key; the
+// journal puts the chunk back as it was (every block whole, under one key or the
+// other), and the move goes on from there. One file per raise in the device
+// directory's `raising/`, named by the file's ID (dpfs(5)):
+//   "DPRJ" | offset u64 | length u32 | bytes | BLAKE2b-256 of all before it
+// A record that does not verify (the kill came while it was written) is ignored: the
+// chunk was not touched yet.
+import DataProtection
+import Glibc
+
+public struct RekeyJournal {
+    let directory: String
+    let path: String
+    static let magic: [UInt8] = Array("DPRJ".utf8)
+    static let headerSize = 16
+    static let digestSize = 32
+
+    /// The journal of the file `fileID` in the device directory `device`.
+    public init(device: DeviceDirectory, fileID: [UInt8]) {
+        let digits = Array("0123456789abcdef".utf8)
+        let name = String(decoding: fileID.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        directory = device.root + "/raising"
+        path = directory + "/" + name
+    }
+
+    /// Whether a journal is left (a move a kill cut short).
+    public var exists: Bool { access(path, F_OK) == 0 }
+
+    /// The byte range of the backing file a verified journal holds, if any.
+    public func range() -> Range<Int>? {
+        read().map { $0.offset..<$0.offset + $0.bytes.count }
+    }
+
+    /// Puts the journaled chunk back into `fd` and syncs it, then removes the journal:
+    /// 0, or -errno. A journal that does not verify is removed only.
+    public func restore(into fd: Int32) -> Int32 {
+        guard exists else { return 0 }
+        if let record = read() {
+            let written = record.bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: record.offset) }
+            if written != 0 { return written }
+            guard fdatasync(fd) == 0 else { return -errno }
+        }
+        return remove()
+    }
+
+    /// Records `bytes`, read from `offset` of the backing file, and syncs: then the
+    /// chunk may be rewritten.
+    func record(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int32 {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return -errno }
+        let created = access(path, F_OK) != 0
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return -errno }
+        defer { close(fd) }
+        // A new journal's name must outlast a power cut as its bytes do.
+        if created {
+            let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if parent >= 0 { fsync(parent); close(parent) }
+        }
+        var head = Self.magic
+        head += (0..<8).map { UInt8(truncatingIfNeeded: UInt64(offset) >> (8 * UInt64($0))) }
+        head += (0..<4).map { UInt8(truncatingIfNeeded: UInt32(bytes.count) >> (8 * UInt32($0))) }
+        var hash = StreamingHash(outputLength: Self.digestSize)
+        hash.update(head)
+        hash.update(bytes)
+        let digest = hash.finish()
+        for (part, at) in [(head, 0), (digest, Self.headerSize + bytes.count)] {
+            let written = part.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: at) }
+            if written != 0 { return written }
+        }
+        let written = BlockIO.pwriteAll(fd, bytes, at: Self.headerSize)
+        if written != 0 { return written }
+        guard ftruncate(fd, off_t(Self.headerSize + bytes.count + Self.digestSize)) == 0, fdatasync(fd) == 0 else {
+            return -errno
+        }
+        return 0
+    }
+
+    /// Removes the journal (the move is done, or the chunk is back).
+    func remove() -> Int32 {
+        unlink(path) == 0 || errno == ENOENT ? 0 : -errno
+    }
+
+    private func read() -> (offset: Int, bytes: [UInt8])? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Int(info.st_size) >= Self.headerSize + Self.digestSize,
+              Int(info.st_size) <= Self.headerSize + Rekey.chunkBlocks * BlockLayout.cipherBlockSize + Self.digestSize
+        else { return nil }
+        var all = [UInt8](repeating: 0, count: Int(info.st_size))
+        let got = all.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
+        guard got == all.count, Array(all[0..<4]) == Self.magic else { return nil }
+        let offset = (0..<8).reduce(0) { $0 | Int(all[4 + $1]) << (8 * $1) }
+        let length = (0..<4).reduce(0) { $0 | Int(all[12 + $1]) << (8 * $1) }
+        guard Self.headerSize + length + Self.digestSize == all.count else { return nil }
+        var hash = StreamingHash(outputLength: Self.digestSize)
+        all.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<Self.headerSize + length])) }
+        guard hash.finish() == Array(all[(Self.headerSize + length)...]) else { return nil }
+        return (offset, Array(all[Self.headerSize..<Self.headerSize + length]))
+    }
+}
