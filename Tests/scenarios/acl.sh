@@ -171,7 +171,7 @@ daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=getxattr,lgetxattr,fgetxattr -o "$WORK/daemon.strace" 2>/dev/null &
 tracer=$!
 attached=0
-for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+for _ in $(seq 300); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
 ls -lR "$S/extracted" > /dev/null
 getfattr -n user.probe "$S/extracted" > /dev/null 2>&1   # one getxattr the trace must show
 kill -INT "$tracer"; wait "$tracer" 2>/dev/null

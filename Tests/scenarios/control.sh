@@ -124,7 +124,7 @@ nobody mkdir "$EVIL/sandbox"
 setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$EVIL/server.py" "$EVIL/sock" "$EVIL/log" \
     >/dev/null 2>&1 &
 FAKE_PID=$!
-for _ in $(seq 50); do [ -s "$EVIL/log" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$EVIL/log" ] && break; sleep 0.1; done
 nobody setfattr -n user.dpfs.control -v "$EVIL/sock" "$EVIL/sandbox"
 expect_eq "the stranger's directory names the stranger's socket" \
     "$(getfattr --absolute-names --only-values -n user.dpfs.control "$EVIL/sandbox" 2>/dev/null)" "$EVIL/sock"
@@ -155,7 +155,7 @@ check_fails "a directory inside the mount is not the mount" "$DPFS" unlock "$MNT
 expect_eq "still no connection and no byte" "$(cat "$EVIL/log")" "0 0"
 # The stranger's server does count what reaches it (so the zeros above mean something).
 python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('$EVIL/sock'); s.sendall(b'x'); s.close()"
-for _ in $(seq 50); do [ "$(cat "$EVIL/log")" = "1 1" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(cat "$EVIL/log")" = "1 1" ] && break; sleep 0.1; done
 expect_eq "a byte sent to the stranger's socket is counted" "$(cat "$EVIL/log")" "1 1"
 
 # Another user's dpfs mount is refused by the kernel's record of its owner: root's

@@ -160,14 +160,14 @@ if as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null; then
     check "the user's dpfs unmount takes it down" as_nobody "$DPFS" unmount "$USER_MNT"
     check_fails "nothing is mounted" mounted "$USER_MNT"
     # fusermount3 still mounting when the daemon is killed: held before its mount(2)
-    # (strace delays the call by 3 s; -u keeps it set-user-ID), it mounts after the
+    # (strace delays the call by 10 s; -u keeps it set-user-ID), it mounts after the
     # daemon's end and fails to hand over the connection, leaving the mount dead. The
     # watch, told no mount, records the death; the next mount replaces the dead one.
-    strace -f -qq -o "$WORK/held.strace" -u nobody -e trace=mount -e inject=mount:delay_enter=3000000 \
+    strace -f -qq -o "$WORK/held.strace" -u nobody -e trace=mount -e inject=mount:delay_enter=10000000 \
         env HOME="$USER_WORK" "$DPFS" mount "$USER_WORK/device" "$USER_MNT" --foreground > "$WORK/held.log" 2>&1 &
     tracer=$!
     held=""
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         user_daemon=$(pgrep -P "$tracer" | head -1)
         [ -n "$user_daemon" ] && held=$(pgrep -P "$user_daemon" -x fusermount3) && break
         sleep 0.05

@@ -28,7 +28,7 @@ forget_all() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 0.5; }
 trace() {
     strace -f -qq -p "$PID" -e trace="$2" -o "$1" 2>/dev/null & STRACE_PID=$!
     local _ task untraced
-    for _ in $(seq 100); do
+    for _ in $(seq 600); do
         untraced=0
         for task in /proc/"$PID"/task/*; do
             grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1

@@ -92,12 +92,13 @@ check "an unlinked open file reads and writes on" bash -c "[ \"\$(sha256sum < /p
 check "its space is still taken while open" test $((before - during)) -gt 60000
 exec 5>&-
 after=""
-for _ in 1 2 3 4 5 6 7 8 9 10; do
+# A deadline a loaded machine meets, not a wait: it ends as soon as the space is back.
+for _ in $(seq 600); do
     after=$(free_kib)
     [ $((before - after)) -lt 8000 ] && break
     sleep 0.1
 done
-check "its space is back within a second of the last close" test $((before - after)) -lt 8000
+check "its space is back soon after the last close (60 s deadline)" test $((before - after)) -lt 8000
 
 # Inode numbers survive a remount (tar, rsync -H and git rely on them).
 mkdir "$MNT/keep" && echo 1 > "$MNT/keep/f" && ln "$MNT/keep/f" "$MNT/keep/g" && ln -s f "$MNT/keep/s"

@@ -21,7 +21,7 @@ daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=newfstatat,openat,getxattr -o "$WORK/daemon.strace" 2>/dev/null &
 tracer=$!
 attached=0
-for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+for _ in $(seq 300); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
 listing=$(cd "$S/src" && ls -lR)
 getfattr -n user.probe "$S/src" > /dev/null 2>&1   # one getxattr the trace must show
 kill -INT "$tracer"; wait "$tracer" 2>/dev/null
@@ -107,7 +107,7 @@ strace -f -qq -p "$daemon" -e trace=openat,name_to_handle_at,statx,newfstatat -o
 tracer=$!
 # Every thread traced (strace -f attaches them one by one), not only the first.
 attached=0
-for _ in $(seq 100); do
+for _ in $(seq 600); do
     untraced=0
     for task in /proc/"$daemon"/task/*; do grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1; done
     [ "$untraced" = 0 ] && { attached=1; break; }
@@ -135,7 +135,7 @@ mkdir "$S/made"; touch "$S/made/first"  # the directory's own descriptor opens h
 strace -f -qq -p "$daemon" -e trace=open_by_handle_at -o "$WORK/setattr.strace" 2>/dev/null &
 tracer=$!
 attached=0
-for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
+for _ in $(seq 300); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && { attached=1; break; }; sleep 0.1; done
 python3 - "$S/made" <<'PY'
 import os, sys
 for i in range(20):

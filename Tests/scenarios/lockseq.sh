@@ -104,7 +104,7 @@ PY
 daemon=$(daemon_pid)
 strace -f -qq -p "$daemon" -e trace=pread64 -o "$WORK/reread.strace" 2>/dev/null &
 tracer=$!
-for _ in $(seq 50); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -qs 'TracerPid:.*[1-9]' "/proc/$daemon/status" && break; sleep 0.1; done
 check "read again after the lock" cmp "$WORK/secret.bin" "$D/third.bin"
 kill -INT "$tracer"; wait "$tracer" 2>/dev/null
 reads=$(grep 'pread64(' "$WORK/reread.strace" | grep -cv ', 0) = ')

@@ -59,7 +59,7 @@ for sig in TERM HUP INT QUIT; do
     rm -f "$WORK/ready" "$WORK/got"
     with_default_signals "$DPFS" run "$MNT" -- sh -c "trap 'echo $sig > \"$WORK/got\"; exit 7' $sig; touch \"$WORK/ready\"; while :; do sleep 0.1; done" &
     runner=$!
-    for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
+    for _ in $(seq 600); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
     kill -s "$sig" "$runner"
     wait "$runner"
     expect_eq "SIG$sig reaches the program, whose exit status comes back" "$?" "7"
@@ -68,7 +68,7 @@ done
 rm -f "$WORK/ready"
 "$DPFS" run "$MNT" -- sh -c "touch \"$WORK/ready\"; exec sleep 30" &
 runner=$!
-for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
 sleep 0.2
 kill -TERM "$runner"
 wait "$runner"

@@ -35,7 +35,7 @@ start_swtpm() {  # start_swtpm STATEDIR
         --ctrl type=tcp,port=$((PORT + 1)),bindaddr=127.0.0.1 \
         --flags not-need-init,startup-clear --tpmstate dir="$1" >"$WORK/swtpm.log" 2>&1 &
     SWTPM_PID=$!
-    for _ in $(seq 50); do
+    for _ in $(seq 300); do
         python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && return 0
         sleep 0.1
     done

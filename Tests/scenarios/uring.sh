@@ -188,7 +188,7 @@ check "rm -rf through the queues" rm -rf "$S/src" "$S/many"
 expect_eq "no other thread of the daemon is idle-class" "$(idle_class_threads "$daemon" | grep -vx dpfs-ring | sort | uniq -c)" ""
 
 gone_within() {  # $1: pid; true when it has exited within 10 s
-    for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    for _ in $(seq 300); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
     return 1
 }
 check "unmount" "$DPFS" unmount "$MNT"

@@ -65,7 +65,8 @@ def file_key(path, keys):
         if mac != raw[112:]:
             continue
         generation = int.from_bytes(raw[:8], "little")
-        slots.append((generation, raw[8], raw[10:10 + raw[9]]))
+        # The class byte's top bit marks a raise's slot (its key replaces the other's).
+        slots.append((generation, raw[8] & 0x7f, raw[10:10 + raw[9]]))
     generation, cls, wrapped = max(slots)
     names = {0: "none", 1: "complete", 3: "untilFirstAuth"}
     if cls == 2:
