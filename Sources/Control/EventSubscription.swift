@@ -45,9 +45,6 @@ final class EventSubscription: Sendable {
         if wake { ready.signal() }
     }
 
-    /// Whether the subscriber was dropped for falling behind.
-    var wasDropped: Bool { state.withLock { $0.dropped } }
-
     /// Writes queued events to the socket, in order, until the subscription ends, the
     /// subscriber is dropped or a write fails; then shuts the connection down, which
     /// ends the wait for the subscriber's hang-up (`awaitHangUp`).
