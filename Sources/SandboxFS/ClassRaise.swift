@@ -13,9 +13,9 @@ extension SandboxFileSystem {
     /// `newClass`, and moves its blocks to it. Caller holds the file's lock (exclusive).
     func raiseClass(_ content: SealedFile, key: SecureBuffer, current: FileHeader.KeySlot,
                     to newClass: ProtectionClass) -> Int32 {
-        // The move needs both classes to stay (a lock stops it); the new one must be
-        // there to begin with.
-        guard device.isAvailable(newClass) else { return -EPERM }
+        // The new class must take a key now: completeUnlessOpen always does (its public
+        // key wraps), as for a new file; the others only while their key is there.
+        guard classTakesNewFiles(newClass) else { return -EPERM }
         let newKey = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         guard let wrapped = FileKeyWrap.wrap(newKey, fileID: content.fileID, as: newClass, device: device) else {
             newKey.wipe()
@@ -63,12 +63,13 @@ extension SandboxFileSystem {
         // The entry's key is `oldKey` when a raise comes here: wiped once the move is done.
         defer { oldKey.wipe() }
         content.key = nil
-        // Both classes must stay: a lock that wipes one stops the move at the next
-        // chunk (EPERM), and the next use of the key after the unlock finishes it.
+        // A lock that wipes either class stops the move at the next chunk (EPERM), and
+        // the next use of the key after the unlock finishes it. completeUnlessOpen's
+        // file keys may outlive a lock (an open file keeps its key), so it goes on.
         let classes = content.header.slots.compactMap { $0?.protectionClass }
         let journal = RekeyJournal(device: device.directory, fileID: content.fileID)
         let moved = Rekey.move(content, from: oldKey, to: newKey, journal: journal) {
-            classes.allSatisfy { device.isAvailable($0) }
+            classes.allSatisfy(classTakesNewFiles)
         }
         guard moved == 0, let stale = content.header.staleSlotIndex else {
             newKey.wipe()
