@@ -1,5 +1,5 @@
 // The device's record in the secret store refuses old copies of the keybag and the
-// item store, and keeps the failure count and an erase (SPEC §11, dpfs(5)).
+// item store, and keeps the failure count and an erase (dpfs(5)).
 import DataProtection
 import Foundation
 import XCTest

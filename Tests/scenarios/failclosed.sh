@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# SPEC §7, fail closed: a daemon killed with kill -9 leaves its mount in place, dead:
-# every path under it fails (ENOTCONN), for a shell whose cwd is inside, a file open
-# for writing and a mapping too; nothing is created or written in the clear in the
-# directory beneath; daemon.log records the death; `dpfs status` says what happened;
-# `dpfs mount` (or `dpfs unmount`) takes the dead mount down, and everything fsynced
-# before the kill reads back whole.
+# Fail closed (README, "Fail closed"; dpfs(1), mount): a daemon killed with kill -9
+# leaves its mount in place, dead: every path under it fails (ENOTCONN), for a shell
+# whose cwd is inside, a file open for writing and a mapping too; nothing is created or
+# written in the clear in the directory beneath; daemon.log records the death; `dpfs
+# status` says what happened; `dpfs mount` (or `dpfs unmount`) takes the dead mount
+# down, and everything fsynced before the kill reads back whole.
 source "$(dirname "$0")/lib.sh"
 
 holders=""
@@ -12,12 +12,6 @@ scenario_cleanup() {
     local pid
     for pid in $holders; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
     return 0
-}
-within() {
-    local seconds=$1; shift
-    local end=$((SECONDS + seconds))
-    while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-    return 1
 }
 mounted() { grep -qs " $MNT fuse" /proc/mounts; }
 dead() { ! kill -0 "$1" 2>/dev/null; }

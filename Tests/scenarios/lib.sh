@@ -61,6 +61,15 @@ check_error() {
     else fail "$what" "failed, but without '$message': $(printf '%s' "$out" | head -3)"; fi
 }
 
+# within SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds, for at most
+# SECONDS (a deadline a busy machine meets, not a wait: it returns as soon as it holds).
+within() {
+    local seconds=$1; shift
+    local end=$((SECONDS + seconds))
+    while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    return 1
+}
+
 expect_eq() {
     if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', expected '$3'"; fi
 }

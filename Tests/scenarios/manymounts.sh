@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# SPEC §7, any machine: a mount table of any size. With 400 other mounts present (a
-# Docker host or a snap desktop has hundreds; /proc/self/mountinfo then runs to tens of
-# KiB), mount, unlock, lock, the client's checks of the mount (OwnedMount) and unmount
-# work; and 60 devices mounted at once, each unlocked, written and locked. The scenario
-# runs in a mount namespace of its own, so every mount it makes goes with it.
+# Any machine (dpfs(1), FILES): a mount table of any size. With 400 other mounts present
+# (a Docker host or a snap desktop has hundreds; /proc/self/mountinfo then runs to tens
+# of KiB), mount, unlock, lock, the client's checks of the mount (OwnedMount) and
+# unmount work; and 60 devices mounted at once, each unlocked, written and locked. The
+# scenario runs in a mount namespace of its own, so every mount it makes goes with it.
 if [ -z "${DPFS_MANYMOUNTS_NAMESPACE:-}" ]; then
     exec unshare --mount --propagation private env DPFS_MANYMOUNTS_NAMESPACE=1 bash "$0" "$@"
 fi

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# SPEC §11, nothing put back reopens a secret: a file's class raised gets a new file
-# key, and its content moves to it (BlockStore/Rekey.swift). An older copy of its
-# header, whose slot wraps the old key under the old class, opens nothing written
-# after the raise (the attacker here also holds the device secret: the file store
-# sits beside the device). A kill at each step of a raise loses nothing: fsck names
-# the interrupted raise, and the next open through the mount finishes it.
+# Nothing put back reopens a secret (dpfs(5), "Backing file format"): a file's class
+# raised gets a new file key, and its content moves to it (BlockStore/Rekey.swift). An
+# older copy of its header, whose slot wraps the old key under the old class, opens
+# nothing written after the raise (the attacker here also holds the device secret: the
+# file store sits beside the device). A kill at each step of a raise loses nothing: fsck
+# names the interrupted raise, and the next open through the mount finishes it.
 source "$(dirname "$0")/lib.sh"
 require_debug_build
 

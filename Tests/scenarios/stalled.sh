@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# SPEC §4, the lock never waits: an event subscriber that stops reading (stopped with
-# Ctrl-Z, paused in a debugger) fills its socket and its queue and is then dropped;
-# the lock, its grace expiry, restarts and unlocks never wait for it. A subscriber
-# that reads keeps every event meanwhile.
+# The lock never waits (README, "Events never hold the lock"): an event subscriber that
+# stops reading (stopped with Ctrl-Z, paused in a debugger) fills its socket and its
+# queue and is then dropped; the lock, its grace expiry, restarts and unlocks never wait
+# for it. A subscriber that reads keeps every event meanwhile.
 source "$(dirname "$0")/lib.sh"
 
 stalled=""
@@ -16,14 +16,6 @@ scenario_cleanup() {
     return 0
 }
 
-# within SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds (a deadline,
-# not a wait: it returns as soon as the condition holds).
-within() {
-    local seconds=$1; shift
-    local end=$((SECONDS + seconds))
-    while [ $SECONDS -le $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-    return 1
-}
 # The daemon's event writer threads: one per subscriber (Control/EventSubscription).
 event_writers() { grep -lx dpfs-events /proc/"$1"/task/*/comm 2>/dev/null | wc -l; }
 writers_are() { [ "$(event_writers "$daemon")" -eq "$1" ]; }

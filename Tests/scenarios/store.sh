@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# SPEC §11, the store a user gets: init says which secret store it chose and why
-# (the TPM where /dev/tpmrm0 answers, else the file store and where); status and fsck
-# name the store; `dpfs forget` removes a device's entries, by directory or by UUID,
-# and refuses a mounted device; and another user who made /tmp/dpfs-UID first cannot
-# keep a user without XDG_RUNTIME_DIR from mounting.
+# The store a user gets (dpfs(1), init --secret-store and forget): init says which
+# secret store it chose and why (the TPM where /dev/tpmrm0 answers, else the file store
+# and where); status and fsck name the store; `dpfs forget` removes a device's entries,
+# by directory or by UUID, and refuses a mounted device; and another user who made
+# /tmp/dpfs-UID first cannot keep a user without XDG_RUNTIME_DIR from mounting.
 source "$(dirname "$0")/lib.sh"
 
 uuid_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$1/keybag.json"; }

@@ -1,4 +1,4 @@
-// Rollback defence at boot and for the keychain (SPEC §11, dpfs(5)): the keybag and the
+// Rollback defence at boot and for the keychain (dpfs(5)): the keybag and the
 // item store are checked against the device's record in the secret store, which a copy
 // of the device directory cannot bring back.
 import Foundation

@@ -1,4 +1,4 @@
-// The device's record in its secret store (SPEC §11, dpfs(5)): the generations of the
+// The device's record in its secret store (dpfs(5)): the generations of the
 // keybag and of the item store and the failed-attempt count. The device directory
 // cannot vouch for itself — an older copy of it is internally consistent — so the
 // authority on "how new" and "how many failures" lives where the device secret lives.
