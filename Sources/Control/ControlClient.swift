@@ -33,22 +33,38 @@ public final class ControlClient {
 
     /// Connects to the daemon of `mountpoint` once it is shown to be the caller's own
     /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent.
+    /// A program under `dpfs run` reaches it through the app socket it was given.
     public init(mountpoint: String) throws {
+        if let appSocket = AppSocket.given(for: mountpoint) {
+            fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
+            return
+        }
         let mount: OwnedMount
         do { mount = try OwnedMount(mountpoint) } catch {
             if error.daemonDied { throw ControlClientError.daemonDied(mountpoint) }
             throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
+        fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true)
+    }
+
+    /// Connects to an app session's socket (as `dpfs run` does for its program).
+    public init(appSocket: String, mountpoint: String) throws {
+        fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
+    }
+
+    /// A connection to `socketPath` whose peer passed `checkPeer`. In a program's own
+    /// PID namespace the daemon has no pid to compare (`peerPIDKnown` false).
+    private static func connected(to socketPath: String, mountpoint: String, peerPIDKnown: Bool) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
         do {
-            try Self.connect(fd, to: mount.socketPath, mountpoint: mountpoint)
-            try Self.checkPeer(fd, mountpoint: mountpoint)
+            try connect(fd, to: socketPath, mountpoint: mountpoint)
+            try checkPeer(fd, mountpoint: mountpoint, comparePID: peerPIDKnown)
         } catch {
             close(fd)
             throw error
         }
-        self.fd = fd
+        return fd
     }
 
     deinit { close(fd) }
@@ -70,7 +86,7 @@ public final class ControlClient {
     /// The peer must run as the caller (SO_PEERCRED uid) and be the daemon it says it
     /// is: the pid its status reports (nothing secret is asked) is the pid the kernel
     /// gives for the socket's other end.
-    private static func checkPeer(_ fd: Int32, mountpoint: String) throws {
+    private static func checkPeer(_ fd: Int32, mountpoint: String, comparePID: Bool) throws {
         var pid: pid_t = 0
         var uid: uid_t = 0
         guard dpfs_peer_credentials(fd, &pid, &uid) == 0 else {
@@ -79,6 +95,7 @@ public final class ControlClient {
         guard uid == getuid() else {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket runs as uid \(uid)")
         }
+        guard comparePID else { return }
         try Frame(json: ControlCoding.encode(ControlRequest.status)).write(to: fd)
         let reply = try ControlCoding.decode(ControlReply.self, Frame.read(from: fd).json)
         guard let status = reply.status, status.pid == pid else {

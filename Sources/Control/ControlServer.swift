@@ -1,6 +1,7 @@
 // The daemon's side of the control socket: a Unix socket only the mounting user may
 // use (mode 0600 and a SO_PEERCRED check), one thread per connection, one request per
-// frame. Malformed input gets an error reply and never disturbs the daemon.
+// frame. Malformed input gets an error reply and never disturbs the daemon. App
+// sessions add sockets that act as one app (ControlScope, AppSessions).
 import DataProtection
 import Foundation
 import CLinux
@@ -19,28 +20,31 @@ public final class ControlServer: Sendable {
         self.device = device
         self.items = items
         self.ownerUID = getuid()
-        unlink(socketPath)
+        self.listener = try Self.listen(at: socketPath)
+    }
+
+    /// A listening socket at `path` that only its owner may open. Its mode comes from
+    /// the umask at bind (the daemon runs with 0): bound under 0177, then chmod, before
+    /// listen. umask is process-wide: app sessions bind while requests are served, and
+    /// none of those creates a file through the umask.
+    static func listen(at path: String) throws -> Int32 {
+        unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", socketPath) }
-        // The socket's mode comes from the umask at bind (the daemon runs with 0): bind
-        // under 0177, then chmod, before listen. umask is process-wide; this runs before
-        // the mount serves any request.
+        guard fd >= 0 else { throw SystemError("socket", path) }
         let previousMask = umask(0o177)
-        var address = UnixAddress(path: socketPath)
+        var address = UnixAddress(path: path)
         let bound = address.withSockaddr { bind(fd, $0, $1) }
         umask(previousMask)
-        guard bound == 0, chmod(socketPath, 0o600) == 0, listen(fd, 16) == 0 else {
-            let error = SystemError("bind", socketPath)
+        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 16) == 0 else {
+            let error = SystemError("bind", path)
             close(fd)
             throw error
         }
-        self.listener = fd
+        return fd
     }
 
     public func start() {
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "dpfs-control"
-        thread.start()
+        accept(on: listener, scope: .owner)
     }
 
     public func stop() {
@@ -48,7 +52,17 @@ public final class ControlServer: Sendable {
         unlink(socketPath)
     }
 
-    private func acceptLoop() {
+    /// Serves `listener` on a thread of its own until it is shut down, then closes it.
+    func accept(on listener: Int32, scope: ControlScope) {
+        let thread = Thread { [self] in
+            acceptLoop(listener, scope: scope)
+            if listener != self.listener { close(listener) }
+        }
+        thread.name = "dpfs-control"
+        thread.start()
+    }
+
+    private func acceptLoop(_ listener: Int32, scope: ControlScope) {
         while true {
             let connection = dpfs_accept_cloexec(listener)
             if connection < 0 {
@@ -61,7 +75,7 @@ public final class ControlServer: Sendable {
                 continue
             }
             let thread = Thread { [self] in
-                serve(connection)
+                serve(connection, scope: scope)
                 close(connection)
             }
             thread.start()
@@ -72,7 +86,9 @@ public final class ControlServer: Sendable {
         dpfs_peer_uid(fd) == Int64(ownerUID)
     }
 
-    private func serve(_ fd: Int32) {
+    private func serve(_ fd: Int32, scope: ControlScope) {
+        var sessions = AppSessions()
+        defer { sessions.end() }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         while true {
@@ -93,11 +109,22 @@ public final class ControlServer: Sendable {
                 reply(fd, .failure("malformed request: not a valid dpfs control message"))
                 continue
             }
-            if case .events = request {
+            if let refusal = scope.refusal(of: request) {
+                reply(fd, .failure(refusal))
+                continue
+            }
+            switch request {
+            case .events:
                 streamEvents(fd)
                 return
+            case .appSession(let bundleID, let deviceControl):
+                reply(fd, sessions.open(for: bundleID, deviceControl: deviceControl, server: self))
+                // The session lasts as long as this connection, however quiet it is.
+                var forever = timeval(tv_sec: 0, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+            default:
+                reply(fd, RequestHandler(device: device, items: items, scope: scope).handle(request, secrets: frame.secrets))
             }
-            reply(fd, RequestHandler(device: device, items: items).handle(request, secrets: frame.secrets))
         }
     }
 

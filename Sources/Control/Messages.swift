@@ -21,6 +21,10 @@ public enum ControlRequest: Codable, Sendable {
     /// Which registered app a bundle ID names (nil: the sandbox's own); the reply's
     /// `app` is its bundle ID, an unregistered one is an error reply.
     case appIdentity(bundleID: String?)
+    /// A socket of its own for one app (nil: the sandbox's own), for `dpfs run`: every
+    /// request on it acts as that app (ControlScope). It lives as long as the
+    /// connection that asked for it; the reply names it in `socket`.
+    case appSession(bundleID: String?, deviceControl: Bool)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -30,8 +34,10 @@ public struct ControlReply: Codable, Sendable {
     public var status: DeviceStatus?
     public var keychain: KeychainResponse?
     public var event: DeviceEvent?
-    /// For appIdentity: the registered app's bundle ID.
+    /// For appIdentity and appSession: the registered app's bundle ID.
     public var app: String?
+    /// For appSession: the app's socket.
+    public var socket: String?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

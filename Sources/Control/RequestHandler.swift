@@ -6,6 +6,7 @@ import ItemStore
 struct RequestHandler {
     let device: LockStateManager
     let items: ItemStore
+    var scope: ControlScope = .owner
 
     func handle(_ request: ControlRequest, secrets: [SecureBuffer]) -> ControlReply {
         do {
@@ -26,9 +27,12 @@ struct RequestHandler {
             case .passcode(let action):
                 try changePasscode(action, secrets: secrets)
                 return ControlReply(ok: true, status: device.status())
-            case .events:
-                return .failure("events must be the first request on a connection")
-            case .keychain(var keychainRequest):
+            case .keychain(let asked):
+                var keychainRequest: KeychainRequest
+                switch scope.scoped(asked) {
+                case .allowed(let request): keychainRequest = request
+                case .refused(let refusal): return ControlReply(ok: false, keychain: refusal)
+                }
                 if let data = secrets.first {
                     guard secrets.count == 1, keychainRequest.data == nil, keychainRequest.newData == nil else {
                         return .failure("malformed request: the item data was sent twice")
@@ -48,7 +52,9 @@ struct RequestHandler {
                 let bundleID = try items.registerApp(entitlements: entitlements)
                 return ControlReply(ok: true, message: "registered \(bundleID)")
             case .appIdentity(let bundleID):
-                return appIdentity(bundleID)
+                return appIdentity(bundleID ?? scope.bundleID)
+            case .events, .appSession:
+                return .failure("events and app sessions each need a connection of their own")
             }
         } catch {
             return .failure("\(error)")

@@ -27,9 +27,9 @@ enum ChildSignals {
         return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
     }
 
-    /// Waits until `child` ends, forwarding signals to it; returns its exit status, or
-    /// 128+N when signal N ended it.
-    static func forwardUntilExit(of child: pid_t, signals: sigset_t) -> Int32 {
+    /// Waits until `child` ends, forwarding signals to it (or to `target`, which passes
+    /// them on to it); returns its exit status, or 128+N when signal N ended it.
+    static func forwardUntilExit(of child: pid_t, signals: sigset_t, to target: pid_t? = nil) -> Int32 {
         var set = signals
         while true {
             if let status = reap(child) { return status }
@@ -38,7 +38,7 @@ enum ChildSignals {
             if signal < 0 { continue }  // EINTR
             // si_code <= 0: sent by a process (kill, sigqueue, tkill); the kernel's own
             // (a terminal's) reached the program already.
-            if signal != SIGCHLD && info.si_code <= 0 { kill(child, signal) }
+            if signal != SIGCHLD && info.si_code <= 0 { kill(target ?? child, signal) }
         }
     }
 

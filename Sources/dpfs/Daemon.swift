@@ -126,7 +126,8 @@ struct Daemon {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
         let boot = bootTime()
         for name in names where name.hasSuffix(".sock") {
-            guard let pid = pid_t(name.dropLast(".sock".count)), pid > 0, pid != getpid() else { continue }
+            // PID.sock, or PID.app-UUID.sock for an app session's.
+            guard let pid = name.split(separator: ".").first.flatMap({ pid_t($0) }), pid > 0, pid != getpid() else { continue }
             let path = base + "/" + name
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }

@@ -9,7 +9,7 @@ struct Dpfs: ParsableCommand {
         discussion: "See dpfs(1) for every command and dpfs(5) for the on-disk format.",
         subcommands: [
             Init.self, Mount.self, Unmount.self, Unlock.self, Lock.self, Restart.self, Status.self,
-            Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, TPMLockout.self, Forget.self,
+            Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, TPMLockout.self, Forget.self, SandboxInit.self,
         ]
     )
 

@@ -1,5 +1,8 @@
-// dpfs run: runs a program as the app inside the sandbox (SPEC §10), with the
-// environment that makes Foundation's directories land in the iOS layout of the mount.
+// dpfs run: runs a program as one app inside the sandbox, with the environment that
+// makes Foundation's directories land in the iOS layout of the mount. The program is
+// only that app: its requests go to an app socket that acts as it alone, and in its
+// own view of the machine (AppView) the device's owner socket, the device directory
+// and other apps' containers are not there.
 import ArgumentParser
 import Control
 import Foundation
@@ -10,13 +13,20 @@ struct Run: ParsableCommand {
         abstract: "Run a program as the app inside the sandbox (HOME, TMPDIR, XDG_* and DPFS_* set).",
         discussion: """
             The program's Documents, Library/Caches, Library/Application Support and tmp \
-            directories (as Foundation finds them) are the mount's. dpfs run exits with the \
-            program's status, or 128+N when a signal N ended it, and passes SIGINT, SIGTERM, \
-            SIGHUP and SIGQUIT on to it.
+            directories (as Foundation finds them) are the mount's, or another app's own \
+            container with --app. It acts only as its app: it cannot name another app, \
+            and runs in a view of its own (bubblewrap) without the device directory, the \
+            secret store, the device's control socket or other apps' containers. dpfs run \
+            exits with the program's status, or 128+N when a signal N ended it, and passes \
+            SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it.
             """)
 
     @Argument(help: "The mountpoint of a mounted dpfs sandbox.") var mountpoint: String
     @Option(help: "Run as this registered app (default: the sandbox's own app).") var app: String?
+    @Flag(help: "Let the program lock, unlock and restart the device and change its passcode, as a test host does.")
+    var deviceControl = false
+    @Flag(help: "Run in the caller's own view of the machine (no bubblewrap): the program can then reach the device as its owner.")
+    var noIsolation = false
     @Argument(parsing: .postTerminator, help: "The program and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
@@ -27,28 +37,83 @@ struct Run: ParsableCommand {
         // Blocked before anything else so a signal that arrives early is forwarded, not fatal.
         let forwarded = ChildSignals.blockForwardedSignals()
         let mount = absolutePath(mountpoint)
-        let bundleID = try Self.appIdentity(mount: mount, requested: app)
-        let environment = SandboxEnvironment.make(mount: mount, app: bundleID, inherited: ProcessInfo.processInfo.environment)
-        let child: pid_t
+        let session = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
+        let view = AppView(mount: resolvedPath(mount), session: session)
+        try view.makeContainer()
+        let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,
+                                                  app: session.bundleID, socket: session.socket,
+                                                  inherited: ProcessInfo.processInfo.environment)
+        let status = try session.hold {
+            noIsolation
+                ? try Self.runDirectly(command, environment: environment, signals: forwarded)
+                : try Self.runIsolated(command, in: view, environment: environment, signals: forwarded)
+        }
+        throw ExitCode(status)
+    }
+
+    private static func runDirectly(_ command: [String], environment: [String: String],
+                                    signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
+        let child = try spawnReporting(command, environment: environment, mask: signals.previous)
+        return ChildSignals.forwardUntilExit(of: child, signals: signals.set)
+    }
+
+    /// bwrap keeps the forwarded signals blocked (it forwards none, and must outlive a
+    /// terminal's Ctrl-C to report the status); they go to the sandbox's PID 1 instead.
+    private static func runIsolated(_ command: [String], in view: AppView, environment: [String: String],
+                                    signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
+        guard let dpfs = Bundle.main.executablePath else { throw CLIError("cannot find the dpfs binary to start the sandbox") }
+        var info: [Int32] = [0, 0]
+        guard pipe(&info) == 0 else { throw CLIError("cannot make a pipe: \(String(cString: strerror(errno)))") }
+        defer { close(info[0]) }
+        _ = fcntl(info[0], F_SETFD, FD_CLOEXEC)  // the write end is bwrap's --info-fd
+        var blocked = sigset_t()
+        pthread_sigmask(SIG_BLOCK, nil, &blocked)
+        let bwrap: pid_t
         do {
-            child = try ChildProcess.spawn(command, environment: environment, signalMask: forwarded.previous)
+            bwrap = try spawnReporting(view.command(command, infoFD: info[1], dpfsBinary: dpfs),
+                                       environment: environment, mask: blocked)
+        } catch {
+            close(info[1])
+            throw error
+        }
+        close(info[1])
+        let sandboxInit = SandboxInfo.childPID(from: info[0])
+        return ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
+    }
+
+    private static func spawnReporting(_ command: [String], environment: [String: String], mask: sigset_t) throws -> pid_t {
+        do {
+            return try ChildProcess.spawn(command, environment: environment, signalMask: mask)
         } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)
         }
-        let status = ChildSignals.forwardUntilExit(of: child, signals: forwarded.set)
-        throw ExitCode(status)
     }
 
-    /// Checks that the mountpoint is a mounted dpfs sandbox and resolves the app.
-    static func appIdentity(mount: String, requested: String?) throws -> String {
-        let reply: ControlReply
-        do {
-            reply = try ControlClient(mountpoint: mount).send(.appIdentity(bundleID: requested))
-        } catch let error as ControlClientError {
-            throw CLIError("\(error)")
+    private func resolvedPath(_ path: String) -> String {
+        guard let pointer = realpath(path, nil) else { return path }
+        defer { free(pointer) }
+        return String(cString: pointer)
+    }
+}
+
+/// What bwrap writes to --info-fd: JSON whose "child-pid" is the sandbox's PID 1 as
+/// this namespace numbers it. Nothing (bwrap failed) leaves it unknown.
+enum SandboxInfo {
+    struct Info: Decodable {
+        let childPID: pid_t
+        enum CodingKeys: String, CodingKey { case childPID = "child-pid" }
+    }
+
+    static func childPID(from fd: Int32) -> pid_t? {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 16 {
+            let n = read(fd, &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += buffer[..<n]
         }
-        guard let bundleID = reply.app else { throw CLIError("the daemon of \(mount) did not name its app") }
-        return bundleID
+        return (try? JSONDecoder().decode(Info.self, from: Data(bytes)))?.childPID
     }
 }

@@ -1,0 +1,54 @@
+// Who is on the other end of a control connection. The owner's socket (the user who
+// mounted) may do anything; an app socket, made for one `dpfs run --app X`, acts only
+// as X: iOS takes an app's identity from its code signature, never from the call.
+import ItemStore
+
+public enum ControlScope: Sendable, Equatable {
+    case owner
+    /// One app; `deviceControl` also allows what a test host does to the device
+    /// (lock, unlock, restart, passcode changes).
+    case app(bundleID: String, deviceControl: Bool)
+
+    var bundleID: String? {
+        if case .app(let bundleID, _) = self { return bundleID }
+        return nil
+    }
+
+    /// Why this scope may not send `request`, or nil when it may.
+    func refusal(of request: ControlRequest) -> String? {
+        guard case .app(let bundleID, let deviceControl) = self else { return nil }
+        switch request {
+        case .status, .events, .keychain:
+            return nil
+        case .appIdentity(let named):
+            return named == nil || named == bundleID ? nil : Self.notOtherApp(bundleID, named)
+        case .lock, .unlock, .restart, .passcode:
+            return deviceControl ? nil
+                : "\(bundleID) may not control the device; run its tests with `dpfs run --device-control`"
+        case .appAdd, .appSession:
+            return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"
+        }
+    }
+
+    /// The keychain request as this scope may send it: an app's requests act as that
+    /// app (an unnamed app is this one); naming another app is refused.
+    func scoped(_ request: KeychainRequest) -> ScopedKeychainRequest {
+        guard case .app(let bundleID, _) = self else { return .allowed(request) }
+        guard request.app == nil || request.app == bundleID else {
+            return .refused(KeychainResponse(status: SecStatus.missingEntitlement,
+                                             message: Self.notOtherApp(bundleID, request.app)))
+        }
+        var scoped = request
+        scoped.app = bundleID
+        return .allowed(scoped)
+    }
+
+    private static func notOtherApp(_ bundleID: String, _ other: String?) -> String {
+        "this process runs as \(bundleID) and cannot act as \(other ?? "another app")"
+    }
+}
+
+enum ScopedKeychainRequest {
+    case allowed(KeychainRequest)
+    case refused(KeychainResponse)
+}

@@ -1,0 +1,79 @@
+// The view of the machine a program under `dpfs run` gets, made by bubblewrap (bwrap):
+// its own mount and PID namespaces and no capabilities, in which
+//  - the owner's control socket, the device directory, the file secret store and
+//    other dpfs mounts are empty directories, so the program can neither reach the
+//    device as its owner nor copy what is at rest;
+//  - the mountpoint shows the app's own container only (another app's container,
+//    .containers/BUNDLE_ID of the mount, is bound over it; the sandbox's own app does
+//    not see .containers);
+//  - only the app socket of its session is left of the owner's socket directory;
+//  - its own /proc, so no other process's root (/proc/PID/root) leads outside.
+// The program runs under `dpfs sandbox-init`, its PID 1, which forwards the signals
+// `dpfs run` passes on: bwrap itself forwards none.
+import DataProtection
+import Foundation
+import Glibc
+
+struct AppView {
+    static let containersDirectory = ".containers"
+
+    let mount: String
+    let session: AppSession
+
+    /// The app's container as the developer's shell sees it.
+    var container: String {
+        session.isSandboxApp ? mount : "\(mount)/\(Self.containersDirectory)/\(session.bundleID)"
+    }
+
+    /// Makes another app's container (Documents, Library, tmp) on first use.
+    func makeContainer() throws {
+        guard !session.isSandboxApp else { return }
+        let id = session.bundleID
+        guard !id.isEmpty, id != ".", id != "..", !id.contains("/") else {
+            throw CLIError("\(id) cannot name a container directory")
+        }
+        for directory in ["Documents", "Library/Caches", "Library/Application Support", "Library/Preferences", "tmp"] {
+            do {
+                try FileManager.default.createDirectory(atPath: container + "/" + directory, withIntermediateDirectories: true)
+            } catch {
+                throw CLIError("cannot make the container of \(id) in \(mount): \((error as NSError).localizedDescription)")
+            }
+        }
+    }
+
+    /// bwrap's command line for `command`, writing the sandbox's PID 1 to `infoFD`.
+    func command(_ command: [String], infoFD: Int32, dpfsBinary: String) -> [String] {
+        var arguments = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
+                         "--cap-drop", "ALL", "--die-with-parent", "--as-pid-1", "--info-fd", String(infoFD)]
+        for path in hiddenPaths() { arguments += ["--tmpfs", path] }
+        arguments += ["--bind", session.socket, session.socket]
+        if session.isSandboxApp {
+            let containers = "\(mount)/\(Self.containersDirectory)"
+            if isDirectory(containers) { arguments += ["--tmpfs", containers] }
+        } else {
+            arguments += ["--bind", container, mount]
+        }
+        arguments += ["--", dpfsBinary, "sandbox-init", "--"] + command
+        return arguments
+    }
+
+    /// What holds the device's secrets or another device's files, less anything the
+    /// program needs to reach (the mount, its working directory, dpfs itself).
+    private func hiddenPaths() -> [String] {
+        var paths = [(session.socket as NSString).deletingLastPathComponent, session.status.deviceDirectory]
+        if let store = session.status.secretStore, store.hasPrefix("file:") { paths.append(String(store.dropFirst(5))) }
+        for entry in MountTable.entries() where entry.fsType == MountEntry.dpfsType && entry.mountPoint != mount {
+            var info = stat()
+            if stat(entry.mountPoint, &info) == 0 { paths.append(entry.mountPoint) }  // a dead mount hides itself
+        }
+        let needed = [mount, FileManager.default.currentDirectoryPath, Bundle.main.executablePath ?? ""]
+        return Array(Set(paths)).sorted().filter { path in
+            isDirectory(path) && !needed.contains { $0 == path || $0.hasPrefix(path + "/") }
+        }
+    }
+
+    private func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+}

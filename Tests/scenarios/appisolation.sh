@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# An app is only itself (README, "Security"): a program under `dpfs run --app X` acts
+# only as X on its app socket, and in its own view (bubblewrap) it cannot reach the
+# device's owner socket, the device directory, the secret store, other dpfs mounts,
+# or another app's container. --device-control keeps lock/unlock for test processes.
+source "$(dirname "$0")/lib.sh"
+require_tools bwrap
+setup_device
+unlock_device
+
+plist() {
+    cat <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0"><dict>
+	<key>application-identifier</key><string>EVIL000001.$1</string>
+	<key>keychain-access-groups</key><array><string>EVIL000001.$1</string></array>
+</dict></plist>
+PLIST
+}
+plist com.evil.widget > "$WORK/evil.plist"
+"$DPFS" app add "$MNT" --entitlements "$WORK/evil.plist" >/dev/null || fail "register com.evil.widget"
+printf 'the app secret' | "$DPFS" keychain add "$MNT" --service bank --account me >/dev/null || fail "add the app's item"
+echo "the app's document" > "$MNT/Documents/private.txt"
+
+as_evil() { "$DPFS" run "$MNT" --app com.evil.widget -- "$@"; }
+as_app() { "$DPFS" run "$MNT" -- "$@"; }
+
+# Identity comes from the session, not from the request.
+check_error "another app's item, named by --app, is refused" "cannot act as com.example.app" \
+    as_evil "$DPFS" keychain find "$MNT" --app com.example.app --service bank --account me
+out=$(as_evil "$DPFS" keychain find "$MNT" --app com.example.app --service bank --account me 2>&1)
+expect_eq "the refusal is errSecMissingEntitlement and shows no secret" \
+    "$(printf '%s' "$out" | grep -c -e 'the app secret')$(printf '%s' "$out" | grep -c -e '-34018')" "01"
+check_error "its own keychain does not hold the other app's item" "errSecItemNotFound" \
+    as_evil "$DPFS" keychain find "$MNT" --service bank --account me
+expect_eq "the sandbox's own app finds its item" \
+    "$(as_app "$DPFS" keychain find "$MNT" --service bank --account me 2>&1)" "the app secret"
+check_error "the owner's shell may still name the app" "the app secret" \
+    sh -c "'$DPFS' keychain find '$MNT' --app com.example.app --service bank --account me; exit 1"
+check_error "unsetting the app socket leaves no way to the owner's socket" "not a dpfs mount owned by you\|cannot reach" \
+    as_evil env -u DPFS_CONTROL_SOCKET "$DPFS" keychain find "$MNT" --app com.example.app --service bank --account me
+check_error "an app cannot start a session as another app" "only the device's owner" \
+    as_evil "$DPFS" run "$MNT" --app com.example.app --no-isolation -- true
+check_error "an app cannot register apps" "only the device's owner" \
+    as_evil "$DPFS" app add "$MNT" --entitlements "$WORK/evil.plist"
+
+# Device control.
+check_error "an app cannot lock the device" "may not control the device" as_app "$DPFS" lock "$MNT" --now
+expect_eq "so the device is still unlocked" "$(state_of)" "unlocked"
+check "--device-control lets a test lock" "$DPFS" run "$MNT" --device-control -- "$DPFS" lock "$MNT" --now
+expect_eq "and the lock happened" "$(state_of)" "locked"
+check "--device-control lets a test unlock" sh -c "'$DPFS' run '$MNT' --device-control -- '$DPFS' unlock '$MNT' --passcode-file /dev/stdin < '$PASS'"
+expect_eq "and the unlock happened" "$(state_of)" "unlocked"
+check "an app may read the device's status" as_app "$DPFS" status "$MNT"
+
+# What the program sees.
+socket_dir=$(dirname "$(as_app sh -c 'echo $DPFS_CONTROL_SOCKET')")
+expect_eq "the owner's socket directory holds only the app's socket" \
+    "$(as_app sh -c 'ls -A "$(dirname "$DPFS_CONTROL_SOCKET")" | grep -vc "\.app-"')" "0"
+expect_eq "the device directory is empty" "$(as_app ls -A "$DEV" | wc -l)" "0"
+expect_eq "the secret store is empty" "$(as_app ls -A "$SECRETS" | wc -l)" "0"
+check_fails "no root capability takes the view apart" as_app umount "$DEV"
+daemon=$(daemon_pid)
+check_fails "the daemon is not in its /proc" as_app test -e "/proc/$daemon"
+expect_eq "the daemon's socket directory still holds its socket" \
+    "$(ls "$socket_dir" | grep -c "^$daemon\.sock$")" "1"
+
+# Containers.
+expect_eq "the sandbox's app sees its document" "$(as_app cat "$MNT/Documents/private.txt")" "the app's document"
+check_fails "another app does not see that document" as_evil cat "$MNT/Documents/private.txt"
+check "another app writes in its own Documents" as_evil sh -c 'echo widget > "$HOME/Documents/w.txt"'
+expect_eq "which is its container in the mount" "$(cat "$MNT/.containers/com.evil.widget/Documents/w.txt")" "widget"
+expect_eq "its HOME is the mountpoint" "$(as_evil sh -c 'echo $HOME')" "$MNT"
+expect_eq "the sandbox's app does not see other containers" "$(as_app ls -A "$MNT/.containers" | wc -l)" "0"
+other=$(mktemp -d "$WORK/other.XXXXXX")
+"$DPFS" init "$other/device" --no-passcode --secret-store "file:$WORK/secrets2" >/dev/null
+mkdir "$other/mnt"
+"$DPFS" mount "$other/device" "$other/mnt" >/dev/null || fail "mount a second device"
+echo theirs > "$other/mnt/Documents/theirs.txt"
+expect_eq "another dpfs mount is empty in the view" "$(as_app ls -A "$other/mnt" | wc -l)" "0"
+"$DPFS" unmount "$other/mnt" || fail "unmount the second device"
+
+# Without bubblewrap's view the identity still holds on the app socket.
+check_error "--no-isolation still acts only as the app" "cannot act as com.example.app" \
+    "$DPFS" run "$MNT" --app com.evil.widget --no-isolation -- \
+    "$DPFS" keychain find "$MNT" --app com.example.app --service bank --account me
+expect_eq "--no-isolation gives another app its container as HOME" \
+    "$("$DPFS" run "$MNT" --app com.evil.widget --no-isolation -- sh -c 'echo $HOME')" "$MNT/.containers/com.evil.widget"
+
+# Sessions end with their program.
+sessions_left() { [ "$(ls "$socket_dir" | grep -c '\.app-')" = 0 ]; }
+if within 30 sessions_left; then pass "no app socket outlives its program"; else fail "no app socket outlives its program" "$(ls "$socket_dir")"; fi
+finish
