@@ -222,7 +222,15 @@ public struct DeviceCheck {
 
     /// The directory's ID, from its class record; nil (and a report) when missing or forged.
     private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) -> [UInt8]? {
-        if let record = DirectoryClassRecord.read(at: path, metadataKey: device.metadataKey) { return record.directoryID }
+        if let record = DirectoryClassRecord.read(at: path, metadataKey: device.metadataKey) {
+            if let recorded = device.recordedDirectoryClass(record.directoryID),
+               record.protectionClass.strength < recorded.strength {
+                report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
+                                            problem: "directory class record says \(record.protectionClass), the keybag \(recorded): "
+                                                + "put back from before its class was raised; no file can be created in it"))
+            }
+            return record.directoryID
+        }
         report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
                                     problem: "directory class record missing or forged; its names cannot be read and no file can be created in it"))
         return nil

@@ -52,9 +52,7 @@ extension ItemStore {
             }
             hash.update(-1)
         }
-        let digits = Array("0123456789abcdef".utf8)
-        let digest = String(decoding: hash.finish().flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
-        return KeychainState(generation: try generation(db), digest: digest)
+        return KeychainState(generation: try generation(db), digest: Hex.encode(hash.finish()))
     }
 
     private static func add(_ value: DatabaseValue, to hash: inout StreamingHash) {

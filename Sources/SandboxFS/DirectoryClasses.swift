@@ -44,6 +44,11 @@ extension SandboxFileSystem {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
             return .failure(.io)
         }
+        if let recorded = device.recordedDirectoryClass(record.directoryID),
+           record.protectionClass.strength < recorded.strength {
+            logger.error("a directory's stored class is weaker than the keybag records (put back from an older copy): its new children are refused (EIO)")
+            return .failure(.io)
+        }
         return .success(record)
     }
 
@@ -67,7 +72,7 @@ extension SandboxFileSystem {
         let fd = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { return -errno }
         defer { close(fd) }
-        let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        let rc = storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
         directory.classRecord.withLock {
             $0 = rc == 0 ? DirectoryClassRecord.Decoded(protectionClass: newClass, directoryID: directoryID) : nil
         }
@@ -81,6 +86,23 @@ extension SandboxFileSystem {
         let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
         for place in places { vouched(directory, for: place) }
         return procPath(fd).withCString { NameTagStore.write($0, tags) }
+    }
+
+    /// A class change the keybag records, so that the record from before it, put back,
+    /// is refused. The weaker of the two classes is never the only one vouched for: a
+    /// raise writes the record first, a lowering the keybag first, and a crash between
+    /// leaves the old protection in force.
+    private func storeRecordedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {
+        let raise = newClass.strength >= (device.recordedDirectoryClass(directoryID)?.strength ?? 0)
+        if raise {
+            let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
+            guard rc == 0 else { return rc }
+        }
+        do { try device.recordDirectoryClass(directoryID, newClass) } catch {
+            logger.error("a directory's new class could not be recorded in the keybag: \(error)")
+            return -EIO
+        }
+        return raise ? 0 : storeDirectoryClass(fd, newClass, directoryID: directoryID)
     }
 
     /// Stores the class record of the new directory `name` in `parent`, and the tag of

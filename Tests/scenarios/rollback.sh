@@ -120,4 +120,33 @@ esac
 expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
 cp -a "$WORK/own.secret" "$secret"
 mount_device
+
+# 4. A directory's class record from before its class was raised, put back: the
+# keybag records the raise, so the older record reads as EIO and no file is made
+# under the weaker class, before the first unlock too.
+"$DPFS" unmount "$MNT" || fail "unmount"
+rm -rf "$DEV"
+setup_device
+unlock_device
+mkdir "$MNT/Documents/vault"
+setfattr -n user.dpfs.protection -v none "$MNT/Documents/vault"
+VAULT=$(backing "$MNT/Documents/vault")
+none_record=$(getfattr --absolute-names -e hex -n user.dpfs.protection "$VAULT" | sed -n 's/^user.dpfs.protection=//p')
+check "raise the directory to complete" setfattr -n user.dpfs.protection -v complete "$MNT/Documents/vault"
+"$DPFS" unmount "$MNT" || fail "unmount"
+setfattr -n user.dpfs.protection -v "$none_record" "$VAULT"
+mount_device
+check_error "before first unlock, the old record reads as EIO" "Input/output error" \
+    getfattr -n user.dpfs.protection "$MNT/Documents/vault"
+check "the daemon says it was put back" grep -q 'weaker than the keybag records' "$DEV/daemon.log"
+check_error "and no file is made under the old class" "Input/output error" sh -c "echo x > '$MNT/Documents/vault/new.txt'"
+expect_eq "nothing was created" "$(ls -A "$VAULT" | wc -l)" "0"
+check_error "fsck names the put-back record" "put back from before its class was raised" \
+    sh -c "'$DPFS' unmount '$MNT' && '$DPFS' fsck '$DEV' --passcode-file '$PASS'"
+mount_device
+unlock_device
+check "unlocked, the class is set again" setfattr -n user.dpfs.protection -v complete "$MNT/Documents/vault"
+check "a lowering through the mount is recorded too" setfattr -n user.dpfs.protection -v none "$MNT/Documents/vault"
+check "and files are made in it" sh -c "echo x > '$MNT/Documents/vault/new.txt'"
+expect_eq "in its new class" "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$MNT/Documents/vault/new.txt")" "none"
 finish

@@ -118,6 +118,7 @@ public enum Keybag {
         fresh.secretStore = file.secretStore
         fresh.tpmSealedSecret = file.tpmSealedSecret
         fresh.policy = file.policy
+        fresh.directoryClasses = file.directoryClasses
         fresh.generation = file.generation
         fresh.policy.erased = true
         fresh.policy.retryAfter = nil

@@ -30,6 +30,11 @@ public struct KeybagFile: Codable, Sendable {
     public var tpmSealedSecret: TPMSealedBlobs?
     /// With a tpm2 store and a passcode: the passcode gate's blobs (Keybag+Passcode).
     public var tpmPasscodeGate: TPMSealedBlobs?
+    /// The class of each directory whose class was changed through the mount, by its
+    /// ID in hex (DirectoryClassRecord): a record put back from before a raise names a
+    /// weaker class and is refused. Kept here so the keybag's generation, recorded in
+    /// the secret store, vouches for it; nil until the first change.
+    public var directoryClasses: [String: ProtectionClass]?
     public var generation = 0
     public var mac: Bytes?
 

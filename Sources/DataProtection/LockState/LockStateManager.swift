@@ -113,6 +113,27 @@ public final class LockStateManager: Sendable {
         }
     }
 
+    /// The class the keybag records for a directory whose class was changed through
+    /// the mount; nil for one whose class never changed (its only record is its first).
+    public func recordedDirectoryClass(_ directoryID: [UInt8]) -> ProtectionClass? {
+        let key = Hex.encode(directoryID)
+        return core.withLock { $0.keybag.directoryClasses?[key] }
+    }
+
+    /// Records a directory's new class in the keybag (a save, so the secret store's
+    /// record vouches for it).
+    public func recordDirectoryClass(_ directoryID: [UInt8], _ protectionClass: ProtectionClass) throws {
+        let key = Hex.encode(directoryID)
+        try transition.withLock { _ in
+            var keybag = core.withLock { $0.keybag }
+            guard keybag.directoryClasses?[key] != protectionClass else { return }
+            keybag.directoryClasses = (keybag.directoryClasses ?? [:]).merging([key: protectionClass]) { $1 }
+            try keybag.save(in: directory, deviceSecret: deviceSecret)
+            let saved = keybag
+            core.withLock { $0.keybag = saved }
+        }
+    }
+
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
         core.withLock { $0.keys.isAvailable(protectionClass) }
     }
