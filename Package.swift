@@ -13,6 +13,7 @@ let package = Package(
         // Libraries for the separate Fuzz/ and Benchmarks/ packages.
         .library(name: "DataProtection", targets: ["DataProtection"]),
         .library(name: "Control", targets: ["Control"]),
+        .library(name: "DPFSProtocol", targets: ["DPFSProtocol"]),
         .library(name: "ItemStore", targets: ["ItemStore"]),
         // For app code (SPEC §10): Apple's SecItem API against the mounted device; file
         // protection, protected-data state and notifications, and a device to lock from tests.
@@ -34,9 +35,13 @@ let package = Package(
         // from Debian's libtss2-dev; the module map links the three.
         .systemLibrary(name: "CTss", pkgConfig: "tss2-esys",
                        providers: [.apt(["libtss2-dev"])]),
-        .target(name: "DataProtection", dependencies: ["CSodium", "CLinux", "CTss"], swiftSettings: testHooks),
+        // The control protocol and its client, for the libraries apps link: typed
+        // messages, framing, secrets in locked memory, finding a mount's daemon. It
+        // links nothing beyond the C library (no libsodium, SQLite or tpm2-tss).
+        .target(name: "DPFSProtocol", dependencies: ["CLinux"]),
+        .target(name: "DataProtection", dependencies: ["DPFSProtocol", "CSodium", "CLinux", "CTss"], swiftSettings: testHooks),
         .target(name: "ItemStore", dependencies: [
-            "DataProtection",
+            "DataProtection", "DPFSProtocol",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
@@ -45,14 +50,14 @@ let package = Package(
             "DataProtection", "BlockStore", "CFuse", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "Control", dependencies: ["DataProtection", "ItemStore", "CLinux"]),
-        .target(name: "Security", dependencies: ["Control", "ItemStore"]),
+        .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
+        .target(name: "Security", dependencies: ["DPFSProtocol"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
-        .target(name: "DataProtectionKit", dependencies: ["Control", "DataProtection", "CLinux"]),
+        .target(name: "DataProtectionKit", dependencies: ["DPFSProtocol", "CLinux"]),
         // Runnable examples (README, Tests/scenarios/examples_*.sh).
         .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleFileProtection"),
@@ -67,7 +72,7 @@ let package = Package(
         .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
                           path: "Sources/Examples/SynchronizableItem"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
-        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection"]),
+        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),

@@ -2,6 +2,7 @@
 // for its program's life). Each is a listener beside the owner's socket, named after
 // it (PID.app-UUID.sock, so a dead daemon's leftovers are found by the same pid), on
 // which every request acts as one app. They end when the connection does.
+import DPFSProtocol
 import Foundation
 import Glibc
 

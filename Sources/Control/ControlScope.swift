@@ -1,6 +1,7 @@
 // Who is on the other end of a control connection. The owner's socket (the user who
 // mounted) may do anything; an app socket, made for one `dpfs run --app X`, acts only
 // as X: iOS takes an app's identity from its code signature, never from the call.
+import DPFSProtocol
 import ItemStore
 
 public enum ControlScope: Sendable, Equatable {

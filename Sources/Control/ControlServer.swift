@@ -70,7 +70,7 @@ public final class ControlServer: Sendable {
                 return
             }
             guard peerIsOwner(connection) else {
-                try? Frame(json: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
+                try? ServerFrame(json: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
                 close(connection)
                 continue
             }
@@ -92,9 +92,9 @@ public final class ControlServer: Sendable {
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         while true {
-            let frame: Frame
+            let frame: ServerFrame
             do {
-                frame = try Frame.read(from: fd)
+                frame = try ServerFrame.read(from: fd)
             } catch FrameError.closed {
                 return
             } catch {
@@ -145,7 +145,7 @@ public final class ControlServer: Sendable {
 
     private func reply(_ fd: Int32, _ reply: ControlReply) {
         guard let json = try? ControlCoding.encode(reply) else { return }
-        try? Frame(json: json).write(to: fd)
+        try? ServerFrame(json: json).write(to: fd)
     }
 
     /// Streams events until the subscriber hangs up or is dropped for falling behind
@@ -171,3 +171,6 @@ public final class ControlServer: Sendable {
         writerDone.wait()
     }
 }
+
+/// The daemon reads secrets (passcodes, item data) into libsodium's guarded memory.
+typealias ServerFrame = Frame<SecureBuffer>

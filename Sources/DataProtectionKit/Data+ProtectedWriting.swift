@@ -2,8 +2,7 @@
 // `.completeFileProtection` and its siblings; on Linux Foundation drops those bits and
 // the method cannot be replaced, so these are the calls to write instead.
 import CLinux
-import Control
-import DataProtection
+import DPFSProtocol
 import Foundation
 import Glibc
 

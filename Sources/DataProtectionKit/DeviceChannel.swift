@@ -1,14 +1,13 @@
 // One request to the daemon behind a mountpoint through Control's client, with a time
 // limit, its errors turned into DeviceError.
-import Control
-import DataProtection
+import DPFSProtocol
 import Glibc
 
 enum DeviceChannel {
     /// Long enough for an unlock's passcode derivation on a loaded machine.
     static let requestTimeout: Double = 20
 
-    static func send(_ request: ControlRequest, to mountpoint: String, secrets: [SecureBuffer] = [],
+    static func send(_ request: ControlRequest, to mountpoint: String, secrets: [LockedSecret] = [],
                      timeout: Double = requestTimeout) throws -> ControlReply {
         do {
             let client = try ControlClient(mountpoint: mountpoint)

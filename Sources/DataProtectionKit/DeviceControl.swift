@@ -1,8 +1,7 @@
 // Drives the device from test code (XCTest or swift-testing): lock, unlock, restart,
 // read the state and wait for one — the same requests `dpfs lock|unlock|restart|status`
 // send. Every call has a time limit; none hangs when the daemon is gone.
-import Control
-import DataProtection
+import DPFSProtocol
 import Foundation
 
 public struct DeviceControl: Sendable {

@@ -1,5 +1,6 @@
 // What a DataProtectionKit call reports when it cannot reach or drive the device.
 // Errors of file access itself are Foundation's (CocoaError with a POSIXError inside).
+import DPFSProtocol
 import Foundation
 
 public enum DeviceError: Error, CustomStringConvertible, Equatable {

@@ -1,5 +1,6 @@
 // Where the device is: `dpfs run` exports DPFS_MOUNT (the mountpoint) and DPFS_APP (the
 // app's bundle ID) to the program it starts (SPEC §10).
+import DPFSProtocol
 import Foundation
 
 public enum DeviceLocation {

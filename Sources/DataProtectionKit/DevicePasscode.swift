@@ -1,13 +1,13 @@
-// A passcode held in libsodium-locked memory, for DeviceControl.unlock.
+// A passcode held in locked memory (LockedSecret), for DeviceControl.unlock.
 //
 // There is deliberately no initializer from a String: a Swift String cannot be wiped and
 // may be copied anywhere by the runtime, and the project keeps passcodes out of String,
 // Array and Data. Tests write their passcode to a 0600 file (as `dpfs init
 // --passcode-file` needs anyway) and read it from there.
-import DataProtection
 
+import DPFSProtocol
 public final class DevicePasscode: Sendable {
-    let secret: SecureBuffer
+    let secret: LockedSecret
 
     /// The first line of a file (without its newline); a file others may write is refused.
     public init(file path: String) throws {
@@ -25,7 +25,7 @@ public final class DevicePasscode: Sendable {
 
     /// A copy of bytes the caller holds in its own locked memory (the caller wipes its copy).
     public init(copying bytes: UnsafeRawBufferPointer) {
-        secret = SecureBuffer(copying: bytes)
+        secret = LockedSecret.copying(bytes)
     }
 
     /// Zeroes the passcode now rather than when the last reference goes.

@@ -1,6 +1,6 @@
 // The device's lock state, as the daemon reports it (SPEC §1).
-import DataProtection
 
+import DPFSProtocol
 public enum DeviceState: String, Sendable, CaseIterable {
     /// After mount or restart, passcode set: only `none` files are available.
     case beforeFirstUnlock

@@ -1,5 +1,6 @@
 // File errors as Foundation throws them: a CocoaError whose NSUnderlyingErrorKey holds
 // the POSIXError (EPERM when the class key is not available, as on iOS).
+import DPFSProtocol
 import Foundation
 import Glibc
 

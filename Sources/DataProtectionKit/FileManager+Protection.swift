@@ -1,5 +1,6 @@
 // FileManager calls that honour FileAttributeKey.protectionKey, which Foundation on Linux
 // accepts and ignores (setAttributes, createFile) or never reports (attributesOfItem).
+import DPFSProtocol
 import Foundation
 import Glibc
 

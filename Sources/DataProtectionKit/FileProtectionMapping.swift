@@ -1,6 +1,6 @@
 // Foundation's FileProtectionType and Data.WritingOptions protection bits ↔ the class
 // names the mount's `user.dpfs.protection` attribute speaks.
-import DataProtection
+import DPFSProtocol
 import Foundation
 
 // Apple's FileProtectionType is Equatable and Hashable (an NS_TYPED_ENUM); Foundation on

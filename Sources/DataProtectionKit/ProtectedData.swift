@@ -1,7 +1,6 @@
 // Whether protected data is available, and the notifications that say when that changes
 // (Apple: UIApplication.isProtectedDataAvailable and the protectedData… notifications).
-import Control
-import DataProtection
+import DPFSProtocol
 import Foundation
 
 public enum ProtectedData {

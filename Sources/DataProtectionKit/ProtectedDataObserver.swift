@@ -2,8 +2,7 @@
 // NotificationCenter.default: one background thread holds an `events` connection and
 // posts as events arrive. willBecomeUnavailable and restart (the data goes away) post the
 // will-become-unavailable notification; didBecomeAvailable posts the did-become one.
-import Control
-import DataProtection
+import DPFSProtocol
 import Foundation
 import Synchronization
 

@@ -1,6 +1,7 @@
 // The few UIApplication members that iOS code uses for protected data, so that such code
 // reads the same on Linux. There is no app object or run loop behind them: the
 // notifications come from ProtectedData.startObserving(), on its background thread.
+import DPFSProtocol
 import Foundation
 
 public final class UIApplication: Sendable {

@@ -2,8 +2,7 @@
 // mount's `user.dpfs.protection` attribute — what Foundation on Linux ignores in
 // `FileAttributeKey.protectionKey` and `URLResourceValues.fileProtection`.
 import CLinux
-import Control
-import DataProtection
+import DPFSProtocol
 import Foundation
 import Glibc
 

@@ -1,6 +1,7 @@
 // The attribute vocabulary of a keychain call (request keys, as SecItem names them)
 // and its parsing into typed values. Parsing checks each value and that it belongs to
 // the item class; which attributes an operation may carry is the operation's call.
+import DPFSProtocol
 import Foundation
 
 enum ItemClass: String, Sendable {

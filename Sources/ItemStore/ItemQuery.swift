@@ -2,6 +2,7 @@
 // (compared as keyed hashes, ItemKeys), the caller's access groups bound it, and
 // synchronizable defaults to "no" as in Apple's keychain. Every query reads through
 // the one identity index.
+import DPFSProtocol
 import Foundation
 import GRDB
 

@@ -1,5 +1,6 @@
 // SecItemDelete: removes every match, in one transaction; nothing is removed when a
 // match's class is unavailable.
+import DPFSProtocol
 import Foundation
 import GRDB
 

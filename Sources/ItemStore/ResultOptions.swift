@@ -1,4 +1,6 @@
 // kSecMatchLimit and kSecReturnData/kSecReturnAttributes as a request spells them.
+import DPFSProtocol
+
 enum ReturnShape: Sendable {
     case data, attributes, both
 

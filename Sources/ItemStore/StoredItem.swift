@@ -3,6 +3,7 @@
 // accessibility); every attribute a query can name is a keyed hash (ItemKeys), and
 // the attributes themselves are sealed (ItemRecord). Rows are read defensively: a
 // damaged row becomes an errSecDecode for that item, never a crash.
+import DPFSProtocol
 import Foundation
 import GRDB
 

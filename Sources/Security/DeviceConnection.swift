@@ -4,10 +4,9 @@
 // costs one request and one reply, not a getxattr, a connect and a daemon thread.
 // Every wait is bounded: an unreachable device answers nil (errSecNotAvailable) in
 // at most `timeout`, never a hang.
-import Control
+import DPFSProtocol
 import Foundation
 import Glibc
-import ItemStore
 import Synchronization
 
 final class DeviceConnection: Sendable {
@@ -80,7 +79,7 @@ final class DeviceConnection: Sendable {
         let slot = ConnectSlot()
         let thread = Thread {
             if let client = try? ControlClient(mountpoint: mountpoint) {
-                client.setTimeouts(seconds: Self.timeoutSeconds)
+                client.setTimeout(seconds: Double(Self.timeoutSeconds))
                 slot.fill(PooledClient(client, mountpoint: mountpoint))
             }
             slot.done.signal()

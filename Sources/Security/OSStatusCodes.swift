@@ -1,21 +1,23 @@
-// OSStatus and the errSec codes a keychain call answers, with Apple's numbers, and
-// SecCopyErrorMessageString's one-line explanation of each.
+// OSStatus and the errSec codes a keychain call answers, with Apple's numbers (one
+// definition, the protocol's SecStatus), and SecCopyErrorMessageString's one-line
+// explanation of each.
+import DPFSProtocol
 import Foundation
 
 public typealias OSStatus = Int32
 
 public let noErr: OSStatus = 0
-public let errSecSuccess: OSStatus = 0
+public let errSecSuccess: OSStatus = SecStatus.success
 public let errSecUnimplemented: OSStatus = -4
-public let errSecIO: OSStatus = -36
-public let errSecParam: OSStatus = -50
-public let errSecNotAvailable: OSStatus = -25291
-public let errSecAuthFailed: OSStatus = -25293
-public let errSecDuplicateItem: OSStatus = -25299
-public let errSecItemNotFound: OSStatus = -25300
-public let errSecInteractionNotAllowed: OSStatus = -25308
-public let errSecDecode: OSStatus = -26275
-public let errSecMissingEntitlement: OSStatus = -34018
+public let errSecIO: OSStatus = SecStatus.io
+public let errSecParam: OSStatus = SecStatus.param
+public let errSecNotAvailable: OSStatus = SecStatus.notAvailable
+public let errSecAuthFailed: OSStatus = SecStatus.authFailed
+public let errSecDuplicateItem: OSStatus = SecStatus.duplicateItem
+public let errSecItemNotFound: OSStatus = SecStatus.itemNotFound
+public let errSecInteractionNotAllowed: OSStatus = SecStatus.interactionNotAllowed
+public let errSecDecode: OSStatus = SecStatus.decode
+public let errSecMissingEntitlement: OSStatus = SecStatus.missingEntitlement
 public let errSecInvalidEncoding: OSStatus = -67853
 
 /// A sentence describing `status`, as Apple's function gives one; `reserved` must be nil.

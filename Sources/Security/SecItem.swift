@@ -2,8 +2,8 @@
 // signatures. Each translates its dictionaries, sends one keychain request to the
 // daemon of the mount in DPFS_MOUNT as the app in DPFS_APP, and answers the store's
 // OSStatus. No semantics live here: the daemon's item store decides every outcome.
+import DPFSProtocol
 import Foundation
-import ItemStore
 
 /// Adds an item; with kSecReturnData/Attributes/PersistentRef, `result` receives it.
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {

@@ -1,8 +1,8 @@
 // The store's reply turned into what SecItemCopyMatching and SecItemAdd hand back on
 // iOS: Data for data alone, an attribute dictionary under Apple's keys (with v_Data
 // and v_PersistentRef when asked for too), and an array of those for kSecMatchLimitAll.
+import DPFSProtocol
 import Foundation
-import ItemStore
 
 enum SecItemResult {
     static func object(for response: KeychainResponse, _ query: SecItemQuery) -> CFTypeRef? {

@@ -2,7 +2,7 @@
 // is, a socket on which it can act only as that app, and what the program must not
 // see (the device directory, the secret store, the owner's socket). The connection
 // stays open for the program's life: the daemon ends the session when it closes.
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 

@@ -4,6 +4,7 @@
 import BlockStore
 import CLinux
 import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc

@@ -1,6 +1,6 @@
 // The environment `dpfs run` gives a program: the caller's, with HOME and the XDG base
 // directories moved into the sandbox (SPEC §10) and only dpfs's own DPFS_* variables.
-import Control
+import DPFSProtocol
 import Foundation
 
 enum SandboxEnvironment {

@@ -1,4 +1,5 @@
 // Apps and keychain access groups: entitlements decide where items go and who sees them.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 // The seven accessibility values follow the lock state of their file class.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 // Item attributes at rest (issue 15): nothing a caller typed is readable from the
 // database files, a sealed attribute set is bound to its row, and finds still go
 // through the identity index although they compare keyed hashes.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import GRDB

@@ -1,5 +1,6 @@
 // Secrets at rest: sealed in the database and its WAL, bound to their row, and a
 // damaged row costs only its own item.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Testing

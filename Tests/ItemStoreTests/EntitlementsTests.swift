@@ -1,4 +1,5 @@
 // Parsing of Apple entitlements plists.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 // Every keychain write bumps the item store's generation and records it, with a digest
 // of every row, in the device's record in the secret store; an older database, and one
 // whose rows were changed outside the store, are refused (dpfs(5)).
+import DPFSProtocol
 import DataProtection
 import Foundation
 import GRDB

@@ -1,5 +1,6 @@
 // inet items: identity over server, protocol, port, path, account, security domain
 // and authentication type.
+import DPFSProtocol
 import Foundation
 import Testing
 @testable import ItemStore

@@ -1,4 +1,5 @@
 // Add, find, update and delete of generic passwords, with Apple's statuses.
+import DPFSProtocol
 import Foundation
 import Testing
 @testable import ItemStore

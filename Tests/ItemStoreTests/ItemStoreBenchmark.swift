@@ -1,5 +1,6 @@
 // Items added and looked up per second with 10,000 items. A measurement, not a test:
 // it runs only with DPFS_BENCH=1 (swift test --filter ItemStoreBenchmark), and prints.
+import DPFSProtocol
 import Foundation
 import Testing
 @testable import ItemStore

@@ -1,4 +1,5 @@
 // kSecAttrSynchronizable: part of the identity, "no" unless a query says otherwise.
+import DPFSProtocol
 import Foundation
 import Testing
 @testable import ItemStore

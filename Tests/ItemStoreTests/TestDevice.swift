@@ -1,5 +1,6 @@
 // A simulated device in a temporary directory with a real keybag, lock-state manager
 // and item store, for driving the store through lock states.
+import DPFSProtocol
 import DataProtection
 import Foundation
 @testable import ItemStore

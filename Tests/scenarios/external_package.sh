@@ -20,6 +20,15 @@ else
     pass "the fixture has no #if os(Linux)"
 fi
 check "the fixture builds against Security" fixture build --build-tests
+# The client library is lean: the test binary links none of the daemon's libraries.
+bundle="$SCRATCH/debug/AppleKeychainWrapperPackageTests.xctest"
+if [ ! -e "$bundle" ]; then
+    fail "the fixture's test bundle is built" "$bundle is missing"
+elif heavy=$(ldd "$bundle" | grep -E 'libsodium|libsqlite3|libtss2|libfuse'); then
+    fail "an app linking only Security links no libsodium, SQLite, tpm2-tss or FUSE" "$heavy"
+else
+    pass "an app linking only Security links no libsodium, SQLite, tpm2-tss or FUSE"
+fi
 
 setup_device
 check "unlock" unlock_device

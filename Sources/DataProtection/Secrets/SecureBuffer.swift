@@ -2,9 +2,10 @@
 // shared locked arena, below) and zeroed on wipe.
 // Secrets in dpfs never live in Swift Array, Data or String; they live here.
 import CSodium
+import DPFSProtocol
 import Glibc
 
-public final class SecureBuffer: @unchecked Sendable {
+public final class SecureBuffer: AllocatedSecret, @unchecked Sendable {
     // @unchecked: the owner of a SecureBuffer serialises access to its bytes
     // (a Mutex in the key ring, the readers-writer lock of an open file).
     public let count: Int
@@ -15,7 +16,7 @@ public final class SecureBuffer: @unchecked Sendable {
     /// sodium_malloc allocation.
     private let inArena: Bool
 
-    public init(count: Int) {
+    public required init(count: Int) {
         precondition(Sodium.ready, "libsodium failed to initialise")
         if count <= SmallSecretArena.slotSize, let slot = SmallSecretArena.shared.take() {
             self.base = slot

@@ -1,7 +1,7 @@
 // dpfs app add: registers another app identity (bundle ID and keychain access groups
 // from an Apple-style entitlements plist) with the device, for `keychain --app`.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import Foundation
 import ItemStore
 

@@ -1,6 +1,6 @@
 // dpfs events: one JSON line per lock-state event, as it happens.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import Foundation
 import Glibc
 

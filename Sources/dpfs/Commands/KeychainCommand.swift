@@ -2,7 +2,7 @@
 // A failed call prints its OSStatus (`errSecItemNotFound (-25300)`) on stderr and
 // exits 1; --json prints {"status": N, "items": [...]} on stdout as well.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc

@@ -4,7 +4,7 @@
 import ArgumentParser
 import DataProtection
 import Foundation
-import Control
+import DPFSProtocol
 import Glibc
 
 struct Mount: ParsableCommand {

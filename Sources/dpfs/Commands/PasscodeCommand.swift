@@ -1,6 +1,6 @@
 // dpfs passcode set|change|remove: only the class-key wrapping changes.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import DataProtection
 
 struct Passcode: ParsableCommand {

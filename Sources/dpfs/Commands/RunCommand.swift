@@ -4,7 +4,7 @@
 // own view of the machine (AppView) the device's owner socket, the device directory
 // and other apps' containers are not there.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import Foundation
 import Glibc
 

@@ -1,6 +1,6 @@
 // The device-state commands: lock, unlock, restart, status.
 import ArgumentParser
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 

@@ -2,7 +2,7 @@
 // --when-closed and --source it is instead a mount's daemon watch
 // (UnmountCommand+Watch.swift).
 import ArgumentParser
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc

@@ -60,4 +60,14 @@ public struct DeviceStatus: Codable, Sendable {
     public var secretStore: String?
     /// The inodes the mounted filesystem holds for the kernel (nil before it is mounted).
     public var inodes: Int?
+
+    public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
+                retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,
+                deviceDirectory: String, pid: Int32, secretStore: String?, inodes: Int?) {
+        self.state = state; self.classes = classes; self.passcodeSet = passcodeSet
+        self.failedAttempts = failedAttempts; self.retryAfter = retryAfter; self.erased = erased
+        self.gracePeriod = gracePeriod; self.defaultProtection = defaultProtection
+        self.deviceDirectory = deviceDirectory; self.pid = pid; self.secretStore = secretStore
+        self.inodes = inodes
+    }
 }

@@ -1,7 +1,6 @@
 // The CLI's side of the control socket: finds the daemon behind a mountpoint, makes
 // sure it is the caller's own before anything is sent (OwnedMount, then the peer's
 // credentials), sends one request, reads the reply (or a stream of replies for events).
-import DataProtection
 import Foundation
 import CLinux
 import Glibc
@@ -27,6 +26,9 @@ public enum ControlClientError: Error, CustomStringConvertible {
         }
     }
 }
+
+/// Replies carry no secrets; a secret section, should one come, is read into locked memory.
+typealias ClientFrame = Frame<LockedSecret>
 
 public final class ControlClient {
     let fd: Int32
@@ -96,17 +98,23 @@ public final class ControlClient {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket runs as uid \(uid)")
         }
         guard comparePID else { return }
-        try Frame(json: ControlCoding.encode(ControlRequest.status)).write(to: fd)
-        let reply = try ControlCoding.decode(ControlReply.self, Frame.read(from: fd).json)
+        try ClientFrame(json: ControlCoding.encode(ControlRequest.status)).write(to: fd)
+        let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).json)
         guard let status = reply.status, status.pid == pid else {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket (pid \(pid)) is not the daemon it reports")
         }
     }
 
     /// One request, one reply; a daemon-side failure becomes a thrown error.
-    public func send(_ request: ControlRequest, secrets: [SecureBuffer] = []) throws -> ControlReply {
+    public func send(_ request: ControlRequest) throws -> ControlReply {
+        try send(request, secrets: [LockedSecret]())
+    }
+
+    /// One request with secrets (a passcode, an item's data), which go from the
+    /// caller's locked memory straight to the socket.
+    public func send<Secret: SecretBytes>(_ request: ControlRequest, secrets: [Secret]) throws -> ControlReply {
         try Frame(json: ControlCoding.encode(request), secrets: secrets).write(to: fd)
-        let reply = try ControlCoding.decode(ControlReply.self, Frame.read(from: fd).json)
+        let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).json)
         if !reply.ok && reply.keychain == nil {
             throw ControlClientError.daemon(reply.error ?? "the daemon refused the request")
         }
@@ -116,10 +124,10 @@ public final class ControlClient {
     /// Sends a request and hands every reply to `body` until it returns false or the
     /// daemon closes the connection.
     public func stream(_ request: ControlRequest, _ body: (ControlReply) -> Bool) throws {
-        try Frame(json: ControlCoding.encode(request)).write(to: fd)
+        try ClientFrame(json: ControlCoding.encode(request)).write(to: fd)
         while true {
-            let frame: Frame
-            do { frame = try Frame.read(from: fd) } catch FrameError.closed { return }
+            let frame: ClientFrame
+            do { frame = try ClientFrame.read(from: fd) } catch FrameError.closed { return }
             let reply = try ControlCoding.decode(ControlReply.self, frame.json)
             if !reply.ok { throw ControlClientError.daemon(reply.error ?? "the daemon refused the request") }
             if !body(reply) { return }
@@ -128,10 +136,10 @@ public final class ControlClient {
 }
 
 /// sockaddr_un for a path, usable with bind and connect.
-struct UnixAddress {
+public struct UnixAddress {
     var storage = sockaddr_un()
 
-    init(path: String) {
+    public init(path: String) {
         storage.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8.prefix(MemoryLayout.size(ofValue: storage.sun_path) - 1))
         withUnsafeMutableBytes(of: &storage.sun_path) { raw in
@@ -140,7 +148,7 @@ struct UnixAddress {
         }
     }
 
-    mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    public mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }

@@ -1,9 +1,9 @@
 // The control socket's wire format (dpfs(5)): every message is one frame,
 //   "DPFC" | version u16 | reserved u16 | json length u32 | secret length u32 | json | secrets
 // all integers big-endian. Secrets (passcodes, keychain item data) travel apart from the JSON so that they
-// go from a SecureBuffer on one side to a SecureBuffer on the other, never through a
-// Swift String or Data. The secret section is a list of u32-length-prefixed secrets.
-import DataProtection
+// go from locked memory on one side to locked memory on the other (SecretBytes), never
+// through a Swift String or Data. The secret section is a list of u32-length-prefixed
+// secrets.
 import Foundation
 import Glibc
 
@@ -38,11 +38,11 @@ public enum FrameError: Error, CustomStringConvertible {
     }
 }
 
-public struct Frame {
+public struct Frame<Secret: SecretBytes> {
     public var json: [UInt8]
-    public var secrets: [SecureBuffer]
+    public var secrets: [Secret]
 
-    public init(json: [UInt8], secrets: [SecureBuffer] = []) {
+    public init(json: [UInt8], secrets: [Secret] = []) {
         self.json = json
         self.secrets = secrets
     }
@@ -50,11 +50,11 @@ public struct Frame {
     /// Sends the frame in one gathered write, so the peer wakes once for it, not once
     /// per part; the secrets go from their locked memory straight to the socket.
     public func write(to fd: Int32) throws {
-        let secretLength = secrets.reduce(0) { $0 + 4 + $1.count }
+        let secretLength = secrets.reduce(0) { $0 + 4 + $1.bytes.count }
         var header = ControlProtocol.magic
         header += [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
         header += Frame.bigEndian(UInt32(json.count)) + Frame.bigEndian(UInt32(secretLength))
-        let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.count)) }
+        let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.bytes.count)) }
         try header.withUnsafeBytes { headerBytes in
             try json.withUnsafeBytes { jsonBytes in
                 try prefixes.withUnsafeBytes { prefixBytes in
@@ -68,7 +68,7 @@ public struct Frame {
         }
     }
 
-    public static func read(from fd: Int32) throws -> Frame {
+    public static func read(from fd: Int32) throws -> Frame where Secret: AllocatedSecret {
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
@@ -80,7 +80,7 @@ public struct Frame {
         guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
         var json = [UInt8](repeating: 0, count: jsonLength)
         try json.withUnsafeMutableBytes { try readAll(fd, $0) }
-        var secrets: [SecureBuffer] = []
+        var secrets: [Secret] = []
         var remaining = secretLength
         while remaining > 0 {
             guard remaining >= 4 else { throw FrameError.malformed("truncated secret section") }
@@ -88,7 +88,7 @@ public struct Frame {
             try lengthBytes.withUnsafeMutableBytes { try readAll(fd, $0) }
             let length = Int(uint32(lengthBytes, at: 0))
             guard length <= remaining - 4 else { throw FrameError.malformed("secret longer than its section") }
-            let secret = SecureBuffer(count: length)
+            let secret = Secret(count: length)
             try readAll(fd, secret.mutableBytes)
             secrets.append(secret)
             remaining -= 4 + length

@@ -1,7 +1,5 @@
 // Requests and replies of the control protocol, as the JSON part of a frame.
-import DataProtection
 import Foundation
-import ItemStore
 
 public enum PasscodeAction: String, Codable, Sendable { case set, change, remove }
 
@@ -48,14 +46,14 @@ public struct ControlReply: Codable, Sendable {
     public static func failure(_ text: String) -> ControlReply { ControlReply(ok: false, error: text) }
 }
 
-enum ControlCoding {
-    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+public enum ControlCoding {
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return [UInt8](try encoder.encode(value))
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+    public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
         try JSONDecoder().decode(type, from: Data(bytes))
     }
 }

@@ -54,8 +54,8 @@ public enum SecretInput {
 
     /// Everything `fd` holds until end of file (binary, newlines included), at most
     /// `limit` bytes; `what` and `source` name it in errors ("data", "stdin").
-    public static func readAll(_ fd: Int32, what: String, source: String, limit: Int) throws(SecretInputError) -> SecureBuffer {
-        let scratch = SecureBuffer(count: limit + 1)
+    public static func readAll<Secret: AllocatedSecret>(_ fd: Int32, what: String, source: String, limit: Int) throws(SecretInputError) -> Secret {
+        let scratch = Secret(count: limit + 1)
         let bytes = scratch.mutableBytes
         var length = 0
         while length <= limit {
@@ -66,6 +66,6 @@ public enum SecretInput {
             length += n
         }
         guard length <= limit else { throw .tooLong(what: what, source: source, limit: limit) }
-        return SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: scratch.bytes[0..<length]))
+        return Secret.copying(UnsafeRawBufferPointer(rebasing: scratch.bytes[0..<length]))
     }
 }

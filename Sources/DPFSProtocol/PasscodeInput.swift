@@ -1,4 +1,4 @@
-// Reads a passcode from a file, stdin or a terminal prompt straight into locked memory:
+// Reads a passcode from a file, stdin or a terminal prompt straight into locked memory (the caller's kind, SecretBytes):
 // the first line, without its newline. Never through argv, String or Data.
 import Foundation
 import Glibc
@@ -7,14 +7,14 @@ public enum PasscodeInput {
     static let maxLength = 1024
 
     /// The first line of a passcode file, which only its owner may access (SecretInput).
-    public static func read(file path: String) throws(SecretInputError) -> SecureBuffer {
+    public static func read<Secret: AllocatedSecret>(file path: String) throws(SecretInputError) -> Secret {
         let fd = try SecretInput.openFile(path, what: "passcode file")
         defer { close(fd) }
         return try firstLine(of: fd, source: path)
     }
 
     /// From stdin when it is not a terminal, else from a prompt with echo off.
-    public static func readStandardInput(prompt: String) throws(SecretInputError) -> SecureBuffer {
+    public static func readStandardInput<Secret: AllocatedSecret>(prompt: String) throws(SecretInputError) -> Secret {
         guard isatty(STDIN_FILENO) != 0 else { return try firstLine(of: STDIN_FILENO, source: "stdin") }
         var saved = termios()
         tcgetattr(STDIN_FILENO, &saved)
@@ -30,8 +30,8 @@ public enum PasscodeInput {
     }
 
     /// Reads byte by byte so nothing past the first line is consumed or copied.
-    static func firstLine(of fd: Int32, source: String) throws(SecretInputError) -> SecureBuffer {
-        let scratch = SecureBuffer(count: maxLength + 1)
+    static func firstLine<Secret: AllocatedSecret>(of fd: Int32, source: String) throws(SecretInputError) -> Secret {
+        let scratch = Secret(count: maxLength + 1)
         let bytes = scratch.mutableBytes
         var length = 0
         while length <= maxLength {
@@ -44,6 +44,6 @@ public enum PasscodeInput {
         guard length <= maxLength else { throw .tooLong(what: "passcode", source: source, limit: maxLength) }
         if length > 0 && bytes[length - 1] == UInt8(ascii: "\r") { length -= 1 }
         guard length > 0 else { throw .empty(source: source) }
-        return SecureBuffer(copying: UnsafeRawBufferPointer(rebasing: scratch.bytes[0..<length]))
+        return Secret.copying(UnsafeRawBufferPointer(rebasing: scratch.bytes[0..<length]))
     }
 }

@@ -32,15 +32,3 @@ public enum SecStatus {
     /// The one-line form the CLI prints: `errSecItemNotFound (-25300)`.
     public static func describe(_ status: Int32) -> String { "\(name(status)) (\(status))" }
 }
-
-/// A failed keychain call inside the store: the status it answers, and for the
-/// caller's benefit a reason when the status alone would leave them guessing.
-struct SecError: Error {
-    let status: Int32
-    let reason: String?
-
-    init(_ status: Int32, _ reason: String? = nil) {
-        self.status = status
-        self.reason = reason
-    }
-}

@@ -10,7 +10,6 @@
 //    directory owned by the caller with no group or other access.
 // ControlClient then checks the connection's peer (SO_PEERCRED) before its request.
 import CLinux
-import DataProtection
 import Foundation
 import Glibc
 
