@@ -30,7 +30,7 @@ let package = Package(
                 .product(name: "Security", package: "dpfs"),
                 .product(name: "ItemStore", package: "dpfs"),
                 .product(name: "DataProtection", package: "dpfs"),
-                .product(name: "Control", package: "dpfs"),
+                .product(name: "DPFSProtocol", package: "dpfs"),
             ],
             path: "Sources/KeychainBench"
         ),

@@ -13,7 +13,7 @@ let package = Package(
             name: "FuzzParsers",
             dependencies: [
                 .product(name: "DataProtection", package: "dpfs"),
-                .product(name: "Control", package: "dpfs"),
+                .product(name: "DPFSProtocol", package: "dpfs"),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),

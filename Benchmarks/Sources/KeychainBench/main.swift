@@ -3,7 +3,7 @@
 // thread and eight. It mounts its own device with the dpfs binary ($DPFS, else the
 // package's .build/release/dpfs) and unmounts it at the end.
 // Run: Scripts/bench-micro Keychain   (or swift run -c release KeychainBench in Benchmarks/)
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 import ItemStore

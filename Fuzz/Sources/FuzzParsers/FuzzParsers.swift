@@ -2,7 +2,7 @@
 // DPFS_FUZZ_TARGET environment variable picks which: header (a backing file's
 // header), keybag (keybag.json, MAC check included), frame (control-socket frames,
 // fed through a socket pair as the daemon reads them). Any crash or hang is a bug.
-import Control
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc
@@ -48,7 +48,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
             precondition(again?.current == header.current, "header round trip differs")
         }
     case .keybag:
-        FileManager.default.createFile(atPath: device.keybagPath, contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: device.keybagPath, contents: Data(bytes))
         _ = try? KeybagFile.load(from: device, deviceSecret: deviceSecret)
     case .frame:
         var pair: [Int32] = [0, 0]
@@ -56,7 +56,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         defer { close(pair[0]) }
         if size > 0 { _ = send(pair[1], data, min(size, 65536), Int32(MSG_NOSIGNAL)) }
         close(pair[1])
-        while (try? Frame.read(from: pair[0])) != nil {}
+        while (try? Frame<SecureBuffer>.read(from: pair[0])) != nil {}
     }
     return 0
 }
