@@ -1,34 +1,42 @@
 // The item store's state (dpfs(5)): a generation, a row of the `meta` table bumped in
 // the same transaction as every write, and a digest of every row of every table. Both
 // are recorded in the device's record in the secret store, with the state they
-// replace, before the transaction commits: a crash between leaves the database at the
+// replace, before the transaction commits (RowSetDigest makes that digest cost a
+// write what it changes): a crash between leaves the database at the
 // state before, which the record still names. An open accepts the database only in
 // one of those two states. An older copy, with its counter edited or not, and a
 // deleted row put back into the current one, hash to neither and are refused: the set
 // of items is bound to what the secret store keeps, not to a number beside the rows.
 import DataProtection
 import GRDB
+import Synchronization
 
 extension ItemStore {
     /// Runs `body` in one write transaction that also bumps the generation, and records
     /// the new state in the secret store before it commits.
     func commit<T>(_ body: (Database) throws -> T) throws -> T {
-        try Self.commit(pool, device, body)
+        try Self.commit(pool, device, ledger, body)
     }
 
-    static func commit<T>(_ pool: DatabasePool, _ device: LockStateManager, _ body: (Database) throws -> T) throws -> T {
+    static func commit<T>(_ pool: DatabasePool, _ device: LockStateManager, _ ledger: KeychainLedger,
+                          _ body: (Database) throws -> T) throws -> T {
         var recorded: (before: KeychainState, after: KeychainState)?
         do {
             return try pool.write { db -> T in
-                let before = try state(db)
+                var digest = try ledger.take(db)
+                let before = try state(db, digest)
                 let result = try body(db)
                 try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                let after = try state(db)
+                try digest.update(ledger.changes.take(), from: db)
+                let after = try state(db, digest)
                 try device.recordKeychainState(after, replacing: before)
                 recorded = (before, after)
+                ledger.keep(digest)
                 return result
             }
         } catch {
+            // The kept digest may be ahead of the database now: the next write scans.
+            ledger.forget()
             // Recorded, then the commit failed: the database is at the state before, or
             // (a commit that reached the disk and reported an error) at the new one. The
             // record names the one before and keeps the new one acceptable.
@@ -37,10 +45,46 @@ extension ItemStore {
         }
     }
 
-    /// The generation and the digest of every row of `items`, `apps` and `meta`, in
-    /// key order: each value tagged with its type and length, so that no two
-    /// different tables hash alike.
-    static func state(_ db: Database) throws -> KeychainState {
+    /// The generation and a digest of the rows of `items` and `apps` (RowSetDigest's
+    /// lanes) and of every row of `meta`.
+    static func state(_ db: Database, _ digest: RowSetDigest) throws -> KeychainState {
+        var hash = StreamingHash(outputLength: 16)
+        hash.update(Array("dpfs.keychain-state.v2".utf8))
+        digest.lanes.withUnsafeBytes { hash.update($0) }
+        let rows = try Row.fetchCursor(db, sql: "SELECT * FROM meta ORDER BY key")
+        while let row = try rows.next() {
+            hash.update(row.count)
+            for value in row.databaseValues { RowSetDigest.add(value, to: &hash) }
+        }
+        return KeychainState(generation: try generation(db), digest: Hex.encode(hash.finish()))
+    }
+
+    /// The state of the whole database, scanned.
+    static func scannedState(_ db: Database) throws -> (KeychainState, RowSetDigest) {
+        let digest = try RowSetDigest(scanning: db)
+        return (try state(db, digest), digest)
+    }
+
+    /// Checks the database against the device's record (at open and by fsck). A record
+    /// of the first digest format (every row hashed in order) is accepted once, when
+    /// the database matches it, and recorded again in this one.
+    static func check(_ db: Database, device: LockStateManager) throws -> RowSetDigest {
+        let (found, digest) = try scannedState(db)
+        do {
+            try device.checkKeychainState(found)
+        } catch DeviceRecordError.keychainAltered(let store, let generation, let recorded) {
+            let legacy = try legacyState(db)
+            guard (try? device.checkKeychainState(legacy)) != nil else {
+                throw DeviceRecordError.keychainAltered(store: store, found: generation, recorded: recorded)
+            }
+            try device.recordKeychainState(found, replacing: legacy)
+            try device.settleKeychainRecord(at: found)
+        }
+        return digest
+    }
+
+    /// The first format's digest: every row of `items`, `apps` and `meta` in key order.
+    static func legacyState(_ db: Database) throws -> KeychainState {
         var hash = StreamingHash(outputLength: 16)
         hash.update(Array("dpfs.keychain-state.v1".utf8))
         for (table, order) in [("items", "id"), ("apps", "bundleID"), ("meta", "key")] {
@@ -48,33 +92,11 @@ extension ItemStore {
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM \(table) ORDER BY \(order)")
             while let row = try rows.next() {
                 hash.update(row.count)
-                for value in row.databaseValues { add(value, to: &hash) }
+                for value in row.databaseValues { RowSetDigest.add(value, to: &hash) }
             }
             hash.update(-1)
         }
         return KeychainState(generation: try generation(db), digest: Hex.encode(hash.finish()))
-    }
-
-    private static func add(_ value: DatabaseValue, to hash: inout StreamingHash) {
-        switch value.storage {
-        case .null:
-            hash.update(0)
-        case .int64(let number):
-            hash.update(1)
-            hash.update(Int(number))
-        case .double(let number):
-            hash.update(2)
-            hash.update(Int(bitPattern: UInt(number.bitPattern)))
-        case .string(let text):
-            hash.update(3)
-            let bytes = Array(text.utf8)
-            hash.update(bytes.count)
-            hash.update(bytes)
-        case .blob(let data):
-            hash.update(4)
-            hash.update(data.count)
-            data.withUnsafeBytes { hash.update($0) }
-        }
     }
 
     /// Clears the record's state before the last write (LockStateManager's
@@ -82,7 +104,9 @@ extension ItemStore {
     /// write still running either committed first or waits.
     public func settle() throws {
         try pool.barrierWriteWithoutTransaction { db in
-            try device.settleKeychainRecord(at: try Self.state(db))
+            let digest = try ledger.take(db)
+            defer { ledger.keep(digest) }
+            try device.settleKeychainRecord(at: try Self.state(db, digest))
         }
     }
 
@@ -98,9 +122,40 @@ extension ItemStore {
             configuration.readonly = true
             return configuration
         }())
-        let found = try queue.read { db in
-            try db.tableExists("meta") ? try state(db) : KeychainState(generation: 0, digest: "")
+        try queue.read { db in
+            if try db.tableExists("meta") {
+                _ = try check(db, device: device)
+            } else {
+                try device.checkKeychainState(KeychainState(generation: 0, digest: ""))
+            }
         }
-        try device.checkKeychainState(found)
     }
+}
+
+/// The row-set digest kept between writes, so that a write costs what it changes: taken
+/// by the write that updates it and kept again when that write has been recorded; a
+/// write that fails leaves none, and the next one scans the database.
+final class KeychainLedger: Sendable {
+    let changes = ChangedRows()
+    private let digest = Mutex<RowSetDigest?>(nil)
+
+    init(pool: DatabasePool) {
+        pool.add(transactionObserver: changes, extent: .databaseLifetime)
+    }
+
+    /// The digest of the database as `db` (a write) sees it; the caller keeps it again.
+    func take(_ db: Database) throws -> RowSetDigest {
+        _ = changes.take()
+        if let kept = digest.withLock({ kept -> RowSetDigest? in
+            // Moved out, not copied, so that the write updates it in place.
+            defer { kept = nil }
+            return kept
+        }) {
+            return kept
+        }
+        return try RowSetDigest(scanning: db)
+    }
+
+    func keep(_ current: RowSetDigest) { digest.withLock { $0 = current } }
+    func forget() { digest.withLock { $0 = nil } }
 }

@@ -10,6 +10,7 @@ public final class ItemStore: Sendable {
     let pool: DatabasePool
     let device: LockStateManager
     let keys: ItemKeys
+    let ledger: KeychainLedger
     private let observerID: UInt64
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
@@ -21,24 +22,35 @@ public final class ItemStore: Sendable {
         self.pool = pool
         self.device = device
         self.keys = ItemKeys(metadataKey: device.metadataKey)
+        let ledger = KeychainLedger(pool: pool)
+        self.ledger = ledger
         observerID = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
-                if let device, !device.status().passcodeSet { try? Self.destroyPasscodeItems(pool, device) }
+                if let device, !device.status().passcodeSet { try? Self.destroyPasscodeItems(pool, device, ledger) }
             case .erased:
                 // The class keys were replaced: every sealed secret is unreadable now.
-                if let device { _ = try? Self.commit(pool, device) { try $0.execute(sql: "DELETE FROM items") } }
+                if let device { _ = try? Self.commit(pool, device, ledger) { try $0.execute(sql: "DELETE FROM items") } }
             default:
                 break
             }
         }
         // An old copy of the database put back is refused (ItemStore+Generation).
-        try device.checkKeychainState(try pool.read { try Self.state($0) })
+        ledger.keep(try pool.read { try Self.check($0, device: device) })
         // The passcode may have gone while no store was listening.
-        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool, device) }
+        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
     }
 
     deinit { device.stopObserving(observerID) }
+
+    /// Closes the database at the daemon's end, after `settle`: its write-ahead log is
+    /// folded into the database file and emptied now, so that the file alone is
+    /// complete when `dpfs unmount` returns, whatever threads still hold the store. A
+    /// request that comes later gets an error.
+    public func close() throws {
+        try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        try pool.close()
+    }
 
     /// Creates the database of a new device directory and registers the sandbox's
     /// own app: from its entitlements plist, else as `appBundleID` (default
@@ -74,10 +86,10 @@ public final class ItemStore: Sendable {
     }
 
     /// Destroys every WhenPasscodeSetThisDeviceOnly item; called when the passcode is removed.
-    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool, device) }
+    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool, device, ledger) }
 
-    private static func destroyPasscodeItems(_ pool: DatabasePool, _ device: LockStateManager) throws {
-        try commit(pool, device) {
+    private static func destroyPasscodeItems(_ pool: DatabasePool, _ device: LockStateManager, _ ledger: KeychainLedger) throws {
+        try commit(pool, device, ledger) {
             try $0.execute(sql: "DELETE FROM items WHERE accessible = ?",
                            arguments: [Accessibility.whenPasscodeSetThisDeviceOnly.rawValue])
         }

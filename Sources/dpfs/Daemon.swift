@@ -67,7 +67,12 @@ struct Daemon {
             signalReady("ok")
             let rc = session.serve()
             server.stop()
-            do { try items.settle() } catch { logger.warning("\(error)") }
+            do {
+                try items.settle()
+                try items.close()
+            } catch {
+                logger.warning("\(error)")
+            }
             logger.info("unmounted \(mountpoint)")
             return rc == 0 ? 0 : 1
         } catch {

@@ -71,9 +71,32 @@ import Testing
 
     @Test func theRecordNamesTheDatabasesStateAfterEveryWrite() throws {
         let t = try TestDevice()
+        func recordMatchesAScan() throws -> Bool {
+            let (scanned, _) = try t.store.pool.read { try ItemStore.scannedState($0) }
+            return try t.device.deviceRecord()?.keychainState == scanned
+        }
         #expect(t.add(["service": "mail"]).status == 0)
+        #expect(try recordMatchesAScan(), "after an add")
         #expect(t.update(["service": "mail"], to: ["account": "bob"]).status == 0)
-        let state = try t.store.pool.read { try ItemStore.state($0) }
-        #expect(try t.device.deviceRecord()?.keychainState == state)
+        #expect(try recordMatchesAScan(), "after an update: the kept digest follows the changed row")
+        for index in 0..<20 { #expect(t.add(["service": "bulk", "account": "a\(index)"]).status == 0) }
+        #expect(t.delete(["service": "bulk"]).status == 0)
+        #expect(try recordMatchesAScan(), "after deleting many rows at once")
+        try t.reopenStore()
+        #expect(t.find(["service": "mail"]).status == 0, "and the store opens against its record")
+    }
+
+    @Test func aRecordOfTheFirstDigestFormatIsAcceptedOnceAndRecordedAnew() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        let current = try #require(try t.device.deviceRecord()?.keychainState)
+        // The record a device of the first format holds: every row hashed in order.
+        let legacy = try t.store.pool.read { try ItemStore.legacyState($0) }
+        #expect(legacy != current)
+        try t.device.recordKeychainState(legacy, replacing: legacy)
+        try t.device.settleKeychainRecord(at: legacy)
+        try t.reopenStore()
+        #expect(try t.device.deviceRecord()?.keychainState == current, "recorded again in the current format")
+        #expect(t.find(["service": "mail"]).status == 0)
     }
 }

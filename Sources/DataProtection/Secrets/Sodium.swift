@@ -30,4 +30,12 @@ public enum Sodium {
                                UInt64(message.count),
                                key?.start, key?.count ?? 0)
     }
+
+    /// ChaCha20's keystream under a 32-byte `key` (nonce zero): a pseudorandom
+    /// expansion of a digest, not encryption, so the key is not secret.
+    public static func keystream(key: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        precondition(key.count == Int(crypto_stream_chacha20_KEYBYTES))
+        let nonce = [UInt8](repeating: 0, count: Int(crypto_stream_chacha20_NONCEBYTES))
+        _ = crypto_stream_chacha20(output.start, UInt64(output.count), nonce, key.start)
+    }
 }
