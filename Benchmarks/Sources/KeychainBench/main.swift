@@ -119,7 +119,13 @@ line("add, \(threads) threads", rate(threadCount: threads, calls: callsPerThread
 line("find, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) },
      rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
 
-// Where the socket's time goes, in part: the JSON of one call's request and reply,
+// Where the socket's time goes, in part: a round trip that does no keychain work,
+nonisolated(unsafe) let statusClient: ControlClient
+do { statusClient = try ControlClient(mountpoint: mountpoint) } catch { fail("cannot connect: \(error)") }
+let statusRate = rate(threadCount: 1, calls: singleThreadCalls) { _, _ in (try? statusClient.send(.status)) != nil }
+print(column("status round trip", 18) + String(format: "%8.0f/s %7.1f µs", statusRate, 1e6 / statusRate))
+
+// and the JSON of one call's request and reply,
 // encoded and decoded once each, as client and daemon do.
 let codingRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
     let request = ControlRequest.keychain(KeychainRequest(
