@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// Test hooks (DPFS_TEST_DELAY_SCALE) are compiled into debug builds only: a release
-/// binary has no such code (SPEC §7).
+/// binary has no such code.
 let testHooks: [SwiftSetting] = [.define("DPFS_TEST_HOOKS", .when(configuration: .debug))]
 
 let package = Package(
@@ -15,7 +15,7 @@ let package = Package(
         .library(name: "Control", targets: ["Control"]),
         .library(name: "DPFSProtocol", targets: ["DPFSProtocol"]),
         .library(name: "ItemStore", targets: ["ItemStore"]),
-        // For app code (SPEC §10): Apple's SecItem API against the mounted device; file
+        // For app code: Apple's SecItem API against the mounted device; file
         // protection, protected-data state and notifications, and a device to lock from tests.
         .library(name: "Security", targets: ["Security"]),
         .library(name: "DataProtectionKit", targets: ["DataProtectionKit"]),

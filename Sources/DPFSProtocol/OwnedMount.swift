@@ -1,5 +1,5 @@
 // Proof, before the CLI connects or sends a byte, that a path is a dpfs mount of the
-// caller's and that the control socket its root names is the caller's (SPEC §7).
+// caller's and that the control socket its root names is the caller's.
 // Any directory can answer getxattr(user.dpfs.control) with a socket of its choosing,
 // so the attribute alone proves nothing; the kernel's mount table does:
 //  - the path, resolved with realpath, is the root of a mount of type fuse.dpfs;

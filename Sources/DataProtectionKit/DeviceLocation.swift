@@ -1,5 +1,5 @@
 // Where the device is: `dpfs run` exports DPFS_MOUNT (the mountpoint) and DPFS_APP (the
-// app's bundle ID) to the program it starts (SPEC §10).
+// app's bundle ID) to the program it starts.
 import DPFSProtocol
 import Foundation
 

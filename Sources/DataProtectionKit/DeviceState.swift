@@ -1,4 +1,4 @@
-// The device's lock state, as the daemon reports it (SPEC §1).
+// The device's lock state, as the daemon reports it.
 
 import DPFSProtocol
 public enum DeviceState: String, Sendable, CaseIterable {

@@ -1,4 +1,4 @@
-// The device's keychain (SPEC §8): a SQLite database beside the sandbox whose item
+// The device's keychain: a SQLite database beside the sandbox whose item
 // secrets are sealed under the class key of each item's accessibility. This file is
 // the entry point; each operation lives in its own file.
 import DataProtection

@@ -1,5 +1,5 @@
 // The environment `dpfs run` gives a program: the caller's, with HOME and the XDG base
-// directories moved into the sandbox (SPEC §10) and only dpfs's own DPFS_* variables.
+// directories moved into the sandbox and only dpfs's own DPFS_* variables.
 import DPFSProtocol
 import Foundation
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6: POSIX ACLs set with setfacl are enforced through the mount as on ext4, for
+# POSIX ACLs set with setfacl are enforced through the mount as on ext4, for
 # other users (-o allow_other): a named-user entry denies what the mode would allow
 # and grants what it would not; the mask and chmod stay in sync; a default ACL is
 # inherited by new files and directories (the umask ignored, as on ext4); getfacl,

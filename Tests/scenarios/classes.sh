@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §3, cell by cell: open existing, create new, and handles opened before the
+# The class table, cell by cell: open existing, create new, and handles opened before the
 # lock, for each class in the locked and beforeFirstUnlock states.
 source "$(dirname "$0")/lib.sh"
 

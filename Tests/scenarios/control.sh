@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §7: the control socket is 0600, checks the peer's uid, speaks framed,
+# The control socket is 0600, checks the peer's uid, speaks framed,
 # versioned requests, and answers malformed input with an error, never a crash; and
 # the CLI sends nothing to a socket that is not its own mount's daemon (issue 12, 5).
 source "$(dirname "$0")/lib.sh"

@@ -51,7 +51,7 @@ for i in $(seq 1 "$n"); do
     expect_eq "${what[i]}: its size" "$(stat -c %s "$D/f$i")" "$(wc -c < "$WORK/f$i.want")"
 done
 "$DPFS" unmount "$MNT"
-# A release build has no kill points (SPEC §7: no test hooks in a release build).
+# A release build has no kill points (no test hooks in a release build).
 if [ "$DPFS" != "$DEBUG" ]; then
     DPFS_TEST_KILL_AT=shrink-sealed mount_device; unlock_device >/dev/null
     head -c 9000 /dev/urandom > "$D/release"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §2: where a new file's class comes from — its directory, else the sandbox
+# Where a new file's class comes from — its directory, else the sandbox
 # default from init --default-protection or the entitlements plist, else untilFirstAuth.
 source "$(dirname "$0")/lib.sh"
 

@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURE="$ROOT/Tests/AppleKeychainWrapper"
 SCRATCH=${FIXTURE_SCRATCH:-$ROOT/.build-fixture}
 fixture() { swift "$1" --package-path "$FIXTURE" --scratch-path "$SCRATCH" "${@:2}"; }
-# The test run as the app inside the sandbox, as a developer runs it (SPEC §10).
+# The test run as the app inside the sandbox, as a developer runs it.
 fixture_test() { "$DPFS" run "$MNT" -- swift test --package-path "$FIXTURE" --scratch-path "$SCRATCH" --skip-build "$@"; }
 
 if grep -rq 'os(Linux)' "$FIXTURE/Sources" "$FIXTURE/Tests"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The keychain through the binary (SPEC §8, issue 4): add/find/update/delete with
+# The keychain through the binary (issue 4): add/find/update/delete with
 # Apple's statuses, accessibility across lock and restart, synchronizable, two apps
 # sharing an access group, binary data, secrets and attributes absent from the database files, a
 # kill -9 of the daemon, and WhenPasscodeSet items dying with the passcode.

@@ -11,7 +11,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/dpfs-$SCENARIO.XXXXXX")
 DEV="$WORK/device"
 MNT="$WORK/mnt"
 PASS="$WORK/pass.txt"
-# The device secret's store (SPEC §11), outside the device directory and removed with it.
+# The device secret's store, outside the device directory and removed with it.
 SECRETS="$WORK/secrets"
 mkdir -p "$MNT"
 printf '1234\n' > "$PASS"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §4, the lock sequence: a real grace timer, unlock during the grace period
+# The lock sequence: a real grace timer, unlock during the grace period
 # cancels the wipe, page cache and mmap hold no plaintext after it, dirty mmap pages
 # of complete files are flushed before the key goes, events in order.
 source "$(dirname "$0")/lib.sh"

@@ -4,7 +4,7 @@
 # on the plain disk ($WORK/plain/cN), and the two runs must agree on exit status and
 # on output (stdout and stderr, with the root of each run replaced by ROOT). The
 # plain disk is the local filesystem the mount's device directory lives on, so it is
-# the reference: dpfs must behave the same, errno for errno (SPEC §6, issue 5).
+# the reference: dpfs must behave the same, errno for errno (issue 5).
 #
 # Snippets run under bash with: $SRC (100 000 random bytes), $MEG (1 MiB random),
 # $SEED_TREE (a tree with files, links, modes, xattrs, a sparse file), and `py`

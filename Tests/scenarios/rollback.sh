@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 (SPEC §11): putting back an older copy of the device directory, of its
+# Issue 15: putting back an older copy of the device directory, of its
 # keybag or of its item store is refused at mount and by fsck with one clear line —
 # it never resets the failed-attempt count or undoes an erase. The authority is the
 # device's record in the secret store ($SECRETS/UUID.state, dpfs(5)).

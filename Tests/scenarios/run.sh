@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dpfs run: the sandbox environment (SPEC §10), Foundation's directories inside the
+# dpfs run: the sandbox environment, Foundation's directories inside the
 # mount, exit status and signals passed through, bad mountpoints and apps refused.
 source "$(dirname "$0")/lib.sh"
 EXAMPLES=$(dirname "$DPFS")

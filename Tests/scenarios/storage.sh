@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §5 on disk: no plaintext and no key in the device directory; every block bound
+# On disk: no plaintext and no key in the device directory; every block bound
 # to its file and position (tampering reads as EIO, never as wrong plaintext); a class
 # lowered rewraps the key without touching the content (a raise reseals it: raise.sh).
 source "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 (SPEC §11): the tpm2 secret store against a software TPM (swtpm) the test
+# Issue 15: the tpm2 secret store against a software TPM (swtpm) the test
 # starts on a free loopback port and stops by its pid, even on failure. The device
 # secret is sealed to the TPM (class none works before first unlock), every passcode
 # check is a TPM authorization (wrong ones raise the TPM's lockout counter, up to its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SPEC §6: mounted with -o allow_other, other users see the ownership, permissions
+# Mounted with -o allow_other, other users see the ownership, permissions
 # and errno of a local filesystem; a new file belongs to its creator, also when
 # several users create at once.
 source "$(dirname "$0")/lib.sh"

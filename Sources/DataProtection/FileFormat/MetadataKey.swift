@@ -2,7 +2,7 @@
 // attacker with write access to the device directory must not forge: which key slot
 // of a file header is in force (and so the file's class), and the class a directory
 // passes on. It is derived from the device secret, which never lies in the device
-// directory (SPEC §11), so editing a header or a directory's class gains nothing.
+// directory, so editing a header or a directory's class gains nothing.
 import CSodium
 
 public enum MetadataKey {

@@ -1,7 +1,7 @@
 // Knobs that exist only so tests need not wait an hour. They are compiled in only
 // when DPFS_TEST_HOOKS is defined, which Package.swift does for debug builds alone:
 // a release binary has none of this code, and DPFS_TEST_DELAY_SCALE means nothing
-// to it (SPEC §7: test hooks do not exist in a release build).
+// to it (test hooks do not exist in a release build).
 import Foundation
 
 /// The test knobs a device is booted with; empty in a release build.

@@ -1,4 +1,4 @@
-// Encrypted names (SPEC §11): a file or directory name in the backing tree is the
+// Encrypted names: a file or directory name in the backing tree is the
 // plaintext name sealed deterministically under the file-system name key, bound to its
 // directory's random ID, so a lookup translates one component with no scan, and the
 // same name in two directories looks unrelated. The construction is a synthetic IV

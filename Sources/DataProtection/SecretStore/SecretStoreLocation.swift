@@ -1,4 +1,4 @@
-// Where a device's secret lives (SPEC §11): never in the device directory, so that a
+// Where a device's secret lives: never in the device directory, so that a
 // copy of that directory allows no passcode guess. `init --secret-store` chooses; the
 // keybag records the choice and the device's UUID, by which the store names the secret
 // (a file) or its record (a file, or the TPM's NV index).

@@ -1,4 +1,4 @@
-// The tpm2 secret store (SPEC §11, dpfs(5)). Three things live in the TPM:
+// The tpm2 secret store (dpfs(5)). Three things live in the TPM:
 // - the device secret, sealed in a noDA keyedhash object with an empty authValue: any
 //   process that holds this TPM can unseal it at boot, so class none and the metadata
 //   key are there before first unlock, as on iOS; a copy of the device directory on
