@@ -58,7 +58,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
         .target(name: "DataProtectionKit", dependencies: ["DPFSProtocol", "CLinux"]),
-        // Runnable examples (README, Tests/scenarios/examples_*.sh).
+        // Runnable examples (docs/apps.md, Tests/scenarios/examples_*.sh).
         .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleFileProtection"),
         .executableTarget(name: "ExampleProtectedDataObserver", dependencies: ["DataProtectionKit"],

@@ -89,7 +89,7 @@ public final class MountSession {
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
         // Asked for only: the kernel offers it only where root set a system-wide
-        // parameter (README, FUSE over io_uring).
+        // parameter (docs/design.md, FUSE over io_uring).
         let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         if rings != nil {

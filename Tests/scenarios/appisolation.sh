@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An app is only itself (README, "Security"): a program under `dpfs run --app X` acts
+# An app is only itself (docs/security.md): a program under `dpfs run --app X` acts
 # only as X on its app socket, and in its own view (bubblewrap) it cannot reach the
 # device's owner socket, the device directory, the secret store, other dpfs mounts,
 # or another app's container. --device-control keeps lock/unlock for test processes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fail closed (README, "Fail closed"; dpfs(1), mount): a daemon killed with kill -9
+# Fail closed (docs/security.md, "Fail closed"; dpfs(1), mount): a daemon killed with kill -9
 # leaves its mount in place, dead: every path under it fails (ENOTCONN), for a shell
 # whose cwd is inside, a file open for writing and a mapping too; nothing is created or
 # written in the clear in the directory beneath; daemon.log records the death; `dpfs

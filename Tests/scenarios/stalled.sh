@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lock never waits (README, "Events never hold the lock"): an event subscriber that
+# The lock never waits (docs/security.md, "Events never hold the lock"): an event subscriber that
 # stops reading (stopped with Ctrl-Z, paused in a debugger) fills its socket and its
 # queue and is then dropped; the lock, its grace expiry, restarts and unlocks never wait
 # for it. A subscriber that reads keeps every event meanwhile.
