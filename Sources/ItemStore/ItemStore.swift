@@ -27,7 +27,7 @@ public final class ItemStore: Sendable {
         observerID = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
-                if let device, !device.status().passcodeSet { try? Self.destroyPasscodeItems(pool, device, ledger) }
+                if let device, !device.passcodeSet { try? Self.destroyPasscodeItems(pool, device, ledger) }
             case .erased:
                 // The class keys were replaced: every sealed secret is unreadable now.
                 if let device { _ = try? Self.commit(pool, device, ledger) { try $0.execute(sql: "DELETE FROM items") } }
@@ -38,7 +38,7 @@ public final class ItemStore: Sendable {
         // An old copy of the database put back is refused (ItemStore+Generation).
         ledger.keep(try pool.read { try Self.check($0, device: device) })
         // The passcode may have gone while no store was listening.
-        if !device.status().passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
+        if !device.passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
     }
 
     deinit { device.stopObserving(observerID) }
@@ -136,7 +136,7 @@ public final class ItemStore: Sendable {
     func query(_ attributes: [String: String], caller: AccessScope) throws -> ItemQuery {
         try ItemQuery(ParsedAttributes(attributes), scope: caller, passcodeSet: passcodeSet, keys: keys)
     }
-    var passcodeSet: Bool { device.status().passcodeSet }
+    var passcodeSet: Bool { device.passcodeSet }
 
     func isAvailable(_ accessibility: Accessibility) -> Bool {
         device.isAvailable(accessibility.protectionClass)

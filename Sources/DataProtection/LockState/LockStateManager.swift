@@ -54,6 +54,8 @@ public final class LockStateManager: Sendable {
     /// secret, so names are there in every lock state, as on iOS.
     public let nameCipher: NameCipher
     private let core: Mutex<Core>
+    /// The classes whose keys `core` holds, readable without its lock.
+    private let availableClasses: AvailableClasses
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
     /// holding `core` across the slow parts (KDF, page-cache invalidation).
     private let transition = Mutex<Void>(())
@@ -87,6 +89,7 @@ public final class LockStateManager: Sendable {
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
+        self.availableClasses = keys.available
         self.core = Mutex(Core(keys: keys, keybag: keybag, phase: phase))
     }
 
@@ -135,8 +138,10 @@ public final class LockStateManager: Sendable {
     }
 
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
-        core.withLock { $0.keys.isAvailable(protectionClass) }
+        availableClasses.contains(protectionClass)
     }
+
+    public var passcodeSet: Bool { core.withLock { $0.keybag.passcodeSet } }
 
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
