@@ -71,8 +71,10 @@ let package = Package(
                           path: "Sources/Examples/SharedAccessGroup"),
         .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
                           path: "Sources/Examples/SynchronizableItem"),
-        .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection"]),
-        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol"]),
+        // The test device every test target that needs one makes (Tests/TestSupport).
+        .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
+        .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
+        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol", "TestSupport"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),

@@ -3,35 +3,28 @@
 import DPFSProtocol
 import DataProtection
 import Foundation
+import TestSupport
 @testable import ItemStore
 
 final class TestDevice {
     static let passcode = "1234"
 
-    let root: String
-    let directory: DeviceDirectory
+    private let provisioned: ProvisionedDevice
+    var root: String { provisioned.directory.root }
+    var directory: DeviceDirectory { provisioned.directory }
     let device: LockStateManager
     private(set) var store: ItemStore
 
     /// A device with passcode 1234 (unlocked unless `unlocked` is false) or none.
     init(passcode: Bool = true, unlocked: Bool = true, sandboxApp: String? = nil,
          entitlements: String? = nil, eraseAfter: Int? = nil) throws {
-        root = NSTemporaryDirectory() + "dpfs-itemstore-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        directory = DeviceDirectory(root)
-        // The cheapest Argon2id: these tests are about the keychain, not passcode cost.
-        var kdf = KDFParameters.standard()
-        kdf.opsLimit = 1
-        kdf.memLimit = 8192
-        var made = try DeviceProvisioning.create(store: .file(directory: root + "-secrets"),
-                                                 passcode: passcode ? Self.secret(Self.passcode) : nil,
-                                                 defaultProtection: .untilFirstAuth, eraseAfter: eraseAfter, kdf: kdf)
-        try made.keybag.save(in: directory, deviceSecret: made.secret)
-        made.secret.wipe()
+        provisioned = try ProvisionedDevice(passcode: passcode ? Self.secret(Self.passcode) : nil,
+                                            eraseAfter: eraseAfter, prefix: "dpfs-itemstore")
+        let directory = provisioned.directory
         var plistPath: String?
         if let entitlements {
-            plistPath = root + "/sandbox.entitlements"
-            try Data(entitlements.utf8).write(to: URL(fileURLWithPath: root + "/sandbox.entitlements"))
+            plistPath = directory.root + "/sandbox.entitlements"
+            try Data(entitlements.utf8).write(to: URL(fileURLWithPath: directory.root + "/sandbox.entitlements"))
         }
         try ItemStore.initialize(path: directory.itemStorePath, appBundleID: sandboxApp, entitlementsPlist: plistPath)
         device = try LockStateManager(directory: directory, gracePeriod: 0)
@@ -39,14 +32,7 @@ final class TestDevice {
         if passcode && unlocked { try unlock() }
     }
 
-    deinit {
-        try? FileManager.default.removeItem(atPath: root)
-        try? FileManager.default.removeItem(atPath: root + "-secrets")
-    }
-
-    static func secret(_ text: String) -> SecureBuffer {
-        Array(text.utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
-    }
+    static func secret(_ text: String) -> SecureBuffer { ProvisionedDevice.secret(text) }
 
     func unlock() throws { try device.unlock(passcode: Self.secret(Self.passcode)) }
     func lock() { device.lock(now: true) }
