@@ -76,6 +76,7 @@ let package = Package(
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol", "TestSupport"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
+        .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),
