@@ -31,8 +31,8 @@
 // from its own thread only). While entries are with helpers the queue registers more,
 // up to 16, so that the kernel has some for the requests served in place. A small read
 // or write that comes alone is served in place: a hand-off costs two more thread
-// wake-ups, which a single stream of 4 KiB reads felt (21k against 32k IOPS here); one
-// of 64 KiB or more goes to a helper all the same (readahead, writeback).
+// wake-ups, which a single stream of small reads feels; one of 64 KiB or more goes to a
+// helper all the same (readahead, writeback).
 
 #include <fuse3/fuse_lowlevel.h>
 #include <liburing.h>
@@ -78,7 +78,7 @@ _Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each en
 #define DPFS_IOPRIO_CLASS_SHIFT 13
 #define DPFS_IOPRIO_CLASS_BEST_EFFORT 2
 /// A read or write this large goes to a helper even when it comes alone: its own work
-/// (some 25 µs per 64 KiB sealed or opened) dwarfs the hand-off's two wake-ups, and the
+/// (sealing or opening 64 KiB) dwarfs the hand-off's two wake-ups, and the
 /// caller's CPU, which would serve it, is better left to the caller (readahead and
 /// writeback come from a CPU that has work of its own).
 #define DPFS_RING_LARGE_BYTES ((uint32_t)64 * 1024)
@@ -468,27 +468,18 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     cpus[queue->qid / (8 * sizeof(unsigned long))] = 1UL << (queue->qid % (8 * sizeof(unsigned long)));
     syscall(SYS_sched_setaffinity, 0, sizeof(cpus), cpus);
     prctl(PR_SET_NAME, (unsigned long)"dpfs-ring", 0, 0, 0);
-    // Idle policy: the reply wakes the caller while this thread still runs on the
-    // caller's CPU, and the scheduler counts a busy CPU as free for a thread it wakes
-    // only when all that runs there is SCHED_IDLE. As an ordinary thread, this one sent
-    // the caller to the other CPU at nearly every reply (fio's 4 KiB reads: 120,000
-    // migrations in 5 s), whose queue then took its next request: a halted CPU woken
-    // for each request and each reply. Now the caller stays and takes its CPU back at
-    // once (about 450 migrations; reads 29k to 60k IOPS, writes 29k to 57k here).
-    // Requests are still served while other work keeps every CPU busy (two CPU-bound
-    // threads pinned to each CPU: 47.8k IOPS against 47.3k, the longest read 6.1 ms
-    // against 5.4). A thread inherits its creator's class, and an unprivileged one
-    // cannot give an ordinary class back, so every helper that serves requests for the
-    // queues is started before, by ordinary threads: ring helpers, seal helpers and
-    // reapers (idle-class, they made an rm -rf of the bench tree take 1.22 s, not 0.53).
+    // Idle policy: the scheduler counts a busy CPU as free for a thread it wakes only
+    // when all that runs there is SCHED_IDLE, so the caller this thread's reply wakes
+    // stays on its CPU instead of migrating at every reply (figures: docs/design.md,
+    // "FUSE over io_uring"). A thread inherits its creator's class and an unprivileged
+    // one cannot give an ordinary class back, so every helper that serves requests for
+    // the queues is started before, by ordinary threads.
     struct sched_param no_priority = { 0 };
     sched_setscheduler(0, DPFS_SCHED_IDLE, &no_priority);
-    // A thread whose I/O class was never set has the idle I/O class under SCHED_IDLE,
-    // and the disk then serves its reads only when nothing else waits: a directory's
-    // class attribute read behind the reapers' discards took 2.9 ms, not 0.09, and a
-    // cold rm -rf of the bench tree 3.0 s, not 0.8. So it gets the best-effort class
-    // at the level its nice value gave it before; one set for the daemon (ionice),
-    // which every thread inherits, stays.
+    // Under SCHED_IDLE a thread whose I/O class was never set gets the idle I/O class,
+    // whose reads the disk serves only when nothing else waits; so it gets the
+    // best-effort class at the level its nice value gave it (an ionice of the daemon,
+    // which every thread inherits, stays).
     long inherited = syscall(SYS_ioprio_get, DPFS_IOPRIO_WHO_PROCESS, 0);
     if (inherited >= 0 && (inherited >> DPFS_IOPRIO_CLASS_SHIFT) == 0) {
         int level = (getpriority(PRIO_PROCESS, 0) + 20) / 5;
