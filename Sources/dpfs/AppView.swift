@@ -25,16 +25,21 @@ struct AppView {
         session.isSandboxApp ? mount : "\(mount)/\(Self.containersDirectory)/\(session.bundleID)"
     }
 
-    /// Makes another app's container (Documents, Library, tmp) on first use.
+    /// Makes another app's container (Documents, Library, tmp) on first use. For the
+    /// sandbox's own app, makes `.containers` itself, so that the view always hides it:
+    /// were it missing, the app could make it in the mount and plant files in another
+    /// app's container before that app first ran.
     func makeContainer() throws {
-        guard !session.isSandboxApp else { return }
         let id = session.bundleID
         guard !id.isEmpty, id != ".", id != "..", !id.contains("/") else {
             throw CLIError("\(id) cannot name a container directory")
         }
-        for directory in ["Documents", "Library/Caches", "Library/Application Support", "Library/Preferences", "tmp"] {
+        let directories = session.isSandboxApp
+            ? ["\(mount)/\(Self.containersDirectory)"]
+            : ["Documents", "Library/Caches", "Library/Application Support", "Library/Preferences", "tmp"].map { container + "/" + $0 }
+        for directory in directories {
             do {
-                try FileManager.default.createDirectory(atPath: container + "/" + directory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
                 throw CLIError("cannot make the container of \(id) in \(mount): \((error as NSError).localizedDescription)")
             }
@@ -48,8 +53,7 @@ struct AppView {
         for path in hiddenPaths() { arguments += ["--tmpfs", path] }
         arguments += ["--bind", session.socket, session.socket]
         if session.isSandboxApp {
-            let containers = "\(mount)/\(Self.containersDirectory)"
-            if isDirectory(containers) { arguments += ["--tmpfs", containers] }
+            arguments += ["--tmpfs", "\(mount)/\(Self.containersDirectory)"]
         } else {
             arguments += ["--bind", container, mount]
         }

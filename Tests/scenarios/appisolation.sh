@@ -26,6 +26,10 @@ echo "the app's document" > "$MNT/Documents/private.txt"
 as_evil() { "$DPFS" run "$MNT" --app com.evil.widget -- "$@"; }
 as_app() { "$DPFS" run "$MNT" -- "$@"; }
 
+# Before any other app has run: the sandbox's app tries to plant a file in the
+# container another app will get (checked under Containers, below).
+as_app sh -c 'mkdir -p "$HOME/.containers/com.evil.widget/Documents" && echo planted > "$HOME/.containers/com.evil.widget/Documents/planted.txt"' 2>/dev/null
+
 # Identity comes from the session, not from the request.
 check_error "another app's item, named by --app, is refused" "cannot act as com.example.app" \
     as_evil "$DPFS" keychain find "$MNT" --app com.example.app --service bank --account me
@@ -73,6 +77,7 @@ check "another app writes in its own Documents" as_evil sh -c 'echo widget > "$H
 expect_eq "which is its container in the mount" "$(cat "$MNT/.containers/com.evil.widget/Documents/w.txt")" "widget"
 expect_eq "its HOME is the mountpoint" "$(as_evil sh -c 'echo $HOME')" "$MNT"
 expect_eq "the sandbox's app does not see other containers" "$(as_app ls -A "$MNT/.containers" | wc -l)" "0"
+check_fails "nor has planted a file in another app's container" test -e "$MNT/.containers/com.evil.widget/Documents/planted.txt"
 other=$(mktemp -d "$WORK/other.XXXXXX")
 "$DPFS" init "$other/device" --no-passcode --secret-store "file:$WORK/secrets2" >/dev/null
 mkdir "$other/mnt"
