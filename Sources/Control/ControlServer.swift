@@ -70,7 +70,7 @@ public final class ControlServer: Sendable {
                 return
             }
             guard peerIsOwner(connection) else {
-                try? ServerFrame(json: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
+                try? ServerFrame(body: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
                 close(connection)
                 continue
             }
@@ -94,7 +94,7 @@ public final class ControlServer: Sendable {
         while true {
             let frame: ServerFrame
             do {
-                frame = try ServerFrame.read(from: fd)
+                frame = try ServerFrame.read(from: fd, polling: SocketPolling.window(besides: 0))
             } catch FrameError.closed {
                 return
             } catch {
@@ -102,9 +102,11 @@ public final class ControlServer: Sendable {
                 drain(fd)  // the stream is out of step after a bad frame; end it cleanly
                 return
             }
+            SocketPolling.begin()
+            defer { SocketPolling.end() }
             let request: ControlRequest
             do {
-                request = try ControlCoding.decode(ControlRequest.self, frame.json)
+                request = try ControlCoding.decode(ControlRequest.self, frame.body)
             } catch {
                 reply(fd, .failure("malformed request: not a valid dpfs control message"))
                 continue
@@ -145,7 +147,7 @@ public final class ControlServer: Sendable {
 
     private func reply(_ fd: Int32, _ reply: ControlReply) {
         guard let json = try? ControlCoding.encode(reply) else { return }
-        try? ServerFrame(json: json).write(to: fd)
+        try? ServerFrame(body: json).write(to: fd)
     }
 
     /// Streams events until the subscriber hangs up or is dropped for falling behind

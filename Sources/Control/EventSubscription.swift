@@ -59,7 +59,7 @@ final class EventSubscription: Sendable {
             if stop { return }
             for event in batch {
                 guard let json = try? ControlCoding.encode(ControlReply(ok: true, event: event)) else { continue }
-                do { try ServerFrame(json: json).write(to: fd) } catch { return }
+                do { try ServerFrame(body: json).write(to: fd) } catch { return }
             }
         }
     }

@@ -98,8 +98,8 @@ public final class ControlClient {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket runs as uid \(uid)")
         }
         guard comparePID else { return }
-        try ClientFrame(json: ControlCoding.encode(ControlRequest.status)).write(to: fd)
-        let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).json)
+        try ClientFrame(body: ControlCoding.encode(ControlRequest.status)).write(to: fd)
+        let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).body)
         guard let status = reply.status, status.pid == pid else {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket (pid \(pid)) is not the daemon it reports")
         }
@@ -113,8 +113,11 @@ public final class ControlClient {
     /// One request with secrets (a passcode, an item's data), which go from the
     /// caller's locked memory straight to the socket.
     public func send<Secret: SecretBytes>(_ request: ControlRequest, secrets: [Secret]) throws -> ControlReply {
-        try Frame(json: ControlCoding.encode(request), secrets: secrets).write(to: fd)
-        let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).json)
+        SocketPolling.begin()
+        defer { SocketPolling.end() }
+        try Frame(body: ControlCoding.encode(request), secrets: secrets).write(to: fd)
+        let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1))
+        let reply = try ControlCoding.decode(ControlReply.self, frame.body)
         if !reply.ok && reply.keychain == nil {
             throw ControlClientError.daemon(reply.error ?? "the daemon refused the request")
         }
@@ -124,11 +127,11 @@ public final class ControlClient {
     /// Sends a request and hands every reply to `body` until it returns false or the
     /// daemon closes the connection.
     public func stream(_ request: ControlRequest, _ body: (ControlReply) -> Bool) throws {
-        try ClientFrame(json: ControlCoding.encode(request)).write(to: fd)
+        try ClientFrame(body: ControlCoding.encode(request)).write(to: fd)
         while true {
             let frame: ClientFrame
             do { frame = try ClientFrame.read(from: fd) } catch FrameError.closed { return }
-            let reply = try ControlCoding.decode(ControlReply.self, frame.json)
+            let reply = try ControlCoding.decode(ControlReply.self, frame.body)
             if !reply.ok { throw ControlClientError.daemon(reply.error ?? "the daemon refused the request") }
             if !body(reply) { return }
         }

@@ -1,4 +1,4 @@
-// Requests and replies of the control protocol, as the JSON part of a frame.
+// Requests and replies of the control protocol, as the body of a frame.
 import Foundation
 
 public enum PasscodeAction: String, Codable, Sendable { case set, change, remove }
@@ -46,14 +46,14 @@ public struct ControlReply: Codable, Sendable {
     public static func failure(_ text: String) -> ControlReply { ControlReply(ok: false, error: text) }
 }
 
+/// How a message becomes a frame's body and back: the wire form of dpfs(5), about
+/// half the work of JSON for a keychain call.
 public enum ControlCoding {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return [UInt8](try encoder.encode(value))
+        try WireEncoder.encode(value)
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        try JSONDecoder().decode(type, from: Data(bytes))
+        try WireDecoder.decode(type, from: bytes)
     }
 }

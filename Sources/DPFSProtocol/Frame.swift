@@ -1,6 +1,7 @@
 // The control socket's wire format (dpfs(5)): every message is one frame,
-//   "DPFC" | version u16 | reserved u16 | json length u32 | secret length u32 | json | secrets
-// all integers big-endian. Secrets (passcodes, keychain item data) travel apart from the JSON so that they
+//   "DPFC" | version u16 | reserved u16 | body length u32 | secret length u32 | body | secrets
+// all integers big-endian; the body is one typed message as a WireValue. Secrets
+// (passcodes, keychain item data) travel apart from the body so that they
 // go from locked memory on one side to locked memory on the other (SecretBytes), never
 // through a Swift String or Data. The secret section is a list of u32-length-prefixed
 // secrets.
@@ -9,9 +10,9 @@ import Glibc
 
 public enum ControlProtocol {
     public static let magic: [UInt8] = Array("DPFC".utf8)
-    public static let version: UInt16 = 1
+    public static let version: UInt16 = 2
     static let headerSize = 16
-    public static let maxJSONSize = 16 << 20
+    public static let maxBodySize = 16 << 20
     /// The most data a keychain item may hold (it travels as a secret).
     public static let maxItemDataSize = 64 << 10
     /// The secret section: one item's data, or two passcodes, with their length prefixes.
@@ -39,11 +40,11 @@ public enum FrameError: Error, CustomStringConvertible {
 }
 
 public struct Frame<Secret: SecretBytes> {
-    public var json: [UInt8]
+    public var body: [UInt8]
     public var secrets: [Secret]
 
-    public init(json: [UInt8], secrets: [Secret] = []) {
-        self.json = json
+    public init(body: [UInt8], secrets: [Secret] = []) {
+        self.body = body
         self.secrets = secrets
     }
 
@@ -53,12 +54,12 @@ public struct Frame<Secret: SecretBytes> {
         let secretLength = secrets.reduce(0) { $0 + 4 + $1.bytes.count }
         var header = ControlProtocol.magic
         header += [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
-        header += Frame.bigEndian(UInt32(json.count)) + Frame.bigEndian(UInt32(secretLength))
+        header += Frame.bigEndian(UInt32(body.count)) + Frame.bigEndian(UInt32(secretLength))
         let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.bytes.count)) }
         try header.withUnsafeBytes { headerBytes in
-            try json.withUnsafeBytes { jsonBytes in
+            try body.withUnsafeBytes { bodyBytes in
                 try prefixes.withUnsafeBytes { prefixBytes in
-                    var parts = [headerBytes, jsonBytes]
+                    var parts = [headerBytes, bodyBytes]
                     for (index, secret) in secrets.enumerated() {
                         parts += [UnsafeRawBufferPointer(rebasing: prefixBytes[4 * index..<4 * index + 4]), secret.bytes]
                     }
@@ -68,18 +69,19 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
-    public static func read(from fd: Int32) throws -> Frame where Secret: AllocatedSecret {
+    public static func read(from fd: Int32, polling window: Duration = .zero) throws -> Frame where Secret: AllocatedSecret {
+        if window > .zero { awaitData(fd, upTo: window) }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
         let version = UInt16(header[4]) << 8 | UInt16(header[5])
         guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
-        let jsonLength = Int(uint32(header, at: 8))
+        let bodyLength = Int(uint32(header, at: 8))
         let secretLength = Int(uint32(header, at: 12))
-        guard jsonLength <= ControlProtocol.maxJSONSize else { throw FrameError.tooLarge(jsonLength) }
+        guard bodyLength <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(bodyLength) }
         guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
-        var json = [UInt8](repeating: 0, count: jsonLength)
-        try json.withUnsafeMutableBytes { try readAll(fd, $0) }
+        var body = [UInt8](repeating: 0, count: bodyLength)
+        try body.withUnsafeMutableBytes { try readAll(fd, $0) }
         var secrets: [Secret] = []
         var remaining = secretLength
         while remaining > 0 {
@@ -93,7 +95,21 @@ public struct Frame<Secret: SecretBytes> {
             secrets.append(secret)
             remaining -= 4 + length
         }
-        return Frame(json: json, secrets: secrets)
+        return Frame(body: body, secrets: secrets)
+    }
+
+    /// Polls the socket for up to `limit` before the caller blocks on it. A reply (or
+    /// the next request of a busy client) usually comes within tens of microseconds; a
+    /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
+    /// virtual machine costs more than the work it waited for (SocketPolling says when).
+    static func awaitData(_ fd: Int32, upTo limit: Duration) {
+        guard SocketPolling.startPolling() else { return }
+        defer { SocketPolling.stopPolling() }
+        let deadline = ContinuousClock.now + limit
+        var byte: UInt8 = 0
+        repeat {
+            if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR) { return }
+        } while ContinuousClock.now < deadline
     }
 
     static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

@@ -10,8 +10,57 @@ SOCK=$(getfattr --absolute-names --only-values -n user.dpfs.control "$MNT")
 expect_eq "socket mode is 0600" "$(stat -c %a "$SOCK")" "600"
 
 cat > "$WORK/frames.py" <<'PY'
-import json, socket, struct, sys
+import socket, struct, sys
 path = sys.argv[1]
+
+# The body's wire form (dpfs(5)): a tag byte, then varint lengths and counts.
+def varint(n):
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7f | 0x80]); n >>= 7
+    return out + bytes([n])
+
+def text(s):
+    raw = s.encode()
+    return varint(len(raw)) + raw
+
+def wire(v):
+    if v is None: return b"\x00"
+    if v is False: return b"\x01"
+    if v is True: return b"\x02"
+    if isinstance(v, int): return b"\x03" + varint((v << 1) ^ (v >> 63))
+    if isinstance(v, str): return b"\x06" + text(v)
+    if isinstance(v, bytes): return b"\x07" + varint(len(v)) + v
+    if isinstance(v, list): return b"\x08" + varint(len(v)) + b"".join(wire(x) for x in v)
+    return b"\x09" + varint(len(v)) + b"".join(text(k) + wire(x) for k, x in v.items())
+
+def unwire(data, i=0):
+    tag = data[i]; i += 1
+    def number(i):
+        n = shift = 0
+        while True:
+            b = data[i]; i += 1
+            n |= (b & 0x7f) << shift; shift += 7
+            if b < 0x80: return n, i
+    if tag <= 2: return [None, False, True][tag], i
+    if tag == 3:
+        n, i = number(i); return (n >> 1) ^ -(n & 1), i
+    if tag == 4: return number(i)
+    if tag == 5: return struct.unpack(">d", data[i:i + 8])[0], i + 8
+    if tag in (6, 7):
+        n, i = number(i); raw = data[i:i + n]
+        return (raw.decode() if tag == 6 else raw), i + n
+    n, i = number(i)
+    if tag == 8:
+        out = []
+        for _ in range(n):
+            v, i = unwire(data, i); out.append(v)
+        return out, i
+    out = {}
+    for _ in range(n):
+        k, i = number(i); key = data[i:i + k].decode(); i += k
+        out[key], i = unwire(data, i)
+    return out, i
 
 def exchange(raw):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -30,27 +79,33 @@ def exchange(raw):
     s.close()
     if len(data) < 16: return None
     n = struct.unpack(">I", data[8:12])[0]
-    return json.loads(data[16:16 + n])
+    return unwire(data[16:16 + n])[0]
 
-def frame(body, version=1, secrets=b"", magic=b"DPFC"):
+def frame(body, version=2, secrets=b"", magic=b"DPFC"):
     return magic + struct.pack(">HHII", version, 0, len(body), len(secrets)) + body + secrets
 
+status = wire({"status": {}})
 cases = {
-    "not json": frame(b"{this is not json"),
-    "unknown request": frame(json.dumps({"fly": {}}).encode()),
-    "wrong version": frame(b'{"status":{}}', version=99),
-    "bad magic": frame(b'{"status":{}}', magic=b"XXXX"),
-    "huge length": b"DPFC" + struct.pack(">HHII", 1, 0, 0xFFFFFFF0, 0),
-    "truncated frame": frame(b'{"status":{}}')[:20],
-    "unlock without a passcode": frame(b'{"unlock":{}}'),
-    "secret section lies": frame(b'{"unlock":{}}', secrets=struct.pack(">I", 5000) + b"12"),
+    "not a message": frame(b"{this is not a message"),
+    "unknown request": frame(wire({"fly": {}})),
+    "a request of the wrong shape": frame(wire({"lock": {"now": "yes"}})),
+    "nested too deeply": frame(b"\x08\x01" * 40 + b"\x00"),
+    "a count beyond the message": frame(b"\x09" + varint(1 << 40)),
+    "bytes after the message": frame(status + b"\x00"),
+    "wrong version": frame(status, version=99),
+    "the JSON of version 1": frame(b'{"status":{}}', version=1),
+    "bad magic": frame(status, magic=b"XXXX"),
+    "huge length": b"DPFC" + struct.pack(">HHII", 2, 0, 0xFFFFFFF0, 0),
+    "truncated frame": frame(status)[:18],
+    "unlock without a passcode": frame(wire({"unlock": {}})),
+    "secret section lies": frame(wire({"unlock": {}}), secrets=struct.pack(">I", 5000) + b"12"),
 }
 for name, raw in cases.items():
     reply = exchange(raw)
-    ok = reply is not None and reply.get("ok") is False and reply.get("error")
-    print(("ok   " if ok else "FAIL ") + name + ": " + (reply or {}).get("error", "no reply"))
-status = exchange(frame(b'{"status":{}}'))
-print(("ok   " if status and status.get("ok") else "FAIL ") + "a good request after all that: " + str(status and status["status"]["state"]))
+    ok = isinstance(reply, dict) and reply.get("ok") is False and reply.get("error")
+    print(("ok   " if ok else "FAIL ") + name + ": " + str((reply or {}).get("error", "no reply")))
+good = exchange(frame(status))
+print(("ok   " if good and good.get("ok") else "FAIL ") + "a good request after all that: " + str(good and good["status"]["state"]))
 PY
 while IFS= read -r line; do
     case "$line" in ok*) pass "${line#ok   }" ;; *) fail "${line#FAIL }" ;; esac
@@ -62,9 +117,9 @@ chmod 755 "$(dirname "$SOCK")"; chmod 666 "$SOCK"
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "
 import socket, struct
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect('$SOCK')
-body = b'{\"status\":{}}'
+body = b'\\x09\\x01\\x06status\\x09\\x00'
 try:
-    s.sendall(b'DPFC' + struct.pack('>HHII', 1, 0, len(body), 0) + body)
+    s.sendall(b'DPFC' + struct.pack('>HHII', 2, 0, len(body), 0) + body)
 except BrokenPipeError:
     pass  # the daemon answers and hangs up at once
 reply = b''

@@ -125,17 +125,27 @@ do { statusClient = try ControlClient(mountpoint: mountpoint) } catch { fail("ca
 let statusRate = rate(threadCount: 1, calls: singleThreadCalls) { _, _ in (try? statusClient.send(.status)) != nil }
 print(column("status round trip", 18) + String(format: "%8.0f/s %7.1f µs", statusRate, 1e6 / statusRate))
 
-// and the JSON of one call's request and reply,
-// encoded and decoded once each, as client and daemon do.
-let codingRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
-    let request = ControlRequest.keychain(KeychainRequest(
-        operation: .find, attributes: ["class": "genp", "service": "one", "account": "0-\(index)"], returning: "data"))
-    let reply = ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [.init(data: Data("secret".utf8))]))
-    guard let requestJSON = try? JSONEncoder().encode(request), let replyJSON = try? JSONEncoder().encode(reply) else { return false }
-    return (try? JSONDecoder().decode(ControlRequest.self, from: requestJSON)) != nil
-        && (try? JSONDecoder().decode(ControlReply.self, from: replyJSON)) != nil
+// and the body of one call's request and reply, encoded and decoded once each, as
+// client and daemon do: in the protocol's wire form, and in the JSON it replaced.
+let sampleReply = ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [.init(data: Data("secret".utf8))]))
+@Sendable func sampleRequest(_ index: Int) -> ControlRequest {
+    .keychain(KeychainRequest(operation: .find, attributes: ["class": "genp", "service": "one", "account": "0-\(index)"],
+                              returning: "data"))
 }
-print(column("JSON of one call", 18) + String(format: "%8.0f/s %7.1f µs", codingRate, 1e6 / codingRate))
+let wireRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
+    guard let request = try? ControlCoding.encode(sampleRequest(index)),
+          let reply = try? ControlCoding.encode(sampleReply) else { return false }
+    return (try? ControlCoding.decode(ControlRequest.self, request)) != nil
+        && (try? ControlCoding.decode(ControlReply.self, reply)) != nil
+}
+let jsonRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
+    guard let request = try? JSONEncoder().encode(sampleRequest(index)),
+          let reply = try? JSONEncoder().encode(sampleReply) else { return false }
+    return (try? JSONDecoder().decode(ControlRequest.self, from: request)) != nil
+        && (try? JSONDecoder().decode(ControlReply.self, from: reply)) != nil
+}
+print(column("body of one call", 18) + String(format: "%8.0f/s %7.1f µs   JSON: %8.0f/s %7.1f µs   %5.1fx",
+                                               wireRate, 1e6 / wireRate, jsonRate, 1e6 / jsonRate, wireRate / jsonRate))
 
 run("unmount", mountpoint)
 try? FileManager.default.removeItem(at: work)

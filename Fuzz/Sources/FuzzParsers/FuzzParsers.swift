@@ -1,13 +1,14 @@
 // One libFuzzer entry point for every parser that reads untrusted bytes; the
 // DPFS_FUZZ_TARGET environment variable picks which: header (a backing file's
 // header), keybag (keybag.json, MAC check included), frame (control-socket frames,
-// fed through a socket pair as the daemon reads them). Any crash or hang is a bug.
+// fed through a socket pair as the daemon reads them), body (a frame's body, decoded
+// as the daemon decodes a request). Any crash or hang is a bug.
 import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc
 
-enum Target: String { case header, keybag, frame }
+enum Target: String { case header, keybag, frame, body }
 
 let target = Target(rawValue: ProcessInfo.processInfo.environment["DPFS_FUZZ_TARGET"] ?? "header") ?? .header
 let device: DeviceDirectory = {
@@ -57,6 +58,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         if size > 0 { _ = send(pair[1], data, min(size, 65536), Int32(MSG_NOSIGNAL)) }
         close(pair[1])
         while (try? Frame<SecureBuffer>.read(from: pair[0])) != nil {}
+    case .body:
+        _ = try? ControlCoding.decode(ControlRequest.self, [UInt8](bytes))
     }
     return 0
 }

@@ -1,0 +1,107 @@
+// The control protocol's body: every message comes back as it was sent, numbers keep
+// their range, and a malformed or hostile body is an error, never a crash or a hang.
+import DPFSProtocol
+import Foundation
+import Testing
+
+@Suite struct WireCodingTests {
+    func roundTrip<T: Codable>(_ value: T) throws -> T {
+        try ControlCoding.decode(T.self, ControlCoding.encode(value))
+    }
+
+    @Test func keychainRequestRoundTrips() throws {
+        let request = KeychainRequest(operation: .update, app: "com.example.app",
+                                      attributes: ["class": "genp", "service": "bänk ✓", "account": ""],
+                                      data: Data([0, 1, 255]), updateAttributes: ["label": "new"],
+                                      newData: Data(), limit: "all", returning: "both")
+        guard case .keychain(let back) = try roundTrip(ControlRequest.keychain(request)) else {
+            Issue.record("not a keychain request")
+            return
+        }
+        #expect(back.operation == .update)
+        #expect(back.app == "com.example.app")
+        #expect(back.attributes == request.attributes)
+        #expect(back.updateAttributes == ["label": "new"])
+        #expect(back.data == Data([0, 1, 255]))
+        #expect(back.newData == Data())
+        #expect(back.limit == "all" && back.returning == "both")
+    }
+
+    @Test func everyRequestKeepsItsCase() throws {
+        let requests: [ControlRequest] = [
+            .status, .lock(now: true), .unlock, .restart, .passcode(.change), .events,
+            .appAdd(entitlements: Data("plist".utf8)), .appIdentity(bundleID: nil),
+            .appSession(bundleID: "com.evil.widget", deviceControl: false),
+        ]
+        for request in requests {
+            #expect(String(describing: try roundTrip(request)) == String(describing: request))
+        }
+    }
+
+    @Test func replyWithStatusAndItemsRoundTrips() throws {
+        let status = DeviceStatus(state: .locked, classes: ["complete": false, "none": true], passcodeSet: true,
+                                  failedAttempts: 3, retryAfter: 60.5, erased: false, gracePeriod: 10,
+                                  defaultProtection: "untilFirstAuth", deviceDirectory: "/d", pid: Int32.max,
+                                  secretStore: nil, inodes: Int.max)
+        var reply = ControlReply(ok: true, status: status,
+                                 keychain: KeychainResponse(status: -25308, items: [.init(attributes: ["a": "b"], data: Data([7]))]))
+        reply.socket = "/run/s"
+        let back = try roundTrip(reply)
+        #expect(back.ok && back.error == nil && back.socket == "/run/s" && back.app == nil)
+        #expect(back.status?.classes == ["complete": false, "none": true])
+        #expect(back.status?.retryAfter == 60.5 && back.status?.secretStore == nil)
+        #expect(back.status?.pid == Int32.max && back.status?.inodes == Int.max)
+        #expect(back.keychain?.status == -25308)
+        #expect(back.keychain?.items.first?.data == Data([7]))
+    }
+
+    @Test func integersKeepTheirRangeAndSign() throws {
+        for value: Int64 in [0, 1, -1, 63, -64, 64, Int64.max, Int64.min] {
+            #expect(try WireValue(parsing: WireValue.int(value).serialized()) == .int(value))
+        }
+        #expect(try WireValue(parsing: WireValue.unsigned(UInt64.max).serialized()) == .unsigned(UInt64.max))
+        // A value that does not fit the field's type is refused, not truncated.
+        #expect(throws: DecodingError.self) {
+            try WireDecoder.decode(Int8.self, from: WireValue.int(300).serialized())
+        }
+    }
+
+    @Test func malformedBodiesAreErrors() {
+        let bodies: [[UInt8]] = [
+            [],                                     // nothing
+            [0x7b],                                 // an unknown tag
+            [0x06, 0x05, 0x61],                     // text cut short
+            [0x06, 0x02, 0xff, 0xfe],               // text that is not UTF-8
+            [0x09] + [0xff, 0xff, 0xff, 0xff, 0x0f],  // a count beyond the message
+            [0x03] + [UInt8](repeating: 0xff, count: 11),  // an endless varint
+            [UInt8](repeating: 0x08, count: 2) + [0x01] + [0x00],  // a list, then a stray byte
+            [0x00, 0x00],                           // bytes after the message
+        ]
+        for body in bodies {
+            #expect(throws: (any Error).self) { try WireValue(parsing: body) }
+        }
+    }
+
+    @Test func deepNestingIsRefused() {
+        let deep = [UInt8]((0..<1000).flatMap { _ in [0x08, 0x01] as [UInt8] }) + [0x00]
+        #expect(throws: FrameError.self) { try WireValue(parsing: deep) }
+    }
+
+    @Test func theWrongShapeIsADecodingError() throws {
+        let body = WireValue.map([("lock", .map([("now", .string("yes"))]))]).serialized()
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlRequest.self, body) }
+        let unknown = WireValue.map([("fly", .map([]))]).serialized()
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlRequest.self, unknown) }
+    }
+
+    @Test func aLargeAttributeMapDecodes() throws {
+        var attributes: [String: String] = [:]
+        for index in 0..<5000 { attributes["key\(index)"] = "value\(index)" }
+        let request = KeychainRequest(operation: .find, attributes: attributes)
+        guard case .keychain(let back) = try roundTrip(ControlRequest.keychain(request)) else {
+            Issue.record("not a keychain request")
+            return
+        }
+        #expect(back.attributes == attributes)
+    }
+}
