@@ -31,6 +31,9 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // The session loop and FUSE over io_uring, in C: libfuse's own loop does not
+        // fit the daemon's memory, and libfuse 3.14 does not speak io_uring.
+        .target(name: "FuseLoop", dependencies: ["CFuse"], linkerSettings: [.linkedLibrary("uring")]),
         // tpm2-tss: ESAPI (tss2-esys), the TCTI loader (tss2-tctildr) and tss2-mu, all
         // from Debian's libtss2-dev; the module map links the three.
         .systemLibrary(name: "CTss", pkgConfig: "tss2-esys",
@@ -47,7 +50,7 @@ let package = Package(
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
         .target(name: "BlockStore", dependencies: ["DataProtection", "CLinux"]),
         .target(name: "SandboxFS", dependencies: [
-            "DataProtection", "BlockStore", "CFuse", "CLinux",
+            "DataProtection", "BlockStore", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),

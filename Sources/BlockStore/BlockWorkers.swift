@@ -10,7 +10,7 @@ import Synchronization
 
 /// Starts the seal helpers now, on the calling thread, not at the first large request:
 /// a thread inherits its creator's scheduling class, and the io_uring queue threads,
-/// which serve such requests, are idle-class (ring_queues.h).
+/// which serve such requests, are idle-class (FuseLoop/ring_queues.c).
 public func startSealHelpers() {
     _ = BlockWorkers.shared
 }

@@ -11,19 +11,4 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "session_loop.h"
-
-/// The bytes of a write request when they sit in one memory buffer (no splice),
-/// or NULL.
-static inline void *dpfs_bufvec_memory(struct fuse_bufvec *bufv) {
-    if (bufv->count != 1 || bufv->idx != 0 || (bufv->buf[0].flags & FUSE_BUF_IS_FD)) return NULL;
-    return (char *)bufv->buf[0].mem + bufv->off;
-}
-
-/// Copies a request's bytes (from memory or a pipe) into `dst`.
-static inline ssize_t dpfs_bufvec_copy(struct fuse_bufvec *bufv, void *dst, size_t size) {
-    struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
-    out.buf[0].mem = dst;
-    return fuse_buf_copy(&out, bufv, 0);
-}
 #endif

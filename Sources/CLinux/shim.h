@@ -126,7 +126,7 @@ static inline int dpfs_share_malloc_arenas(int arenas) {
 /// free top, instead of mapping each block and trimming the heap after every free:
 /// each fresh page costs a fault, and M_PERTURB fills every block it hands out, so a
 /// sequential read faulted in up to 180 pages per MiB. The session loop gives the free
-/// memory back when the daemon falls idle (malloc_trim, CFuse/session_loop.h).
+/// memory back when the daemon falls idle (malloc_trim, FuseLoop/session_loop.c).
 static inline int dpfs_keep_heap_until_idle(void) {
     return mallopt(M_MMAP_THRESHOLD, 32 << 20) && mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }

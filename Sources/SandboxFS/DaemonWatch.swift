@@ -15,6 +15,7 @@
 // daemon died with its mount in place: the watch writes so to the device's log (its
 // standard error), the one record of a death nobody saw.
 import CFuse
+import FuseLoop
 import CLinux
 import DataProtection
 import Foundation

@@ -21,32 +21,37 @@
 // were made, MountSession) and the kernel offers it (its fuse module's enable_uring is
 // set): the flag goes into the INIT reply the same way,
 // with the payload size the kernel will derive from that reply; the loop then starts
-// the queues (ring_queues.h), and replies to the requests they serve go back to them
+// the queues (ring_queues.c), and replies to the requests they serve go back to them
 // here instead of to /dev/fuse.
 import CFuse
+import FuseLoop
 import Glibc
 import Synchronization
 
 enum KernelChannel {
-    // From the FUSE ABI (linux/fuse.h): opcode and unique of fuse_in_header, flags of
-    // fuse_init_in after it; error and unique of fuse_out_header, flags of fuse_init_out.
-    private static let inHeaderSize = 40
-    private static let opcodeOffset = 4
-    private static let uniqueOffset = 8
-    private static let writeOpcode: UInt32 = 16, writeFlagsOffset = 20, writeKillsSetID: UInt32 = 1 << 2
-    private static let setattrOpcode: UInt32 = 4, setattrValidOffset = 0, setattrKillsSetID: UInt32 = 1 << 11
-    private static let openOpcode: UInt32 = 14, openFlagsOffset = 4, openKillsSetID: UInt32 = 1 << 0
-    private static let initOpcode: UInt32 = 26
-    private static let initInFlagsOffset = 12, initInFlags2Offset = 16
-    private static let outErrorOffset = 4
-    private static let initOutFlagsOffset = 12, initOutMaxWriteOffset = 20, initOutMaxPagesOffset = 28
-    private static let initOutFlags2Offset = 32, initOutMinimumSize = 64
-    static let handleKillPrivV2: UInt32 = 1 << 28
-    private static let initExt: UInt32 = 1 << 30, maxPages: UInt32 = 1 << 22
-    /// FUSE_OVER_IO_URING, bit 41 of the flags: bit 9 of flags2.
-    private static let overIOUring: UInt32 = 1 << 9
-    /// The kernel's sizes when the reply sets none (FUSE_MIN_READ_BUFFER, 32 pages).
-    private static let minimumPayload = 8192, defaultMaxPages = 32
+    // From the FUSE ABI (fuse_abi.h).
+    private static let inHeaderSize = Int(DPFS_FUSE_IN_HEADER_SIZE)
+    private static let opcodeOffset = Int(DPFS_FUSE_IN_OPCODE_OFFSET)
+    private static let uniqueOffset = Int(DPFS_FUSE_IN_UNIQUE_OFFSET)
+    private static let writeOpcode = UInt32(DPFS_FUSE_OPCODE_WRITE)
+    private static let writeFlagsOffset = Int(DPFS_FUSE_WRITE_FLAGS_OFFSET), writeKillsSetID = UInt32(DPFS_FUSE_WRITE_KILL_SUIDGID)
+    private static let setattrOpcode = UInt32(DPFS_FUSE_OPCODE_SETATTR)
+    private static let setattrValidOffset = Int(DPFS_FUSE_SETATTR_VALID_OFFSET), setattrKillsSetID = UInt32(DPFS_FUSE_FATTR_KILL_SUIDGID)
+    private static let openOpcode = UInt32(DPFS_FUSE_OPCODE_OPEN)
+    private static let openFlagsOffset = Int(DPFS_FUSE_OPEN_FLAGS_OFFSET), openKillsSetID = UInt32(DPFS_FUSE_OPEN_KILL_SUIDGID)
+    private static let initOpcode = UInt32(DPFS_FUSE_OPCODE_INIT)
+    private static let initInFlagsOffset = Int(DPFS_FUSE_INIT_IN_FLAGS_OFFSET), initInFlags2Offset = Int(DPFS_FUSE_INIT_IN_FLAGS2_OFFSET)
+    private static let outErrorOffset = Int(DPFS_FUSE_OUT_ERROR_OFFSET)
+    private static let outHeaderSize = Int(DPFS_FUSE_OUT_HEADER_SIZE)
+    private static let initOutFlagsOffset = Int(DPFS_FUSE_INIT_OUT_FLAGS_OFFSET)
+    private static let initOutMaxWriteOffset = Int(DPFS_FUSE_INIT_OUT_MAX_WRITE_OFFSET)
+    private static let initOutMaxPagesOffset = Int(DPFS_FUSE_INIT_OUT_MAX_PAGES_OFFSET)
+    private static let initOutFlags2Offset = Int(DPFS_FUSE_INIT_OUT_FLAGS2_OFFSET)
+    private static let initOutMinimumSize = Int(DPFS_FUSE_INIT_OUT_MINIMUM_SIZE)
+    static let handleKillPrivV2 = UInt32(DPFS_FUSE_HANDLE_KILLPRIV_V2)
+    private static let initExt = UInt32(DPFS_FUSE_INIT_EXT), maxPages = UInt32(DPFS_FUSE_MAX_PAGES)
+    private static let overIOUring = UInt32(DPFS_FUSE_OVER_IO_URING_FLAGS2)
+    private static let minimumPayload = Int(DPFS_FUSE_MIN_READ_BUFFER), defaultMaxPages = Int(DPFS_FUSE_DEFAULT_MAX_PAGES)
 
     /// The INIT request's id while its reply is due; 0 before INIT, `settled` after.
     private static let pendingInit = Atomic<UInt64>(0)
@@ -55,11 +60,11 @@ enum KernelChannel {
     static let negotiated = Atomic<Bool>(false)
     /// What the INIT request offered: KILLPRIV_V2 (1), io_uring (2).
     private static let offered = Atomic<UInt32>(0)
-    /// The session's io_uring queues (ring_queues.h), made before the loop; 0 for none.
+    /// The session's io_uring queues (ring_queues.c), made before the loop; 0 for none.
     private static let ringsAddress = Atomic<UInt>(0)
 
-    private static var rings: UnsafeMutablePointer<dpfs_rings>? {
-        UnsafeMutablePointer(bitPattern: ringsAddress.load(ordering: .acquiring))
+    private static var rings: OpaquePointer? {
+        OpaquePointer(bitPattern: ringsAddress.load(ordering: .acquiring))
     }
 
     /// Per worker thread: 1 if the request asks for set-ID bits to go, 2 if it says
@@ -122,7 +127,7 @@ enum KernelChannel {
 
     /// Makes the session's io_uring queues, used if INIT negotiates them; pass the
     /// result to the loop. Call after install(on:).
-    static func makeRings(for session: OpaquePointer) -> UnsafeMutablePointer<dpfs_rings>? {
+    static func makeRings(for session: OpaquePointer) -> OpaquePointer? {
         guard let made = dpfs_rings_new(session, { request, length in
             guard let request, length >= KernelChannel.inHeaderSize else { return }
             KernelChannel.noteServing(request, length: length)
@@ -173,7 +178,7 @@ enum KernelChannel {
     /// payload buffers the kernel will want (as fuse_uring_create derives it).
     private static func amendReply(_ iov: UnsafeMutablePointer<iovec>) -> Int? {
         let pending = pendingInit.load(ordering: .relaxed)
-        guard pending != 0, let header = iov[0].iov_base, iov[0].iov_len >= 16,
+        guard pending != 0, let header = iov[0].iov_base, iov[0].iov_len >= outHeaderSize,
               header.loadUnaligned(fromByteOffset: uniqueOffset, as: UInt64.self) == pending else { return nil }
         pendingInit.store(settled, ordering: .relaxed)
         guard header.loadUnaligned(fromByteOffset: outErrorOffset, as: Int32.self) == 0,

@@ -3,6 +3,7 @@
 // for the mount, signal handlers, the multithreaded loop.
 import BlockStore
 import CFuse
+import FuseLoop
 import CLinux
 import DataProtection
 import Foundation
@@ -26,7 +27,7 @@ public final class MountSession {
     let session: OpaquePointer
     /// The io_uring queues, made when the mount asks for them (DPFS_IO_URING=1) and used
     /// if the kernel offers FUSE over io_uring; nil otherwise.
-    private let rings: UnsafeMutablePointer<dpfs_rings>?
+    private let rings: OpaquePointer?
     /// The write end of the daemon watch's pipe (DaemonWatch.swift), open until the
     /// process ends.
     private let watch: Int32
@@ -94,7 +95,7 @@ public final class MountSession {
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         if rings != nil {
             // Started here, by an ordinary thread, as the idle-class queue threads' own
-            // helpers are (ring_queues.h).
+            // helpers are (FuseLoop/ring_queues.c).
             fileSystem.reaper.start()
             startSealHelpers()
         }

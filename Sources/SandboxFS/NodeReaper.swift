@@ -64,7 +64,7 @@ final class NodeReaper: Sendable {
 
     /// Makes the reapers' directory and starts their threads now, not at the first
     /// removal: a thread inherits its creator's scheduling class, and the io_uring
-    /// queue threads, which serve removals there, are idle-class (ring_queues.h).
+    /// queue threads, which serve removals there, are idle-class (FuseLoop/ring_queues.c).
     func start() {
         _ = orphanDirectory()
     }

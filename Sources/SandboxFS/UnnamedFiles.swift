@@ -1,5 +1,5 @@
 // Unnamed files made through the mount: an open with O_TMPFILE reaches the daemon as
-// FUSE_TMPFILE, which session_loop.h hands to create with the name "/" (the one its
+// FUSE_TMPFILE, which FuseLoop/tmpfile_request.c hands to create with the name "/" (the one its
 // dentry has). The file is made as a create makes one (its header in the class its
 // directory passes on, its owner, the directory's default ACL through the backing
 // filesystem) but neither tagged nor linked: a link through the mount names it later
@@ -11,7 +11,7 @@ import CFuse
 import Glibc
 
 extension SandboxFileSystem {
-    /// Whether `name` is the one an O_TMPFILE open sends (session_loop.h hands its
+    /// Whether `name` is the one an O_TMPFILE open sends (FuseLoop/tmpfile_request.c hands its
     /// FUSE_TMPFILE to create): a name the kernel looks up never holds a slash.
     static func isUnnamedFileRequest(_ name: UnsafePointer<CChar>) -> Bool {
         name[0] == 0x2f && name[1] == 0

@@ -3,6 +3,7 @@
 // buffer is reused. Once sealed, the plaintext of a lockable class is zeroed there.
 import BlockStore
 import CFuse
+import FuseLoop
 import DataProtection
 import Glibc
 

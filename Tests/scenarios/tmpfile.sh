@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unnamed files: open(dir, O_TMPFILE) in the mount (the kernel's FUSE_TMPFILE, handed
-# to create: session_loop.h). What a user of O_TMPFILE counts on: the file can be
+# to create: Sources/FuseLoop/tmpfile_request.c). What a user of O_TMPFILE counts on: the file can be
 # written and read but is listed nowhere, a link gives it a name (and the name reads
 # back after a remount), O_EXCL forbids that link, and a file never linked leaves
 # nothing behind. What dpfs adds: it is sealed in the class its directory passes on,

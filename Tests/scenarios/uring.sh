@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FUSE over io_uring (Sources/CFuse/ring_queues.h). Where the kernel's fuse module offers
+# FUSE over io_uring (Sources/FuseLoop/ring_queues.c). Where the kernel's fuse module offers
 # it (its enable_uring parameter, set here for the scenario and put back after) and the
 # mount asks for it (DPFS_IO_URING=1), the daemon takes it: one queue per possible CPU,
 # and requests served through them. What must hold all the same: data written in 1 MiB
@@ -130,7 +130,7 @@ if [ "$helpers" -ge 1 ]; then pass "their reads and writes were served by helper
 else fail "their reads and writes were served by helper threads" "no dpfs-ring-io thread"; fi
 expect_eq "beside one queue thread per CPU" "$(threads_named "$daemon" dpfs-ring)" "$possible"
 # Under SCHED_IDLE a queue thread leaves its CPU to the caller its reply wakes, which
-# the scheduler otherwise moved to another CPU at nearly every request (ring_queues.h).
+# the scheduler otherwise moved to another CPU at nearly every request (ring_queues.c).
 expect_eq "every queue thread runs under SCHED_IDLE" "$(idle_class_threads "$daemon" | grep -cx dpfs-ring)" "$possible"
 # Left unset, a SCHED_IDLE thread's I/O class is idle too: its disk reads then waited
 # behind every other I/O (a cold rm -rf of the bench tree 3.0 s, not 0.8).

@@ -1,6 +1,3 @@
-#ifndef DPFS_CFUSE_RING_QUEUES_H
-#define DPFS_CFUSE_RING_QUEUES_H
-
 // FUSE over io_uring (Linux 6.14 and later, where the fuse module's enable_uring
 // parameter is set), which libfuse 3.14 does not speak. The kernel then queues each
 // request on the queue of the CPU its caller runs on, and a thread of the daemon pinned
@@ -25,7 +22,7 @@
 // to dpfs_ring_take_reply when its id is an entry's.
 //
 // A request that may wait on the disk (a read, a write, an fsync) is served by a helper
-// thread (ring_helpers.h) when others wait behind it, so that the queue's thread goes on
+// thread (ring_helpers.c) when others wait behind it, so that the queue's thread goes on
 // serving the rest; the helper hands the entry back through a list and an eventfd the
 // ring reads, and the queue's thread commits it (a single-issuer ring takes submissions
 // from its own thread only). While entries are with helpers the queue registers more,
@@ -34,115 +31,23 @@
 // wake-ups, which a single stream of small reads feels; one of 64 KiB or more goes to a
 // helper all the same (readahead, writeback).
 
-#include <fuse3/fuse_lowlevel.h>
-#include <liburing.h>
+#include "ring_queues.h"
+
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stddef.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/uio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
-#include "ring_helpers.h"
-#include "ring_protocol.h"
+#include "loop_threads.h"
+#include "tmpfile_request.h"
 
-/// Entries each queue registers at the start.
-#define DPFS_RING_FIRST_ENTRIES 2
-/// How many it may grow to while reads and writes are with the helpers.
-#define DPFS_RING_MAX_ENTRIES 16
-/// Entries a queue keeps with the kernel (for requests its thread serves itself) while
-/// others are with the helpers.
-#define DPFS_RING_SPARE_ENTRIES 2
-/// Submission slots: a command per entry and the wake-up read, with room to spare.
-#define DPFS_RING_SLOTS 32
-_Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each entry's command and the wake-up");
-#define DPFS_RING_MAX_QUEUES 1024
-/// Room before each payload for the in-header and the fixed argument.
-#define DPFS_RING_HEADROOM 4096
-/// How long a queue's thread waits before it looks whether the session is ending.
-#define DPFS_RING_WAIT_NANOSECONDS 100000000L
-/// How long it waits while a read's reply is still in an entry (then wipes it).
-#define DPFS_RING_WIPE_NANOSECONDS 5000000L
-/// SCHED_IDLE (linux/sched.h; glibc names it only under _GNU_SOURCE).
-#define DPFS_SCHED_IDLE 5
-/// I/O priorities (linux/ioprio.h, which glibc does not wrap): a class in the top
-/// bits, a level 0-7 below.
-#define DPFS_IOPRIO_WHO_PROCESS 1
-#define DPFS_IOPRIO_CLASS_SHIFT 13
-#define DPFS_IOPRIO_CLASS_BEST_EFFORT 2
-/// A read or write this large goes to a helper even when it comes alone: its own work
-/// (sealing or opening 64 KiB) dwarfs the hand-off's two wake-ups, and the
-/// caller's CPU, which would serve it, is better left to the caller (readahead and
-/// writeback come from a CPU that has work of its own).
-#define DPFS_RING_LARGE_BYTES ((uint32_t)64 * 1024)
-/// What stays resident of a payload buffer after a larger request (as for the loop's).
-#define DPFS_RING_KEEP_BYTES ((size_t)64 * 1024)
-
-struct dpfs_rings;
-struct dpfs_ring_queue;
-
-struct dpfs_ring_entry {
-    struct dpfs_helper_job job;         // when a helper serves its request
-    struct dpfs_ring_entry *done_next;  // in the queue's list of entries helpers served
-    int away;               // with a helper (only the queue's thread reads and writes this)
-    struct dpfs_ring_queue *queue;
-    struct dpfs_ring_headers *headers;
-    struct iovec iov[2];
-    char *region;           // headroom, then the payload buffer: one mapping
-    size_t touched;         // bytes of the payload requests and replies have touched
-    size_t plaintext;       // bytes of a READ reply (file contents) still in the payload
-    uint64_t serving;       // the id of the request being served, 0 when none
-    uint32_t opcode;        // of the request being served
-    int replied;
-};
-
-struct dpfs_ring_queue {
-    struct dpfs_rings *rings;
-    unsigned int qid;
-    pthread_t thread;
-    int running;
-    int ring_made;
-    unsigned long trims;
-    struct io_uring ring;
-    unsigned int registered;            // entries made and registered, the first ones
-    unsigned int away;                  // of them with a helper
-    unsigned int lost;                  // of them whose command the kernel refused
-    int wake_fd;                        // an eventfd helpers write when they are done
-    uint64_t wake_count;                // where the queue's read of it lands
-    struct dpfs_ring_entry *done;       // entries helpers served, to be committed
-    struct dpfs_ring_entry entries[DPFS_RING_MAX_ENTRIES];
-};
-
-typedef void (*dpfs_ring_observer)(const void *request, size_t length);
-
-/// The session's queues. Made before the loop; started by the loop once an INIT reply
-/// took FUSE_OVER_IO_URING (`negotiated`, set by whoever amended it, with the payload
-/// size the kernel will ask for).
-struct dpfs_rings {
-    struct fuse_session *se;
-    int fd;
-    dpfs_ring_observer observe;
-    size_t payload_size;
-    int negotiated;
-    int started;
-    int stopping;
-    unsigned long served;   // requests served through the queues
-    unsigned int busy;      // requests being served now, here or by helpers
-    unsigned long trims;    // the loop's trims, copied here
-    unsigned int count;
-    struct dpfs_ring_queue *queues;
-    struct dpfs_helpers helpers;
-    pthread_key_t serving_key;  // the entry whose request the calling thread serves
-};
-
-static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ring_observer observe) {
+struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ring_observer observe) {
     struct dpfs_rings *rings = (struct dpfs_rings *)calloc(1, sizeof(struct dpfs_rings));
     if (rings == NULL) return NULL;
     if (pthread_key_create(&rings->serving_key, NULL) != 0) {
@@ -155,16 +60,14 @@ static inline struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ri
     return rings;
 }
 
-/// Noted while the INIT reply is written: the kernel will take requests through queues
-/// whose payload buffers hold `payload_size` bytes.
-static inline void dpfs_rings_note_negotiated(struct dpfs_rings *rings, size_t payload_size) {
+void dpfs_rings_note_negotiated(struct dpfs_rings *rings, size_t payload_size) {
     __atomic_store_n(&rings->payload_size, payload_size, __ATOMIC_RELAXED);
     __atomic_store_n(&rings->negotiated, 1, __ATOMIC_RELEASE);
 }
 
 /// The kernel makes one queue per possible CPU (nr_cpu_ids): the highest number in
 /// /sys/devices/system/cpu/possible, plus one.
-static inline unsigned int dpfs_ring_possible_cpus(void) {
+static unsigned int dpfs_ring_possible_cpus(void) {
     FILE *file = fopen("/sys/devices/system/cpu/possible", "re");
     if (file == NULL) return 0;
     char text[256];
@@ -188,13 +91,13 @@ static inline unsigned int dpfs_ring_possible_cpus(void) {
 
 /// A free submission slot of `ring`, submitting what fills it if need be (it cannot be
 /// full: each entry has one command in it at a time, and there is the wake-up read).
-static inline struct io_uring_sqe *dpfs_ring_slot(struct io_uring *ring) {
+static struct io_uring_sqe *dpfs_ring_slot(struct io_uring *ring) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
     if (sqe == NULL && io_uring_submit(ring) >= 0) sqe = io_uring_get_sqe(ring);
     return sqe;
 }
 
-static inline void dpfs_ring_prepare(struct dpfs_ring_entry *entry, uint32_t command, uint64_t commit_id) {
+static void dpfs_ring_prepare(struct dpfs_ring_entry *entry, uint32_t command, uint64_t commit_id) {
     struct io_uring_sqe *sqe = dpfs_ring_slot(&entry->queue->ring);
     if (sqe == NULL) return;
     memset(sqe, 0, 2 * sizeof(*sqe));  // SQE128: the command area runs into the second half
@@ -214,11 +117,11 @@ static inline void dpfs_ring_prepare(struct dpfs_ring_entry *entry, uint32_t com
 /// The reply to the request `entry` serves, written by libfuse through the session's
 /// writev: its header into the entry's header area and the rest into its payload.
 /// The reply's length, or -1 when `iov` is not the reply to a request a queue serves.
-static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struct iovec *iov, int count) {
+ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struct iovec *iov, int count) {
     if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE) || count < 1 ||
-        iov[0].iov_len < DPFS_RING_OUT_HEADER_SIZE) return -1;
+        iov[0].iov_len < DPFS_FUSE_OUT_HEADER_SIZE) return -1;
     uint64_t unique;
-    memcpy(&unique, (const char *)iov[0].iov_base + 8, sizeof(unique));
+    memcpy(&unique, (const char *)iov[0].iov_base + DPFS_FUSE_OUT_UNIQUE_OFFSET, sizeof(unique));
     if (unique == 0) return -1;  // a notification
     // libfuse replies on the thread that dispatched the request (dpfs_ring_serve).
     struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)pthread_getspecific(rings->serving_key);
@@ -226,7 +129,7 @@ static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struc
     size_t total = 0, room = entry->iov[1].iov_len;
     for (int i = 1; i < count; i++) total += iov[i].iov_len;
     if (total > room) return -1;  // cannot be: replies fit the buffer the kernel sized
-    memcpy(entry->headers->in_out, iov[0].iov_base, DPFS_RING_OUT_HEADER_SIZE);
+    memcpy(entry->headers->in_out, iov[0].iov_base, DPFS_FUSE_OUT_HEADER_SIZE);
     char *at = (char *)entry->iov[1].iov_base;
     for (int i = 1; i < count; i++) {
         // A read's data already in place (dpfs_ring_read_space) is not copied onto itself.
@@ -235,9 +138,9 @@ static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struc
     }
     entry->headers->entry.payload_size = (uint32_t)total;
     if (total > entry->touched) entry->touched = total;
-    if (entry->opcode == DPFS_RING_OPCODE_READ && total > entry->plaintext) entry->plaintext = total;
+    if (entry->opcode == DPFS_FUSE_OPCODE_READ && total > entry->plaintext) entry->plaintext = total;
     entry->replied = 1;
-    return (ssize_t)(DPFS_RING_OUT_HEADER_SIZE + total);
+    return (ssize_t)(DPFS_FUSE_OUT_HEADER_SIZE + total);
 }
 
 /// Where the calling thread may put the data of its reply to the read it serves for a
@@ -246,10 +149,10 @@ static inline ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struc
 /// read 4 to 10 % of its speed). NULL when the thread serves no read for a queue or
 /// `size` does not fit. All `size` bytes count as file contents from now on, wiped as
 /// a read's reply is, so a read that fails halfway leaves nothing either.
-static inline void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) {
+void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) {
     if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE)) return NULL;
     struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)pthread_getspecific(rings->serving_key);
-    if (entry == NULL || entry->serving == 0 || entry->opcode != DPFS_RING_OPCODE_READ ||
+    if (entry == NULL || entry->serving == 0 || entry->opcode != DPFS_FUSE_OPCODE_READ ||
         size > entry->iov[1].iov_len) return NULL;
     if (size > entry->plaintext) entry->plaintext = size;
     if (size > entry->touched) entry->touched = size;
@@ -259,11 +162,11 @@ static inline void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) 
 /// Serves the request in `entry`: rebuilds it as one buffer in front of the payload and
 /// has libfuse dispatch it. A request libfuse did not answer gets EIO (each fetched
 /// request must be committed).
-static inline void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
+static void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
     struct dpfs_rings *rings = entry->queue->rings;
     uint32_t length;
     memcpy(&length, entry->headers->in_out, sizeof(length));
-    memcpy(&entry->opcode, entry->headers->in_out + 4, sizeof(entry->opcode));
+    memcpy(&entry->opcode, entry->headers->in_out + DPFS_FUSE_IN_OPCODE_OFFSET, sizeof(entry->opcode));
     uint32_t payload = entry->headers->entry.payload_size;
     // A read's reply before this request: what the request did not write over goes.
     if (entry->plaintext > payload) {
@@ -271,20 +174,20 @@ static inline void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
     }
     entry->plaintext = 0;
     uint64_t unique = entry->headers->entry.commit_id;
-    size_t fixed = length >= DPFS_RING_IN_HEADER_SIZE + (size_t)payload
-        ? length - DPFS_RING_IN_HEADER_SIZE - payload : 0;
+    size_t fixed = length >= DPFS_FUSE_IN_HEADER_SIZE + (size_t)payload
+        ? length - DPFS_FUSE_IN_HEADER_SIZE - payload : 0;
     entry->replied = 0;
     if (fixed <= DPFS_RING_OP_SIZE && payload <= entry->iov[1].iov_len) {
         char *body = (char *)entry->iov[1].iov_base;
-        char *request = body - fixed - DPFS_RING_IN_HEADER_SIZE;
-        memcpy(request, entry->headers->in_out, DPFS_RING_IN_HEADER_SIZE);
-        memcpy(request + DPFS_RING_IN_HEADER_SIZE, entry->headers->op_in, fixed);
+        char *request = body - fixed - DPFS_FUSE_IN_HEADER_SIZE;
+        memcpy(request, entry->headers->in_out, DPFS_FUSE_IN_HEADER_SIZE);
+        memcpy(request + DPFS_FUSE_IN_HEADER_SIZE, entry->headers->op_in, fixed);
         if (payload > entry->touched) entry->touched = payload;
-        if (rings->observe != NULL) rings->observe(request, DPFS_RING_IN_HEADER_SIZE + fixed + payload);
+        if (rings->observe != NULL) rings->observe(request, DPFS_FUSE_IN_HEADER_SIZE + fixed + payload);
         struct fuse_buf buf;
         memset(&buf, 0, sizeof(buf));
         buf.mem = request;
-        buf.size = DPFS_RING_IN_HEADER_SIZE + fixed + payload;
+        buf.size = DPFS_FUSE_IN_HEADER_SIZE + fixed + payload;
         dpfs_tmpfile_as_create(request, buf.size);
         entry->serving = unique;
         pthread_setspecific(rings->serving_key, entry);
@@ -293,18 +196,18 @@ static inline void dpfs_ring_serve(struct dpfs_ring_entry *entry) {
         entry->serving = 0;
     }
     if (!entry->replied) {
-        memset(entry->headers->in_out, 0, DPFS_RING_OUT_HEADER_SIZE);
-        uint32_t size = DPFS_RING_OUT_HEADER_SIZE;
+        memset(entry->headers->in_out, 0, DPFS_FUSE_OUT_HEADER_SIZE);
+        uint32_t size = DPFS_FUSE_OUT_HEADER_SIZE;
         int32_t error = -EIO;
         memcpy(entry->headers->in_out, &size, sizeof(size));
-        memcpy(entry->headers->in_out + 4, &error, sizeof(error));
-        memcpy(entry->headers->in_out + 8, &unique, sizeof(unique));
+        memcpy(entry->headers->in_out + DPFS_FUSE_OUT_ERROR_OFFSET, &error, sizeof(error));
+        memcpy(entry->headers->in_out + DPFS_FUSE_OUT_UNIQUE_OFFSET, &unique, sizeof(unique));
         entry->headers->entry.payload_size = 0;
     }
 }
 
 /// Whether a completion for `entry` waits in the queue's completion ring.
-static inline int dpfs_ring_has_completion(struct dpfs_ring_queue *queue, struct dpfs_ring_entry *entry) {
+static int dpfs_ring_has_completion(struct dpfs_ring_queue *queue, struct dpfs_ring_entry *entry) {
     unsigned head;
     struct io_uring_cqe *cqe;
     io_uring_for_each_cqe(&queue->ring, head, cqe) {
@@ -319,7 +222,7 @@ static inline int dpfs_ring_has_completion(struct dpfs_ring_queue *queue, struct
 /// this thread's io_uring_enter (DEFER_TASKRUN), so out here the kernel writes into no
 /// entry; one that got a request meanwhile has a completion, and dpfs_ring_serve clears
 /// what that request left of the reply. An entry with a helper is its helper's.
-static inline void dpfs_ring_wipe_replies(struct dpfs_ring_queue *queue) {
+static void dpfs_ring_wipe_replies(struct dpfs_ring_queue *queue) {
     for (unsigned int e = 0; e < queue->registered; e++) {
         struct dpfs_ring_entry *entry = &queue->entries[e];
         if (entry->away || entry->plaintext == 0 || dpfs_ring_has_completion(queue, entry)) continue;
@@ -330,7 +233,7 @@ static inline void dpfs_ring_wipe_replies(struct dpfs_ring_queue *queue) {
 
 /// After the session has been idle a while, what large requests touched of the payloads
 /// beyond the first 64 KiB goes.
-static inline void dpfs_ring_trim(struct dpfs_ring_queue *queue) {
+static void dpfs_ring_trim(struct dpfs_ring_queue *queue) {
     for (unsigned int e = 0; e < queue->registered; e++) {
         struct dpfs_ring_entry *entry = &queue->entries[e];
         if (entry->away || entry->touched <= DPFS_RING_KEEP_BYTES || dpfs_ring_has_completion(queue, entry)) continue;
@@ -340,13 +243,13 @@ static inline void dpfs_ring_trim(struct dpfs_ring_queue *queue) {
     }
 }
 
-static inline size_t dpfs_ring_region_size(struct dpfs_rings *rings) {
+static size_t dpfs_ring_region_size(struct dpfs_rings *rings) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     return DPFS_RING_HEADROOM + (rings->payload_size + page - 1) / page * page;
 }
 
 /// Gives the queue's next entry its header area and payload buffer; 0, or -1.
-static inline int dpfs_ring_entry_make(struct dpfs_ring_queue *queue) {
+static int dpfs_ring_entry_make(struct dpfs_ring_queue *queue) {
     if (queue->registered >= DPFS_RING_MAX_ENTRIES) return -1;
     struct dpfs_ring_entry *entry = &queue->entries[queue->registered];
     size_t region_size = dpfs_ring_region_size(queue->rings);
@@ -370,10 +273,10 @@ static inline int dpfs_ring_entry_make(struct dpfs_ring_queue *queue) {
 
 /// Requests that may wait on the disk: served by a helper, so that the queue's thread
 /// goes on with the other requests from its CPU (and the disk gets several at once).
-static inline int dpfs_ring_waits_on_disk(uint32_t opcode) {
+static int dpfs_ring_waits_on_disk(uint32_t opcode) {
     switch (opcode) {
-    case DPFS_RING_OPCODE_READ: case DPFS_RING_OPCODE_WRITE: case DPFS_RING_OPCODE_FSYNC:
-    case DPFS_RING_OPCODE_FSYNCDIR: case DPFS_RING_OPCODE_FALLOCATE: case DPFS_RING_OPCODE_COPY_FILE_RANGE:
+    case DPFS_FUSE_OPCODE_READ: case DPFS_FUSE_OPCODE_WRITE: case DPFS_FUSE_OPCODE_FSYNC:
+    case DPFS_FUSE_OPCODE_FSYNCDIR: case DPFS_FUSE_OPCODE_FALLOCATE: case DPFS_FUSE_OPCODE_COPY_FILE_RANGE:
         return 1;
     default:
         return 0;
@@ -382,8 +285,8 @@ static inline int dpfs_ring_waits_on_disk(uint32_t opcode) {
 
 /// The bytes a READ asks for or a WRITE carries (fuse_read_in and fuse_write_in both
 /// hold it after the handle and the offset); 0 for other requests.
-static inline uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, uint32_t opcode) {
-    if (opcode != DPFS_RING_OPCODE_READ && opcode != DPFS_RING_OPCODE_WRITE) return 0;
+static uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, uint32_t opcode) {
+    if (opcode != DPFS_FUSE_OPCODE_READ && opcode != DPFS_FUSE_OPCODE_WRITE) return 0;
     uint32_t size;
     memcpy(&size, entry->headers->op_in + 16, sizeof(size));
     return size;
@@ -391,7 +294,7 @@ static inline uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, ui
 
 /// A helper serves the request in an entry, then hands the entry back to its queue's
 /// thread (which alone may submit to the ring) and wakes it if it was not woken yet.
-static inline void dpfs_ring_serve_away(struct dpfs_helper_job *job) {
+static void dpfs_ring_serve_away(struct dpfs_helper_job *job) {
     struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)((char *)job - offsetof(struct dpfs_ring_entry, job));
     struct dpfs_ring_queue *queue = entry->queue;
     dpfs_ring_serve(entry);
@@ -408,7 +311,7 @@ static inline void dpfs_ring_serve_away(struct dpfs_helper_job *job) {
     }
 }
 
-static inline void dpfs_ring_arm_wake(struct dpfs_ring_queue *queue) {
+static void dpfs_ring_arm_wake(struct dpfs_ring_queue *queue) {
     struct io_uring_sqe *sqe = dpfs_ring_slot(&queue->ring);
     if (sqe == NULL) return;
     memset(sqe, 0, 2 * sizeof(*sqe));
@@ -417,7 +320,7 @@ static inline void dpfs_ring_arm_wake(struct dpfs_ring_queue *queue) {
 }
 
 /// Commits the replies helpers finished; whether one of them carried file contents.
-static inline int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
+static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
     struct dpfs_ring_entry *entry = __atomic_exchange_n(&queue->done, NULL, __ATOMIC_ACQUIRE);
     int plaintext = 0;
     for (; entry != NULL; entry = entry->done_next) {
@@ -434,11 +337,11 @@ static inline int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
 /// the disk and does not come `alone` (the only completion, no other entry away) or is
 /// large.
 /// Whether its reply, committed here, carried file contents.
-static inline int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
+static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     struct dpfs_ring_queue *queue = entry->queue;
     struct dpfs_rings *rings = queue->rings;
     uint32_t opcode;
-    memcpy(&opcode, entry->headers->in_out + 4, sizeof(opcode));
+    memcpy(&opcode, entry->headers->in_out + DPFS_FUSE_IN_OPCODE_OFFSET, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
     // At the end, nothing more goes away: the thread waits only for what is away.
     if (dpfs_ring_waits_on_disk(opcode) &&
@@ -458,7 +361,7 @@ static inline int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     return entry->plaintext > 0;
 }
 
-static inline void *dpfs_ring_queue_thread(void *argument) {
+static void *dpfs_ring_queue_thread(void *argument) {
     struct dpfs_ring_queue *queue = (struct dpfs_ring_queue *)argument;
     struct dpfs_rings *rings = queue->rings;
     // Requests come from callers on this CPU: served here, they need no other CPU woken.
@@ -557,7 +460,7 @@ static inline void *dpfs_ring_queue_thread(void *argument) {
     return NULL;
 }
 
-static inline void dpfs_ring_queue_release(struct dpfs_ring_queue *queue) {
+static void dpfs_ring_queue_release(struct dpfs_ring_queue *queue) {
     if (queue->ring_made) io_uring_queue_exit(&queue->ring);
     size_t region_size = dpfs_ring_region_size(queue->rings);
     for (unsigned int e = 0; e < queue->registered; e++) {
@@ -568,9 +471,7 @@ static inline void dpfs_ring_queue_release(struct dpfs_ring_queue *queue) {
     if (queue->wake_fd >= 0) close(queue->wake_fd);
 }
 
-/// Sets up and starts one queue per possible CPU; 0, or -1 (nothing started: requests
-/// keep coming through /dev/fuse, which the kernel uses until every queue has an entry).
-static inline int dpfs_rings_start(struct dpfs_rings *rings) {
+int dpfs_rings_start(struct dpfs_rings *rings) {
     unsigned int count = dpfs_ring_possible_cpus();
     if (count == 0 || count > DPFS_RING_MAX_QUEUES) return -1;
     struct dpfs_ring_queue *queues = (struct dpfs_ring_queue *)calloc(count, sizeof(struct dpfs_ring_queue));
@@ -601,10 +502,7 @@ static inline int dpfs_rings_start(struct dpfs_rings *rings) {
     return 0;
 }
 
-/// Ends the queue threads (within a wait's length, once the helpers have answered what
-/// they had), then the helpers, and frees the queues; the rings themselves stay for the
-/// caller to free.
-static inline void dpfs_rings_stop(struct dpfs_rings *rings) {
+void dpfs_rings_stop(struct dpfs_rings *rings) {
     if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE)) return;
     __atomic_store_n(&rings->stopping, 1, __ATOMIC_RELEASE);
     for (unsigned int q = 0; q < rings->count; q++) {
@@ -618,11 +516,8 @@ static inline void dpfs_rings_stop(struct dpfs_rings *rings) {
     rings->count = 0;
 }
 
-/// Frees rings made by dpfs_rings_new (stopped, if they were started).
-static inline void dpfs_rings_free(struct dpfs_rings *rings) {
+void dpfs_rings_free(struct dpfs_rings *rings) {
     if (rings == NULL) return;
     pthread_key_delete(rings->serving_key);
     free(rings);
 }
-
-#endif

@@ -1,6 +1,3 @@
-#ifndef DPFS_CFUSE_SESSION_LOOP_H
-#define DPFS_CFUSE_SESSION_LOOP_H
-
 // dpfs's multithreaded session loop, in place of fuse_session_loop_mt: the same shape
 // (a worker starts another when none is left waiting, up to a maximum; none exits
 // before the session ends; each is cancelled only while it waits for a request), with
@@ -24,28 +21,27 @@
 //   worker gives back all but 64 KiB of its buffer after its next request (it cannot
 //   be done while the worker waits: the kernel may be writing a request into it).
 
-#include <fuse3/fuse_lowlevel.h>
+#include "fuse_loop.h"
+
 #include <errno.h>
-#include <stdio.h>
 #include <malloc.h>
-#include <time.h>
 #include <pthread.h>
 #include <semaphore.h>
-#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
-
-static inline void dpfs_release_code_pages(void);
+#include "loop_threads.h"
+#include "ring_queues.h"
+#include "tmpfile_request.h"
 
 #define DPFS_LOOP_MAX_WORKERS 64
 /// What stays resident of a worker's buffer after a larger request.
 #define DPFS_LOOP_KEEP_BYTES ((size_t)64 * 1024)
 /// How long the session must be idle before memory is given back.
 #define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
-
-typedef void (*dpfs_idle_callback)(void *context);
 
 struct dpfs_loop;
 
@@ -72,7 +68,7 @@ struct dpfs_loop {
     pthread_t trimmer;
     dpfs_idle_callback idle;
     void *idle_context;
-    struct dpfs_rings *rings;   // FUSE over io_uring, when the kernel takes it (ring_queues.h)
+    struct dpfs_rings *rings;   // FUSE over io_uring, when the kernel takes it (ring_queues.c)
     int rings_tried;
     struct dpfs_worker workers[DPFS_LOOP_MAX_WORKERS];
 };
@@ -80,48 +76,13 @@ struct dpfs_loop {
 // The largest request libfuse reads into a buffer: FUSE_MAX_MAX_PAGES (256) pages and
 // a page of headers before the INIT exchange, max_write and the headers after it
 // (dpfs asks for 1 MiB, which libfuse caps at that first size anyway).
-static inline size_t dpfs_request_buffer_size(void) {
+static size_t dpfs_request_buffer_size(void) {
     return (size_t)257 * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static inline int dpfs_loop_start_worker(struct dpfs_loop *loop);
-struct dpfs_rings;
+static int dpfs_loop_start_worker(struct dpfs_loop *loop);
 
-/// pthread_create for the loop's threads: the session's signals go to the thread that
-/// waits for its end, never to them.
-static inline int dpfs_loop_create_thread(pthread_t *thread, void *(*body)(void *), void *argument) {
-    sigset_t blocked, previous;
-    sigemptyset(&blocked);
-    sigaddset(&blocked, SIGTERM);
-    sigaddset(&blocked, SIGINT);
-    sigaddset(&blocked, SIGHUP);
-    sigaddset(&blocked, SIGQUIT);
-    pthread_sigmask(SIG_BLOCK, &blocked, &previous);
-    int rc = pthread_create(thread, NULL, body, argument);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    return rc;
-}
-
-// An open with O_TMPFILE in the mount reaches the daemon as FUSE_TMPFILE (protocol
-// 7.37), which libfuse 3.14 answers ENOSYS. It carries what FUSE_CREATE carries, the
-// new dentry's name "/" as the name, and takes the same reply, so it is handed to the
-// filesystem's create as one: no name the kernel sends otherwise holds a slash.
-#define DPFS_OPCODE_CREATE 35
-#define DPFS_OPCODE_TMPFILE 51
-
-/// Turns a FUSE_TMPFILE request (its in-header at `request`) into a FUSE_CREATE.
-static inline void dpfs_tmpfile_as_create(void *request, size_t size) {
-    uint32_t opcode;
-    if (size < 8) return;
-    memcpy(&opcode, (char *)request + 4, sizeof(opcode));
-    if (opcode != DPFS_OPCODE_TMPFILE) return;
-    opcode = DPFS_OPCODE_CREATE;
-    memcpy((char *)request + 4, &opcode, sizeof(opcode));
-}
-
-#include "ring_queues.h"
-
-static inline void *dpfs_loop_worker(void *argument) {
+static void *dpfs_loop_worker(void *argument) {
     struct dpfs_worker *worker = (struct dpfs_worker *)argument;
     struct dpfs_loop *loop = worker->loop;
     struct fuse_buf *buf = &worker->buf;
@@ -176,7 +137,7 @@ static inline void *dpfs_loop_worker(void *argument) {
 }
 
 // Called with loop->lock held.
-static inline int dpfs_loop_start_worker(struct dpfs_loop *loop) {
+static int dpfs_loop_start_worker(struct dpfs_loop *loop) {
     unsigned int index = loop->count;
     size_t size = dpfs_request_buffer_size();
     void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -200,7 +161,7 @@ static inline int dpfs_loop_start_worker(struct dpfs_loop *loop) {
 
 // Every quarter second: if requests were served before the last tick and none since,
 // gives memory back once.
-static inline void *dpfs_loop_trimmer(void *argument) {
+static void *dpfs_loop_trimmer(void *argument) {
     struct dpfs_loop *loop = (struct dpfs_loop *)argument;
     unsigned long seen = 0, trimmed = 0;
     pthread_mutex_lock(&loop->lock);
@@ -238,7 +199,7 @@ static inline void *dpfs_loop_trimmer(void *argument) {
 /// them, so only the pages in use come back. A mapping with private pages (relocated
 /// data made read-only after relocation, RELRO; a text relocation) is left alone: its
 /// private pages would be lost. Read-only, it cannot gain one after the check.
-static inline void dpfs_release_code_pages(void) {
+void dpfs_release_code_pages(void) {
     FILE *smaps = fopen("/proc/self/smaps", "re");
     if (smaps == NULL) return;
     // stdio would read /proc's 1 KiB blocks one system call each (some 170 a pass);
@@ -271,13 +232,8 @@ static inline void dpfs_release_code_pages(void) {
     if (buffer != MAP_FAILED) munmap(buffer, buffered);
 }
 
-/// Serves `se` on up to `max_workers` threads until it is unmounted or exited (a
-/// signal), calling `idle(idle_context)` (which may be NULL) when it falls idle;
-/// with `rings` (may be NULL), also through io_uring queues once INIT negotiated them.
-/// 0, or a negative errno.
-static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
-                                       dpfs_idle_callback idle, void *idle_context,
-                                       struct dpfs_rings *rings) {
+int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
+                         dpfs_idle_callback idle, void *idle_context, struct dpfs_rings *rings) {
     struct dpfs_loop *loop = (struct dpfs_loop *)calloc(1, sizeof(struct dpfs_loop));
     if (loop == NULL) return -ENOMEM;
     loop->se = se;
@@ -321,5 +277,3 @@ static inline int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max
     fuse_session_reset(se);
     return err;
 }
-
-#endif

@@ -1,42 +1,17 @@
-#ifndef DPFS_CFUSE_RING_HELPERS_H
-#define DPFS_CFUSE_RING_HELPERS_H
+#include "ring_helpers.h"
 
-// Threads that run jobs an io_uring queue's thread hands them (ring_queues.h): a read or
-// write may wait on the disk, and the queue's thread must not, or every other request
-// from its CPU waits behind it. All started with the queues, by the ordinary thread
-// that starts them (a queue's thread is idle-class, and a thread it started would be
-// too), or as jobs come and none is idle if that fell short; none exits before the
-// session ends, and each runs what was queued before it goes.
-
-#include <pthread.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include "loop_threads.h"
 
-#define DPFS_HELPERS_MAX 16
-
-struct dpfs_helper_job {
-    struct dpfs_helper_job *next;
-    void (*run)(struct dpfs_helper_job *job);
-};
-
-struct dpfs_helpers {
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    struct dpfs_helper_job *head, *tail;
-    unsigned int count, idle, max;
-    unsigned int queued;    // jobs not yet taken
-    int stopping;
-    pthread_t threads[DPFS_HELPERS_MAX];
-};
-
-static inline void dpfs_helpers_init(struct dpfs_helpers *helpers, unsigned int max) {
+void dpfs_helpers_init(struct dpfs_helpers *helpers, unsigned int max) {
     memset(helpers, 0, sizeof(*helpers));
     pthread_mutex_init(&helpers->lock, NULL);
     pthread_cond_init(&helpers->work, NULL);
     helpers->max = max < 1 ? 1 : max > DPFS_HELPERS_MAX ? DPFS_HELPERS_MAX : max;
 }
 
-static inline void *dpfs_helper_thread(void *argument) {
+static void *dpfs_helper_thread(void *argument) {
     struct dpfs_helpers *helpers = (struct dpfs_helpers *)argument;
     prctl(PR_SET_NAME, (unsigned long)"dpfs-ring-io", 0, 0, 0);  // what ps -L and the tests see
     pthread_mutex_lock(&helpers->lock);
@@ -59,8 +34,7 @@ static inline void *dpfs_helper_thread(void *argument) {
     return NULL;
 }
 
-/// Starts helpers up to the maximum.
-static inline void dpfs_helpers_start_all(struct dpfs_helpers *helpers) {
+void dpfs_helpers_start_all(struct dpfs_helpers *helpers) {
     pthread_mutex_lock(&helpers->lock);
     while (helpers->count < helpers->max &&
            dpfs_loop_create_thread(&helpers->threads[helpers->count], dpfs_helper_thread, helpers) == 0) {
@@ -69,9 +43,7 @@ static inline void dpfs_helpers_start_all(struct dpfs_helpers *helpers) {
     pthread_mutex_unlock(&helpers->lock);
 }
 
-/// Queues `job` to run on a helper; 0, or -1 when there is no helper to run it (none
-/// could be started): the caller runs it itself.
-static inline int dpfs_helpers_submit(struct dpfs_helpers *helpers, struct dpfs_helper_job *job) {
+int dpfs_helpers_submit(struct dpfs_helpers *helpers, struct dpfs_helper_job *job) {
     pthread_mutex_lock(&helpers->lock);
     // Each queued job has an idle helper coming for it, or one is started.
     if (helpers->queued >= helpers->idle && helpers->count < helpers->max &&
@@ -91,8 +63,7 @@ static inline int dpfs_helpers_submit(struct dpfs_helpers *helpers, struct dpfs_
     return 0;
 }
 
-/// Runs what is queued, then ends the helpers and waits for them.
-static inline void dpfs_helpers_stop(struct dpfs_helpers *helpers) {
+void dpfs_helpers_stop(struct dpfs_helpers *helpers) {
     pthread_mutex_lock(&helpers->lock);
     helpers->stopping = 1;
     pthread_cond_broadcast(&helpers->work);
@@ -102,5 +73,3 @@ static inline void dpfs_helpers_stop(struct dpfs_helpers *helpers) {
     pthread_cond_destroy(&helpers->work);
     pthread_mutex_destroy(&helpers->lock);
 }
-
-#endif
