@@ -56,6 +56,8 @@ struct RequestHandler {
             case .events, .appSession:
                 return .failure("events and app sessions each need a connection of their own")
             }
+        } catch let error as LockError {
+            return .failure("\(error)", ControlFailure(error))
         } catch {
             return .failure("\(error)")
         }
@@ -83,6 +85,18 @@ struct RequestHandler {
         case .remove:
             guard secrets.count == 1 else { throw FrameError.malformed("passcode remove needs the current passcode") }
             try device.changePasscode(current: secrets[0], new: nil)
+        }
+    }
+}
+
+extension ControlFailure {
+    init?(_ error: LockError) {
+        switch error {
+        case .wrongPasscode: self = .wrongPasscode
+        case .mustWait: self = .passcodeDelay
+        case .unavailable: self = .deviceLocked
+        case .erased: self = .erased
+        case .noPasscode, .passcodeAlreadySet: return nil
         }
     }
 }

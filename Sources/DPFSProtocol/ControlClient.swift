@@ -11,7 +11,7 @@ public enum ControlClientError: Error, CustomStringConvertible {
     case cannotConnect(String, Int32)
     /// The mount's daemon died: the mount fails closed until it is taken down.
     case daemonDied(String)
-    case daemon(String)
+    case daemon(String, failure: ControlFailure? = nil)
 
     public var description: String {
         switch self {
@@ -22,7 +22,7 @@ public enum ControlClientError: Error, CustomStringConvertible {
         case .daemonDied(let path):
             return "the dpfs daemon of \(path) has died; its mount refuses every access until "
                 + "`dpfs unmount \(path)` or the next `dpfs mount` on it takes it down"
-        case .daemon(let text): return text
+        case .daemon(let text, _): return text
         }
     }
 }
@@ -119,7 +119,7 @@ public final class ControlClient {
         let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1))
         let reply = try ControlCoding.decode(ControlReply.self, frame.body)
         if !reply.ok && reply.keychain == nil {
-            throw ControlClientError.daemon(reply.error ?? "the daemon refused the request")
+            throw ControlClientError.daemon(reply.error ?? "the daemon refused the request", failure: reply.failure)
         }
         return reply
     }
@@ -132,7 +132,7 @@ public final class ControlClient {
             let frame: ClientFrame
             do { frame = try ClientFrame.read(from: fd) } catch FrameError.closed { return }
             let reply = try ControlCoding.decode(ControlReply.self, frame.body)
-            if !reply.ok { throw ControlClientError.daemon(reply.error ?? "the daemon refused the request") }
+            if !reply.ok { throw ControlClientError.daemon(reply.error ?? "the daemon refused the request", failure: reply.failure) }
             if !body(reply) { return }
         }
     }

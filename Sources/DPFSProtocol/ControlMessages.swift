@@ -36,6 +36,8 @@ public struct ControlReply: Codable, Sendable {
     public var app: String?
     /// For appSession: the app's socket.
     public var socket: String?
+    /// Which of the failures scripts tell apart this is, if one (with ok false).
+    public var failure: ControlFailure?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {
@@ -43,7 +45,11 @@ public struct ControlReply: Codable, Sendable {
         self.status = status; self.keychain = keychain; self.event = event
     }
 
-    public static func failure(_ text: String) -> ControlReply { ControlReply(ok: false, error: text) }
+    public static func failure(_ text: String, _ kind: ControlFailure? = nil) -> ControlReply {
+        var reply = ControlReply(ok: false, error: text)
+        reply.failure = kind
+        return reply
+    }
 }
 
 /// How a message becomes a frame's body and back: the wire form of dpfs(5), about

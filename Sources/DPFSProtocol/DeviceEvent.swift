@@ -60,6 +60,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var secretStore: String?
     /// The inodes the mounted filesystem holds for the kernel (nil before it is mounted).
     public var inodes: Int?
+    /// The daemon's dpfs version.
+    public var version: String? = DPFSVersion.current
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

@@ -29,7 +29,7 @@ enum DeviceChannel {
         if let error = error as? DeviceError { return error }
         if let error = error as? ControlClientError {
             if case .refused = error { return DeviceError.notMounted(mountpoint) }
-            if case .daemon(let text) = error { return DeviceError.refused(text) }
+            if case .daemon(let text, _) = error { return DeviceError.refused(text) }
             return DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
         }
         if let error = error as? FrameError {

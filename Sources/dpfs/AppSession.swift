@@ -30,7 +30,7 @@ struct AppSession {
             self.bundleID = bundleID
             self.socket = socket
         } catch let error as ControlClientError {
-            throw CLIError("\(error)")
+            throw CLIError(error)
         }
     }
 

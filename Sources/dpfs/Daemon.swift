@@ -78,7 +78,7 @@ struct Daemon {
         } catch {
             logger.error("\(error)")
             signalReady("\(error)")
-            return 1
+            return ExitStatus.of(error).rawValue
         }
     }
 

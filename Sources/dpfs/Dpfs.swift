@@ -1,5 +1,8 @@
 // The dpfs command line: one subcommand per file under Commands/.
 import ArgumentParser
+import DPFSProtocol
+import Foundation
+import Glibc
 
 @main
 struct Dpfs: ParsableCommand {
@@ -7,6 +10,7 @@ struct Dpfs: ParsableCommand {
         commandName: "dpfs",
         abstract: "iOS Data Protection for Linux: a sandbox whose files obey a simulated device lock.",
         discussion: "See dpfs(1) for every command and dpfs(5) for the on-disk format.",
+        version: DPFSVersion.current,
         subcommands: [
             Init.self, Mount.self, Unmount.self, Unlock.self, Lock.self, Restart.self, Status.self,
             Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, TPMLockout.self, Forget.self, SandboxInit.self,
@@ -27,6 +31,18 @@ struct Dpfs: ParsableCommand {
                 command = next
             }
         }
-        main(nil)
+        do {
+            var command = try parseAsRoot(nil)
+            try command.run()
+        } catch {
+            // The failures scripts tell apart exit with their own status (ExitStatus);
+            // ArgumentParser prints the rest, usage errors with 64.
+            let status = ExitStatus.of(error)
+            guard status == .failure else {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Glibc.exit(status.rawValue)
+            }
+            exit(withError: error)
+        }
     }
 }

@@ -45,13 +45,13 @@ struct Forget: ParsableCommand {
         let directory = DeviceDirectory(absolutePath(device))
         if directory.isInitialised {
             let lock: Int32
-            do { lock = try directory.takeMountLock() } catch { throw CLIError("\(error); unmount it first") }
+            do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
             close(lock)
             do {
                 let entry = try KeybagFile.storeEntry(of: directory)
                 return (entry.deviceUUID, [entry.store])
             } catch {
-                throw CLIError("\(error)")
+                throw CLIError(error)
             }
         }
         guard Self.isUUID(device) else {

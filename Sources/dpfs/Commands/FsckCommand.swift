@@ -16,20 +16,20 @@ struct Fsck: ParsableCommand {
 
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
-        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root).description) }
+        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
         let lock: Int32
-        do { lock = try directory.takeMountLock() } catch { throw CLIError("\(error); unmount it first") }
+        do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
         defer { close(lock) }
         let device: LockStateManager
-        do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError("\(error)") }
+        do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError(error) }
         if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }
         // An old copy of the keybag was refused above; one of the item store is here.
         do { try ItemStore.checkGeneration(path: directory.itemStorePath, device: device) } catch {
-            throw CLIError("\(error)")
+            throw CLIError(error)
         }
         if device.status().passcodeSet {
             let passcode = try PasscodeSource.read(file: passcodeFile)
-            do { try device.unlock(passcode: passcode) } catch { throw CLIError("\(error)") }
+            do { try device.unlock(passcode: passcode) } catch { throw CLIError(error) }
         }
         if let salvage {
             let target = absolutePath(salvage)

@@ -34,7 +34,7 @@ struct Init: ParsableCommand {
     private func chooseStore() throws -> (SecretStoreLocation, String) {
         if let secretStore {
             do { return (try SecretStoreLocation(parsing: secretStore), "as asked") } catch {
-                throw CLIError(error.description)
+                throw CLIError(error)
             }
         }
         let tpm = SecretStoreLocation.tpm2(tcti: SecretStoreLocation.defaultTCTI)

@@ -129,7 +129,8 @@ struct KeychainCall: ParsableArguments {
             if json { KeychainOutput.printJSON(response) }
             let reason = response.message.map { ": \($0)" } ?? ""
             FileHandle.standardError.write(Data((SecStatus.describe(response.status) + reason + "\n").utf8))
-            throw ExitCode(1)
+            throw ExitCode(response.status == SecStatus.interactionNotAllowed
+                           ? ExitStatus.deviceLocked.rawValue : ExitStatus.failure.rawValue)
         }
         return response
     }
@@ -234,7 +235,7 @@ enum ItemData {
             defer { close(fd) }
             return try SecretInput.readAll(fd, what: "data", source: file, limit: limit)
         } catch {
-            throw CLIError(error.description)
+            throw CLIError(error)
         }
     }
 }

@@ -19,6 +19,11 @@ struct Mount: ParsableCommand {
     var options: [String] = []
     @Option(help: .hidden) var readyFD: Int32?
 
+    /// The options for libfuse: all but dpfs's own "nonempty".
+    var fuseOptions: [String] {
+        options.map { $0.split(separator: ",").filter { $0 != "nonempty" }.joined(separator: ",") }.filter { !$0.isEmpty }
+    }
+
     func validate() throws {
         if gracePeriod < 0 || !gracePeriod.isFinite { throw ValidationError("--grace-period needs a non-negative number of seconds") }
     }
@@ -26,7 +31,7 @@ struct Mount: ParsableCommand {
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
         let target = absolutePath(mountpoint)
-        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root).description) }
+        guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
         if let dead = DeadMount.shown(at: target) {
             // A mount left failing closed by a daemon that died: this mount takes its place.
             try DeadMount.takeDown(at: dead)
@@ -39,9 +44,15 @@ struct Mount: ParsableCommand {
         if ControlClient.isMounted(target) {
             throw CLIError("\(target) already has a dpfs mount")
         }
+        // As gocryptfs does: files under the mount would be hidden, and a mistyped
+        // mount point (a home directory) is caught. libfuse 3 takes no "nonempty".
+        let overNonEmpty = options.flatMap { $0.split(separator: ",") }.contains("nonempty")
+        if !overNonEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: target), !entries.isEmpty {
+            throw CLIError("mountpoint \(target) is not empty; mount over it with -o nonempty", status: .mountPointNotEmpty)
+        }
         if foreground {
             let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
-                                options: options, readyFD: readyFD)
+                                options: fuseOptions, readyFD: readyFD)
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
@@ -70,6 +81,9 @@ struct Mount: ParsableCommand {
         }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        throw CLIError(text.isEmpty ? "the dpfs daemon exited before the mount was ready; see \(logPath)" : text)
+        // The daemon exits with the status its failure has (ExitStatus), and so does this.
+        let exited = status & 0x7f == 0 ? ExitStatus(rawValue: (status >> 8) & 0xff) : nil
+        throw CLIError(text.isEmpty ? "the dpfs daemon exited before the mount was ready; see \(logPath)" : text,
+                       status: exited ?? .failure)
     }
 }

@@ -2,10 +2,20 @@
 import DataProtection
 import Foundation
 
-/// A failure reported as one line on stderr with a non-zero exit.
+/// A failure reported as one line on stderr with a non-zero exit (ExitStatus).
 struct CLIError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    let status: ExitStatus
+
+    init(_ description: String, status: ExitStatus = .failure) {
+        self.description = description
+        self.status = status
+    }
+
+    /// `error`'s message, and the status it exits with, with `suffix` added.
+    init(_ error: any Error, adding suffix: String = "") {
+        self.init("\(error)\(suffix)", status: ExitStatus.of(error))
+    }
 }
 
 enum PasscodeSource {
@@ -15,7 +25,7 @@ enum PasscodeSource {
             if let file { return try PasscodeInput.read(file: file) }
             return try PasscodeInput.readStandardInput(prompt: prompt)
         } catch {
-            throw CLIError(error.description)
+            throw CLIError(error)
         }
     }
 }

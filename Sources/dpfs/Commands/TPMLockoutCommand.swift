@@ -26,7 +26,7 @@ struct TPMLockout: ParsableCommand {
             let state = try TPMSecretStore.lockoutState(tcti: tcti)
             print("counter \(state.counter) maxTries \(state.maxTries) recoveryTime \(state.recoveryTime)")
         } catch let error as TPMError {
-            throw CLIError(error.description)
+            throw CLIError(error)
         }
     }
 }

@@ -1,0 +1,10 @@
+// Why the daemon refused a request, beside the message, for the failures a script
+// must tell apart (dpfs(1) EXIT STATUS): the message alone is for people.
+public enum ControlFailure: String, Codable, Sendable {
+    case wrongPasscode
+    /// Too many failed attempts: no passcode is tried until the delay has passed.
+    case passcodeDelay
+    /// The request needs protected data the locked device does not have.
+    case deviceLocked
+    case erased
+}

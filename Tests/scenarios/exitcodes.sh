@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# What a script sees: `dpfs --version`, and the distinct exit statuses of dpfs(1) for
+# the failures a script must tell apart (usage 64, mount point not empty 10, wrong
+# passcode 12, passcode delay 13, device locked 14, not a dpfs mount 15, device not
+# found 16, rollback refused 17), each with one line on stderr.
+source "$(dirname "$0")/lib.sh"
+
+# exits_with "what" STATUS command...: the command must exit with STATUS, saying one
+# line (a usage error adds the usage).
+exits_with() {
+    local what=$1 want=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -ne "$want" ]; then fail "$what" "exit $rc, expected $want: $(printf '%s' "$out" | head -2)"
+    elif [ "$want" -ne 64 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then fail "$what" "not one line: $out"
+    else pass "$what"; fi
+}
+json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
+
+version=$("$DPFS" --version)
+case "$version" in [0-9]*.[0-9]*.[0-9]*) pass "dpfs --version prints a version" ;;
+                   *) fail "dpfs --version prints a version" "$version" ;; esac
+
+exits_with "a missing argument is a usage error" 64 "$DPFS" mount
+exits_with "an unknown option is a usage error" 64 "$DPFS" status "$MNT" --frobnicate
+exits_with "a device directory that is not one: device not found (mount)" 16 "$DPFS" mount "$WORK/nothing" "$MNT"
+exits_with "a device directory that is not one: device not found (fsck)" 16 "$DPFS" fsck "$WORK/nothing"
+exits_with "a directory that is no dpfs mount: not a dpfs mount" 15 "$DPFS" status "$WORK"
+exits_with "lock of a directory that is no dpfs mount" 15 "$DPFS" lock "$WORK"
+
+"$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection complete >/dev/null \
+    || { fail "init"; finish; }
+touch "$MNT/stray"
+exits_with "a mount point that is not empty is refused" 10 "$DPFS" mount "$DEV" "$MNT"
+check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
+check "-o nonempty mounts over it" "$DPFS" mount "$DEV" "$MNT" -o nonempty
+expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"
+check "unmount" "$DPFS" unmount "$MNT"
+rm -f "$MNT/stray"
+cp -a "$DEV" "$WORK/device-before"
+mount_device
+
+printf '9999\n' > "$WORK/wrong"; chmod 600 "$WORK/wrong"
+exits_with "a wrong passcode" 12 "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong"
+check "the right one unlocks" unlock_device
+printf 'secret' > "$WORK/data"; chmod 600 "$WORK/data"
+check "an item that needs the device unlocked" "$DPFS" keychain add "$MNT" --service s --account a \
+    --accessible WhenUnlocked --data-file "$WORK/data"
+check "lock" "$DPFS" lock "$MNT" --now
+exits_with "that item while locked: device locked" 14 "$DPFS" keychain find "$MNT" --service s --account a
+# Five different wrong passcodes (the same one twice in a row counts once).
+for i in 1 2 3 4 5; do
+    printf '999%s\n' "$i" > "$WORK/wrong"
+    "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" >/dev/null 2>&1
+done
+exits_with "after five failures, the next try: passcode delay in force" 13 \
+    "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+check "unmount" "$DPFS" unmount "$MNT"
+
+# The device directory from before the failures, put back: the record refuses it.
+rm -rf "$DEV"; cp -a "$WORK/device-before" "$DEV"
+exits_with "an older copy of the device: rollback refused" 17 "$DPFS" mount "$DEV" "$MNT"
+check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
+
+finish
