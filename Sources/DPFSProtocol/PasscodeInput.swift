@@ -20,8 +20,10 @@ public enum PasscodeInput {
         tcgetattr(STDIN_FILENO, &saved)
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
-        FileHandle.standardError.write(Data(prompt.utf8))
+        // Echo goes off (dropping what was typed before) before the prompt shows, so
+        // nothing typed after the prompt is lost.
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        FileHandle.standardError.write(Data(prompt.utf8))
         defer {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
             FileHandle.standardError.write(Data("\n".utf8))

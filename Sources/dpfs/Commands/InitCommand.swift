@@ -61,7 +61,7 @@ struct Init: ParsableCommand {
         var initialised = false
         defer { if made && !initialised { rmdir(directory.root) } }
         let defaultClass = try resolveDefaultClass()
-        let passcode = noPasscode ? nil : try PasscodeSource.read(file: passcodeFile, prompt: "New passcode: ")
+        let passcode = noPasscode ? nil : try PasscodeSource.readNew(file: passcodeFile)
         let device: DeviceProvisioning.NewDevice
         do {
             device = try DeviceProvisioning.create(store: store, passcode: passcode, defaultProtection: defaultClass,

@@ -1,5 +1,6 @@
 // dpfs passcode set|change|remove: only the class-key wrapping changes.
 import ArgumentParser
+import Glibc
 import DPFSProtocol
 import DataProtection
 
@@ -17,7 +18,7 @@ struct Passcode: ParsableCommand {
 
         func run() throws {
             let client = try ControlClient(mountpoint: mountpoint)
-            let new = try PasscodeSource.read(file: newPasscodeFile ?? passcodeFile, prompt: "New passcode: ")
+            let new = try PasscodeSource.readNew(file: newPasscodeFile ?? passcodeFile)
             _ = try client.send(.passcode(.set), secrets: [new])
         }
     }
@@ -30,7 +31,8 @@ struct Passcode: ParsableCommand {
         @Option(help: "Read the new passcode from this file.") var newPasscodeFile: String?
 
         func validate() throws {
-            if passcodeFile == nil && newPasscodeFile == nil {
+            // Both from one stdin cannot be told apart; a terminal prompts for each.
+            if passcodeFile == nil && newPasscodeFile == nil && isatty(STDIN_FILENO) == 0 {
                 throw ValidationError("give --new-passcode-file (and --passcode-file or the current passcode on stdin)")
             }
         }
@@ -38,7 +40,7 @@ struct Passcode: ParsableCommand {
         func run() throws {
             let client = try ControlClient(mountpoint: mountpoint)
             let current = try PasscodeSource.read(file: passcodeFile, prompt: "Current passcode: ")
-            let new = try PasscodeSource.read(file: newPasscodeFile, prompt: "New passcode: ")
+            let new = try PasscodeSource.readNew(file: newPasscodeFile)
             _ = try client.send(.passcode(.change), secrets: [current, new])
         }
     }

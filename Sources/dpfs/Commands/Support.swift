@@ -28,6 +28,20 @@ enum PasscodeSource {
             throw CLIError(error)
         }
     }
+
+    /// A passcode being set: as `read`, but a prompt asks twice, so that a typo made
+    /// with echo off does not become a passcode nobody knows.
+    static func readNew(file: String?, prompt: String = "New passcode: ") throws(CLIError) -> SecureBuffer {
+        let first = try read(file: file, prompt: prompt)
+        guard file == nil, isatty(STDIN_FILENO) != 0 else { return first }
+        let again = try read(file: nil, prompt: "Again: ")
+        defer { again.wipe() }
+        guard Sodium.equal(first.bytes, again.bytes) else {
+            first.wipe()
+            throw CLIError("the two passcodes differ; nothing was changed")
+        }
+        return first
+    }
 }
 
 func absolutePath(_ path: String) -> String {
