@@ -38,6 +38,9 @@ let package = Package(
         // from Debian's libtss2-dev; the module map links the three.
         .systemLibrary(name: "CTss", pkgConfig: "tss2-esys",
                        providers: [.apt(["libtss2-dev"])]),
+        // sd-bus, for logind's signals: dpfs mount --lock-on.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
         // The control protocol and its client, for the libraries apps link: typed
         // messages, framing, secrets in locked memory, finding a mount's daemon. It
         // links nothing beyond the C library (no libsodium, SQLite or tpm2-tss).
@@ -56,7 +59,7 @@ let package = Package(
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),

@@ -17,6 +17,8 @@ struct Daemon {
     let mountpoint: String
     let gracePeriod: Double
     let options: [String]
+    /// The logind events that lock the device (--lock-on); none: only `dpfs lock` does.
+    let lockTriggers: Set<LockTrigger>
     let readyFD: Int32?
 
     func run() -> Int32 {
@@ -60,9 +62,14 @@ struct Daemon {
                 }
             }
             let server = try ControlServer(socketPath: place.socket, device: device, items: items)
+            let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
+                device: device, triggers: lockTriggers,
+                sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)
+            defer { logind?.stop() }
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
             server.start()
+            logind?.start()
             logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
             signalReady("ok")
             let rc = session.serve()

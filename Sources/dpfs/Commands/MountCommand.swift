@@ -17,7 +17,15 @@ struct Mount: ParsableCommand {
     @Option(help: "Seconds between lock and the wipe of class keys (default 10).") var gracePeriod: Double = 10
     @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (allow_other, ro, …).")
     var options: [String] = []
+    @Option(help: ArgumentHelp("Lock when logind says so: screen-lock, suspend, logout (comma-separated).",
+                               valueName: "events"))
+    var lockOn: String?
     @Option(help: .hidden) var readyFD: Int32?
+
+    var lockTriggers: Set<LockTrigger> {
+        guard let lockOn, case .success(let triggers) = LockTrigger.parse(lockOn) else { return [] }
+        return triggers
+    }
 
     /// The options for libfuse: all but dpfs's own "nonempty".
     var fuseOptions: [String] {
@@ -25,6 +33,9 @@ struct Mount: ParsableCommand {
     }
 
     func validate() throws {
+        if let lockOn, case .failure(let unknown) = LockTrigger.parse(lockOn) {
+            throw ValidationError("--lock-on takes screen-lock, suspend and logout, not '\(unknown.word)'")
+        }
         if gracePeriod < 0 || !gracePeriod.isFinite { throw ValidationError("--grace-period needs a non-negative number of seconds") }
     }
 
@@ -52,7 +63,7 @@ struct Mount: ParsableCommand {
         }
         if foreground {
             let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
-                                options: fuseOptions, readyFD: readyFD)
+                                options: fuseOptions, lockTriggers: lockTriggers, readyFD: readyFD)
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
@@ -66,6 +77,7 @@ struct Mount: ParsableCommand {
         var arguments = ["dpfs", "mount", directory.root, mountpoint, "--foreground",
                          "--grace-period", String(gracePeriod), "--ready-fd", String(writeEnd)]
         for option in options { arguments += ["-o", option] }
+        if let lockOn { arguments += ["--lock-on", lockOn] }
         let logPath = directory.root + "/daemon.log"
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)
         close(writeEnd)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The lock follows the session (dpfs mount --lock-on): a fake logind (python-dbusmock's
+# logind template) on a private bus, standing in for the system bus, says the screen
+# locked, the machine is going to sleep, or a session ended, and the device locks.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3  # Debian's, which has python3-dbusmock
+BUS_PID=""
+MOCK_PID=""
+scenario_cleanup() {
+    [ -n "$MOCK_PID" ] && kill "$MOCK_PID" 2>/dev/null && wait "$MOCK_PID" 2>/dev/null
+    [ -n "$BUS_PID" ] && kill "$BUS_PID" 2>/dev/null
+}
+require_tools dbus-daemon dbus-send
+$PY -c 'import dbusmock' 2>/dev/null || { fail "python3-dbusmock is installed"; finish; }
+
+{ read -r ADDRESS; read -r BUS_PID; } < <(dbus-daemon --session --fork --print-address=1 --print-pid=1)
+[ -n "$ADDRESS" ] && pass "a private bus for the fake logind" || { fail "a private bus for the fake logind"; finish; }
+DBUS_SYSTEM_BUS_ADDRESS=$ADDRESS $PY -m dbusmock --system --template logind >"$WORK/mock.log" 2>&1 &
+MOCK_PID=$!
+logind_up() {
+    dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
+        string:org.freedesktop.login1 2>/dev/null | grep -q "boolean true"
+}
+within 60 logind_up && pass "the fake logind is on the bus" || { fail "the fake logind is on the bus" "$(cat "$WORK/mock.log")"; finish; }
+mock() {
+    dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1 \
+        "org.freedesktop.DBus.Mock.$@" >/dev/null
+}
+emit() {  # emit MEMBER SIGNATURE PYTHON_ARGS: a signal of logind's Manager
+    $PY -c 'import dbus, sys
+bus = dbus.bus.BusConnection(sys.argv[1])
+manager = bus.get_object("org.freedesktop.login1", "/org/freedesktop/login1")
+manager.EmitSignal("org.freedesktop.login1.Manager", sys.argv[2], sys.argv[3], eval(sys.argv[4]),
+                   dbus_interface="org.freedesktop.DBus.Mock")' "$ADDRESS" "$@"
+}
+check "a session c1 of the fake logind" mock AddSession string:c1 string:seat0 uint32:0 string:root boolean:true
+check "and another, c2" mock AddSession string:c2 string:seat0 uint32:0 string:root boolean:false
+
+"$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection complete >/dev/null \
+    || { fail "init"; finish; }
+check_error "--lock-on without a session to follow is refused" "XDG_SESSION_ID is not set" \
+    env -u XDG_SESSION_ID DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEV" "$MNT" --lock-on screen-lock
+check_error "a session logind does not know is refused" "logind does not know session nope" \
+    env XDG_SESSION_ID=nope DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEV" "$MNT" --lock-on screen-lock
+check_error "an unknown event is a usage error" "not 'lid-close'" "$DPFS" mount "$DEV" "$MNT" --lock-on lid-close
+check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
+
+check "mount --lock-on screen-lock,suspend,logout" env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" \
+    "$DPFS" mount "$DEV" "$MNT" --grace-period 1 --lock-on screen-lock,suspend,logout
+is_state() { [ "$(state_of "$MNT")" = "$1" ]; }
+check "unlock" unlock_device
+echo "secret" > "$MNT/Documents/note.txt"
+
+check "the session's screen locks" dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 \
+    /org/freedesktop/login1/session/c1 org.freedesktop.login1.Session.Lock
+within 60 is_state locked && pass "the device locks after its grace period" || fail "the device locks after its grace period" "$(state_of "$MNT")"
+check_fails "and a complete file is unreadable" cat "$MNT/Documents/note.txt"
+
+check "unlock" unlock_device
+check "the machine is going to sleep" emit PrepareForSleep b "[True]"
+within 60 is_state locked && pass "the device locks at once" || fail "the device locks at once" "$(state_of "$MNT")"
+
+check "unlock" unlock_device
+check "another session ends" emit SessionRemoved so '["c2", "/org/freedesktop/login1/session/c2"]'
+check "this session ends" emit SessionRemoved so '["c1", "/org/freedesktop/login1/session/c1"]'
+within 60 is_state locked && pass "the device locks when its session ends" || fail "the device locks when its session ends" "$(state_of "$MNT")"
+# Signals come in order: had c2's ending locked, its line would be there before c1's.
+expect_eq "only its own session's end locked it" "$(grep -c 'the session ended' "$DEV/daemon.log")" "1"
+check "the daemon says why it locked" grep -q "the machine is going to sleep: locking now" "$DEV/daemon.log"
+
+finish
