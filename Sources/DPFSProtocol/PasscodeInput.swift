@@ -1,5 +1,5 @@
 // Reads a passcode from a file, stdin or a terminal prompt straight into locked memory (the caller's kind, SecretBytes):
-// the first line, without its newline. Never through argv, String or Data.
+// the first line, without its newline (or up to a NUL). Never through argv, String or Data.
 import Foundation
 import Glibc
 
@@ -40,7 +40,8 @@ public enum PasscodeInput {
             let n = Glibc.read(fd, bytes.start + length, 1)
             if n < 0 && errno == EINTR { continue }
             if n < 0 { throw .readFailed(source: source, reason: String(cString: strerror(errno))) }
-            if n == 0 || bytes[length] == UInt8(ascii: "\n") { break }
+            // pam_exec's expose_authtok ends the password with a NUL, not a newline.
+            if n == 0 || bytes[length] == UInt8(ascii: "\n") || bytes[length] == 0 { break }
             length += 1
         }
         guard length <= maxLength else { throw .tooLong(what: "passcode", source: source, limit: maxLength) }
