@@ -23,7 +23,7 @@ public enum ControlScope: Sendable, Equatable {
             return nil
         case .appIdentity(let named):
             return named == nil || named == bundleID ? nil : Self.notOtherApp(bundleID, named)
-        case .lock, .unlock, .restart, .passcode:
+        case .lock, .unlock, .restart, .passcode, .clockAdvance:
             return deviceControl ? nil
                 : "\(bundleID) may not control the device; run its tests with `dpfs run --device-control`"
         case .appAdd, .appSession:

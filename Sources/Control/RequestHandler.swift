@@ -24,6 +24,12 @@ struct RequestHandler {
             case .restart:
                 device.restart()
                 return ControlReply(ok: true, status: device.status())
+            case .clockAdvance(let seconds):
+                guard seconds.isFinite, seconds > 0, seconds <= 100 * 365 * 86400 else {
+                    return .failure("the clock moves forward only, by up to a hundred years")
+                }
+                device.advanceClock(by: seconds)
+                return ControlReply(ok: true, status: device.status())
             case .passcode(let action):
                 try changePasscode(action, secrets: secrets)
                 return ControlReply(ok: true, status: device.status())

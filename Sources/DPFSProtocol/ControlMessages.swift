@@ -9,6 +9,8 @@ public enum ControlRequest: Codable, Sendable {
     /// The passcode travels as the frame's first secret.
     case unlock
     case restart
+    /// Moves the device's clock forward by `seconds` (> 0).
+    case clockAdvance(seconds: Double)
     /// Secrets: [current] for remove, [new] for set, [current, new] for change.
     case passcode(PasscodeAction)
     case events

@@ -62,6 +62,10 @@ public struct DeviceStatus: Codable, Sendable {
     public var inodes: Int?
     /// The daemon's dpfs version.
     public var version: String? = DPFSVersion.current
+    /// Seconds the device's clock was moved forward (`dpfs clock advance`), if at all.
+    public var clockAdvanced: Double?
+    /// Hours locked after which the device restarts (nil: never).
+    public var inactivityRebootHours: Double?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

@@ -59,6 +59,12 @@ public struct DeviceControl: Sendable {
         _ = try DeviceChannel.send(.restart, to: mountpoint)
     }
 
+    /// Moves the device's clock forward by `seconds`: a grace period, a passcode delay
+    /// or the inactivity reboot (72 h locked) that falls due on the way happens now.
+    public func advanceClock(by seconds: Double) throws {
+        _ = try DeviceChannel.send(.clockAdvance(seconds: seconds), to: mountpoint)
+    }
+
     /// Returns once the device is in `state`; throws DeviceError.stateNotReached after
     /// `timeout` seconds. Polls the daemon every `interval` seconds.
     public func waitFor(state wanted: DeviceState, timeout: Double = 30, interval: Double = 0.05) throws {

@@ -19,6 +19,8 @@ struct Daemon {
     let options: [String]
     /// The logind events that lock the device (--lock-on); none: only `dpfs lock` does.
     let lockTriggers: Set<LockTrigger>
+    /// Seconds locked after which the device restarts; nil: never.
+    let inactivityReboot: TimeInterval?
     let readyFD: Int32?
 
     func run() -> Int32 {
@@ -45,7 +47,8 @@ struct Daemon {
             #else
             let testHooks = TestHooks()
             #endif
-            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod, testHooks: testHooks)
+            let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod,
+                                              inactivityReboot: inactivityReboot, testHooks: testHooks)
             if let notice = device.bootNotice { logger.warning("\(notice)") }
             if device.formatVersion != KeybagFile.currentVersion {
                 let tagged = NameTagUpgrade(device: device).run()

@@ -27,6 +27,16 @@ final class ProtectedDataTests: XCTestCase {
         XCTAssertFalse(try ProtectedData.availability())
     }
 
+    func testThreeLockedDaysRestartTheDeviceInAMoment() throws {
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        try device.control.lock(now: true)
+        try device.control.advanceClock(by: 71 * 3600)
+        XCTAssertEqual(try device.control.state, .locked, "71 hours locked: not yet")
+        try device.control.advanceClock(by: 3600)
+        XCTAssertEqual(try device.control.state, .beforeFirstUnlock, "72 hours locked: iOS 18 restarts")
+        XCTAssertFalse(ProtectedData.isAvailable)
+    }
+
     func testNotificationsArriveOnTheDefaultCenter() throws {
         try device.control.unlock(passcodeFile: device.passcodeFile)
         try ProtectedData.startObserving()

@@ -40,10 +40,18 @@ public final class LockStateManager: Sendable {
         var phase: LockPhase
         /// Bumped by every transition so a pending grace timer knows it was cancelled.
         var generation: UInt64 = 0
+        /// When the grace period of the lock under way ends, on the device's clock.
+        var graceEnds: Date?
+        /// Since when the device is locked, on its clock (the inactivity reboot).
+        var lockedSince: Date?
     }
 
     public let directory: DeviceDirectory
     public let gracePeriod: TimeInterval
+    /// A device locked this long restarts, back to before first unlock (iOS 18's
+    /// inactivity reboot); nil: never.
+    public let inactivityReboot: TimeInterval?
+    public let clock = DeviceClock()
     /// Debug builds only carry anything here (TestHooks).
     private let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
@@ -73,10 +81,12 @@ public final class LockStateManager: Sendable {
     public let secretStore: SecretStoreLocation
 
     /// Boots the device: reads the keybag and unwraps what needs no passcode.
-    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, testHooks: TestHooks = TestHooks()) throws {
+    public init(directory: DeviceDirectory, gracePeriod: TimeInterval, inactivityReboot: TimeInterval? = nil,
+                testHooks: TestHooks = TestHooks()) throws {
         guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
         self.directory = directory
         self.gracePeriod = gracePeriod
+        self.inactivityReboot = inactivityReboot
         self.testHooks = testHooks
         let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
@@ -153,14 +163,14 @@ public final class LockStateManager: Sendable {
     }
 
     public func status() -> DeviceStatus {
-        core.withLock { core in
+        var status = core.withLock { core in
             var classes: [String: Bool] = [:]
             for protectionClass in ProtectionClass.allCases {
                 classes[protectionClass.name] = core.keys.isAvailable(protectionClass)
             }
             return DeviceStatus(state: core.phase, classes: classes, passcodeSet: core.keybag.passcodeSet,
                                 failedAttempts: core.keybag.policy.failedAttempts,
-                                retryAfter: core.keybag.policy.waitRemaining(),
+                                retryAfter: core.keybag.policy.waitRemaining(now: clock.now),
                                 erased: core.keybag.policy.erased,
                                 gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
@@ -168,6 +178,9 @@ public final class LockStateManager: Sendable {
                                 secretStore: secretStore.description,
                                 inodes: mountedInodes.withLock { $0 }?())
         }
+        status.clockAdvanced = clock.advanced > 0 ? clock.advanced : nil
+        status.inactivityRebootHours = inactivityReboot.map { $0 / 3600 }
+        return status
     }
 
     /// Has status report the mounted filesystem's inode count, as `count` tells it.
@@ -210,6 +223,7 @@ public final class LockStateManager: Sendable {
             let alreadyLocking = core.phase == .locking
             core.phase = .locking
             core.generation += 1
+            core.graceEnds = now ? nil : clock.now.addingTimeInterval(gracePeriod)
             return (core.generation, alreadyLocking)
         }
         guard let (generation, alreadyLocking) = started else { return core.withLock { $0.keybag.passcodeSet } }
@@ -234,10 +248,40 @@ public final class LockStateManager: Sendable {
                 core.keys.wipe(.completeUnlessOpen)
             }
             for revoke in revokers.withLock({ $0 }) { revoke([.complete, .completeUnlessOpen], .lock) }
-            core.withLock { $0.phase = .locked }
+            core.withLock { core in
+                core.phase = .locked
+                core.graceEnds = nil
+                core.lockedSince = clock.now
+            }
             return true
         }
-        if wiped { emit(.didBecomeUnavailable) }
+        guard wiped else { return }
+        emit(.didBecomeUnavailable)
+        if let inactivityReboot {
+            DispatchQueue.global().asyncAfter(deadline: .now() + inactivityReboot) { [self] in
+                restartIfInactive(generation: generation)
+            }
+        }
+    }
+
+    /// Moves the device's clock forward: a grace period, a passcode delay or the
+    /// inactivity reboot that falls due on the way happens now.
+    public func advanceClock(by seconds: TimeInterval) {
+        clock.advance(by: seconds)
+        let (generation, graceEnds) = core.withLock { ($0.generation, $0.graceEnds) }
+        if let graceEnds, graceEnds <= clock.now { finishLocking(generation: generation) }
+        restartIfInactive(generation: core.withLock { $0.generation })
+    }
+
+    /// The inactivity reboot, when the device has been locked long enough on its clock
+    /// and nothing happened since (`generation`).
+    private func restartIfInactive(generation: UInt64) {
+        guard let inactivityReboot else { return }
+        let due = core.withLock { core in
+            core.generation == generation && core.phase == .locked
+                && core.lockedSince.map { $0.addingTimeInterval(inactivityReboot) <= clock.now } == true
+        }
+        if due { restart() }
     }
 
     /// Simulated reboot: every class key but none's is wiped.
@@ -245,6 +289,8 @@ public final class LockStateManager: Sendable {
         transition.withLock { _ in
             let passcodeSet = core.withLock { core -> Bool in
                 core.generation += 1
+                core.graceEnds = nil
+                core.lockedSince = nil
                 return core.keybag.passcodeSet
             }
             // Without a passcode every class stays available, as on a device with none.
@@ -266,7 +312,7 @@ public final class LockStateManager: Sendable {
             let keybag = core.withLock { $0.keybag }
             if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
             guard keybag.passcodeSet else { throw LockError.noPasscode }
-            if let wait = keybag.policy.waitRemaining() { throw LockError.mustWait(wait) }
+            if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
             switch try Keybag.unlock(keybag, passcode: passcode, deviceSecret: deviceSecret) {
             case .wrongPasscode(let fingerprint):
                 try recordFailure(fingerprint: fingerprint)
@@ -287,6 +333,8 @@ public final class LockStateManager: Sendable {
                     core.keybag = saved
                     defer { core.phase = .unlocked }
                     core.generation += 1
+                    core.graceEnds = nil
+                    core.lockedSince = nil
                     return core.phase
                 }
                 _ = consume keys
@@ -298,7 +346,7 @@ public final class LockStateManager: Sendable {
 
     private func recordFailure(fingerprint: [UInt8]) throws -> Never {
         var keybag = core.withLock { $0.keybag }
-        let now = Date()
+        let now = clock.now
         let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, now: now)
         #if DPFS_TEST_HOOKS
         testHooks.scaleWait(&keybag.policy, now: now)
@@ -308,7 +356,7 @@ public final class LockStateManager: Sendable {
         }
         try keybag.save(in: directory, deviceSecret: deviceSecret)
         let attempts = keybag.policy.failedAttempts
-        let wait = keybag.policy.waitRemaining()
+        let wait = keybag.policy.waitRemaining(now: now)
         core.withLock { $0.keybag = keybag }
         emit(.attemptFailed, failedAttempts: attempts)
         if outcome == .erase {
@@ -346,7 +394,7 @@ public final class LockStateManager: Sendable {
             var keybag = core.withLock { $0.keybag }
             if keybag.passcodeSet {
                 guard let current else { throw LockError.wrongPasscode(failedAttempts: keybag.policy.failedAttempts, wait: nil) }
-                if let wait = keybag.policy.waitRemaining() { throw LockError.mustWait(wait) }
+                if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
                 switch try Keybag.unlock(keybag, passcode: current, deviceSecret: deviceSecret) {
                 case .wrongPasscode(let fingerprint):
                     try recordFailure(fingerprint: fingerprint)

@@ -17,6 +17,8 @@ struct Mount: ParsableCommand {
     @Option(help: "Seconds between lock and the wipe of class keys (default 10).") var gracePeriod: Double = 10
     @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (allow_other, ro, …).")
     var options: [String] = []
+    @Option(help: "Hours locked after which the device restarts, as iOS 18 does (default 72; 0: never).")
+    var inactivityReboot: Double = 72
     @Option(help: ArgumentHelp("Lock when logind says so: screen-lock, suspend, logout (comma-separated).",
                                valueName: "events"))
     var lockOn: String?
@@ -37,6 +39,9 @@ struct Mount: ParsableCommand {
             throw ValidationError("--lock-on takes screen-lock, suspend and logout, not '\(unknown.word)'")
         }
         if gracePeriod < 0 || !gracePeriod.isFinite { throw ValidationError("--grace-period needs a non-negative number of seconds") }
+        if inactivityReboot < 0 || !inactivityReboot.isFinite {
+            throw ValidationError("--inactivity-reboot needs a non-negative number of hours")
+        }
     }
 
     func run() throws {
@@ -63,7 +68,8 @@ struct Mount: ParsableCommand {
         }
         if foreground {
             let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
-                                options: fuseOptions, lockTriggers: lockTriggers, readyFD: readyFD)
+                                options: fuseOptions, lockTriggers: lockTriggers,
+                                inactivityReboot: inactivityReboot > 0 ? inactivityReboot * 3600 : nil, readyFD: readyFD)
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
@@ -78,6 +84,7 @@ struct Mount: ParsableCommand {
                          "--grace-period", String(gracePeriod), "--ready-fd", String(writeEnd)]
         for option in options { arguments += ["-o", option] }
         if let lockOn { arguments += ["--lock-on", lockOn] }
+        arguments += ["--inactivity-reboot", String(inactivityReboot)]
         let logPath = directory.root + "/daemon.log"
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)
         close(writeEnd)
