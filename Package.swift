@@ -57,7 +57,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
-        .target(name: "Security", dependencies: ["DPFSProtocol"]),
+        .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

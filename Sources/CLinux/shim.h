@@ -3,6 +3,7 @@
 // Linux calls that Glibc's Swift module does not show. _GNU_SOURCE is not defined here
 // (it would change struct layouts other modules see); the few GNU pieces are spelled out.
 #include <sys/types.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/xattr.h>
 #include <sys/prctl.h>

@@ -15,6 +15,12 @@ public typealias CFNumber = NSNumber
 /// Apple's CFBoolean is a class of its own; NSNumber answers `as? Bool` the same way.
 public typealias CFBoolean = NSNumber
 
+public typealias CFIndex = Int
+public typealias CFOptionFlags = UInt
+/// There are no allocators here: code passes kCFAllocatorDefault (nil), as it may on Apple's.
+public typealias CFAllocator = AnyObject
+public var kCFAllocatorDefault: CFAllocator? { nil }
+
 /// Implicitly unwrapped, as Apple declares them, so `kCFBooleanTrue!` compiles too.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)

@@ -67,6 +67,9 @@ struct SecItemQuery {
             case kSecReturnAttributes where role == .query: returnAttributes = try Self.bool(value)
             case kSecReturnPersistentRef where role == .query: returnPersistentRef = try Self.bool(value)
             case kSecMatchLimit where role == .query: try parseLimit(value)
+            case kSecReturnRef where role == .query:
+                // A password item has no ref object; iOS ignores a return key set to false.
+                if try Self.bool(value) { throw SecItemRefusal.param }
             case kSecUseDataProtectionKeychain, kSecUseAuthenticationUI, kSecUseOperationPrompt:
                 break  // one keychain, no user to prompt: accepted as on iOS, where they change nothing here
             default:

@@ -214,6 +214,28 @@ final class SecItemTests: MountedDeviceTestCase {
         XCTAssertEqual(findData(item).1, "x")
     }
 
+    func testWhatWrappersAlsoCall() {
+        let item = password(service: "wrapper", account: "w")
+        XCTAssertEqual(add(item, data: "v"), errSecSuccess)
+        var query = item
+        query[kSecReturnData as String] = true
+        query[kSecReturnRef as String] = false
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess,
+                       "a return key set to false is ignored, as on iOS")
+        XCTAssertEqual((result as? Data).map { String(decoding: $0, as: UTF8.self) }, "v")
+
+        var first = [UInt8](repeating: 0, count: 32)
+        var second = [UInt8](repeating: 0, count: 32)
+        XCTAssertEqual(SecRandomCopyBytes(kSecRandomDefault, first.count, &first), errSecSuccess)
+        XCTAssertEqual(SecRandomCopyBytes(kSecRandomDefault, second.count, &second), errSecSuccess)
+        XCTAssertNotEqual(first, second)
+        XCTAssertNotEqual(first, [UInt8](repeating: 0, count: 32))
+        XCTAssertNil(kCFAllocatorDefault)
+        XCTAssertEqual(errSecUserCanceled, -128)
+        XCTAssertEqual(errSecNoSuchAttr, -25303)
+    }
+
     func testEightThreadsAtOnce() {
         let threads = 8, perThread = 25
         let failures = Failures()
