@@ -64,6 +64,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var version: String? = DPFSVersion.current
     /// Seconds the device's clock was moved forward (`dpfs clock advance`), if at all.
     public var clockAdvanced: Double?
+    /// How the kernel's requests come: "/dev/fuse" or "io_uring" (nil before the mount).
+    public var transport: String?
     /// Hours locked after which the device restarts (nil: never).
     public var inactivityRebootHours: Double?
 

@@ -521,3 +521,7 @@ void dpfs_rings_free(struct dpfs_rings *rings) {
     pthread_key_delete(rings->serving_key);
     free(rings);
 }
+
+int dpfs_rings_started(struct dpfs_rings *rings) {
+    return rings != NULL && __atomic_load_n(&rings->started, __ATOMIC_ACQUIRE);
+}

@@ -60,6 +60,11 @@ enum KernelChannel {
     static let negotiated = Atomic<Bool>(false)
     /// What the INIT request offered: KILLPRIV_V2 (1), io_uring (2).
     private static let offered = Atomic<UInt32>(0)
+    /// The transport requests come by: "io_uring" once the queues serve, else "/dev/fuse".
+    static var transport: String {
+        rings.map { dpfs_rings_started($0) != 0 } == true ? "io_uring" : "/dev/fuse"
+    }
+
     /// The session's io_uring queues (ring_queues.c), made before the loop; 0 for none.
     private static let ringsAddress = Atomic<UInt>(0)
 

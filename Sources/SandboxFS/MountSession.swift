@@ -89,9 +89,9 @@ public final class MountSession {
         DaemonWatch.announce(watch, mount: connection.mount)
         // Without the handshake the kernel keeps asking for security.capability: slower, not wrong.
         let installed = KernelChannel.install(on: made)
-        // Asked for only: the kernel offers it only where root set a system-wide
-        // parameter (docs/design.md, FUSE over io_uring).
-        let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] == "1"
+        // Taken whenever the kernel offers it (root set the fuse module's enable_uring:
+        // docs/design.md, FUSE over io_uring), unless DPFS_IO_URING=0 opts out.
+        let ringsWanted = ProcessInfo.processInfo.environment["DPFS_IO_URING"] != "0" && Self.kernelOffersIOUring
         rings = installed && ringsWanted ? KernelChannel.makeRings(for: made) : nil
         if rings != nil {
             // Started here, by an ordinary thread, as the idle-class queue threads' own
@@ -101,6 +101,15 @@ public final class MountSession {
         }
         _ = fuse_set_signal_handlers(made)
         Self.raiseReadAhead(connection.mount.device)
+    }
+
+    /// Whether the fuse module takes FUSE over io_uring (its enable_uring parameter);
+    /// a kernel too old to have the parameter does not.
+    static var kernelOffersIOUring: Bool {
+        guard let text = try? String(contentsOfFile: "/sys/module/fuse/parameters/enable_uring", encoding: .utf8) else {
+            return false
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines) == "Y"
     }
 
     /// `value` for an -o option: libfuse splits options at commas, and takes a comma

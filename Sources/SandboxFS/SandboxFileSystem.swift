@@ -74,6 +74,7 @@ public final class SandboxFileSystem: Sendable {
         reaper = NodeReaper(sandbox: fd)
         let table = inodes
         device.setMountedInodeCount { table.count.load(ordering: .relaxed) }
+        device.setTransport { KernelChannel.transport }
         device.addRevoker { [unowned self] classes, reason in self.revoke(classes, reason: reason) }
     }
 

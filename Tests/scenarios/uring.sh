@@ -58,9 +58,17 @@ expect_eq "without enable_uring the daemon makes no queue" "$(ring_fds "$(daemon
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 echo Y > "$PARAM"
-DPFS_IO_URING= MOUNT_ARGS="-o allow_other" mount_device
-expect_eq "with it but without DPFS_IO_URING=1, none either" "$(ring_fds "$(daemon_pid)")" "0"
+DPFS_IO_URING=0 MOUNT_ARGS="-o allow_other" mount_device
+expect_eq "with it but DPFS_IO_URING=0, none either" "$(ring_fds "$(daemon_pid)")" "0"
 check "it serves through /dev/fuse" ls "$MNT/Documents"
+expect_eq "status says /dev/fuse" "$("$DPFS" status "$MNT" --json | sed -n 's/.*"transport":"\([^"]*\)".*/\1/p')" '\/dev\/fuse'
+"$DPFS" unmount "$MNT" || fail "unmount"
+
+DPFS_IO_URING= MOUNT_ARGS="-o allow_other" mount_device
+check "without the variable: io_uring, taken as the kernel offers it" test "$(ring_fds "$(daemon_pid)")" -eq "$possible"
+unlock_device
+echo through > "$MNT/Documents/auto.txt"
+expect_eq "status says io_uring" "$("$DPFS" status "$MNT" --json | sed -n 's/.*"transport":"\([^"]*\)".*/\1/p')" "io_uring"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 MOUNT_ARGS="-o allow_other" mount_device

@@ -70,6 +70,7 @@ public final class LockStateManager: Sendable {
     private let revokers = Mutex<[Revoker]>([])
     /// How many inodes the mounted filesystem holds for the kernel (status), once mounted.
     private let mountedInodes = Mutex<(@Sendable () -> Int)?>(nil)
+    private let mountedTransport = Mutex<(@Sendable () -> String)?>(nil)
     private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
     private let nextObserver = Atomic<UInt64>(0)
     public let completeUnlessOpenPublicKey: [UInt8]
@@ -180,10 +181,16 @@ public final class LockStateManager: Sendable {
         }
         status.clockAdvanced = clock.advanced > 0 ? clock.advanced : nil
         status.inactivityRebootHours = inactivityReboot.map { $0 / 3600 }
+        status.transport = mountedTransport.withLock { $0 }?()
         return status
     }
 
     /// Has status report the mounted filesystem's inode count, as `count` tells it.
+    /// Has status name the transport the mount's requests come by, as `transport` tells it.
+    public func setTransport(_ transport: @escaping @Sendable () -> String) {
+        mountedTransport.withLock { $0 = transport }
+    }
+
     public func setMountedInodeCount(_ count: @escaping @Sendable () -> Int) {
         mountedInodes.withLock { $0 = count }
     }

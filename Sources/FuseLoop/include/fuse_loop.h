@@ -38,6 +38,9 @@ void dpfs_release_code_pages(void);
 /// `observe` sees each request before libfuse does. NULL when out of memory.
 struct dpfs_rings *dpfs_rings_new(struct fuse_session *se, dpfs_ring_observer observe);
 
+/// Whether the queues serve requests now (INIT took FUSE_OVER_IO_URING and they started).
+int dpfs_rings_started(struct dpfs_rings *rings);
+
 /// Frees rings made by dpfs_rings_new (stopped, if they were started).
 void dpfs_rings_free(struct dpfs_rings *rings);
 
