@@ -21,12 +21,23 @@ struct Daemon {
     let lockTriggers: Set<LockTrigger>
     /// Seconds locked after which the device restarts; nil: never.
     let inactivityReboot: TimeInterval?
+    /// The least severe level logged (mount --log-level).
+    let logLevel: Logger.Level
     let readyFD: Int32?
 
     func run() -> Int32 {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        let (device, mounted, level) = (directory.root, mountpoint, logLevel)
+        // daemon.log (the daemon's stderr) always; the journal too, where one runs.
+        LoggingSystem.bootstrap { label in
+            var stream = StreamLogHandler.standardError(label: label)
+            stream.logLevel = level
+            guard JournalLogHandler.isAvailable else { return stream }
+            var both = MultiplexLogHandler([stream, JournalLogHandler(label: label, device: device, mountpoint: mounted)])
+            both.logLevel = level
+            return both
+        }
         var logger = Logger(label: "dpfs")
-        logger.logLevel = .info
+        logger.logLevel = level
         // Keys live in this process: no core dumps, no ptrace by other users.
         _ = dpfs_set_not_dumpable()
         _ = dpfs_scrub_freed_memory()

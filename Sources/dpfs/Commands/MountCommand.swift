@@ -6,6 +6,7 @@ import DataProtection
 import Foundation
 import DPFSProtocol
 import Glibc
+import Logging
 
 struct Mount: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +18,8 @@ struct Mount: ParsableCommand {
     @Option(help: "Seconds between lock and the wipe of class keys (default 10).") var gracePeriod: Double = 10
     @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (allow_other, ro, …).")
     var options: [String] = []
+    @Option(help: "The least severe messages logged: debug, info (default), notice, warning, error.")
+    var logLevel: String = "info"
     @Option(help: "Hours locked after which the device restarts, as iOS 18 does (default 72; 0: never).")
     var inactivityReboot: Double = 72
     @Option(help: ArgumentHelp("Lock when logind says so: screen-lock, suspend, logout (comma-separated).",
@@ -39,6 +42,9 @@ struct Mount: ParsableCommand {
             throw ValidationError("--lock-on takes screen-lock, suspend and logout, not '\(unknown.word)'")
         }
         if gracePeriod < 0 || !gracePeriod.isFinite { throw ValidationError("--grace-period needs a non-negative number of seconds") }
+        if Logger.Level(rawValue: logLevel) == nil || logLevel == "trace" || logLevel == "critical" {
+            throw ValidationError("--log-level takes debug, info, notice, warning or error, not '\(logLevel)'")
+        }
         if inactivityReboot < 0 || !inactivityReboot.isFinite {
             throw ValidationError("--inactivity-reboot needs a non-negative number of hours")
         }
@@ -69,10 +75,19 @@ struct Mount: ParsableCommand {
         if foreground {
             let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
                                 options: fuseOptions, lockTriggers: lockTriggers,
-                                inactivityReboot: inactivityReboot > 0 ? inactivityReboot * 3600 : nil, readyFD: readyFD)
+                                inactivityReboot: inactivityReboot > 0 ? inactivityReboot * 3600 : nil,
+                                logLevel: Logger.Level(rawValue: logLevel) ?? .info, readyFD: readyFD)
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
+    }
+
+    /// A daemon.log past 1 MiB becomes daemon.log.1 (the one before goes), so that a
+    /// device mounted for months keeps two bounded logs.
+    static func rotate(_ logPath: String, limit: Int = 1 << 20) {
+        var info = stat()
+        guard stat(logPath, &info) == 0, Int(info.st_size) > limit else { return }
+        rename(logPath, logPath + ".1")
     }
 
     private func spawnDaemon(directory: DeviceDirectory, mountpoint: String) throws {
@@ -84,8 +99,9 @@ struct Mount: ParsableCommand {
                          "--grace-period", String(gracePeriod), "--ready-fd", String(writeEnd)]
         for option in options { arguments += ["-o", option] }
         if let lockOn { arguments += ["--lock-on", lockOn] }
-        arguments += ["--inactivity-reboot", String(inactivityReboot)]
+        arguments += ["--inactivity-reboot", String(inactivityReboot), "--log-level", logLevel]
         let logPath = directory.root + "/daemon.log"
+        Self.rotate(logPath)
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)
         close(writeEnd)
         var reply = [UInt8]()
