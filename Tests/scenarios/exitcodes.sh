@@ -27,6 +27,10 @@ exits_with "a device directory that is not one: device not found (mount)" 16 "$D
 exits_with "a device directory that is not one: device not found (fsck)" 16 "$DPFS" fsck "$WORK/nothing"
 exits_with "a directory that is no dpfs mount: not a dpfs mount" 15 "$DPFS" status "$WORK"
 exits_with "lock of a directory that is no dpfs mount" 15 "$DPFS" lock "$WORK"
+json=$("$DPFS" status "$WORK" --json 2>/dev/null)
+expect_eq "status --json says so in JSON too" \
+    "$(printf '%s' "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["exitStatus"], "not a dpfs mount" in d["error"])')" \
+    "15 True"
 
 "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection complete >/dev/null \
     || { fail "init"; finish; }
