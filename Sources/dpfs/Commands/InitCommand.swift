@@ -75,8 +75,8 @@ struct Init: ParsableCommand {
             var keybag = device.keybag
             let metadataKey = MetadataKey.derive(from: device.secret)
             defer { metadataKey.wipe() }
-            try createSandbox(directory, defaultClass: defaultClass, metadataKey: metadataKey,
-                              names: NameCipher(deviceSecret: device.secret))
+            try SandboxTree.create(in: directory, defaultClass: defaultClass, metadataKey: metadataKey,
+                                   names: NameCipher(deviceSecret: device.secret))
             try directory.markNoACLs()
             try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
                                      entitlementsPlist: entitlements.map(absolutePath))
@@ -122,37 +122,6 @@ struct Init: ParsableCommand {
                 throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))")
             }
             return true
-        }
-    }
-
-    /// The backing tree: the root and the layout directories, each with its class record
-    /// and random ID, each name sealed under its parent's ID and tagged on the directory
-    /// (dpfs(5), "Names").
-    private func createSandbox(_ directory: DeviceDirectory, defaultClass: ProtectionClass,
-                               metadataKey: SecureBuffer, names: NameCipher) throws {
-        var backingPaths: [String: (path: String, id: [UInt8])] = [:]
-        for plain in [""] + DeviceDirectory.sandboxLayout {
-            let id = DirectoryClassRecord.newDirectoryID()
-            let path: String
-            var nameTag: [UInt8] = []
-            if plain.isEmpty {
-                path = directory.sandboxPath
-            } else {
-                let parentPlain = (plain as NSString).deletingLastPathComponent
-                guard let parent = backingPaths[parentPlain] else { throw CLIError("layout out of order: \(plain)") }
-                let name = (plain as NSString).lastPathComponent
-                let sealed = names.seal(Array(name.utf8), directoryID: parent.id)
-                path = parent.path + "/" + sealed.stored
-                nameTag = NameBinding.tag(identity: id, place: sealed.place, metadataKey: metadataKey)
-            }
-            guard mkdir(path, 0o755) == 0 else { throw SystemError("mkdir", path) }
-            let record = DirectoryClassRecord.encode(defaultClass, directoryID: id, metadataKey: metadataKey)
-            var rc = record.withUnsafeBytes { setxattr(path, MountAttributes.protection, $0.baseAddress, $0.count, 0) }
-            if rc == 0 && !nameTag.isEmpty {
-                rc = nameTag.withUnsafeBytes { setxattr(path, NameBinding.attribute, $0.baseAddress, $0.count, 0) }
-            }
-            guard rc == 0 else { throw SystemError("setxattr (the device directory needs a filesystem with user xattrs)", path) }
-            backingPaths[plain] = (path, id)
         }
     }
 
