@@ -102,36 +102,23 @@ final class LogindWatch: @unchecked Sendable {
         bus = nil
     }
 
-    /// The object path of the followed session: logind's GetSession(ID).
+    /// The object path of the followed session: logind's GetSession(ID), checked by
+    /// reading the session's Id, which only a session that exists has (a signal
+    /// subscribed on a path with no session behind it would never come).
     private func sessionObjectPath() throws -> String {
-        var call: OpaquePointer?
-        var reply: OpaquePointer?
-        var error = sd_bus_error()
-        defer {
-            sd_bus_message_unref(call)
-            sd_bus_message_unref(reply)
-            sd_bus_error_free(&error)
+        let sessionPath = try call(Self.managerPath, Self.managerInterface, "GetSession", [sessionID]) { reply in
+            var path: UnsafePointer<CChar>?
+            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path else { return nil }
+            return String(cString: path)
         }
-        guard sd_bus_message_new_method_call(bus, &call, Self.service, Self.managerPath, Self.managerInterface, "GetSession") >= 0,
-              sessionID.withCString({ sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) }) >= 0 else {
-            throw CLIError("--lock-on: cannot ask logind for session \(sessionID)")
-        }
-        guard sd_bus_call(bus, call, 5_000_000, &error, &reply) >= 0 else {
-            let why = error.message.map { String(cString: $0) } ?? "no answer"
-            throw CLIError("--lock-on: logind does not know session \(sessionID): \(why)")
-        }
-        var path: UnsafePointer<CChar>?
-        guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path else {
-            throw CLIError("--lock-on: logind's answer for session \(sessionID) holds no object path")
-        }
-        let sessionPath = String(cString: path)
-        try checkSessionExists(at: sessionPath)
+        _ = try call(sessionPath, "org.freedesktop.DBus.Properties", "Get", ["org.freedesktop.login1.Session", "Id"]) { _ in "" }
         return sessionPath
     }
 
-    /// Reads the session's Id, which only a session that exists has: a signal
-    /// subscribed on a path with no session behind it would never come.
-    private func checkSessionExists(at path: String) throws {
+    /// Calls logind's `member` with string arguments; `read` takes what it needs from the
+    /// reply (nil: the reply is not what logind sends).
+    private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [String],
+                      read: (OpaquePointer?) -> String?) throws -> String {
         var call: OpaquePointer?
         var reply: OpaquePointer?
         var error = sd_bus_error()
@@ -140,14 +127,18 @@ final class LogindWatch: @unchecked Sendable {
             sd_bus_message_unref(reply)
             sd_bus_error_free(&error)
         }
-        let sent = sd_bus_message_new_method_call(bus, &call, Self.service, path, "org.freedesktop.DBus.Properties", "Get") >= 0
-            && "org.freedesktop.login1.Session".withCString { sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) } >= 0
-            && "Id".withCString { sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) } >= 0
-            && sd_bus_call(bus, call, 5_000_000, &error, &reply) >= 0
-        guard sent else {
+        var sent = sd_bus_message_new_method_call(bus, &call, Self.service, path, interface, member) >= 0
+        for argument in arguments where sent {
+            sent = argument.withCString { sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) } >= 0
+        }
+        guard sent, sd_bus_call(bus, call, 5_000_000, &error, &reply) >= 0 else {
             let why = error.message.map { String(cString: $0) } ?? "no answer"
             throw CLIError("--lock-on: logind does not know session \(sessionID): \(why)")
         }
+        guard let value = read(reply) else {
+            throw CLIError("--lock-on: logind's answer to \(member) for session \(sessionID) is not one it sends")
+        }
+        return value
     }
 
     private func subscribe(path: String, interface: String, member: String, handler: sd_bus_message_handler_t) throws {
