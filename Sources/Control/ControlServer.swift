@@ -146,8 +146,8 @@ public final class ControlServer: Sendable {
     }
 
     private func reply(_ fd: Int32, _ reply: ControlReply) {
-        guard let json = try? ControlCoding.encode(reply) else { return }
-        try? ServerFrame(body: json).write(to: fd)
+        guard let body = try? ControlCoding.encode(reply) else { return }
+        try? ServerFrame(body: body).write(to: fd)
     }
 
     /// Streams events until the subscriber hangs up or is dropped for falling behind

@@ -58,8 +58,8 @@ final class EventSubscription: Sendable {
             }
             if stop { return }
             for event in batch {
-                guard let json = try? ControlCoding.encode(ControlReply(ok: true, event: event)) else { continue }
-                do { try ServerFrame(body: json).write(to: fd) } catch { return }
+                guard let body = try? ControlCoding.encode(ControlReply(ok: true, event: event)) else { continue }
+                do { try ServerFrame(body: body).write(to: fd) } catch { return }
             }
         }
     }
