@@ -81,7 +81,7 @@ public struct DeviceCheck {
                 check(child, relative: childRelative, place: place, salvage: target, into: &report)
             case S_IFLNK:
                 guard let stored = storedTarget(of: child),
-                      let linkTarget = device.nameCipher.openTarget(stored) else {
+                      let linkTarget = openTarget(stored) else {
                     report.damage.append(Damage(path: childRelative, problem: "symlink target does not open (forged or damaged)"))
                     continue
                 }
@@ -102,6 +102,14 @@ public struct DeviceCheck {
         }
         guard n >= 0 else { return nil }
         return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    /// A stored symlink target's plaintext, a long one's from its file at the sandbox root.
+    private func openTarget(_ stored: String) -> [UInt8]? {
+        let sandbox = Glibc.open(device.directory.sandboxPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard sandbox >= 0 else { return nil }
+        defer { close(sandbox) }
+        return LongTargetFiles.open(stored, cipher: device.nameCipher, sandbox: sandbox)
     }
 
     private func join(_ relative: String, _ name: String) -> String {

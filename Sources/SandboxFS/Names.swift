@@ -177,16 +177,18 @@ extension SandboxFileSystem {
 
     // MARK: Symlink targets
 
-    /// The stored form of a symlink target; nil when it would pass PATH_MAX sealed.
-    func backingTarget(_ target: UnsafePointer<CChar>) -> [CChar]? {
-        let sealed = device.nameCipher.sealTarget(Array(UnsafeRawBufferPointer(start: target, count: strlen(target))))
-        guard sealed.utf8.count < Int(PATH_MAX) else { return nil }
-        return Array(sealed.utf8CString)
+    /// The stored form of a symlink target: sealed, or a long target's stand-in whose
+    /// file is written now (LongTargetFiles).
+    func backingTarget(_ target: UnsafePointer<CChar>) -> Result<String, Errno> {
+        let plain = Array(UnsafeRawBufferPointer(start: target, count: strlen(target)))
+        guard plain.count < Int(PATH_MAX) else { return .failure(Errno(ENAMETOOLONG)) }
+        return LongTargetFiles.store(plain, cipher: device.nameCipher, sandbox: rootFD)
     }
 
     /// A stored symlink target's plaintext (NUL-terminated); nil when forged or damaged.
     func plaintextTarget(_ stored: [CChar]) -> [CChar]? {
-        guard let plain = device.nameCipher.openTarget(String(decoding: stored.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)) else { return nil }
+        let text = String(decoding: stored.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let plain = LongTargetFiles.open(text, cipher: device.nameCipher, sandbox: rootFD) else { return nil }
         return plain.map { CChar(bitPattern: $0) } + [0]
     }
 }

@@ -145,9 +145,19 @@ extension SandboxFileSystem {
         let parent = node(parentID)
         guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
-        guard let storedTarget = backingTarget(target) else { return reply(req, Errno(ENAMETOOLONG)) }
-        if let error = prepareName(form, in: parent) { return reply(req, error) }
-        guard makingNode({ parent.withDescriptor { symlinkat(storedTarget, $0, backing) } }) == 0 else { return failMaking(req, form, in: parent) }
+        let storedTarget: String
+        switch backingTarget(target) {
+        case .failure(let error): return reply(req, error)
+        case .success(let stored): storedTarget = stored
+        }
+        func discardTarget() { if LongTarget.length(of: storedTarget) != nil { LongTargetFiles.discard(storedTarget, sandbox: rootFD) } }
+        if let error = prepareName(form, in: parent) { discardTarget(); return reply(req, error) }
+        guard makingNode({ parent.withDescriptor { symlinkat(storedTarget, $0, backing) } }) == 0 else {
+            let error = errno
+            discardTarget()
+            errno = error
+            return failMaking(req, form, in: parent)
+        }
         ownership.take(Caller(req), parent: parent, name: backing)
         replyMade(req, parent, form)
     }
@@ -200,6 +210,8 @@ extension SandboxFileSystem {
         let backing = form.stored
         var st = stat()
         guard fstatat(parentFD, backing, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return reply(req, .current) }
+        let longTarget = LongTargetFiles.lastStandIn(parentFD, backing, st)
+        defer { if let longTarget, fstatat(parentFD, backing, &st, AT_SYMLINK_NOFOLLOW) != 0 { LongTargetFiles.discard(longTarget, sandbox: rootFD) } }
         // A last link is freed by the reapers (a directory gets unlinkat's EISDIR). An
         // open file stays alive through its descriptors; its space comes back when the
         // last handle closes and the kernel forgets it.
@@ -300,12 +312,14 @@ extension SandboxFileSystem {
             tagged.append((target, from.place))
         }
         let replaced = exchange || flags & RenameFlag.noReplace != 0 ? nil : lastLinkReplaced(toFD, to.stored, found: targetFound)
+        let replacedTarget = exchange || flags & RenameFlag.noReplace != 0 || sameName ? nil : LongTargetFiles.lastStandIn(toFD, to.stored)
         guard renameat2(fromFD, from.stored, toFD, to.stored, flags) == 0 else {
             let error = errno
             untag()
             errno = error
             return -1
         }
+        if let replacedTarget { LongTargetFiles.discard(replacedTarget, sandbox: rootFD) }
         // (The kernel keeps the replaced node until this reply: its forget comes after.)
         if let replaced { inodes.noteFreed(replaced) }
         // A directory replaced may be the spare's (SpareFiles): no create comes there now.

@@ -123,7 +123,19 @@ public final class SandboxFileSystem: Sendable {
     /// Sets `st`'s size as the mount shows it for `inode`: an open file's own size (it
     /// may not have reached the backing file), else from the backing size.
     static func presentSize(of inode: Inode, _ st: inout stat) {
-        if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else { presentSize(&st) }
+        if inode.isRegular, let file = inode.openFile { st.st_size = off_t(file.reading { file.plainSize }) } else if st.st_mode & S_IFMT == S_IFLNK && st.st_size == LongTarget.standInLength {
+            st.st_size = off_t(longTargetLength(inode) ?? 0)
+        } else {
+            presentSize(&st)
+        }
+    }
+
+    /// The length a long target's stand-in records (LongTarget).
+    static func longTargetLength(_ inode: Inode) -> Int? {
+        var buffer = [CChar](repeating: 0, count: LongTarget.standInLength + 1)
+        let n = inode.withDescriptor { readlinkat($0, "", &buffer, buffer.count) }
+        guard n == LongTarget.standInLength else { return nil }
+        return LongTarget.length(of: String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// Unlinks the removed files the reapers have not reached yet (at unmount).

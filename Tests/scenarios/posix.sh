@@ -385,6 +385,16 @@ same "fallocate punch hole and zero range" '
 same "255-byte name, 256 is ENAMETOOLONG" '
     n=$(printf "a%.0s" $(seq 255)); echo x > "$n" && cat "$n" && ls | wc -c
     echo y > "${n}b"; echo $?; mkdir "${n}b"; echo $?; mv "$n" "${n}b"; echo $?; ln -s "$n" "${n}b"; echo $?; ls | wc -l'
+same "symlink targets up to PATH_MAX-1 bytes: stat, readlink, rename, unlink" '
+    for n in 100 3031 3032 4000 4095; do t=$(printf "t%.0s" $(seq $n)); ln -s "$t" "l$n" || exit 1; done
+    for n in 100 3031 3032 4000 4095; do stat -c "%s %F" "l$n"; readlink "l$n" | wc -c; done
+    ln -s "$(printf "t%.0s" $(seq 4096))" l4096; echo $?
+    mv l4000 l100 && readlink l100 | wc -c && ln l4095 hard && rm l4095 && readlink hard | wc -c
+    rm l100 l3031 l3032 hard && ls | wc -l'
+dpfs_case "a long target's file goes with its symlink's last name" '
+    t=$(printf "t%.0s" $(seq 4000)); ln -s "$t" a && ln -s "$t" b && ln -s "$t" c && ln a a2
+    mv b c && rm a && ls -A "$DEV/sandbox" | grep -c "^.fuse_hidden-target"; rm a2 c; ls -A "$DEV/sandbox" | grep -c "^.fuse_hidden-target"' '2
+0'
 same "non-ASCII names" '
     for n in "héllo wörld" "日本語のファイル" "emoji-🎉✓" "ελληνικά" "tab	and space" "-leading-dash" "new
 line"; do echo "$n" > "./$n" || exit 1; done

@@ -137,17 +137,19 @@ public struct NameCipher: Sendable {
 
     // MARK: Symlink targets
 
-    /// A symlink target, sealed (XChaCha20-Poly1305, random nonce) and encoded.
-    public func sealTarget(_ target: [UInt8]) -> String {
+    /// A symlink target, sealed (XChaCha20-Poly1305, random nonce) and encoded; a long
+    /// target is bound to its stand-in (LongTarget), so that no other stand-in's file
+    /// opens in its place.
+    public func sealTarget(_ target: [UInt8], standIn: String = "") -> String {
         let plain = target.withUnsafeBytes { SecureBuffer(copying: $0) }
         defer { plain.wipe() }
-        return Base64URL.encode(AEAD.seal(plain, additionalData: Array("dpfs.symlink.v2".utf8), key: targetKey))
+        return Base64URL.encode(AEAD.seal(plain, additionalData: Array(("dpfs.symlink.v2" + standIn).utf8), key: targetKey))
     }
 
     /// A stored target's plaintext; nil when forged or damaged.
-    public func openTarget(_ stored: String) -> [UInt8]? {
+    public func openTarget(_ stored: String, standIn: String = "") -> [UInt8]? {
         guard let sealed = Base64URL.decode(stored),
-              let plain = AEAD.open(sealed, additionalData: Array("dpfs.symlink.v2".utf8), key: targetKey) else { return nil }
+              let plain = AEAD.open(sealed, additionalData: Array(("dpfs.symlink.v2" + standIn).utf8), key: targetKey) else { return nil }
         defer { plain.wipe() }
         return Array(plain.bytes)
     }
