@@ -15,7 +15,7 @@ cp -r "$ROOT/Scripts" "$ROOT/man" "$WORK/tree/"
 stage_binary
 
 check "install into a DESTDIR stage" env DESTDIR="$WORK/stage" "$WORK/tree/Scripts/install" /usr
-for file in bin/dpfs sbin/mount.fuse.dpfs sbin/dpfs-pam-unlock share/man/man1/dpfs.1 share/man/man5/dpfs.5 \
+for file in bin/dpfs bin/dpfs-desktop-setup sbin/mount.fuse.dpfs sbin/dpfs-pam-unlock share/man/man1/dpfs.1 share/man/man5/dpfs.5 \
             share/bash-completion/completions/dpfs share/zsh/site-functions/_dpfs \
             share/fish/vendor_completions.d/dpfs.fish lib/systemd/user/dpfs@.service; do
     [ -s "$WORK/stage/usr/$file" ] && pass "installs $file" || fail "installs $file"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The lock follows the session (dpfs mount --lock-on): a fake logind (python-dbusmock's
 # logind template) on a private bus, standing in for the system bus, says the screen
-# locked, the machine is going to sleep, or a session ended, and the device locks.
+# locked, the machine is going to sleep, or a session ended, and the device locks; and
+# dpfs-desktop-setup makes a device that does so with complete files by default.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3  # Debian's, which has python3-dbusmock
 BUS_PID=""
@@ -67,5 +68,27 @@ within 60 is_state locked && pass "the device locks when its session ends" || fa
 # Signals come in order: had c2's ending locked, its line would be there before c1's.
 expect_eq "only its own session's end locked it" "$(grep -c 'the session ended' "$DEV/daemon.log")" "1"
 check "the daemon says why it locked" grep -q "the machine is going to sleep: locking now" "$DEV/daemon.log"
+check "unmount" "$DPFS" unmount "$MNT"
+
+# The desktop profile in one command: a device whose files are complete and that locks
+# with the screen, mounted as the systemd user unit mounts it.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+check "dpfs-desktop-setup" env HOME="$WORK/home" XDG_DATA_HOME= XDG_CONFIG_HOME= "$ROOT/Scripts/dist/dpfs-desktop-setup" \
+    laptop --mountpoint "$MNT" --passcode-file "$PASS" --secret-store "file:$SECRETS" --no-enable
+settings="$WORK/home/.config/dpfs/laptop.conf"
+check "writes the unit's settings" test -s "$settings"
+check_error "a second setup of the same name changes nothing" "exists already" env HOME="$WORK/home" \
+    "$ROOT/Scripts/dist/dpfs-desktop-setup" laptop --mountpoint "$MNT" --passcode-file "$PASS" --secret-store "file:$SECRETS" --no-enable
+# What the unit runs (EnvironmentFile, then ExecStart without --foreground).
+unit_mount() { (set -a; . "$settings"; set +a
+    env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEVICE" "$MOUNTPOINT" --grace-period 0 $MOUNT_OPTIONS); }
+check "the unit's command mounts it" unit_mount
+expect_eq "files are complete by default" "$("$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["defaultProtection"])')" "complete"
+check "unlock" unlock_device
+echo "desktop" > "$MNT/Documents/mine.txt"
+check "the screen locks" dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 \
+    /org/freedesktop/login1/session/c1 org.freedesktop.login1.Session.Lock
+within 60 is_state locked && pass "the desktop device locks with the screen" || fail "the desktop device locks with the screen" "$(state_of "$MNT")"
+check_fails "and its files are unreadable" cat "$MNT/Documents/mine.txt"
 
 finish
