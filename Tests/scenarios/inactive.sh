@@ -90,5 +90,7 @@ check "unlock" unlock_device
 check "reads after the unlock" grep -q overnight "$MNT/Documents/sync.db"
 check_error "a period that is not positive is refused" "user-inactive-period" \
     "$DPFS" mount "$DEV" "$WORK" --user-inactive-period 0
+check "unmount" "$DPFS" unmount "$MNT"
+check "fsck with the passcode opens every completeWhenUserInactive file" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 
 finish
