@@ -31,17 +31,17 @@ final class CreateClasses: Sendable {
 
     private let intents = Mutex<[Key: Intent]>([:])
 
-    /// Records that `thread`'s next create in `directory` takes `protectionClass`;
-    /// false (EAGAIN) when the table is full of live intents. Thread 0 (a caller in a
-    /// PID namespace the mount cannot see) cannot be told apart: EINVAL.
+    /// Records that `thread`'s next create in `directory` takes `protectionClass`: 0,
+    /// or -EAGAIN when the table is full of live intents. Thread 0 (a caller in a PID
+    /// namespace the mount cannot see) cannot be told apart: -EINVAL.
     func set(_ protectionClass: ProtectionClass, thread: pid_t, directory: InodeKey) -> Int32 {
         guard thread > 0 else { return -EINVAL }
         let now = ContinuousClock.now
+        let key = Key(thread: thread, directory: directory)
         return intents.withLock { table in
             if table.count >= Self.capacity { table = table.filter { $0.value.deadline > now } }
-            guard table.count < Self.capacity else { return -EAGAIN }
-            table[Key(thread: thread, directory: directory)] = Intent(protectionClass: protectionClass,
-                                                                     deadline: now + Self.lifetime)
+            guard table.count < Self.capacity || table[key] != nil else { return -EAGAIN }
+            table[key] = Intent(protectionClass: protectionClass, deadline: now + Self.lifetime)
             return 0
         }
     }
