@@ -263,7 +263,10 @@ extension SandboxFileSystem {
         vouched(inode, for: form.place)
         guard openCreated(req, made, slot, as: inode, created, in: parent, fi) else { return }
         guard spareMayServe(in: parent) else { return }
-        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, slot.protectionClass) }
+        // The spare is for the next create there, in the directory's class (this one's
+        // may have been given at creation).
+        let spareClass = (try? directoryClass(parent).get()) ?? slot.protectionClass
+        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, spareClass) }
     }
 
     /// Opens the file a create just made (`made`, entered as `inode` with attributes
