@@ -70,6 +70,8 @@ let package = Package(
         .executableTarget(name: "ExampleProtectedDataObserver", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleProtectedDataObserver"),
         .executableTarget(name: "ExampleSandboxPaths", path: "Sources/Examples/ExampleSandboxPaths"),
+        .executableTarget(name: "ExampleInactiveExpiry", dependencies: ["DataProtectionKit"],
+                          path: "Sources/Examples/ExampleInactiveExpiry"),
         .target(name: "ExampleSupport", dependencies: ["Security"], path: "Sources/Examples/Support"),
         .executableTarget(name: "ExampleKeychainPassword", dependencies: ["Security", "ExampleSupport"],
                           path: "Sources/Examples/KeychainPassword"),

@@ -10,6 +10,9 @@ public struct DeviceEvent: Codable, Sendable {
     public enum Kind: String, Codable, Sendable {
         case willBecomeUnavailable, didBecomeUnavailable, didBecomeAvailable
         case restart, passcodeChanged, attemptFailed, erased
+        /// The device stayed locked for the user-inactive period: completeWhenUserInactive
+        /// is unavailable until the next unlock (iOS tells apps nothing of it).
+        case userInactiveExpired
     }
 
     public var event: Kind
@@ -68,6 +71,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var transport: String?
     /// Hours locked after which the device restarts (nil: never).
     public var inactivityRebootHours: Double?
+    /// Hours locked after which completeWhenUserInactive's key goes, until the next unlock.
+    public var userInactivePeriodHours: Double?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

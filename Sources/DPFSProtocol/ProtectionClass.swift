@@ -1,4 +1,4 @@
-// The four iOS Data Protection classes and every name a user may call them by.
+// The five iOS Data Protection classes and every name a user may call them by.
 import Foundation
 
 public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConvertible {
@@ -6,6 +6,9 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
     case complete = 1             // iOS class A
     case completeUnlessOpen = 2   // iOS class B
     case untilFirstAuth = 3       // iOS class C, the iOS default
+    /// iOS 17: as untilFirstAuth, until the device has stayed locked for the user-inactive
+    /// period; then as complete until the next unlock.
+    case completeWhenUserInactive = 4
 
     public var name: String {
         switch self {
@@ -13,6 +16,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
         case .complete: return "complete"
         case .completeUnlessOpen: return "completeUnlessOpen"
         case .untilFirstAuth: return "untilFirstAuth"
+        case .completeWhenUserInactive: return "completeWhenUserInactive"
         }
     }
 
@@ -24,12 +28,14 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
         switch self {
         case .none: return 0
         case .untilFirstAuth: return 1
-        case .completeUnlessOpen: return 2
-        case .complete: return 3
+        case .completeWhenUserInactive: return 2
+        case .completeUnlessOpen: return 3
+        case .complete: return 4
         }
     }
 
-    /// Accepts the canonical name, Foundation's constant names and the iOS class letter.
+    /// Accepts the canonical name, Foundation's constant names and the iOS class letter
+    /// (Apple names none for completeWhenUserInactive).
     public init?(name raw: String) {
         let name = raw.trimmingCharacters(in: [" ", "\n", "\t", "\0"])
         switch name {
@@ -42,12 +48,14 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
         case "untilFirstAuth", "completeUntilFirstUserAuthentication",
              "NSFileProtectionCompleteUntilFirstUserAuthentication", "C":
             self = .untilFirstAuth
+        case "completeWhenUserInactive", "NSFileProtectionCompleteWhenUserInactive":
+            self = .completeWhenUserInactive
         default:
             return nil
         }
     }
 
-    public static let validNames = "none, complete, completeUnlessOpen, untilFirstAuth"
+    public static let validNames = "none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive"
 }
 
 /// Stored by canonical name (keybag.json), read by any accepted name.

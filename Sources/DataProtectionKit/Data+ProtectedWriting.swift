@@ -19,16 +19,20 @@ extension Data {
         try write(to: url, protection: protection, options: options)
     }
 
-    /// Writes the data into a file of class `protection`: the class is set while the file
-    /// is still empty, before any content reaches it. Throws CocoaError with EPERM inside
-    /// when that class (or the directory's, for a new file) is not available now, as iOS.
+    /// Writes the data into a file of class `protection`. A new file is created in that
+    /// class (the class given at creation, as iOS does), so it can be made wherever
+    /// the class can take a new file now — a `.noFileProtection` file in an
+    /// untilFirstAuth directory before the first unlock too; an existing file gets
+    /// the class while still empty, before any content reaches it. Throws CocoaError
+    /// with EPERM inside when the class (or an existing file's) is not available now.
     public func write(to url: URL, protection: FileProtectionType, options: Data.WritingOptions = []) throws {
         let path = try url.sandboxPath(writing: true)
         guard let protectionClass = protection.dpfsClass else { throw FileErrors.cocoa(EINVAL, path: path, writing: true) }
         let atomic = options.contains(.atomic)
         let exclusive = options.contains(.withoutOverwriting)
         if exclusive && SandboxCheck.exists(path) { throw FileErrors.cocoa(EEXIST, path: path, writing: true) }
-        let target = atomic ? try ProtectedFile.temporary(beside: path) : try ProtectedFile.open(path, exclusive: exclusive)
+        let target = atomic ? try ProtectedFile.temporary(beside: path, as: protectionClass)
+                            : try ProtectedFile.open(path, exclusive: exclusive, as: protectionClass)
         do {
             try target.setClass(protectionClass)
             try withUnsafeBytes { try target.writeAll($0) }
@@ -49,24 +53,44 @@ private final class ProtectedFile {
 
     private init(fd: Int32, path: String) { self.fd = fd; self.path = path }
 
-    static func open(_ path: String, exclusive: Bool) throws -> ProtectedFile {
+    static func open(_ path: String, exclusive: Bool, as protectionClass: ProtectionClass) throws -> ProtectedFile {
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (exclusive ? O_EXCL : 0)
-        let fd = Glibc.open(path, flags, 0o666)
+        let directory = (path as NSString).deletingLastPathComponent
+        let fd = creating(in: directory, as: protectionClass) { Glibc.open(path, flags, 0o666) }
         guard fd >= 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
         return ProtectedFile(fd: fd, path: path)
     }
 
     /// A new file in the target's directory, renamed over the target when complete.
-    static func temporary(beside path: String) throws -> ProtectedFile {
+    static func temporary(beside path: String, as protectionClass: ProtectionClass) throws -> ProtectedFile {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         for _ in 0..<16 {
             let candidate = "\(directory)/.\(name).dpfs-\(UInt32.random(in: 0...UInt32.max))"
-            let fd = Glibc.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            let fd = creating(in: directory, as: protectionClass) {
+                Glibc.open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            }
             if fd >= 0 { return ProtectedFile(fd: fd, path: candidate) }
             if errno != EEXIST { throw FileErrors.cocoa(errno, path: path, writing: true) }
         }
         throw FileErrors.cocoa(EEXIST, path: path, writing: true)
+    }
+
+    /// Runs `create` (an open that may make a file in `directory`, -1 and errno on
+    /// failure) with `protectionClass` given at creation: the mount gives the calling
+    /// thread's next file there that class, as iOS's open_dprotected_np does. Where the
+    /// mount does not take it, the file is made in the directory's class, as before.
+    private static func creating(in directory: String, as protectionClass: ProtectionClass,
+                                 _ create: () -> Int32) -> Int32 {
+        let place = directory.isEmpty ? "." : directory
+        let given = protectionClass.name.withCString {
+            setxattr(place, MountAttributes.createProtection, $0, strlen($0), 0)
+        } == 0
+        let fd = create()
+        let error = errno
+        if given { removexattr(place, MountAttributes.createProtection) }
+        errno = error
+        return fd
     }
 
     func setClass(_ protectionClass: ProtectionClass) throws {

@@ -9,6 +9,12 @@ import Foundation
 extension FileProtectionType: @retroactive Equatable, @retroactive Hashable {}
 
 extension FileProtectionType {
+    /// Apple's `.completeWhenUserInactive` (iOS 17), which Foundation on Linux does not
+    /// declare: the same raw value, so code written for iOS compiles unchanged.
+    public static var completeWhenUserInactive: FileProtectionType {
+        FileProtectionType(rawValue: "NSFileProtectionCompleteWhenUserInactive")
+    }
+
     /// The dpfs class for this value; nil for a protection type dpfs does not have.
     var dpfsClass: ProtectionClass? {
         ProtectionClass(name: rawValue)
@@ -20,11 +26,17 @@ extension FileProtectionType {
         case .complete: self = .complete
         case .completeUnlessOpen: self = .completeUnlessOpen
         case .untilFirstAuth: self = .completeUntilFirstUserAuthentication
+        case .completeWhenUserInactive: self = .completeWhenUserInactive
         }
     }
 }
 
 extension Data.WritingOptions {
+    /// Apple's `NSDataWritingFileProtectionCompleteWhenUserInactive` (iOS 17), which
+    /// Foundation on Linux does not declare: the same bits, so code written for iOS
+    /// compiles unchanged.
+    public static let completeFileProtectionWhenUserInactive = Data.WritingOptions(rawValue: 0x5000_0000)
+
     /// The protection these options ask for, or nil when they name none.
     public var fileProtection: FileProtectionType? {
         switch rawValue & Data.WritingOptions.fileProtectionMask.rawValue {
@@ -33,6 +45,7 @@ extension Data.WritingOptions {
         case Data.WritingOptions.completeFileProtectionUnlessOpen.rawValue: return .completeUnlessOpen
         case Data.WritingOptions.completeFileProtectionUntilFirstUserAuthentication.rawValue:
             return .completeUntilFirstUserAuthentication
+        case Data.WritingOptions.completeFileProtectionWhenUserInactive.rawValue: return .completeWhenUserInactive
         default: return nil
         }
     }

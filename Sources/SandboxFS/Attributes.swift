@@ -259,12 +259,25 @@ extension SandboxFileSystem {
     func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
                   _ size: Int, _ flags: Int32) {
         let node = node(ino)
+        if String(cString: name) == MountAttributes.createProtection {
+            let bytes = value.map { UnsafeRawBufferPointer(start: $0, count: size) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+            guard node.isDirectory else { return reply(req, .invalid) }
+            guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else {
+                return reply(req, .invalid)
+            }
+            fuse_reply_err(req, -createClasses.set(protectionClass, thread: Caller(req).thread, directory: node.key))
+            return
+        }
         let rc = changingDirectoryACL(node, name) { setAttribute(node, name, value, size, flags) }
         fuse_reply_err(req, -rc)
     }
 
     func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         let node = node(ino)
+        if String(cString: name) == MountAttributes.createProtection {
+            createClasses.clear(thread: Caller(req).thread, directory: node.key)
+            return replyOK(req)
+        }
         let rc = changingDirectoryACL(node, name) { removeAttribute(node, name) }
         fuse_reply_err(req, -rc)
     }

@@ -263,7 +263,10 @@ extension SandboxFileSystem {
         vouched(inode, for: form.place)
         guard openCreated(req, made, slot, as: inode, created, in: parent, fi) else { return }
         guard spareMayServe(in: parent) else { return }
-        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, slot.protectionClass) }
+        // The spare is for the next create there, in the directory's class (this one's
+        // may have been given at creation).
+        let spareClass = (try? directoryClass(parent).get()) ?? slot.protectionClass
+        spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, spareClass) }
     }
 
     /// Opens the file a create just made (`made`, entered as `inode` with attributes
@@ -362,14 +365,18 @@ extension SandboxFileSystem {
         let handle: KernelFileHandle?
     }
 
-    /// Creates a backing file with its header, in the class its directory passes on,
-    /// named `form` (with its name tag), or left unnamed when `form` is nil (O_TMPFILE).
-    /// Nothing is created when the class cannot take a new file now (EPERM).
+    /// Creates a backing file with its header, in the class the caller gave for it
+    /// (CreateClasses.swift), else the class its directory passes on, named `form`
+    /// (with its name tag), or left unnamed when `form` is nil (O_TMPFILE). Nothing is
+    /// created when the class cannot take a new file now (EPERM).
     func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, mode: mode_t) -> Result<CreatedFile, Errno> {
         let protectionClass: ProtectionClass
+        // The directory's record is checked either way: where it is missing or forged,
+        // nothing is made in it.
         switch directoryClass(parent) {
         case .failure(let error): return .failure(error)
-        case .success(let inherited): protectionClass = inherited
+        case .success(let inherited):
+            protectionClass = createClasses.take(thread: caller.thread, directory: parent.key) ?? inherited
         }
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never

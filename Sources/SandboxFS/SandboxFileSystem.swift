@@ -33,6 +33,8 @@ public final class SandboxFileSystem: Sendable {
     let kernel = KernelNotifier()
     let acls: ACLPresence
     let spares = SpareFiles()
+    /// Classes given at creation, by thread and directory (CreateClasses.swift).
+    let createClasses = CreateClasses()
     /// Whether a handle for writing only is uncached (FileOperations `install`): set at
     /// the handshake, where the kernel is new enough.
     let writeOnlyHandlesUncached = Atomic<Bool>(false)
@@ -149,14 +151,19 @@ public final class SandboxFileSystem: Sendable {
 struct Caller {
     let uid: uid_t
     let gid: gid_t
+    /// The calling thread's ID, as the kernel numbers it in the mount's PID namespace
+    /// (0 when it is not visible there).
+    let thread: pid_t
 
     init(_ req: fuse_req_t?) {
         if let context = fuse_req_ctx(req) {
             uid = context.pointee.uid
             gid = context.pointee.gid
+            thread = context.pointee.pid
         } else {
             uid = 0
             gid = 0
+            thread = 0
         }
     }
 }

@@ -21,6 +21,8 @@ struct Daemon {
     let lockTriggers: Set<LockTrigger>
     /// Seconds locked after which the device restarts; nil: never.
     let inactivityReboot: TimeInterval?
+    /// Seconds locked after which completeWhenUserInactive's key goes (--user-inactive-period).
+    var userInactivePeriod: TimeInterval = LockStateManager.defaultUserInactivePeriod
     /// The least severe level logged (mount --log-level).
     let logLevel: Logger.Level
     let readyFD: Int32?
@@ -59,7 +61,8 @@ struct Daemon {
             let testHooks = TestHooks()
             #endif
             let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod,
-                                              inactivityReboot: inactivityReboot, testHooks: testHooks)
+                                              inactivityReboot: inactivityReboot,
+                                              userInactivePeriod: userInactivePeriod, testHooks: testHooks)
             if let notice = device.bootNotice { logger.warning("\(notice)") }
             if device.formatVersion != KeybagFile.currentVersion {
                 let tagged = NameTagUpgrade(device: device).run()

@@ -41,6 +41,44 @@ final class FileProtectionTests: XCTestCase {
         XCTAssertEqual(attributes[.protectionKey] as? FileProtectionType, FileProtectionType.none)
     }
 
+    func testAClassGivenAtCreationBeforeTheFirstUnlock() throws {
+        // The device has just booted: Documents (untilFirstAuth) takes no plain new file.
+        let state = device.documents.appendingPathComponent("launch-state.txt")
+        XCTAssertThrowsError(try Data("x".utf8).write(to: state)) { XCTAssertTrue($0.isProtectedDataUnavailable) }
+        try Data("woken".utf8).writeProtected(to: state, options: .noFileProtection)
+        XCTAssertEqual(state.fileProtection, FileProtectionType.none)
+        let plain = device.documents.appendingPathComponent("plain.txt")
+        try Data("p".utf8).write(to: plain, protection: .none)
+        XCTAssertEqual(try String(contentsOf: plain, encoding: .utf8), "p")
+        let marker = device.documents.appendingPathComponent("marker.txt")
+        XCTAssertTrue(FileManager.default.createFileHonouringProtection(
+            atPath: marker.path, contents: Data("m".utf8), attributes: [.protectionKey: FileProtectionType.none]))
+        XCTAssertEqual(marker.fileProtection, FileProtectionType.none)
+        let upload = device.documents.appendingPathComponent("upload.part")
+        try Data("u".utf8).writeProtected(to: upload, options: [.atomic, .completeFileProtectionUnlessOpen])
+        XCTAssertEqual(upload.fileProtection, .completeUnlessOpen)
+        let secret = device.documents.appendingPathComponent("secret.txt")
+        XCTAssertThrowsError(try Data("s".utf8).writeProtected(to: secret, options: .completeFileProtection)) {
+            XCTAssertTrue($0.isProtectedDataUnavailable)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: secret.path), "nothing is left of a refused write")
+    }
+
+    func testCompleteWhenUserInactiveWithApplesValues() throws {
+        XCTAssertEqual(FileProtectionType.completeWhenUserInactive.rawValue, "NSFileProtectionCompleteWhenUserInactive")
+        XCTAssertEqual(Data.WritingOptions.completeFileProtectionWhenUserInactive.rawValue, 0x5000_0000)
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        let feed = device.documents.appendingPathComponent("feed.json")
+        try Data("{}".utf8).writeProtected(to: feed, options: [.atomic, .completeFileProtectionWhenUserInactive])
+        XCTAssertEqual(feed.fileProtection, .completeWhenUserInactive)
+        try device.control.lock(now: true)
+        XCTAssertEqual(try String(contentsOf: feed, encoding: .utf8), "{}", "readable while locked")
+        try device.control.advanceClock(by: 24 * 3600)
+        XCTAssertThrowsError(try Data(contentsOf: feed)) { XCTAssertTrue($0.isProtectedDataUnavailable) }
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        XCTAssertEqual(try String(contentsOf: feed, encoding: .utf8), "{}")
+    }
+
     func testOutsideTheSandboxIsAnErrorNotASilentNoOp() throws {
         let outside = device.work.appendingPathComponent("outside.txt")
         try Data("z".utf8).write(to: outside)

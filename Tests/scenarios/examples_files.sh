@@ -3,7 +3,7 @@
 # behaviour differs, give what iOS would give.
 source "$(dirname "$0")/lib.sh"
 EXAMPLES=$(dirname "$DPFS")
-for example in ExampleFileProtection ExampleProtectedDataObserver; do
+for example in ExampleFileProtection ExampleProtectedDataObserver ExampleInactiveExpiry; do
     [ -x "$EXAMPLES/$example" ] || { fail "$example is built beside dpfs" "not in $EXAMPLES"; finish; }
 done
 setup_device
@@ -30,6 +30,25 @@ out=$(app ExampleFileProtection read)
 check "after restart: the diary is EPERM" grep -q "^diary.txt: unavailable (EPERM)" <<<"$out"
 check "after restart: the notes are EPERM too" grep -q "^notes.txt: unavailable (EPERM)" <<<"$out"
 check_fails "after restart: a complete file cannot be written" app ExampleFileProtection write
+# What iOS allows an app woken before the first unlock: none files, the class given at
+# creation, in Documents (untilFirstAuth).
+check "before first unlock: none files are written (class given at creation)" app ExampleFileProtection launch
+expect_eq "write(options: .noFileProtection) made a none file" "$("$DPFS" protection get "$MNT/Documents/launch-state.txt")" "none"
+expect_eq "createFile(attributes: [.protectionKey: .none]) made a none file" "$("$DPFS" protection get "$MNT/Documents/launch-marker.txt")" "none"
+check "no temporary file is left beside them" sh -c "! ls -a '$MNT/Documents' | grep -q dpfs-"
+
+# A feed that expires when the user is inactive (completeWhenUserInactive).
+unlock_device
+check "write a completeWhenUserInactive feed" app ExampleInactiveExpiry write
+expect_eq "feed's class" "$("$DPFS" protection get "$MNT/Library/Caches/feed.json")" "completeWhenUserInactive"
+"$DPFS" lock "$MNT" --now
+check "locked: the feed reads" grep -q "^feed.json: readable:" <<<"$(app ExampleInactiveExpiry read)"
+"$DPFS" clock advance "$MNT" 23h >/dev/null
+check "locked 23 h: it still reads" grep -q "^feed.json: readable:" <<<"$(app ExampleInactiveExpiry read)"
+"$DPFS" clock advance "$MNT" 1h >/dev/null
+check "locked 24 h (the user-inactive period): EPERM" grep -q "^feed.json: unavailable (EPERM)" <<<"$(app ExampleInactiveExpiry read)"
+unlock_device
+check "unlocked again: it reads" grep -q "^feed.json: readable:" <<<"$(app ExampleInactiveExpiry read)"
 
 # The observer drops its secrets when `dpfs lock` is issued and reloads at unlock.
 unlock_device

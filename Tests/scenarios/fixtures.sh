@@ -28,6 +28,9 @@ check_fixture() {  # check_fixture VERSION
     pass "$v: the fixture mounts"
     expect_eq "$v: its keybag records format 4 once mounted" "$(grep -c '"formatVersion" : 4' "$dev/keybag.json")" "1"
     check "$v: it unlocks with its passcode" "$DPFS" unlock "$MNT" --passcode-file "$base/passcode"
+    # Made before completeWhenUserInactive: its unlock gave the keybag that class's key.
+    expect_eq "$v: the unlock added the completeWhenUserInactive key" "$(grep -c '"completeWhenUserInactive"' "$dev/keybag.json")" "1"
+    check "$v: a file of that class can be made" sh -c "echo new > '$MNT/Documents/inactive.txt' && setfattr -n user.dpfs.protection -v completeWhenUserInactive '$MNT/Documents/inactive.txt' && grep -q new '$MNT/Documents/inactive.txt'"
     while read -r sum name; do
         [ -n "$name" ] || continue
         case "$name" in *-xchacha.bin|vault/*|empty.bin) ;; *) [ "$aes" = yes ] || continue ;; esac

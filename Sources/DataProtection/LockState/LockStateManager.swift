@@ -51,6 +51,10 @@ public final class LockStateManager: Sendable {
     /// A device locked this long restarts, back to before first unlock (iOS 18's
     /// inactivity reboot); nil: never.
     public let inactivityReboot: TimeInterval?
+    /// How long the device stays locked before completeWhenUserInactive's key goes
+    /// (until the next unlock). iOS publishes no value; see dpfs(1), --user-inactive-period.
+    public let userInactivePeriod: TimeInterval
+    public static let defaultUserInactivePeriod: TimeInterval = 24 * 3600
     public let clock = DeviceClock()
     /// Debug builds only carry anything here (TestHooks).
     private let testHooks: TestHooks
@@ -83,11 +87,13 @@ public final class LockStateManager: Sendable {
 
     /// Boots the device: reads the keybag and unwraps what needs no passcode.
     public init(directory: DeviceDirectory, gracePeriod: TimeInterval, inactivityReboot: TimeInterval? = nil,
+                userInactivePeriod: TimeInterval = LockStateManager.defaultUserInactivePeriod,
                 testHooks: TestHooks = TestHooks()) throws {
         guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
         self.directory = directory
         self.gracePeriod = gracePeriod
         self.inactivityReboot = inactivityReboot
+        self.userInactivePeriod = userInactivePeriod
         self.testHooks = testHooks
         let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
@@ -97,6 +103,10 @@ public final class LockStateManager: Sendable {
         self.deviceUUID = keybag.deviceUUID
         self.secretStore = try keybag.storeLocation()
         self.bootNotice = try Self.reconcile(&keybag, directory: directory, deviceSecret: secret, testHooks: testHooks)
+        // A device made before a class existed gets its key at the first chance.
+        if Keybag.addMissingClassKeys(&keybag, deviceSecret: secret) {
+            try keybag.save(in: directory, deviceSecret: secret)
+        }
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
@@ -181,6 +191,7 @@ public final class LockStateManager: Sendable {
         }
         status.clockAdvanced = clock.advanced > 0 ? clock.advanced : nil
         status.inactivityRebootHours = inactivityReboot.map { $0 / 3600 }
+        status.userInactivePeriodHours = userInactivePeriod / 3600
         status.transport = mountedTransport.withLock { $0 }?()
         return status
     }
@@ -264,6 +275,9 @@ public final class LockStateManager: Sendable {
         }
         guard wiped else { return }
         emit(.didBecomeUnavailable)
+        DispatchQueue.global().asyncAfter(deadline: .now() + userInactivePeriod) { [self] in
+            expireIfInactive(generation: generation)
+        }
         if let inactivityReboot {
             DispatchQueue.global().asyncAfter(deadline: .now() + inactivityReboot) { [self] in
                 restartIfInactive(generation: generation)
@@ -277,7 +291,27 @@ public final class LockStateManager: Sendable {
         clock.advance(by: seconds)
         let (generation, graceEnds) = core.withLock { ($0.generation, $0.graceEnds) }
         if let graceEnds, graceEnds <= clock.now { finishLocking(generation: generation) }
+        expireIfInactive(generation: core.withLock { $0.generation })
         restartIfInactive(generation: core.withLock { $0.generation })
+    }
+
+    /// completeWhenUserInactive's expiry, when the device has stayed locked for the
+    /// user-inactive period on its clock and nothing happened since (`generation`): its
+    /// class key and its files' keys go as complete's do at a lock, until the next unlock.
+    private func expireIfInactive(generation: UInt64) {
+        let expired = transition.withLock { _ -> Bool in
+            let due = core.withLock { core in
+                core.generation == generation && core.phase == .locked
+                    && core.keys.isAvailable(.completeWhenUserInactive)
+                    && core.lockedSince.map { $0.addingTimeInterval(userInactivePeriod) <= clock.now } == true
+            }
+            guard due else { return false }
+            // The class key first, so no open can unwrap a file key while files are revoked.
+            core.withLock { $0.keys.wipe(.completeWhenUserInactive) }
+            for revoke in revokers.withLock({ $0 }) { revoke([.completeWhenUserInactive], .lock) }
+            return true
+        }
+        if expired { emit(.userInactiveExpired) }
     }
 
     /// The inactivity reboot, when the device has been locked long enough on its clock
@@ -302,7 +336,7 @@ public final class LockStateManager: Sendable {
             }
             // Without a passcode every class stays available, as on a device with none.
             guard passcodeSet else { return }
-            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth]
+            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth, .completeWhenUserInactive]
             core.withLock { core in
                 for protectionClass in wiped { core.keys.wipe(protectionClass) }
             }
@@ -320,14 +354,16 @@ public final class LockStateManager: Sendable {
             if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
             guard keybag.passcodeSet else { throw LockError.noPasscode }
             if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
-            switch try Keybag.unlock(keybag, passcode: passcode, deviceSecret: deviceSecret) {
+            var opened = keybag
+            switch try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) {
             case .wrongPasscode(let fingerprint):
                 try recordFailure(fingerprint: fingerprint)
             case .unlocked(let keys):
                 var policy = keybag.policy
                 policy.recordSuccess()
-                var saved = keybag
-                if policy != keybag.policy {
+                var saved = opened
+                // A class key the unlock added (Keybag.addedClasses) is saved with it.
+                if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
                     saved.policy = policy
                     try saved.save(in: directory, deviceSecret: deviceSecret)
                 }
@@ -402,7 +438,7 @@ public final class LockStateManager: Sendable {
             if keybag.passcodeSet {
                 guard let current else { throw LockError.wrongPasscode(failedAttempts: keybag.policy.failedAttempts, wait: nil) }
                 if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
-                switch try Keybag.unlock(keybag, passcode: current, deviceSecret: deviceSecret) {
+                switch try Keybag.unlock(&keybag, passcode: current, deviceSecret: deviceSecret) {
                 case .wrongPasscode(let fingerprint):
                     try recordFailure(fingerprint: fingerprint)
                 case .unlocked(let keys):

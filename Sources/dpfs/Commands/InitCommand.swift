@@ -16,7 +16,7 @@ struct Init: ParsableCommand {
     @Flag(help: "Create a device without a passcode: every class is always available.") var noPasscode = false
     @Option(help: "Bundle ID of the sandbox's app.") var app: String?
     @Option(help: "Apple-style entitlements plist of the sandbox's app.") var entitlements: String?
-    @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth).")
+    @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive).")
     var defaultProtection: String?
     @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
     @Option(help: ArgumentHelp(

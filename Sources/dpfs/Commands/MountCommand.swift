@@ -22,6 +22,9 @@ struct Mount: ParsableCommand {
     var logLevel: String = "info"
     @Option(help: "Hours locked after which the device restarts, as iOS 18 does (default 72; 0: never).")
     var inactivityReboot: Double = 72
+    @Option(help: ArgumentHelp("Hours locked after which completeWhenUserInactive files are unavailable until the next unlock (default 24).",
+                               valueName: "hours"))
+    var userInactivePeriod: Double = LockStateManager.defaultUserInactivePeriod / 3600
     @Option(help: ArgumentHelp("Lock when logind says so: screen-lock, suspend, logout (comma-separated).",
                                valueName: "events"))
     var lockOn: String?
@@ -48,6 +51,9 @@ struct Mount: ParsableCommand {
         if inactivityReboot < 0 || !inactivityReboot.isFinite {
             throw ValidationError("--inactivity-reboot needs a non-negative number of hours")
         }
+        if userInactivePeriod <= 0 || !userInactivePeriod.isFinite {
+            throw ValidationError("--user-inactive-period needs a positive number of hours")
+        }
     }
 
     func run() throws {
@@ -73,10 +79,11 @@ struct Mount: ParsableCommand {
             throw CLIError("mountpoint \(target) is not empty; mount over it with -o nonempty", status: .mountPointNotEmpty)
         }
         if foreground {
-            let daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
+            var daemon = Daemon(directory: directory, mountpoint: target, gracePeriod: gracePeriod,
                                 options: fuseOptions, lockTriggers: lockTriggers,
                                 inactivityReboot: inactivityReboot > 0 ? inactivityReboot * 3600 : nil,
                                 logLevel: Logger.Level(rawValue: logLevel) ?? .info, readyFD: readyFD)
+            daemon.userInactivePeriod = userInactivePeriod * 3600
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
@@ -100,6 +107,7 @@ struct Mount: ParsableCommand {
         for option in options { arguments += ["-o", option] }
         if let lockOn { arguments += ["--lock-on", lockOn] }
         arguments += ["--inactivity-reboot", String(inactivityReboot), "--log-level", logLevel]
+        arguments += ["--user-inactive-period", String(userInactivePeriod)]
         let logPath = directory.root + "/daemon.log"
         Self.rotate(logPath)
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)

@@ -39,7 +39,7 @@ struct Protection: ParsableCommand {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change the class of each path (a file's key is rewrapped, its content untouched).")
-        @Argument(help: "none, complete, completeUnlessOpen or untilFirstAuth (or an alias).") var protectionClass: String
+        @Argument(help: "none, complete, completeUnlessOpen, untilFirstAuth or completeWhenUserInactive (or an alias).") var protectionClass: String
         @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
 
         func run() throws {

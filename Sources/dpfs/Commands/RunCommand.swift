@@ -16,7 +16,9 @@ struct Run: ParsableCommand {
             directories (as Foundation finds them) are the mount's, or another app's own \
             container with --app. It acts only as its app: it cannot name another app, \
             and runs in a view of its own (bubblewrap) without the device directory, the \
-            secret store, the device's control socket or other apps' containers. dpfs run \
+            secret store, the device's control socket or other apps' containers. \
+            `swift test` is run as `dpfs test` runs it: built outside the device, only its \
+            test bundle inside. dpfs run \
             exits with the program's status, or 128+N when a signal N ended it, and passes \
             SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it.
             """)
@@ -38,6 +40,12 @@ struct Run: ParsableCommand {
         let forwarded = ChildSignals.blockForwardedSignals()
         let mount = absolutePath(mountpoint)
         let session = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
+        // SwiftPM and the compilers are not the app: `swift test` builds outside the
+        // device and runs only its test bundle in here (SwiftTestRunner).
+        if SwiftTestRunner.isSwiftTest(command) {
+            let runner = SwiftTestRunner(mount: mount, app: app, deviceControl: deviceControl, noIsolation: noIsolation)
+            throw ExitCode(try runner.run(command, signals: forwarded))
+        }
         let view = AppView(mount: resolvedPath(mount), session: session)
         try view.makeContainer()
         let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,

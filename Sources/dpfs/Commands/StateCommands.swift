@@ -74,6 +74,7 @@ struct Status: ParsableCommand {
         if status.erased { print("erased: yes (the keys were destroyed after too many failed attempts)") }
         print("default class: \(status.defaultProtection)")
         print("grace period: \(status.gracePeriod) s")
+        if let hours = status.userInactivePeriodHours { print("user-inactive period: \(hours) h") }
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
         if let store = status.secretStore { print("secret store: \(store)") }
     }

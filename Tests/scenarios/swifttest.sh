@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `dpfs run MNT -- swift test` (and `dpfs test`) in every lock state, before the first
+# unlock included: SwiftPM, the compilers and their caches, locks and temporary files
+# stay outside the device (the package's .build, the caller's ~/.cache), and only the
+# test bundle runs as the app inside the sandbox — its XCTest and swift-testing tests
+# see the sandbox's HOME and TMPDIR and the device's lock state. The device holds the
+# same files, byte for byte the same size, before and after.
+source "$(dirname "$0")/lib.sh"
+require_tools swift
+
+PKG="$WORK/pkg"
+mkdir -p "$PKG/Sources/Feed" "$PKG/Tests/FeedTests"
+cat > "$PKG/Package.swift" <<'SWIFT'
+// swift-tools-version:6.0
+import PackageDescription
+let package = Package(name: "Feed", targets: [
+    .target(name: "Feed"),
+    .testTarget(name: "FeedTests", dependencies: ["Feed"]),
+])
+SWIFT
+cat > "$PKG/Sources/Feed/Feed.swift" <<'SWIFT'
+import Foundation
+/// What the app's tests exercise: reading a file of the sandbox, as the app would.
+public func readNote(_ name: String) -> String {
+    let url = URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Documents/\(name)")
+    do { return String(decoding: try Data(contentsOf: url), as: UTF8.self) } catch { return "unavailable" }
+}
+SWIFT
+# EXPECT (passed through SwiftPM and dpfs run): the device's state the test should see.
+cat > "$PKG/Tests/FeedTests/FeedTests.swift" <<'SWIFT'
+import Feed
+import Foundation
+import Testing
+import XCTest
+
+let expected = ProcessInfo.processInfo.environment["EXPECT"] ?? "unset"
+let mount = ProcessInfo.processInfo.environment["DPFS_MOUNT"] ?? "none"
+
+final class SandboxTests: XCTestCase {
+    func testRunsAsTheAppInTheSandbox() {
+        XCTAssertEqual(NSHomeDirectory(), mount)
+        XCTAssertTrue(NSTemporaryDirectory().hasPrefix(mount + "/tmp"), NSTemporaryDirectory())
+        let early = readNote("early.txt"), diary = readNote("diary.txt")
+        switch expected {
+        case "beforeFirstUnlock": XCTAssertEqual([early, diary], ["unavailable", "unavailable"])
+        case "locked": XCTAssertEqual([early, diary], ["after first unlock\n", "unavailable"])
+        case "unlocked": XCTAssertEqual([early, diary], ["after first unlock\n", "dear diary\n"])
+        default: XCTFail("EXPECT is \(expected)")
+        }
+        print("xctest saw \(expected)")
+    }
+}
+
+@Test func swiftTestingRunsInTheSandboxToo() {
+    #expect(NSHomeDirectory() == mount)
+    #expect((readNote("early.txt") == "unavailable") == (expected == "beforeFirstUnlock"))
+    print("swift-testing saw \(expected)")
+}
+SWIFT
+
+setup_device
+check "unlock" unlock_device
+echo "after first unlock" > "$MNT/Documents/early.txt"
+check "a complete diary" sh -c "echo 'dear diary' > '$MNT/Documents/diary.txt' && '$DPFS' protection set complete '$MNT/Documents/diary.txt'"
+check "restart: before first unlock" "$DPFS" restart "$MNT"
+check "dpfs run makes its .containers once" "$DPFS" run "$MNT" -- true
+device_files() { find "$MNT" -printf '%P %s\n' | sort; }
+before=$(device_files)
+before_du=$(du -s --apparent-size "$MNT" | cut -f1)
+
+run_tests() {  # run_tests STATE COMMAND...: the suite passes, seeing STATE
+    local state=$1; shift
+    local out rc
+    out=$(EXPECT=$state "$@" 2>&1); rc=$?
+    # --parallel shows no XCTest output of a passing test, only its name.
+    if [ "$rc" -eq 0 ] && { grep -q "xctest saw $state" <<<"$out" && grep -q "Executed 1 test, with 0 failures" <<<"$out" \
+            || grep -q "Testing FeedTests.SandboxTests/testRunsAsTheAppInTheSandbox" <<<"$out"; } \
+        && grep -q "swift-testing saw $state" <<<"$out" && grep -Eq "Test run with 1 test.* passed" <<<"$out"; then
+        pass "$state: the suite passes inside the sandbox"
+    else
+        fail "$state: the suite passes inside the sandbox" "exit $rc: $(grep -E 'error|fail|Fail' <<<"$out" | head -5)"
+    fi
+}
+run_tests beforeFirstUnlock "$DPFS" run "$MNT" -- swift test --package-path "$PKG"
+check "the build is the package's, outside the device" test -d "$PKG/.build/debug"
+check "unlock" unlock_device
+run_tests unlocked "$DPFS" run "$MNT" -- swift test --package-path "$PKG"
+check "lock --now" "$DPFS" lock "$MNT" --now
+run_tests locked "$DPFS" run "$MNT" -- swift test --package-path "$PKG"
+run_tests locked "$DPFS" test "$MNT" -- --package-path "$PKG"
+check "restart" "$DPFS" restart "$MNT"
+run_tests beforeFirstUnlock "$DPFS" test "$MNT" -- --package-path "$PKG" --parallel
+
+expect_eq "no tool cache, lock or temporary file was left in the device" "$(device_files)" "$before"
+expect_eq "du of the mount is the same" "$(du -s --apparent-size "$MNT" | cut -f1)" "$before_du"
+check_error "a failing suite fails dpfs run" "failed" env EXPECT=wrong "$DPFS" run "$MNT" -- swift test --package-path "$PKG" --skip-build
+check_error "dpfs test refuses a path that is no sandbox" "mount" "$DPFS" test "$WORK" -- --package-path "$PKG"
+finish
