@@ -19,6 +19,8 @@ let package = Package(
         // protection, protected-data state and notifications, and a device to lock from tests.
         .library(name: "Security", targets: ["Security"]),
         .library(name: "DataProtectionKit", targets: ["DataProtectionKit"]),
+        // LAContext, answered by the device's simulated user (dpfs biometry).
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -64,6 +66,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
         .target(name: "DataProtectionKit", dependencies: ["DPFSProtocol", "CLinux"]),
+        .target(name: "LocalAuthentication", dependencies: ["DPFSProtocol"]),
         // Runnable examples (docs/apps.md, Tests/scenarios/examples_*.sh).
         .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleFileProtection"),

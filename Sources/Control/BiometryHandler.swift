@@ -25,10 +25,10 @@ extension RequestHandler {
         case .respond(let answer, let times):
             try user.respond(answer, times: times, passcode: secrets.first)
         case .evaluate(let policy, let context, _, let reuse, let interactive):
-            errorCode = user.evaluate(policy, app: scope.bundleID, context: context, reuse: reuse,
+            errorCode = user.evaluate(policy, context: context, reuse: reuse,
                                       interactive: interactive).localAuthenticationCode
         case .invalidate(let context):
-            user.invalidate(app: scope.bundleID, context: context)
+            user.invalidate(context: context)
         }
         var reply = ControlReply(ok: true)
         reply.biometry = user.state(errorCode: errorCode)

@@ -59,7 +59,7 @@ extension ItemStore {
                 continue
             }
             let outcome = user.authorize(accessControl.requirement, boundDomain: accessControl.boundDomain,
-                                         app: request.app, context: authentication.context,
+                                         context: authentication.context,
                                          interaction: authentication.interaction)
             switch outcome {
             case .granted:

@@ -39,7 +39,8 @@ public final class SimulatedUser: Sendable {
     public let promptTimeout: Double
     private let record: Mutex<BiometryRecord>
     private let answers = AnswerQueue()
-    /// Proofs of LAContexts by app and token, until invalidated or the mount ends.
+    /// Proofs of LAContexts by token (128 random bits only its process knows), until
+    /// invalidated or the mount ends.
     private let contexts = Mutex<[String: AuthenticationProof]>([:])
     /// When the last biometric match happened (device clock), for the reuse duration.
     private let lastMatch = Mutex<Date?>(nil)
@@ -155,11 +156,11 @@ public final class SimulatedUser: Sendable {
 
     /// Whether `requirement` is met, asking the user if need be. `boundDomain` is the
     /// domain state a .biometryCurrentSet item was stored under; `context` names an
-    /// LAContext (with its app) whose earlier successes count, and which remembers this one.
-    public func authorize(_ requirement: AccessRequirement, boundDomain: String?, app: String?, context: String?,
+    /// LAContext whose earlier successes count, and which remembers this one.
+    public func authorize(_ requirement: AccessRequirement, boundDomain: String?, context: String?,
                           interaction: KeychainAuthentication.Interaction) -> AuthorizationOutcome {
         guard requirement.asksUser else { return .granted }
-        let key = context.map { Self.contextKey(app: app, token: $0) }
+        let key = context
         var proof = key.flatMap { key in contexts.withLock { $0[key] } } ?? AuthenticationProof()
         if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
         if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
@@ -196,21 +197,21 @@ public final class SimulatedUser: Sendable {
 
     /// LAContext.evaluatePolicy: a success is remembered under the context. With a
     /// reuse duration, a biometric match that recent succeeds without asking.
-    public func evaluate(_ policy: AuthenticationPolicy, app: String?, context: String, reuse: Double,
+    public func evaluate(_ policy: AuthenticationPolicy, context: String, reuse: Double,
                          interactive: Bool) -> AuthorizationOutcome {
         let requirement = AccessRequirement(policy)
         let reuse = min(max(reuse, 0), Self.maximumReuseDuration)
         if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last) <= reuse,
            let domain = record.withLock({ $0.failedMatches < Self.lockoutThreshold ? $0.domainState : nil }) {
-            remember(AuthenticationProof(biometryDomain: domain), Self.contextKey(app: app, token: context))
+            remember(AuthenticationProof(biometryDomain: domain), context)
             return .granted
         }
-        return authorize(requirement, boundDomain: nil, app: app, context: context,
+        return authorize(requirement, boundDomain: nil, context: context,
                          interaction: interactive ? .allow : .fail)
     }
 
-    public func invalidate(app: String?, context: String) {
-        _ = contexts.withLock { $0.removeValue(forKey: Self.contextKey(app: app, token: context)) }
+    public func invalidate(context: String) {
+        _ = contexts.withLock { $0.removeValue(forKey: context) }
     }
 
     /// Why no answer could meet the requirement, or nil when one could.
@@ -279,5 +280,4 @@ public final class SimulatedUser: Sendable {
         }
     }
 
-    private static func contextKey(app: String?, token: String) -> String { (app ?? "") + "\u{0}" + token }
 }
