@@ -14,6 +14,12 @@ extension RequestHandler {
             return .failure("malformed request: only a passcode answer carries a secret")
         }
         switch request {
+        case .evaluate(_, let context, _, _, _), .invalidate(let context):
+            guard KeychainAuthentication.isValidToken(context) else { return .failure("malformed request: a context token is 32 hex digits") }
+        default:
+            break
+        }
+        switch request {
         case .state:
             break
         case .enroll(let type):

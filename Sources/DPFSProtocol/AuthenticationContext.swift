@@ -27,4 +27,9 @@ public struct KeychainAuthentication: Codable, Sendable, Equatable {
     public init(interaction: Interaction = .allow, prompt: String? = nil, context: String? = nil) {
         self.interaction = interaction; self.prompt = prompt; self.context = context
     }
+
+    /// A context token is 32 hex digits (128 random bits): anything shorter could be guessed.
+    public static func isValidToken(_ token: String) -> Bool {
+        token.utf8.count == 32 && token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
 }

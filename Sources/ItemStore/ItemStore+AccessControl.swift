@@ -49,7 +49,8 @@ extension ItemStore {
     /// its OSStatus (errSecAuthFailed, errSecUserCanceled, errSecInteractionNotAllowed).
     @discardableResult
     func authorize(_ items: [StoredItem], _ request: KeychainRequest, skipping: Bool) throws -> [StoredItem] {
-        let authentication = request.authentication ?? KeychainAuthentication()
+        var authentication = request.authentication ?? KeychainAuthentication()
+        if let token = authentication.context, !KeychainAuthentication.isValidToken(token) { authentication.context = nil }
         var allowed: [StoredItem] = []
         for var item in items {
             let record = try record(of: item)
