@@ -80,6 +80,9 @@ let package = Package(
                           path: "Sources/Examples/SharedAccessGroup"),
         .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
                           path: "Sources/Examples/SynchronizableItem"),
+        .executableTarget(name: "ExampleBiometryGatedToken",
+                          dependencies: ["Security", "LocalAuthentication", "DataProtectionKit", "ExampleSupport"],
+                          path: "Sources/Examples/BiometryGatedToken"),
         // The test device every test target that needs one makes (Tests/TestSupport).
         .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
