@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "dpfs"]),
     ],
     swiftLanguageModes: [.v6]
 )
