@@ -174,6 +174,21 @@ import Testing
         #expect(user.evaluate(.biometrics, context: String(repeating: "1", count: 32), reuse: 0, interactive: true) == .granted)
     }
 
+    @Test func twoPromptsAtOnceShareOneDeadline() async throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 3)
+        try user.enroll(type: nil)
+        let started = Date()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { try? user.respond(.match, times: 1, passcode: nil) }
+        async let first = Task.detached { user.evaluate(.biometrics, context: String(repeating: "5", count: 32), reuse: 0, interactive: true) }.value
+        async let second = Task.detached { user.evaluate(.biometrics, context: String(repeating: "6", count: 32), reuse: 0, interactive: true) }.value
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 == .granted }.count == 1)
+        #expect(outcomes.filter { $0 == .cancelled }.count == 1)
+        // Answered at 1.5 s: the other prompt ends at 3 s, not 1.5 + 3.
+        #expect(Date().timeIntervalSince(started) < 4.2, "the waiting prompt does not start its own 3 s after the first")
+    }
+
     @Test func theEnrollmentSurvivesAndRemovingThePasscodeEndsIt() throws {
         let t = try TestDevice()
         try t.store.user.enroll(type: .touchID)

@@ -165,9 +165,11 @@ public final class SimulatedUser: Sendable {
         if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
         if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
         guard interaction == .allow else { return .notInteractive }
-        onScreen.lock()
-        defer { onScreen.unlock() }
+        // One deadline for the wait behind another prompt and for the answer, so a
+        // call never waits longer than the prompt timeout in all.
         let deadline = Date().addingTimeInterval(promptTimeout)
+        guard onScreen.lock(before: deadline) else { return .cancelled }
+        defer { onScreen.unlock() }
         while !proof.satisfies(requirement, boundDomain: boundDomain) {
             // The state may have changed while another prompt was on screen.
             if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
