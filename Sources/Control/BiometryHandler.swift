@@ -35,6 +35,8 @@ extension RequestHandler {
                                       interactive: interactive).localAuthenticationCode
         case .invalidate(let context):
             user.invalidate(context: context)
+        case .promptTimeout(let seconds):
+            try user.setPromptTimeout(seconds)
         }
         var reply = ControlReply(ok: true)
         reply.biometry = user.state(errorCode: errorCode)

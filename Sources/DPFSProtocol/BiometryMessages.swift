@@ -38,6 +38,8 @@ public enum BiometryRequest: Codable, Sendable {
     case evaluate(policy: AuthenticationPolicy, context: String, reason: String, reuse: Double, interactive: Bool)
     /// LAContext.invalidate: the daemon forgets the context's evaluations.
     case invalidate(context: String)
+    /// How long a prompt waits for an answer, until the unmount (0 < seconds ≤ 9).
+    case promptTimeout(seconds: Double)
 }
 
 public struct BiometryReply: Codable, Sendable {

@@ -71,6 +71,12 @@ extension DeviceControl {
         try biometry(.respond(answer: .passcode, times: times), secrets: [passcode.secret])
     }
 
+    /// How long a prompt waits for an answer before it fails as cancelled (default 5 s,
+    /// at most 9), until the unmount.
+    public func setBiometryPromptTimeout(_ seconds: Double) throws {
+        try biometry(.promptTimeout(seconds: seconds))
+    }
+
     public var biometry: BiometryStatus {
         get throws {
             let reply = try biometry(.state)

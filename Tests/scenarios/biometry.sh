@@ -53,6 +53,14 @@ waited=$((SECONDS - start))
 if [ "$waited" -ge 4 ] && [ "$waited" -le 9 ]; then pass "it waited the prompt timeout ($waited s)"
 else fail "it waited the prompt timeout" "waited $waited s, expected about 5"; fi
 
+check "the prompt timeout goes down to 1 s" "$DPFS" biometry timeout "$MNT" 1
+expect_eq "status shows it" "$(bio promptTimeout | sed 's/\.0$//')" "1"
+start=$SECONDS
+check_error "no answer in 1 s: cancelled" "errSecUserCanceled (-128)" find_token current
+if [ $((SECONDS - start)) -le 3 ]; then pass "after about a second"; else fail "after about a second" "took $((SECONDS - start)) s"; fi
+check_error "a timeout above 9 s is refused" "at most 9" "$DPFS" biometry timeout "$MNT" 10
+check "back to 5 s" "$DPFS" biometry timeout "$MNT" 5
+
 # An answer given while the prompt waits is taken.
 ( find_token current > "$WORK/late.out" 2>&1; echo $? > "$WORK/late.rc" ) &
 reader=$!

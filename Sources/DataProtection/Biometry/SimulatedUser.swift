@@ -30,13 +30,15 @@ public final class SimulatedUser: Sendable {
     /// How long a prompt waits for an answer: long enough for a test to answer from
     /// another thread, short enough to stay below a SecItem call's 10 s time limit.
     public static let defaultPromptTimeout: Double = 5
+    /// A SecItem call gives up after 10 s: a longer wait would outlive the caller.
+    public static let maximumPromptTimeout: Double = 9
     public static let lockoutThreshold = 5
     /// LATouchIDAuthenticationMaximumAllowableReuseDuration.
     public static let maximumReuseDuration: Double = 300
     static let maximumContexts = 4096
 
     let device: LockStateManager
-    public let promptTimeout: Double
+    private let timeout: Mutex<Double>
     private let record: Mutex<BiometryRecord>
     private let answers = AnswerQueue()
     /// Proofs of LAContexts by token (128 random bits only its process knows), until
@@ -51,7 +53,7 @@ public final class SimulatedUser: Sendable {
 
     public init(device: LockStateManager, promptTimeout: Double = SimulatedUser.defaultPromptTimeout) {
         self.device = device
-        self.promptTimeout = promptTimeout
+        self.timeout = Mutex(promptTimeout)
         let (loaded, damaged) = BiometryRecord.load(from: device.directory)
         record = Mutex(loaded)
         recordWasDamaged = damaged
@@ -70,6 +72,17 @@ public final class SimulatedUser: Sendable {
     deinit {
         if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }
         answers.removeAll()
+    }
+
+    /// How long a prompt waits for an answer (all prompts on screen and waiting share it).
+    public var promptTimeout: Double { timeout.withLock { $0 } }
+
+    /// Changes the prompt timeout until the unmount.
+    public func setPromptTimeout(_ seconds: Double) throws {
+        guard seconds.isFinite, seconds > 0, seconds <= Self.maximumPromptTimeout else {
+            throw BiometryError.badAnswer("the prompt timeout is more than 0 and at most \(Int(Self.maximumPromptTimeout)) seconds")
+        }
+        timeout.withLock { $0 = seconds }
     }
 
     // MARK: Enrollment

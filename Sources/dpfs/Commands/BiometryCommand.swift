@@ -13,7 +13,7 @@ extension KeychainAuthentication.Interaction: ExpressibleByArgument {}
 struct Biometry: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The simulated user's biometry: enroll, re-enroll, answer prompts.",
-        subcommands: [Enroll.self, Unenroll.self, Reenroll.self, Respond.self, BiometryStatusCommand.self])
+        subcommands: [Enroll.self, Unenroll.self, Reenroll.self, Respond.self, Timeout.self, BiometryStatusCommand.self])
 
     struct Enroll: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -75,6 +75,22 @@ struct Biometry: ParsableCommand {
             let secrets = answer == .passcode ? [try PasscodeSource.read(file: passcodeFile)] : []
             let reply = try client.send(.biometry(.respond(answer: answer, times: times)), secrets: secrets)
             if let state = reply.biometry { print("\(state.queued) answer\(state.queued == 1 ? "" : "s") queued") }
+        }
+    }
+
+    struct Timeout: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "How long a prompt waits for an answer before it fails as cancelled (default 5 s), until the unmount.")
+        @Argument(help: "The mountpoint.") var mountpoint: String
+        @Argument(help: "Seconds, more than 0 and at most 9.") var seconds: Double
+
+        func validate() throws {
+            guard seconds > 0, seconds <= 9 else { throw ValidationError("the timeout is more than 0 and at most 9 seconds") }
+        }
+
+        func run() throws {
+            let state = try Biometry.send(.promptTimeout(seconds: seconds), to: mountpoint)
+            print("a prompt waits \(state.promptTimeout) s for an answer")
         }
     }
 
