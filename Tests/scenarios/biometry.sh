@@ -136,4 +136,11 @@ expect_eq "removing the passcode removed the enrollment" "$(bio enrolled)" "Fals
 "$DPFS" biometry status "$WORK" >/dev/null 2>&1
 expect_eq "not a dpfs mount: exit 15" "$?" "15"
 
+# --- a damaged biometry.json ----------------------------------------------------------
+check "unmount" "$DPFS" unmount "$MNT"
+printf '{"enrolled": tru' > "$DEV/biometry.json"
+mount_device
+expect_eq "a damaged record mounts as nothing enrolled" "$(bio enrolled)" "False"
+check "and the daemon says so" grep -q "biometry.json is damaged" "$DEV/daemon.log"
+
 finish
