@@ -36,6 +36,11 @@ public struct LAError: Error, CustomNSError, Hashable, Sendable, CustomStringCon
         self.message = message ?? Self.defaultMessage(code)
     }
 
+    /// Apple's initializer; a description in `userInfo` becomes the message.
+    public init(_ code: Code, userInfo: [String: Any]) {
+        self.init(code, userInfo[NSLocalizedDescriptionKey] as? String)
+    }
+
     public static var errorDomain: String { LAErrorDomain }
     public var errorCode: Int { code.rawValue }
     public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }

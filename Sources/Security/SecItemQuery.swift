@@ -88,8 +88,11 @@ struct SecItemQuery {
         }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
         if let accessControl {
-            // Apple's keychain refuses both: the access control carries the accessibility.
-            guard attributes["accessible"] == nil, let name = accessControl.accessibleName else { throw SecItemRefusal.param }
+            // The access control carries the accessibility: a kSecAttrAccessible beside
+            // it must say the same (as an attribute dictionary read back and reused does).
+            guard let name = accessControl.accessibleName, attributes["accessible"] ?? name == name else {
+                throw SecItemRefusal.param
+            }
             attributes["accessible"] = name
             attributes["accessControl"] = String(accessControl.flags.rawValue)
         }

@@ -85,9 +85,12 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(readToken([kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]).0, errSecItemNotFound)
 
         var both = token
-        both[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlocked
+        both[kSecAttrAccount as String] = "other"
+        both[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlock
         both[kSecAttrAccessControl as String] = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)
-        XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecParam)
+        XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecParam, "two accessibilities")
+        both[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlocked
+        XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecSuccess, "the same accessibility twice")
     }
 
     func testLAContextAndTheKeychain() async throws {
