@@ -19,6 +19,8 @@ let package = Package(
         // protection, protected-data state and notifications, and a device to lock from tests.
         .library(name: "Security", targets: ["Security"]),
         .library(name: "DataProtectionKit", targets: ["DataProtectionKit"]),
+        // LAContext, answered by the device's simulated user (dpfs biometry).
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -64,6 +66,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
         .target(name: "DataProtectionKit", dependencies: ["DPFSProtocol", "CLinux"]),
+        .target(name: "LocalAuthentication", dependencies: ["DPFSProtocol"]),
         // Runnable examples (docs/apps.md, Tests/scenarios/examples_*.sh).
         .executableTarget(name: "ExampleFileProtection", dependencies: ["DataProtectionKit"],
                           path: "Sources/Examples/ExampleFileProtection"),
@@ -79,6 +82,9 @@ let package = Package(
                           path: "Sources/Examples/SharedAccessGroup"),
         .executableTarget(name: "ExampleSynchronizableItem", dependencies: ["Security", "ExampleSupport"],
                           path: "Sources/Examples/SynchronizableItem"),
+        .executableTarget(name: "ExampleBiometryGatedToken",
+                          dependencies: ["Security", "LocalAuthentication", "DataProtectionKit", "ExampleSupport"],
+                          path: "Sources/Examples/BiometryGatedToken"),
         // The test device every test target that needs one makes (Tests/TestSupport).
         .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
@@ -88,7 +94,7 @@ let package = Package(
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "dpfs"]),
     ],
     swiftLanguageModes: [.v6]
 )

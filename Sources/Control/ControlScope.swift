@@ -7,7 +7,7 @@ import ItemStore
 public enum ControlScope: Sendable, Equatable {
     case owner
     /// One app; `deviceControl` also allows what a test host does to the device
-    /// (lock, unlock, restart, passcode changes).
+    /// (lock, unlock, restart, passcode changes, the clock, biometry).
     case app(bundleID: String, deviceControl: Bool)
 
     var bundleID: String? {
@@ -26,6 +26,13 @@ public enum ControlScope: Sendable, Equatable {
         case .lock, .unlock, .restart, .passcode, .clockAdvance:
             return deviceControl ? nil
                 : "\(bundleID) may not control the device; run its tests with `dpfs run --device-control`"
+        case .biometry(let request):
+            switch request {
+            case .state, .evaluate, .invalidate: return nil
+            case .enroll, .unenroll, .reenroll, .respond, .promptTimeout:
+                return deviceControl ? nil
+                    : "\(bundleID) may not act as the device's user; run its tests with `dpfs run --device-control`"
+            }
         case .appAdd, .appSession:
             return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"
         }

@@ -20,6 +20,7 @@ struct RequestHandler {
             case .unlock:
                 guard let passcode = secrets.first else { return .failure("no passcode was sent") }
                 try device.unlock(passcode: passcode)
+                items.user.passcodeEntered()
                 return ControlReply(ok: true, status: device.status())
             case .restart:
                 device.restart()
@@ -59,9 +60,13 @@ struct RequestHandler {
                 return ControlReply(ok: true, message: "registered \(bundleID)")
             case .appIdentity(let bundleID):
                 return appIdentity(bundleID ?? scope.bundleID)
+            case .biometry(let request):
+                return try handleBiometry(request, secrets: secrets)
             case .events, .appSession:
                 return .failure("events and app sessions each need a connection of their own")
             }
+        } catch let error as BiometryError {
+            return .failure("\(error)")
         } catch let error as LockError {
             return .failure("\(error)", ControlFailure(error))
         } catch {

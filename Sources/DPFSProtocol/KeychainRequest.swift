@@ -20,6 +20,9 @@ public struct KeychainRequest: Codable, Sendable {
     public var limit: String?
     /// "data", "attributes" or "both"; nil means data for find.
     public var returning: String?
+    /// kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseAuthenticationContext;
+    /// nil: ask the user when an item's access control requires it.
+    public var authentication: KeychainAuthentication?
 
     public init(operation: Operation, app: String? = nil, attributes: [String: String] = [:],
                 data: Data? = nil, updateAttributes: [String: String] = [:], newData: Data? = nil,

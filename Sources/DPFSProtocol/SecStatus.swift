@@ -4,6 +4,7 @@ public enum SecStatus {
     public static let success: Int32 = 0
     public static let io: Int32 = -36
     public static let param: Int32 = -50
+    public static let userCanceled: Int32 = -128
     public static let notAvailable: Int32 = -25291
     public static let authFailed: Int32 = -25293
     public static let duplicateItem: Int32 = -25299
@@ -18,6 +19,7 @@ public enum SecStatus {
         case success: return "errSecSuccess"
         case io: return "errSecIO"
         case param: return "errSecParam"
+        case userCanceled: return "errSecUserCanceled"
         case notAvailable: return "errSecNotAvailable"
         case authFailed: return "errSecAuthFailed"
         case duplicateItem: return "errSecDuplicateItem"

@@ -53,6 +53,8 @@ struct ParsedAttributes {
     var accessGroup: String?
     var accessible: Accessibility?
     var synchronizable: SyncFilter?
+    /// kSecAttrAccessControl's flags (add and update only; a query ignores them).
+    var accessControl: AccessControlFlags?
 
     /// `classContext` is the class the attributes apply to when they carry none
     /// (update's new attributes apply to the query's class).
@@ -74,6 +76,12 @@ struct ParsedAttributes {
             case "synchronizable":
                 guard let parsed = SyncFilter(name: value) else { throw SecError(SecStatus.param, "synchronizable must be yes, no or any") }
                 synchronizable = parsed
+            case "accessControl":
+                guard let flags = AccessControlFlags(names: value) else {
+                    throw SecError(SecStatus.param, "accessControl must be flags such as biometryCurrentSet or userPresence")
+                }
+                if let problem = flags.problem { throw SecError(SecStatus.param, problem) }
+                accessControl = flags
             default:
                 guard let key = KeyAttribute(rawValue: name) else { throw SecError(SecStatus.param, "unknown attribute \(name)") }
                 keys[key] = try Self.canonical(key, value)

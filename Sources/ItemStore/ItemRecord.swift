@@ -13,9 +13,13 @@ struct ItemRecord: Sendable {
     /// changed is nobody's business either.
     var created: Double
     var modified: Double
+    /// kSecAttrAccessControl, sealed with the other attributes; nil for an item without.
+    var accessControl: StoredAccessControl?
 
-    init(identity: ItemIdentity, label: String?, created: Double, modified: Double) {
+    init(identity: ItemIdentity, label: String?, created: Double, modified: Double,
+         accessControl: StoredAccessControl? = nil) {
         self.identity = identity; self.label = label; self.created = created; self.modified = modified
+        self.accessControl = accessControl
     }
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
@@ -28,6 +32,7 @@ struct ItemRecord: Sendable {
         var pairs: [(String, String)] = identity.itemClass.keyAttributes.map { ($0.rawValue, identity.keys[$0] ?? $0.absent) }
         pairs += [("accessGroup", identity.accessGroup), ("created", String(created)), ("modified", String(modified))]
         if let label { pairs.append(("label", label)) }
+        if let accessControl { pairs += accessControl.pairs }
         return FieldEncoding.lengthPrefixed(pairs.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] })
     }
 
@@ -74,6 +79,7 @@ struct ItemRecord: Sendable {
         identity = ItemIdentity(itemClass: itemClass, given: keyValues, accessGroup: group,
                                 synchronizable: item.columns.synchronizable)
         label = values["label"]
+        accessControl = try StoredAccessControl(values)
         self.created = created
         self.modified = modified
     }

@@ -31,7 +31,9 @@ extension ItemStore {
                                     accessGroup: group, synchronizable: synchronizable)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
-        let record = ItemRecord(identity: identity, label: attributes.label, created: now, modified: now)
+        let accessControl = try attributes.accessControl.map { try bind($0) }
+        let record = ItemRecord(identity: identity, label: attributes.label, created: now, modified: now,
+                                accessControl: accessControl)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
         try commit { db in
             try checkNoDuplicate(columns, db)

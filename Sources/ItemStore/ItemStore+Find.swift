@@ -12,11 +12,15 @@ extension ItemStore {
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
         let query = try query(request.attributes, caller: caller)
-        let matches = try pool.read {
+        var matches = try pool.read {
             try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys)
         }
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         try checkAvailable(matches)
+        if shape.includesData {
+            matches = try authorize(matches, request, skipping: true)
+            guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
+        }
         let items = try matches.map { item in
             KeychainResponse.Item(attributes: shape.includesAttributes
                                       ? StoredItem.attributes(of: try record(of: item), accessibleName: item.columns.accessibleName)

@@ -2,6 +2,7 @@
 // The sealed attributes are always resealed (the modification date changes); the
 // secret when its data or any column its seal binds (identity, label, class) changes.
 import DataProtection
+import DPFSProtocol
 import Foundation
 import GRDB
 
@@ -16,10 +17,19 @@ extension ItemStore {
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
+        // The user is asked before the write transaction: a prompt may wait seconds.
+        let asked = try pool.read { try query.fetch($0, withSecret: false, limitOne: false, keys: keys) }
+        try checkAvailable(asked)
+        try authorize(asked, request, skipping: false)
+        let askedIDs = Set(asked.map(\.id))
         try commit { db in
             let matches = try query.fetch(db, withSecret: true, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
             try checkAvailable(matches)
+            // An item that matched only since: no prompt inside the transaction.
+            var latecomers = request
+            latecomers.authentication = KeychainAuthentication(interaction: .fail, context: request.authentication?.context)
+            try authorize(matches.filter { !askedIDs.contains($0.id) }, latecomers, skipping: false)
             for item in matches {
                 try save(changing: item, changes, newData: request.newData, now: now, db)
             }
@@ -55,7 +65,9 @@ extension ItemStore {
         let accessibility = changes.accessible ?? oldAccessibility
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
-        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, created: old.created, modified: now)
+        let accessControl = try changes.accessControl.map { try bind($0) } ?? old.accessControl
+        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, created: old.created, modified: now,
+                                accessControl: accessControl)
         let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
         var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
         if newData != nil || columns != item.columns {

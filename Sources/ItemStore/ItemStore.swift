@@ -11,6 +11,8 @@ public final class ItemStore: Sendable {
     let device: LockStateManager
     let keys: ItemKeys
     let ledger: KeychainLedger
+    /// The device's simulated user, asked before an item behind an access control is read.
+    public let user: SimulatedUser
     private let observerID: UInt64
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
@@ -22,6 +24,7 @@ public final class ItemStore: Sendable {
         self.pool = pool
         self.device = device
         self.keys = ItemKeys(metadataKey: device.metadataKey)
+        self.user = SimulatedUser(device: device)
         let ledger = KeychainLedger(pool: pool)
         self.ledger = ledger
         observerID = device.observe { [weak device] event in

@@ -139,6 +139,7 @@ struct StoredItem: Sendable {
         ]
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
         if let label = record.label { attributes["label"] = label }
+        if let accessControl = record.accessControl { attributes["accessControl"] = String(accessControl.flags.rawValue) }
         return attributes
     }
 }

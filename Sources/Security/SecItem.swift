@@ -39,10 +39,11 @@ enum SecItemCall {
         } catch {
             return errSecParam
         }
-        let request = KeychainRequest(
+        var request = KeychainRequest(
             operation: operation, attributes: query.attributes, data: query.valueData,
             updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
             limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
+        request.authentication = query.authentication
         guard let response = DeviceConnection.shared.send(request) else { return errSecNotAvailable }
         if response.status == errSecSuccess, let result {
             result.pointee = SecItemResult.object(for: response, query)

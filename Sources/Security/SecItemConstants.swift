@@ -49,7 +49,8 @@ public let kSecMatchLimit: CFString = "m_Limit"
 public let kSecMatchLimitOne: CFString = "m_LimitOne"
 public let kSecMatchLimitAll: CFString = "m_LimitAll"
 
-// kSecUse: accepted and ignored (there is one keychain, and no user to prompt)
+// kSecUse: one keychain (nleg changes nothing); the authentication keys go to the
+// device's simulated user (SecAccessControl.swift)
 public let kSecUseDataProtectionKeychain: CFString = "nleg"
 public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
 public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"

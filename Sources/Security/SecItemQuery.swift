@@ -2,6 +2,7 @@
 // spelling changes here (Apple's keys and values to the store's names); what a call
 // means is the store's decision, the same code that answers `dpfs keychain`. A value
 // of the wrong type, or a key this keychain does not know, is errSecParam.
+import DPFSProtocol
 import Foundation
 
 /// A call refused before it reaches the device.
@@ -21,6 +22,9 @@ struct SecItemQuery {
     var limit: String?
     /// A numeric kSecMatchLimit above one: the store returns all, the caller gets this many.
     var count: Int?
+    /// kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseAuthenticationContext.
+    var authentication: KeychainAuthentication?
+    private var accessControl: SecAccessControl?
 
     enum Role {
         /// A query or a new item's attributes: kSecClass (or a persistent ref) required.
@@ -70,14 +74,49 @@ struct SecItemQuery {
             case kSecReturnRef where role == .query:
                 // A password item has no ref object; iOS ignores a return key set to false.
                 if try Self.bool(value) { throw SecItemRefusal.param }
-            case kSecUseDataProtectionKeychain, kSecUseAuthenticationUI, kSecUseOperationPrompt:
-                break  // one keychain, no user to prompt: accepted as on iOS, where they change nothing here
+            case kSecUseDataProtectionKeychain:
+                break  // one keychain: accepted as on iOS, where it changes nothing here
+            case kSecAttrAccessControl:
+                guard let access = value as? SecAccessControl else { throw SecItemRefusal.param }
+                accessControl = access
+            case kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseAuthenticationContext, kSecUseNoAuthenticationUI:
+                try parseAuthentication(key, value)
             default:
                 // kSecReturnRef and kSecValueRef included: a password item has no ref object.
                 throw SecItemRefusal.param
             }
         }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
+        if let accessControl {
+            // The access control carries the accessibility: a kSecAttrAccessible beside
+            // it must say the same (as an attribute dictionary read back and reused does).
+            guard let name = accessControl.accessibleName, attributes["accessible"] ?? name == name else {
+                throw SecItemRefusal.param
+            }
+            attributes["accessible"] = name
+            attributes["accessControl"] = String(accessControl.flags.rawValue)
+        }
+    }
+
+    private mutating func parseAuthentication(_ key: String, _ value: Any) throws {
+        var options = authentication ?? KeychainAuthentication()
+        switch key {
+        case kSecUseAuthenticationUI:
+            switch try Self.string(value) {
+            case kSecUseAuthenticationUIAllow: options.interaction = .allow
+            case kSecUseAuthenticationUIFail: options.interaction = .fail
+            case kSecUseAuthenticationUISkip: options.interaction = .skip
+            default: throw SecItemRefusal.param
+            }
+        case kSecUseNoAuthenticationUI:
+            if try Self.bool(value) { options.interaction = .fail }
+        case kSecUseOperationPrompt:
+            options.prompt = try Self.string(value)
+        default:
+            guard let context = value as? AuthenticationContextToken else { throw SecItemRefusal.param }
+            options.context = context.dpfsAuthenticationToken
+        }
+        authentication = options
     }
 
     private mutating func parseLimit(_ value: Any) throws {

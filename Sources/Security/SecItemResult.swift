@@ -44,6 +44,10 @@ enum SecItemResult {
             case "port": apple[kSecAttrPort] = Int(value) ?? 0
             case "synchronizable": apple[kSecAttrSynchronizable] = NSNumber(value: value == "yes")
             case "accessible": apple[kSecAttrAccessible] = accessibilityCodes[value] ?? value
+            case "accessControl":
+                if let flags = CFOptionFlags(value), let protection = store["accessible"].flatMap({ accessibilityCodes[$0] }) {
+                    apple[kSecAttrAccessControl] = SecAccessControl(protection: protection, flags: SecAccessControlCreateFlags(rawValue: flags))
+                }
             case "creationDate": apple[kSecAttrCreationDate] = try? Date(value, strategy: dateStyle)
             case "modificationDate": apple[kSecAttrModificationDate] = try? Date(value, strategy: dateStyle)
             default: apple[appleNames[name] ?? name] = value

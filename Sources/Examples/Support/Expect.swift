@@ -42,6 +42,8 @@ public final class ExampleRun {
         case errSecInteractionNotAllowed: return "errSecInteractionNotAllowed"
         case errSecMissingEntitlement: return "errSecMissingEntitlement"
         case errSecNotAvailable: return "errSecNotAvailable"
+        case errSecAuthFailed: return "errSecAuthFailed"
+        case errSecUserCanceled: return "errSecUserCanceled"
         default: return "OSStatus"
         }
     }

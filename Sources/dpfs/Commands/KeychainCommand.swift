@@ -102,6 +102,9 @@ struct KeychainCall: ParsableArguments {
     @Option(help: "one (default) or all.") var limit: String?
     @Option(name: .customLong("return"), help: "data (default), attributes or both.") var returning: String?
     @Flag(help: "Print {\"status\": N, \"items\": [...]} on stdout; data is base64.") var json = false
+    @Option(name: .customLong("authentication-ui"),
+            help: "For an item behind an access control: allow (default: ask the simulated user), fail or skip.")
+    var authenticationUI: KeychainAuthentication.Interaction?
 
     func validate() throws {
         if let limit, !["one", "all"].contains(limit) { throw ValidationError("--limit must be one or all") }
@@ -117,6 +120,7 @@ struct KeychainCall: ParsableArguments {
         request.app = app
         request.limit = limit
         request.returning = returning
+        if let authenticationUI { request.authentication = KeychainAuthentication(interaction: authenticationUI) }
         let reply: KeychainResponse?
         do {
             let client = try ControlClient(mountpoint: mountpoint)
@@ -179,6 +183,8 @@ struct ItemAttributeOptions: ParsableArguments {
     @Option(help: "WhenUnlocked (default), AfterFirstUnlock, Always, WhenPasscodeSetThisDeviceOnly, or a ThisDeviceOnly variant.")
     var accessible: String?
     @Option(help: "yes, no (default) or any.") var synchronizable: String?
+    @Option(help: "A new item's access control: flags such as biometryCurrentSet, userPresence, devicePasscode, joined by commas with or/and.")
+    var accessControl: String?
 
     func validate() throws {
         if let problem = KeychainAttributes.problem(in: attributes) { throw ValidationError(problem) }
@@ -188,7 +194,7 @@ struct ItemAttributeOptions: ParsableArguments {
         [("class", itemClass), ("service", service), ("account", account), ("server", server),
          ("protocol", protocolName), ("port", port), ("path", path), ("securityDomain", securityDomain),
          ("authenticationType", authenticationType), ("label", label), ("accessGroup", accessGroup),
-         ("accessible", accessible), ("synchronizable", synchronizable)]
+         ("accessible", accessible), ("synchronizable", synchronizable), ("accessControl", accessControl)]
             .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
     }
 }

@@ -1,0 +1,60 @@
+// The constraints of a SecAccessControl, with the bit values of Apple's
+// SecAccessControlCreateFlags, as an item stores them and the daemon reads them.
+public struct AccessControlFlags: OptionSet, Sendable, Hashable, Codable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+
+    /// Biometry (any enrolled set) or the passcode.
+    public static let userPresence = AccessControlFlags(rawValue: 1 << 0)
+    public static let biometryAny = AccessControlFlags(rawValue: 1 << 1)
+    /// Biometry as enrolled when the item was stored: a re-enrollment invalidates the item.
+    public static let biometryCurrentSet = AccessControlFlags(rawValue: 1 << 3)
+    public static let devicePasscode = AccessControlFlags(rawValue: 1 << 4)
+    public static let watch = AccessControlFlags(rawValue: 1 << 5)
+    public static let or = AccessControlFlags(rawValue: 1 << 14)
+    public static let and = AccessControlFlags(rawValue: 1 << 15)
+    public static let privateKeyUsage = AccessControlFlags(rawValue: 1 << 30)
+    public static let applicationPassword = AccessControlFlags(rawValue: 1 << 31)
+
+    /// Every bit Apple defines; any other is refused as errSecParam.
+    public static let known: AccessControlFlags = [
+        .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch, .or, .and,
+        .privateKeyUsage, .applicationPassword,
+    ]
+
+    /// The constraints that ask the user something (not the conjunctions or key usage).
+    public static let constraints: AccessControlFlags = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch]
+
+    /// Why these flags cannot make an access control, or nil when they can: unknown
+    /// bits, both conjunctions, or a watch (this device has none to pair).
+    public var problem: String? {
+        if !AccessControlFlags.known.isSuperset(of: self) { return "unknown access-control flags \(rawValue)" }
+        if contains(.or) && contains(.and) { return "an access control is .or or .and, not both" }
+        if contains(.watch) { return "no watch is paired with a dpfs device" }
+        if contains(.applicationPassword) { return "application passwords are not supported" }
+        return nil
+    }
+
+    /// The names `dpfs keychain --access-control` takes, comma-separated, and prints.
+    public static let names: [(String, AccessControlFlags)] = [
+        ("userPresence", .userPresence), ("biometryAny", .biometryAny),
+        ("biometryCurrentSet", .biometryCurrentSet), ("devicePasscode", .devicePasscode),
+        ("or", .or), ("and", .and), ("privateKeyUsage", .privateKeyUsage),
+    ]
+
+    /// "biometryCurrentSet,or,devicePasscode" or a decimal number; nil for anything else.
+    public init?(names text: String) {
+        if let number = UInt(text) { self.init(rawValue: number); return }
+        var flags: AccessControlFlags = []
+        for name in text.split(separator: ",") {
+            guard let flag = Self.names.first(where: { $0.0.lowercased() == name.lowercased() })?.1 else { return nil }
+            flags.insert(flag)
+        }
+        guard !flags.isEmpty else { return nil }
+        self = flags
+    }
+
+    public var nameList: String {
+        Self.names.filter { contains($0.1) }.map(\.0).joined(separator: ",")
+    }
+}

@@ -1,0 +1,81 @@
+// The simulated user's biometry as control requests and replies carry it: enrolling,
+// answering prompts (dpfs biometry, DeviceControl) and LocalAuthentication's calls.
+public enum BiometryType: String, Codable, Sendable, CaseIterable {
+    case faceID, touchID
+}
+
+/// How the simulated user answers the next prompt.
+public enum BiometryAnswer: String, Codable, Sendable, CaseIterable {
+    /// The enrolled face or finger.
+    case match
+    /// Another face or finger: a failed match (five in a row lock biometry out).
+    case nomatch
+    /// The user cancels the prompt.
+    case cancel
+    /// The user enters the device passcode, which travels as the frame's secret.
+    case passcode
+}
+
+/// LocalAuthentication's two policies.
+public enum AuthenticationPolicy: String, Codable, Sendable {
+    /// Biometry only.
+    case biometrics
+    /// Biometry or the passcode.
+    case deviceOwner
+}
+
+public enum BiometryRequest: Codable, Sendable {
+    /// The state, for LAContext's canEvaluatePolicy, biometryType and domain state.
+    case state
+    case enroll(type: BiometryType?)
+    case unenroll
+    /// A new enrollment: the domain state changes and .biometryCurrentSet items become invalid.
+    case reenroll(type: BiometryType?)
+    /// Queues `times` answers for the next prompts; a passcode answer's passcode is the frame's secret.
+    case respond(answer: BiometryAnswer, times: Int)
+    /// LAContext.evaluatePolicy: asks the simulated user, remembering a success under `context`.
+    /// `reuse` is touchIDAuthenticationAllowableReuseDuration (seconds).
+    case evaluate(policy: AuthenticationPolicy, context: String, reason: String, reuse: Double, interactive: Bool)
+    /// LAContext.invalidate: the daemon forgets the context's evaluations.
+    case invalidate(context: String)
+    /// How long a prompt waits for an answer, until the unmount (0 < seconds ≤ 9).
+    case promptTimeout(seconds: Double)
+}
+
+public struct BiometryReply: Codable, Sendable {
+    public var enrolled: Bool
+    public var type: BiometryType
+    /// Hex; changes at every enrollment; nil when nothing is enrolled.
+    public var domainState: String?
+    public var lockedOut: Bool
+    public var failedMatches: Int
+    /// Answers waiting for a prompt.
+    public var queued: Int
+    public var passcodeSet: Bool
+    /// For evaluate: the LAError code of a failure (nil: success).
+    public var errorCode: Int?
+    /// Seconds a prompt waits for an answer before it fails as cancelled.
+    public var promptTimeout: Double
+
+    public init(enrolled: Bool, type: BiometryType, domainState: String?, lockedOut: Bool, failedMatches: Int,
+                queued: Int, passcodeSet: Bool, errorCode: Int? = nil, promptTimeout: Double) {
+        self.enrolled = enrolled; self.type = type; self.domainState = domainState
+        self.lockedOut = lockedOut; self.failedMatches = failedMatches; self.queued = queued
+        self.passcodeSet = passcodeSet; self.errorCode = errorCode; self.promptTimeout = promptTimeout
+    }
+}
+
+/// LocalAuthentication's error codes (LAError.Code), with Apple's numbers.
+public enum LocalAuthenticationCode {
+    public static let authenticationFailed = -1
+    public static let userCancel = -2
+    public static let userFallback = -3
+    public static let systemCancel = -4
+    public static let passcodeNotSet = -5
+    public static let biometryNotAvailable = -6
+    public static let biometryNotEnrolled = -7
+    public static let biometryLockout = -8
+    public static let appCancel = -9
+    public static let invalidContext = -10
+    public static let notInteractive = -1004
+}

@@ -1,0 +1,298 @@
+// The person holding the simulated iPhone, as far as biometry and passcode prompts
+// go. Tests enroll a face or finger, queue answers (match, nomatch, cancel, the
+// passcode), and every prompt — a keychain read of an item behind an access control,
+// LAContext.evaluatePolicy — takes the next one. With none queued a prompt waits up to
+// `promptTimeout`, then fails as a cancelled prompt does. One prompt is on screen at a
+// time, as on iOS. Five failed matches in a row lock biometry out until the passcode
+// is entered (a successful unlock, or a passcode answer). Removing the passcode
+// removes the enrollment, as iOS does.
+import DPFSProtocol
+import Foundation
+import Synchronization
+
+public enum BiometryError: Error, CustomStringConvertible, Equatable {
+    case passcodeNotSet
+    case notEnrolled
+    case tooManyAnswers
+    case badAnswer(String)
+
+    public var description: String {
+        switch self {
+        case .passcodeNotSet: return "the device has no passcode: as on iOS, biometry is enrolled only on a device with a passcode (dpfs passcode set)"
+        case .notEnrolled: return "no biometry is enrolled (dpfs biometry enroll)"
+        case .tooManyAnswers: return "too many answers queued (at most \(AnswerQueue.capacity))"
+        case .badAnswer(let why): return why
+        }
+    }
+}
+
+public final class SimulatedUser: Sendable {
+    /// How long a prompt waits for an answer: long enough for a test to answer from
+    /// another thread, short enough to stay below a SecItem call's 10 s time limit.
+    public static let defaultPromptTimeout: Double = 5
+    /// A SecItem call gives up after 10 s: a longer wait would outlive the caller.
+    public static let maximumPromptTimeout: Double = 9
+    public static let lockoutThreshold = 5
+    /// LATouchIDAuthenticationMaximumAllowableReuseDuration.
+    public static let maximumReuseDuration: Double = 300
+    static let maximumContexts = 4096
+
+    let device: LockStateManager
+    private let timeout: Mutex<Double>
+    private let record: Mutex<BiometryRecord>
+    private let answers = AnswerQueue()
+    /// Proofs of LAContexts by token (128 random bits only its process knows), until
+    /// invalidated or the mount ends.
+    private let contexts = Mutex<[String: AuthenticationProof]>([:])
+    /// When the last biometric match happened (device clock), for the reuse duration.
+    private let lastMatch = Mutex<Date?>(nil)
+    private let onScreen = NSLock()
+    private let observerID = Mutex<UInt64?>(nil)
+    /// Whether biometry.json was damaged at mount (then read as nothing enrolled).
+    public let recordWasDamaged: Bool
+
+    public init(device: LockStateManager, promptTimeout: Double = SimulatedUser.defaultPromptTimeout) {
+        self.device = device
+        self.timeout = Mutex(promptTimeout)
+        let (loaded, damaged) = BiometryRecord.load(from: device.directory)
+        record = Mutex(loaded)
+        recordWasDamaged = damaged
+        let id = device.observe { [weak self] event in
+            guard let self else { return }
+            switch event.event {
+            case .passcodeChanged where !self.device.passcodeSet: try? self.unenroll()
+            case .didBecomeAvailable: self.passcodeEntered()
+            case .erased: try? self.unenroll()
+            default: break
+            }
+        }
+        observerID.withLock { $0 = id }
+    }
+
+    deinit {
+        if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }
+        answers.removeAll()
+    }
+
+    /// How long a prompt waits for an answer (all prompts on screen and waiting share it).
+    public var promptTimeout: Double { timeout.withLock { $0 } }
+
+    /// Changes the prompt timeout until the unmount.
+    public func setPromptTimeout(_ seconds: Double) throws {
+        guard seconds.isFinite, seconds > 0, seconds <= Self.maximumPromptTimeout else {
+            throw BiometryError.badAnswer("the prompt timeout is more than 0 and at most \(Int(Self.maximumPromptTimeout)) seconds")
+        }
+        timeout.withLock { $0 = seconds }
+    }
+
+    // MARK: Enrollment
+
+    public func state(errorCode: Int? = nil) -> BiometryReply {
+        let current = record.withLock { $0 }
+        return BiometryReply(enrolled: current.enrolled, type: current.type, domainState: current.domainState,
+                             lockedOut: current.failedMatches >= Self.lockoutThreshold,
+                             failedMatches: current.failedMatches, queued: answers.count,
+                             passcodeSet: device.passcodeSet, errorCode: errorCode, promptTimeout: promptTimeout)
+    }
+
+    /// The current enrollment's domain state, which a .biometryCurrentSet item binds at add.
+    public var domainState: String? { record.withLock { $0.domainState } }
+    public var isEnrolled: Bool { record.withLock { $0.enrolled } }
+
+    /// Enrolls a face or finger. Enrolling again changes nothing (unless the type
+    /// changes, which is a new enrollment); `reenroll` replaces the enrollment.
+    public func enroll(type: BiometryType?) throws {
+        guard device.passcodeSet else { throw BiometryError.passcodeNotSet }
+        try change { record in
+            if record.enrolled && (type == nil || type == record.type) { return }
+            record.enrolled = true
+            record.type = type ?? record.type
+            record.domainState = BiometryRecord.newDomainState()
+            record.failedMatches = 0
+        }
+    }
+
+    public func reenroll(type: BiometryType?) throws {
+        guard device.passcodeSet else { throw BiometryError.passcodeNotSet }
+        try change { record in
+            record.enrolled = true
+            record.type = type ?? record.type
+            record.domainState = BiometryRecord.newDomainState()
+            record.failedMatches = 0
+        }
+    }
+
+    public func unenroll() throws {
+        try change { record in
+            record.enrolled = false
+            record.domainState = nil
+            record.failedMatches = 0
+        }
+    }
+
+    /// The passcode was entered (an unlock): biometry is no longer locked out.
+    public func passcodeEntered() {
+        try? change { $0.failedMatches = 0 }
+    }
+
+    private func change(_ body: (inout BiometryRecord) -> Void) throws {
+        try record.withLock { record in
+            var changed = record
+            body(&changed)
+            guard changed != record else { return }
+            try changed.save(in: device.directory)
+            record = changed
+        }
+    }
+
+    // MARK: Answers
+
+    /// Queues `times` answers. A passcode answer takes the passcode, which it wipes
+    /// once checked (the queue keeps one buffer for all its copies).
+    public func respond(_ answer: BiometryAnswer, times: Int, passcode: SecureBuffer?) throws {
+        guard (1...AnswerQueue.capacity).contains(times) else {
+            throw BiometryError.badAnswer("--times must be from 1 to \(AnswerQueue.capacity)")
+        }
+        let queued: QueuedAnswer
+        switch answer {
+        case .match: queued = .match
+        case .nomatch: queued = .nomatch
+        case .cancel: queued = .cancel
+        case .passcode:
+            guard let passcode else { throw BiometryError.badAnswer("a passcode answer needs the passcode") }
+            queued = .passcode(passcode)
+        }
+        guard answers.append(queued, times: times) else { throw BiometryError.tooManyAnswers }
+    }
+
+    // MARK: Prompts
+
+    /// Whether `requirement` is met, asking the user if need be. `boundDomain` is the
+    /// domain state a .biometryCurrentSet item was stored under; `context` names an
+    /// LAContext whose earlier successes count, and which remembers this one.
+    public func authorize(_ requirement: AccessRequirement, boundDomain: String?, context: String?,
+                          interaction: KeychainAuthentication.Interaction) -> AuthorizationOutcome {
+        guard requirement.asksUser else { return .granted }
+        let key = context
+        var proof = key.flatMap { key in contexts.withLock { $0[key] } } ?? AuthenticationProof()
+        if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
+        if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
+        guard interaction == .allow else { return .notInteractive }
+        // One deadline for the wait behind another prompt and for the answer, so a
+        // call never waits longer than the prompt timeout in all.
+        let deadline = Date().addingTimeInterval(promptTimeout)
+        guard onScreen.lock(before: deadline) else { return .cancelled }
+        defer { onScreen.unlock() }
+        while !proof.satisfies(requirement, boundDomain: boundDomain) {
+            // The state may have changed while another prompt was on screen.
+            if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
+            let pending = requirement.factors.filter { !proof.satisfies($0, boundDomain: boundDomain) }
+            guard let answer = answers.next(before: deadline) else { return .cancelled }
+            switch answer {
+            case .cancel:
+                return .cancelled
+            case .match:
+                guard let domain = usableDomain(for: pending, boundDomain: boundDomain) else { return .failed }
+                try? change { $0.failedMatches = 0 }
+                lastMatch.withLock { $0 = device.clock.now }
+                proof.biometryDomain = domain
+            case .nomatch:
+                if usableDomain(for: pending, boundDomain: boundDomain) != nil {
+                    try? change { $0.failedMatches += 1 }
+                }
+                return .failed
+            case .passcode(let passcode):
+                guard pending.contains(where: { $0 == .passcode || $0 == .presence }), verify(passcode) else { return .failed }
+                proof.passcode = true
+            }
+        }
+        if let key { remember(proof, key) }
+        return .granted
+    }
+
+    /// LAContext.evaluatePolicy: a success is remembered under the context. With a
+    /// reuse duration, a biometric match that recent succeeds without asking.
+    public func evaluate(_ policy: AuthenticationPolicy, context: String, reuse: Double,
+                         interactive: Bool) -> AuthorizationOutcome {
+        let requirement = AccessRequirement(policy)
+        let reuse = min(max(reuse, 0), Self.maximumReuseDuration)
+        if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last) <= reuse,
+           let domain = record.withLock({ $0.failedMatches < Self.lockoutThreshold ? $0.domainState : nil }) {
+            remember(AuthenticationProof(biometryDomain: domain), context)
+            return .granted
+        }
+        return authorize(requirement, boundDomain: nil, context: context,
+                         interaction: interactive ? .allow : .fail)
+    }
+
+    public func invalidate(context: String) {
+        _ = contexts.withLock { $0.removeValue(forKey: context) }
+    }
+
+    /// Why no answer could meet the requirement, or nil when one could.
+    private func impossibility(_ requirement: AccessRequirement, boundDomain: String?,
+                               proof: AuthenticationProof) -> AuthorizationOutcome? {
+        let pending = requirement.factors.filter { !proof.satisfies($0, boundDomain: boundDomain) }
+        let reasons = pending.map { reason(against: $0, boundDomain: boundDomain) }
+        if requirement.anyOne {
+            return reasons.contains(where: { $0 == nil }) ? nil : reasons.compactMap { $0 }.first
+        }
+        return reasons.compactMap { $0 }.first
+    }
+
+    /// Why `factor` cannot be met now, or nil when an answer could meet it.
+    private func reason(against factor: AccessRequirement.Factor, boundDomain: String?) -> AuthorizationOutcome? {
+        let current = record.withLock { $0 }
+        let lockedOut = current.failedMatches >= Self.lockoutThreshold
+        switch factor {
+        case .passcode:
+            return device.passcodeSet ? nil : .passcodeNotSet
+        case .presence:
+            if device.passcodeSet { return nil }
+            return .passcodeNotSet
+        case .biometryAny:
+            if !device.passcodeSet { return .passcodeNotSet }
+            if !current.enrolled { return .notEnrolled }
+            return lockedOut ? .lockedOut : nil
+        case .biometryCurrentSet:
+            if boundDomain == nil || current.domainState != boundDomain { return .invalidated }
+            return lockedOut ? .lockedOut : nil
+        }
+    }
+
+    /// The enrollment a match now proves, if biometry can meet one of `pending`.
+    private func usableDomain(for pending: [AccessRequirement.Factor], boundDomain: String?) -> String? {
+        let current = record.withLock { $0 }
+        guard current.enrolled, current.failedMatches < Self.lockoutThreshold, let domain = current.domainState else {
+            return nil
+        }
+        let usable = pending.contains { factor in
+            switch factor {
+            case .presence, .biometryAny: return true
+            case .biometryCurrentSet: return boundDomain == domain
+            case .passcode: return false
+            }
+        }
+        return usable ? domain : nil
+    }
+
+    /// Checks a passcode answer as the device's unlock does: a wrong one counts as a
+    /// failed passcode attempt, a right one ends a biometry lockout.
+    private func verify(_ passcode: SecureBuffer) -> Bool {
+        do {
+            try device.unlock(passcode: passcode)
+        } catch {
+            return false
+        }
+        passcodeEntered()
+        return true
+    }
+
+    private func remember(_ proof: AuthenticationProof, _ key: String) {
+        contexts.withLock { contexts in
+            if contexts[key] == nil && contexts.count >= Self.maximumContexts { contexts.removeAll() }
+            contexts[key, default: AuthenticationProof()].merge(proof)
+        }
+    }
+
+}

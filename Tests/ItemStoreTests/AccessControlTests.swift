@@ -1,0 +1,223 @@
+// Items behind a SecAccessControl against the device's simulated user: what a read
+// answers for each of the user's answers, lockout, re-enrollment, contexts, and that
+// the flags are sealed with the item.
+import DPFSProtocol
+import DataProtection
+import Foundation
+import Testing
+@testable import ItemStore
+
+@Suite struct AccessControlTests {
+    static let currentSet = String(AccessControlFlags.biometryCurrentSet.rawValue)
+
+    func device(enrolled: Bool = true) throws -> TestDevice {
+        let t = try TestDevice()
+        if enrolled { try t.store.user.enroll(type: .faceID) }
+        return t
+    }
+
+    func find(_ t: TestDevice, _ service: String, _ interaction: KeychainAuthentication.Interaction = .allow,
+              context: String? = nil, limit: String? = nil) -> KeychainResponse {
+        var request = KeychainRequest(operation: .find, attributes: ["service": service], limit: limit, returning: "data")
+        request.authentication = KeychainAuthentication(interaction: interaction, context: context)
+        return t.store.perform(request)
+    }
+
+    func answer(_ t: TestDevice, _ answer: BiometryAnswer, times: Int = 1) throws {
+        try t.store.user.respond(answer, times: times, passcode: nil)
+    }
+
+    @Test func addAsksNothingAndAttributesNeedNoPrompt() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        let attributes = t.find(["service": "bank"], returning: "attributes")
+        #expect(attributes.status == 0)
+        #expect(attributes.items.first?.attributes?["accessControl"] == Self.currentSet)
+        #expect(find(t, "bank", .fail).status == SecStatus.interactionNotAllowed)
+        #expect(t.store.user.state().queued == 0)
+    }
+
+    @Test func eachAnswerGetsItsStatus() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "token").status == 0)
+        try answer(t, .match)
+        let found = find(t, "bank")
+        #expect(found.status == 0)
+        #expect(found.items.first?.data == Data("token".utf8))
+        try answer(t, .nomatch)
+        #expect(find(t, "bank").status == SecStatus.authFailed)
+        #expect(t.store.user.state().failedMatches == 1)
+        try answer(t, .cancel)
+        #expect(find(t, "bank").status == SecStatus.userCanceled)
+    }
+
+    @Test func fiveFailedMatchesLockOutUntilThePasscode() throws {
+        let t = try device()
+        #expect(t.add(["service": "face", "accessControl": Self.currentSet]).status == 0)
+        #expect(t.add(["service": "either", "accessControl": String(AccessControlFlags.userPresence.rawValue)],
+                      data: "either").status == 0)
+        try answer(t, .nomatch, times: 5)
+        for _ in 0..<5 { #expect(find(t, "face").status == SecStatus.authFailed) }
+        #expect(t.store.user.state().lockedOut)
+        try answer(t, .match)
+        #expect(find(t, "face").status == SecStatus.authFailed)
+        #expect(t.store.user.state().queued == 1, "a locked-out prompt takes no answer")
+        #expect(find(t, "either").status == SecStatus.authFailed, "the queued match cannot answer a passcode prompt")
+        try t.store.user.respond(.passcode, times: 1, passcode: TestDevice.secret(TestDevice.passcode))
+        #expect(find(t, "either").status == 0)
+        #expect(!t.store.user.state().lockedOut)
+    }
+
+    @Test func anUnlockEndsALockout() throws {
+        let t = try device()
+        try answer(t, .nomatch, times: 5)
+        #expect(t.add(["service": "face", "accessControl": Self.currentSet]).status == 0)
+        for _ in 0..<5 { _ = find(t, "face") }
+        #expect(t.store.user.state().lockedOut)
+        t.lock()
+        try t.unlock()
+        #expect(!t.store.user.state().lockedOut)
+    }
+
+    @Test func reenrollmentInvalidatesOnlyCurrentSetItems() throws {
+        let t = try device()
+        #expect(t.add(["service": "current", "accessControl": Self.currentSet]).status == 0)
+        #expect(t.add(["service": "any", "accessControl": String(AccessControlFlags.biometryAny.rawValue)]).status == 0)
+        let before = t.store.user.domainState
+        try t.store.user.reenroll(type: nil)
+        #expect(t.store.user.domainState != before)
+        try answer(t, .match)
+        #expect(find(t, "current").status == SecStatus.itemNotFound)
+        #expect(t.store.user.state().queued == 1, "an invalid item asks nothing")
+        #expect(find(t, "any").status == 0)
+        #expect(t.delete(["service": "current"]).status == 0)
+    }
+
+    @Test func currentSetNeedsAnEnrollment() throws {
+        let t = try device(enrolled: false)
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == SecStatus.authFailed)
+        #expect(t.add(["service": "bank", "accessControl": String(AccessControlFlags.biometryAny.rawValue)]).status == 0)
+        try answer(t, .match)
+        #expect(find(t, "bank").status == SecStatus.authFailed, "nothing enrolled: no match is possible")
+    }
+
+    @Test func skipLeavesProtectedItemsOut() throws {
+        let t = try device()
+        #expect(t.add(["service": "s", "account": "plain"], data: "plain").status == 0)
+        #expect(t.add(["service": "s", "account": "face", "accessControl": Self.currentSet]).status == 0)
+        let all = find(t, "s", .skip, limit: "all")
+        #expect(all.status == 0)
+        #expect(all.items.map(\.data) == [Data("plain".utf8)])
+        #expect(find(t, "s", .fail, limit: "all").status == SecStatus.interactionNotAllowed)
+    }
+
+    @Test func anEvaluatedContextSparesThePrompt() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        let token = String(repeating: "ab", count: 16)
+        try answer(t, .match)
+        #expect(t.store.user.evaluate(.biometrics, context: token, reuse: 0, interactive: true) == .granted)
+        #expect(find(t, "bank", .fail, context: token).status == 0)
+        #expect(find(t, "bank", .fail, context: String(repeating: "cd", count: 16)).status == SecStatus.interactionNotAllowed)
+        #expect(find(t, "bank", .fail, context: "ab").status == SecStatus.interactionNotAllowed, "a short token is ignored")
+        t.store.user.invalidate(context: token)
+        #expect(find(t, "bank", .fail, context: token).status == SecStatus.interactionNotAllowed)
+    }
+
+    @Test func updatingAProtectedItemAsksToo() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "old").status == 0)
+        try answer(t, .cancel)
+        #expect(t.update(["service": "bank"], newData: "new").status == SecStatus.userCanceled)
+        try answer(t, .match)
+        #expect(t.update(["service": "bank"], newData: "new").status == 0)
+        try answer(t, .match)
+        #expect(find(t, "bank").items.first?.data == Data("new".utf8))
+        #expect(t.find(["service": "bank"], returning: "attributes").items.first?.attributes?["accessControl"] == Self.currentSet,
+                "an update keeps the access control")
+    }
+
+    @Test func theFlagsAreSealedWithTheItem() throws {
+        let t = try device()
+        guard let domain = t.store.user.domainState else { Issue.record("not enrolled"); return }
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        try t.store.pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        let files = t.databaseFiles()
+        #expect(files.range(of: Data("accessControl".utf8)) == nil)
+        #expect(files.range(of: Data(domain.utf8)) == nil)
+    }
+
+    @Test func badFlagsAreErrSecParam() throws {
+        let t = try device()
+        for flags in ["faceOnly", String((AccessControlFlags.or.union(.and)).rawValue), String(1 << 7), ""] {
+            #expect(t.add(["service": "bad", "accessControl": flags]).status == SecStatus.param, "\(flags)")
+        }
+        #expect(AccessControlFlags(names: "biometryAny,or,devicePasscode") == [.biometryAny, .or, .devicePasscode])
+    }
+}
+
+@Suite struct SimulatedUserTests {
+    @Test func anUnansweredPromptFailsAsCancelledAfterItsTimeout() throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 0.3)
+        try user.enroll(type: .touchID)
+        let started = Date()
+        #expect(user.evaluate(.biometrics, context: String(repeating: "0", count: 32), reuse: 0, interactive: true) == .cancelled)
+        #expect(Date().timeIntervalSince(started) >= 0.25)
+    }
+
+    @Test func anAnswerGivenWhileThePromptWaitsIsTaken() throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 20)
+        try user.enroll(type: nil)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { try? user.respond(.match, times: 1, passcode: nil) }
+        #expect(user.evaluate(.biometrics, context: String(repeating: "1", count: 32), reuse: 0, interactive: true) == .granted)
+    }
+
+    @Test func twoPromptsAtOnceShareOneDeadline() async throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 4)
+        try user.enroll(type: nil)
+        let started = Date()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 2) { try? user.respond(.match, times: 1, passcode: nil) }
+        async let first = Task.detached { user.evaluate(.biometrics, context: String(repeating: "5", count: 32), reuse: 0, interactive: true) }.value
+        async let second = Task.detached { user.evaluate(.biometrics, context: String(repeating: "6", count: 32), reuse: 0, interactive: true) }.value
+        let outcomes = await [first, second]
+        #expect(outcomes.filter { $0 == .granted }.count == 1)
+        #expect(outcomes.filter { $0 == .cancelled }.count == 1)
+        // Answered at 2 s: the other prompt ends at 4 s, not 2 + 4.
+        #expect(Date().timeIntervalSince(started) < 5.5, "the waiting prompt does not start its own 4 s after the first")
+    }
+
+    @Test func theEnrollmentSurvivesAndRemovingThePasscodeEndsIt() throws {
+        let t = try TestDevice()
+        try t.store.user.enroll(type: .touchID)
+        let domain = t.store.user.domainState
+        let again = SimulatedUser(device: t.device)
+        #expect(again.domainState == domain)
+        #expect(again.state().type == .touchID)
+        try t.device.changePasscode(current: TestDevice.secret(TestDevice.passcode), new: nil)
+        #expect(!t.store.user.isEnrolled)
+        #expect(throws: BiometryError.passcodeNotSet) { try t.store.user.enroll(type: nil) }
+    }
+
+    @Test func aDamagedRecordReadsAsNothingEnrolled() throws {
+        let t = try TestDevice()
+        try t.store.user.enroll(type: nil)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: t.root + "/biometry.json"))
+        let user = SimulatedUser(device: t.device)
+        #expect(user.recordWasDamaged)
+        #expect(!user.isEnrolled)
+    }
+
+    @Test func theReuseDurationSparesARecentMatch() throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 0.2)
+        try user.enroll(type: nil)
+        try user.respond(.match, times: 1, passcode: nil)
+        #expect(user.evaluate(.biometrics, context: String(repeating: "2", count: 32), reuse: 0, interactive: true) == .granted)
+        #expect(user.evaluate(.biometrics, context: String(repeating: "3", count: 32), reuse: 60, interactive: false) == .granted)
+        t.device.advanceClock(by: 61)
+        #expect(user.evaluate(.biometrics, context: String(repeating: "4", count: 32), reuse: 60, interactive: false) == .notInteractive)
+    }
+}

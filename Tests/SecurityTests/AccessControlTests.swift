@@ -1,0 +1,143 @@
+// SecAccessControl and LocalAuthentication against a mounted device, written as
+// Apple-platform code writes them; the simulated user answers through `dpfs biometry`.
+import Foundation
+import LocalAuthentication
+import Security
+import XCTest
+
+final class AccessControlTests: MountedDeviceTestCase {
+    private let token: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                        kSecAttrService as String: "com.example.bank", kSecAttrAccount as String: "token"]
+
+    private func respond(_ answer: String, times: Int = 1) throws {
+        try device.dpfs("biometry", "respond", device.mountpoint, answer, "--times", String(times))
+    }
+
+    private func readToken(_ extra: [String: Any] = [:]) -> (OSStatus, String?) {
+        var query = token
+        query[kSecReturnData as String] = kCFBooleanTrue
+        query.merge(extra) { $1 }
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    private func storeToken(_ flags: SecAccessControlCreateFlags) throws -> OSStatus {
+        var error: Unmanaged<CFError>?
+        guard let access = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                                                           flags, &error) else {
+            throw error!.takeRetainedValue() as Error
+        }
+        var item = token
+        item[kSecAttrAccessControl as String] = access
+        item[kSecValueData as String] = Data("s3ss10n".utf8)
+        return SecItemAdd(item as CFDictionary, nil)
+    }
+
+    func testApplesValues() {
+        XCTAssertEqual(SecAccessControlCreateFlags.userPresence.rawValue, 1)
+        XCTAssertEqual(SecAccessControlCreateFlags.biometryAny.rawValue, 2)
+        XCTAssertEqual(SecAccessControlCreateFlags.biometryCurrentSet.rawValue, 8)
+        XCTAssertEqual(SecAccessControlCreateFlags.devicePasscode.rawValue, 16)
+        XCTAssertEqual(SecAccessControlCreateFlags.or.rawValue, 1 << 14)
+        XCTAssertEqual(SecAccessControlCreateFlags.and.rawValue, 1 << 15)
+        XCTAssertEqual(SecAccessControlCreateFlags.privateKeyUsage.rawValue, 1 << 30)
+        XCTAssertEqual(kSecAttrAccessControl, "accc")
+        XCTAssertEqual(kSecUseAuthenticationContext, "u_AuthCtx")
+        XCTAssertEqual(LAError.Code.biometryLockout.rawValue, -8)
+        XCTAssertEqual(LAError.Code.biometryNotEnrolled.rawValue, -7)
+        XCTAssertEqual(LAError.Code.userCancel.rawValue, -2)
+        XCTAssertEqual(LAError.Code.notInteractive.rawValue, -1004)
+        XCTAssertEqual(errSecUserCanceled, -128)
+    }
+
+    func testCreateWithFlagsRefusesWhatAppleRefuses() {
+        var error: Unmanaged<CFError>?
+        XCTAssertNil(SecAccessControlCreateWithFlags(nil, "not a protection" as CFTypeRef, .userPresence, &error))
+        let cfError = error?.takeRetainedValue()
+        XCTAssertEqual(cfError.map(CFErrorGetCode), CFIndex(errSecParam))
+        XCTAssertEqual(cfError.map(CFErrorGetDomain), kCFErrorDomainOSStatus)
+        XCTAssertNotNil(cfError.map(CFErrorCopyDescription))
+        XCTAssertNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.biometryAny, .or, .and], nil))
+        XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked as CFTypeRef, [.privateKeyUsage], nil))
+    }
+
+    func testABiometryItemAsksTheUser() throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        XCTAssertEqual(try storeToken(.biometryCurrentSet), errSecSuccess)
+
+        var attributesQuery = token
+        attributesQuery[kSecReturnAttributes as String] = true
+        var attributes: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(attributesQuery as CFDictionary, &attributes), errSecSuccess)
+        let access = (attributes as? [String: Any])?[kSecAttrAccessControl as String] as? SecAccessControl
+        XCTAssertEqual(access?.flags, .biometryCurrentSet)
+        XCTAssertEqual((attributes as? [String: Any])?[kSecAttrAccessible as String] as? String,
+                       kSecAttrAccessibleWhenUnlockedThisDeviceOnly)
+
+        try respond("match")
+        XCTAssertEqual(readToken().1, "s3ss10n")
+        try respond("nomatch")
+        XCTAssertEqual(readToken().0, errSecAuthFailed)
+        try respond("cancel")
+        XCTAssertEqual(readToken().0, errSecUserCanceled)
+        XCTAssertEqual(readToken([kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]).0, errSecInteractionNotAllowed)
+        XCTAssertEqual(readToken([kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]).0, errSecItemNotFound)
+
+        var both = token
+        both[kSecAttrAccount as String] = "other"
+        both[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlock
+        both[kSecAttrAccessControl as String] = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)
+        XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecParam, "two accessibilities")
+        both[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlocked
+        XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecSuccess, "the same accessibility twice")
+    }
+
+    func testLAContextAndTheKeychain() async throws {
+        let before = LAContext()
+        var error: NSError?
+        XCTAssertFalse(before.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotEnrolled.rawValue)
+        XCTAssertEqual(error?.domain, LAErrorDomain)
+        XCTAssertTrue(before.canEvaluatePolicy(.deviceOwnerAuthentication, error: nil))
+
+        try device.dpfs("biometry", "enroll", device.mountpoint, "--type", "touchID")
+        XCTAssertEqual(try storeToken(.biometryAny), errSecSuccess)
+        let context = LAContext()
+        XCTAssertTrue(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertEqual(context.biometryType, .touchID)
+        let domain = context.evaluatedPolicyDomainState
+        XCTAssertNotNil(domain)
+
+        try respond("cancel")
+        do {
+            _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+            XCTFail("a cancelled prompt must throw")
+        } catch LAError.userCancel {
+        } catch {
+            XCTFail("expected LAError.userCancel, got \(error)")
+        }
+        try respond("match")
+        let evaluated = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+        XCTAssertTrue(evaluated)
+        // The evaluated context reads the item twice without another answer.
+        for _ in 0..<2 {
+            XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context,
+                                      kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]).1, "s3ss10n")
+        }
+
+        let replied = expectation(description: "reply")
+        try respond("nomatch")
+        LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in") { success, error in
+            XCTAssertFalse(success)
+            XCTAssertEqual((error as? LAError)?.code, .authenticationFailed)
+            replied.fulfill()
+        }
+        await fulfillment(of: [replied], timeout: 30)
+
+        try device.dpfs("biometry", "reenroll", device.mountpoint)
+        let after = LAContext()
+        _ = after.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil)
+        XCTAssertNotEqual(after.evaluatedPolicyDomainState, domain)
+    }
+}
