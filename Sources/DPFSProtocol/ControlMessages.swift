@@ -25,6 +25,8 @@ public enum ControlRequest: Codable, Sendable {
     /// request on it acts as that app (ControlScope). It lives as long as the
     /// connection that asked for it; the reply names it in `socket`.
     case appSession(bundleID: String?, deviceControl: Bool)
+    /// A SecKey call the app cannot answer alone (KeyRequest).
+    case secKey(KeyRequest)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -40,6 +42,8 @@ public struct ControlReply: Codable, Sendable {
     public var socket: String?
     /// Which of the failures scripts tell apart this is, if one (with ok false).
     public var failure: ControlFailure?
+    /// For secKey: the key call's answer.
+    public var key: KeyResponse?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

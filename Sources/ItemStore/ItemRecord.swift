@@ -9,13 +9,17 @@ import Foundation
 struct ItemRecord: Sendable {
     var identity: ItemIdentity
     var label: String?
+    /// Of a key item: its public key (X9.63, hex), so a key found while its class is
+    /// locked still has one.
+    var publicKey: String?
     /// Unix time in seconds. Sealed, not clear: when a password was set or last
     /// changed is nobody's business either.
     var created: Double
     var modified: Double
 
-    init(identity: ItemIdentity, label: String?, created: Double, modified: Double) {
-        self.identity = identity; self.label = label; self.created = created; self.modified = modified
+    init(identity: ItemIdentity, label: String?, publicKey: String? = nil, created: Double, modified: Double) {
+        self.identity = identity; self.label = label; self.publicKey = publicKey
+        self.created = created; self.modified = modified
     }
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
@@ -28,6 +32,7 @@ struct ItemRecord: Sendable {
         var pairs: [(String, String)] = identity.itemClass.keyAttributes.map { ($0.rawValue, identity.keys[$0] ?? $0.absent) }
         pairs += [("accessGroup", identity.accessGroup), ("created", String(created)), ("modified", String(modified))]
         if let label { pairs.append(("label", label)) }
+        if let publicKey { pairs.append(("publicKey", publicKey)) }
         return FieldEncoding.lengthPrefixed(pairs.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] })
     }
 
@@ -74,6 +79,7 @@ struct ItemRecord: Sendable {
         identity = ItemIdentity(itemClass: itemClass, given: keyValues, accessGroup: group,
                                 synchronizable: item.columns.synchronizable)
         label = values["label"]
+        publicKey = values["publicKey"]
         self.created = created
         self.modified = modified
     }

@@ -35,6 +35,10 @@ extension ItemStore {
         if let group = changes.accessGroup, !caller.allows(group) {
             throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
         }
+        let fixed: [KeyAttribute] = [.keyClass, .applicationLabel, .keyType, .keySizeInBits, .tokenID]
+        if changes.publicKey != nil || fixed.contains(where: { changes.keys[$0] != nil }) {
+            throw SecError(SecStatus.param, "a key's class, type, size, token and public key cannot change")
+        }
         if changes.synchronizable == .any {
             throw SecError(SecStatus.param, "an item is synchronizable or not, never any")
         }
@@ -55,7 +59,8 @@ extension ItemStore {
         let accessibility = changes.accessible ?? oldAccessibility
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
-        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, created: old.created, modified: now)
+        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, publicKey: old.publicKey,
+                                created: old.created, modified: now)
         let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
         var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
         if newData != nil || columns != item.columns {

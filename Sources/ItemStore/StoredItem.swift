@@ -139,6 +139,7 @@ struct StoredItem: Sendable {
         ]
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
         if let label = record.label { attributes["label"] = label }
+        if let publicKey = record.publicKey { attributes["publicKey"] = publicKey }
         return attributes
     }
 }

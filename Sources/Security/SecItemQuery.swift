@@ -17,6 +17,10 @@ struct SecItemQuery {
     var returnData = false
     var returnAttributes = false
     var returnPersistentRef = false
+    /// kSecReturnRef of key items: a SecKey.
+    var returnRef = false
+    /// kSecValueRef: the key a query names, or an add stores.
+    var valueRef: SecKey?
     /// "one" or "all", as the store spells kSecMatchLimit.
     var limit: String?
     /// A numeric kSecMatchLimit above one: the store returns all, the caller gets this many.
@@ -38,7 +42,8 @@ struct SecItemQuery {
             switch key {
             case kSecClass:
                 let itemClass = try Self.string(value)
-                guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword else {
+                guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword
+                        || itemClass == kSecClassKey else {
                     // Certificates, keys and identities are Apple classes this keychain lacks.
                     throw SecItemRefusal(status: Self.otherAppleClasses.contains(itemClass) ? errSecUnimplemented : errSecParam)
                 }
@@ -68,8 +73,13 @@ struct SecItemQuery {
             case kSecReturnPersistentRef where role == .query: returnPersistentRef = try Self.bool(value)
             case kSecMatchLimit where role == .query: try parseLimit(value)
             case kSecReturnRef where role == .query:
-                // A password item has no ref object; iOS ignores a return key set to false.
-                if try Self.bool(value) { throw SecItemRefusal.param }
+                // Only a key item has a ref object; iOS ignores a return key set to false.
+                returnRef = try Self.bool(value)
+            case kSecValueRef where role == .query:
+                guard let key = value as? SecKey else { throw SecItemRefusal.param }
+                valueRef = key
+            case _ where KeyItemAttributes.handles(key):
+                try KeyItemAttributes.parse(key, value, into: &attributes)
             case kSecUseDataProtectionKeychain, kSecUseAuthenticationUI, kSecUseOperationPrompt:
                 break  // one keychain, no user to prompt: accepted as on iOS, where they change nothing here
             default:
@@ -77,7 +87,9 @@ struct SecItemQuery {
                 throw SecItemRefusal.param
             }
         }
+        if let key = valueRef { KeyItemAttributes.identify(key, in: &attributes) }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
+        if returnRef && attributes["class"] != kSecClassKey { throw SecItemRefusal.param }
     }
 
     private mutating func parseLimit(_ value: Any) throws {
@@ -99,6 +111,8 @@ struct SecItemQuery {
     /// persistent ref is wanted (the ref is made from them), and attributes when nothing
     /// is (the cheapest reply that still says whether a match exists and is available).
     var returning: String? {
+        // A SecKey is made from the key item's attributes and its data.
+        if returnRef { return "both" }
         let wantsAttributes = returnAttributes || returnPersistentRef
         switch (returnData, wantsAttributes) {
         case (true, true): return "both"
@@ -108,7 +122,7 @@ struct SecItemQuery {
         }
     }
 
-    var wantsResult: Bool { returnData || returnAttributes || returnPersistentRef }
+    var wantsResult: Bool { returnData || returnAttributes || returnPersistentRef || returnRef }
 
     private static func string(_ value: Any) throws -> String {
         guard let string = value as? String else { throw SecItemRefusal.param }
