@@ -70,7 +70,7 @@ final class SecKeyTests: MountedDeviceTestCase {
         let (foundSignature, foundFailure) = sign(again, challenge)
         XCTAssertNil(foundFailure)
         XCTAssertTrue(verify(key, challenge, try XCTUnwrap(foundSignature)), "the key found by tag is the same key")
-        let attributes = try XCTUnwrap(SecKeyCopyAttributes(again) as? [String: Any])
+        let attributes: [String: Any] = try XCTUnwrap(SecKeyCopyAttributes(again))
         XCTAssertEqual(attributes[kSecAttrTokenID as String] as? String, kSecAttrTokenIDSecureEnclave)
         XCTAssertEqual(attributes[kSecAttrApplicationTag as String] as? Data, Data("com.example.signing".utf8))
         XCTAssertEqual(attributes[kSecAttrKeyClass as String] as? String, kSecAttrKeyClassPrivate)

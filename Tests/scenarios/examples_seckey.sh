@@ -39,7 +39,7 @@ expect_eq "the key found by tag is the key made" "$(public_key_of "$second")" "$
 check "lock --now" "$DPFS" lock "$MNT" --now
 locked=$(run_example --locked) && pass "locked: the WhenUnlocked key cannot be found (errSecInteractionNotAllowed)" \
     || fail "locked run answers as iOS" "$(printf '%s' "$locked" | head -5)"
-if run_example >/dev/null; then fail "signing while locked fails"; else pass "signing while locked fails"; fi
+if run_example >/dev/null; then fail "the unlocked flow fails while locked"; else pass "the unlocked flow fails while locked"; fi
 
 check "restart" "$DPFS" restart "$MNT"
 check "unlock after restart" unlock_device
