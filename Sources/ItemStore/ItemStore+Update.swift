@@ -51,6 +51,9 @@ extension ItemStore {
                       now: Double, _ db: Database) throws {
         guard let oldAccessibility = item.accessibility else { throw StoredItem.damaged }
         let old = try record(of: item)
+        if newData != nil, old.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID {
+            throw SecError(SecStatus.param, "a Secure Enclave key's data is the daemon's own")
+        }
         var given = old.identity.keys
         given.merge(changes.keys) { $1 }
         let identity = ItemIdentity(itemClass: old.identity.itemClass, given: given,

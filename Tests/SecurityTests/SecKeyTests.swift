@@ -101,6 +101,10 @@ final class SecKeyTests: MountedDeviceTestCase {
         XCTAssertNotEqual(data.count, 97)
         XCTAssertNil(SecKeyCreateWithData(data as CFData, [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
                                                            kSecAttrKeyClass as String: kSecAttrKeyClassPrivate] as CFDictionary, nil))
+        let replace: [String: Any] = [kSecValueData as String: Data(repeating: 1, count: 97)]
+        XCTAssertEqual(SecItemUpdate(query.filter { $0.key != kSecReturnData as String } as CFDictionary,
+                                     replace as CFDictionary), errSecParam, "an SE key's data is not the app's to replace")
+        XCTAssertNil(sign(key, Data("still signs".utf8)).1)
         // Nor may an app pose as the enclave by adding a key item with its token.
         let forged: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
                                      kSecValueData as String: publicData]
