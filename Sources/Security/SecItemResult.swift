@@ -19,7 +19,11 @@ enum SecItemResult {
         let storeAttributes = item.attributes ?? [:]
         if query.returnRef {
             let key = KeyItemAttributes.key(from: storeAttributes, data: item.data)
-            guard query.returnAttributes || query.returnData || query.returnPersistentRef else { return key as Any }
+            guard query.returnAttributes || query.returnData || query.returnPersistentRef else {
+                // A key item that yields no key (a damaged row) still answers, as NSNull.
+                if let key { return key }
+                return NSNull()
+            }
             var dictionary = query.returnAttributes ? appleAttributes(storeAttributes) : [:]
             if let key { dictionary[kSecValueRef] = key }
             if query.returnPersistentRef, let ref = PersistentRef.make(from: storeAttributes) {
