@@ -88,7 +88,10 @@ let package = Package(
         // The test device every test target that needs one makes (Tests/TestSupport).
         .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
-        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol", "TestSupport"]),
+        .testTarget(name: "ItemStoreTests", dependencies: [
+            "ItemStore", "DataProtection", "DPFSProtocol", "TestSupport", "SecKeyCrypto",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
