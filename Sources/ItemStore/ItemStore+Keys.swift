@@ -94,18 +94,18 @@ extension ItemStore {
         guard let algorithm = request.algorithm.flatMap(KeyAlgorithm.init(rawValue:)) else {
             throw SecError(SecStatus.param, "this key does not do \(request.algorithm ?? "an unnamed algorithm")")
         }
-        let output: Data = try enclave.withPrivateKey(token: token, caller: caller) { key in
+        let output: Data = try enclave.withScalar(token: token, caller: caller) { scalar in
             do {
                 switch (request.operation, algorithm.kind) {
                 case (.sign, .signature):
-                    return try ECDSA.sign(input, algorithm: algorithm, with: key)
+                    return try ECDSA.sign(input, algorithm: algorithm, with: P256.Signing.PrivateKey(rawRepresentation: scalar))
                 case (.decrypt, .encryption):
-                    let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
-                    return try ECIES.decrypt(input, with: agreement, variableIV: algorithm.variableIV)
+                    return try ECIES.decrypt(input, with: P256.KeyAgreement.PrivateKey(rawRepresentation: scalar),
+                                             variableIV: algorithm.variableIV)
                 case (.keyExchange, .keyExchange):
-                    let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
                     let other = try P256.KeyAgreement.PublicKey(x963Representation: input)
-                    return try agreement.sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
+                    return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar)
+                        .sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
                 default:
                     throw SecError(SecStatus.param, "\(algorithm.rawValue) is not a \(request.operation.rawValue) algorithm")
                 }

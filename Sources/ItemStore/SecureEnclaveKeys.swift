@@ -32,15 +32,18 @@ struct SecureEnclaveKeys {
         }
     }
 
-    /// A new key pair: its wrapped scalar and public key (X9.63). The scalar passes
-    /// through swift-crypto's own memory while the key is made, never through a reply.
+    /// A new key pair: its wrapped scalar and public key (X9.63). The scalar is drawn
+    /// into locked memory and handed to swift-crypto from there (a random 32 bytes is a
+    /// valid P-256 scalar but with odds of about 2^-32, when it is drawn again), so it
+    /// never sits in a Swift Data.
     func generate() -> (wrapped: Data, publicKey: Data) {
-        let key = P256.Signing.PrivateKey()
-        let publicKey = key.publicKey.x963Representation
-        let scalar = key.rawRepresentation.withUnsafeBytes { SecureBuffer(copying: $0) }
-        let wrapped = AEAD.seal(scalar, additionalData: Self.innerAD(publicKey), key: enclaveKey)
-        scalar.wipe()
-        return (Data(wrapped), publicKey)
+        while true {
+            let scalar = SecureBuffer.random(count: Self.scalarSize)
+            defer { scalar.wipe() }
+            guard let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar.bytes) else { continue }
+            let publicKey = key.publicKey.x963Representation
+            return (Data(AEAD.seal(scalar, additionalData: Self.innerAD(publicKey), key: enclaveKey)), publicKey)
+        }
     }
 
     /// The token of a wrapped scalar; errSecInteractionNotAllowed when the class key is not in memory.
@@ -55,8 +58,9 @@ struct SecureEnclaveKeys {
                                                  Array(publicKey), sealed]))
     }
 
-    /// Lends `body` the private key of a token the caller may use.
-    func withPrivateKey<R>(token: Data, caller: AccessScope, _ body: (P256.Signing.PrivateKey) throws -> R) throws -> R {
+    /// Lends `body` the private scalar of a token the caller may use, in locked memory
+    /// wiped when `body` returns, checked against the token's public key.
+    func withScalar<R>(token: Data, caller: AccessScope, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         guard let fields = token.withUnsafeBytes(FieldEncoding.fields), fields.count == 5, fields[0] == Self.tokenMagic,
               let accessibility = String(validating: fields[1], as: UTF8.self).flatMap(Accessibility.init(rawValue:)),
               let group = String(validating: fields[2], as: UTF8.self) else {
@@ -70,18 +74,18 @@ struct SecureEnclaveKeys {
             AEAD.open(fields[4], additionalData: Self.outerAD(accessibility, group, publicKey), key: $0)
         }
         guard let outcome = opened else { throw ItemCrypto.unavailable(accessibility) }
-        guard let inner = outcome else { throw SecError(SecStatus.decode, "the key's token fails its integrity check") }
+        guard let inner = outcome else { throw Self.damaged }
         defer { inner.wipe() }
         guard let scalar = AEAD.open(Array(inner.bytes), additionalData: Self.innerAD(publicKey), key: enclaveKey) else {
-            throw SecError(SecStatus.decode, "the key's token fails its integrity check")
+            throw Self.damaged
         }
         defer { scalar.wipe() }
         guard let key = try? P256.Signing.PrivateKey(rawRepresentation: scalar.bytes),
-              key.publicKey.x963Representation == publicKey else {
-            throw SecError(SecStatus.decode, "the key's token fails its integrity check")
-        }
-        return try body(key)
+              key.publicKey.x963Representation == publicKey else { throw Self.damaged }
+        return try body(scalar.bytes)
     }
+
+    private static let damaged = SecError(SecStatus.decode, "the key's token fails its integrity check")
 
     private static let tokenMagic = Array("dpfs.setoken.v1".utf8)
 
