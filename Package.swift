@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // P-256, SHA-256, AES-GCM and the X9.63 KDF of SecKey (no hand-written curve code).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium",
@@ -50,7 +52,8 @@ let package = Package(
         .target(name: "DataProtection", dependencies: ["DPFSProtocol", "CSodium", "CLinux", "CTss"], swiftSettings: testHooks),
         .target(name: "ItemStore", dependencies: [
             "DataProtection", "DPFSProtocol",
-            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "GRDB", package: "GRDB.swift"), "SecKeyCrypto",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
         .target(name: "BlockStore", dependencies: ["DataProtection", "CLinux"]),
@@ -59,7 +62,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
-        .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux"]),
+        // SecKey's P-256 work (ECDSA, Apple's ECIES, key encodings) on swift-crypto,
+        // shared by the app's Security library and the daemon's item store.
+        .target(name: "SecKeyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux", "SecKeyCrypto"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -85,10 +91,15 @@ let package = Package(
         .executableTarget(name: "ExampleBiometryGatedToken",
                           dependencies: ["Security", "LocalAuthentication", "DataProtectionKit", "ExampleSupport"],
                           path: "Sources/Examples/BiometryGatedToken"),
+        .executableTarget(name: "ExampleSecureEnclaveSigningKey", dependencies: ["Security", "ExampleSupport"],
+                          path: "Sources/Examples/SecureEnclaveSigningKey"),
         // The test device every test target that needs one makes (Tests/TestSupport).
         .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
-        .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol", "TestSupport"]),
+        .testTarget(name: "ItemStoreTests", dependencies: [
+            "ItemStore", "DataProtection", "DPFSProtocol", "TestSupport", "SecKeyCrypto",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),

@@ -19,7 +19,7 @@ public enum ControlScope: Sendable, Equatable {
     func refusal(of request: ControlRequest) -> String? {
         guard case .app(let bundleID, let deviceControl) = self else { return nil }
         switch request {
-        case .status, .events, .keychain:
+        case .status, .events, .keychain, .secKey:
             return nil
         case .appIdentity(let named):
             return named == nil || named == bundleID ? nil : Self.notOtherApp(bundleID, named)
@@ -51,6 +51,18 @@ public enum ControlScope: Sendable, Equatable {
         return .allowed(scoped)
     }
 
+    /// The key request as this scope may send it, by the same rule as keychain requests.
+    func scoped(_ request: KeyRequest) -> Result<KeyRequest, KeyRefusal> {
+        guard case .app(let bundleID, _) = self else { return .success(request) }
+        guard request.app == nil || request.app == bundleID else {
+            return .failure(KeyRefusal(response: KeyResponse(status: SecStatus.missingEntitlement,
+                                                             message: Self.notOtherApp(bundleID, request.app))))
+        }
+        var scoped = request
+        scoped.app = bundleID
+        return .success(scoped)
+    }
+
     private static func notOtherApp(_ bundleID: String, _ other: String?) -> String {
         "this process runs as \(bundleID) and cannot act as \(other ?? "another app")"
     }
@@ -59,4 +71,8 @@ public enum ControlScope: Sendable, Equatable {
 enum ScopedKeychainRequest {
     case allowed(KeychainRequest)
     case refused(KeychainResponse)
+}
+
+struct KeyRefusal: Error {
+    let response: KeyResponse
 }

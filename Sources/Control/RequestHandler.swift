@@ -55,6 +55,18 @@ struct RequestHandler {
                 }
                 let response = items.perform(keychainRequest)
                 return ControlReply(ok: response.status == 0, keychain: response)
+            case .secKey(let asked):
+                switch scope.scoped(asked) {
+                case .success(let request):
+                    let response = items.performKey(request)
+                    var reply = ControlReply(ok: response.status == 0)
+                    reply.key = response
+                    return reply
+                case .failure(let refusal):
+                    var reply = ControlReply(ok: false)
+                    reply.key = refusal.response
+                    return reply
+                }
             case .appAdd(let entitlements):
                 let bundleID = try items.registerApp(entitlements: entitlements)
                 return ControlReply(ok: true, message: "registered \(bundleID)")

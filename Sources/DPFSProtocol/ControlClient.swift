@@ -118,7 +118,7 @@ public final class ControlClient {
         try Frame(body: ControlCoding.encode(request), secrets: secrets).write(to: fd)
         let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1))
         let reply = try ControlCoding.decode(ControlReply.self, frame.body)
-        if !reply.ok && reply.keychain == nil {
+        if !reply.ok && reply.keychain == nil && reply.key == nil {
             throw ControlClientError.daemon(reply.error ?? "the daemon refused the request", failure: reply.failure)
         }
         return reply

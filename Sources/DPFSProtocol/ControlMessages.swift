@@ -27,6 +27,8 @@ public enum ControlRequest: Codable, Sendable {
     case appSession(bundleID: String?, deviceControl: Bool)
     /// The simulated user's biometry (BiometryMessages).
     case biometry(BiometryRequest)
+    /// A SecKey call the app cannot answer alone (KeyRequest).
+    case secKey(KeyRequest)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -44,6 +46,8 @@ public struct ControlReply: Codable, Sendable {
     public var failure: ControlFailure?
     /// For biometry requests: the simulated user's biometry after the request.
     public var biometry: BiometryReply?
+    /// For secKey: the key call's answer.
+    public var key: KeyResponse?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -5,12 +5,13 @@ import DPFSProtocol
 import Foundation
 
 enum ItemClass: String, Sendable {
-    case genp, inet
+    case genp, inet, keys
 
     init?(name: String) {
         switch name {
         case "genp", "kSecClassGenericPassword", "GenericPassword": self = .genp
         case "inet", "kSecClassInternetPassword", "InternetPassword": self = .inet
+        case "keys", "kSecClassKey", "Key": self = .keys
         default: return nil
         }
     }
@@ -20,6 +21,7 @@ enum ItemClass: String, Sendable {
         switch self {
         case .genp: return [.service, .account]
         case .inet: return [.server, .protocolType, .port, .path, .account, .securityDomain, .authenticationType]
+        case .keys: return [.keyClass, .applicationLabel, .applicationTag, .keyType, .keySizeInBits, .tokenID]
         }
     }
 }
@@ -28,6 +30,9 @@ enum ItemClass: String, Sendable {
 /// key and the column name.
 enum KeyAttribute: String, CaseIterable, Sendable {
     case service, account, server, protocolType = "protocol", port, path, securityDomain, authenticationType
+    /// Of keys: "private" or "public"; the application label and tag in hex; "ec";
+    /// the size in bits; "secureEnclave" for a key that never leaves the daemon.
+    case keyClass, applicationLabel, applicationTag, keyType, keySizeInBits, tokenID
 
     /// The stored value of an absent attribute: Apple treats absent as empty.
     var absent: String { self == .port ? "0" : "" }
@@ -50,6 +55,8 @@ struct ParsedAttributes {
     var itemClass: ItemClass?
     var keys: [KeyAttribute: String] = [:]
     var label: String?
+    /// Of keys: the public key's X9.63 form in hex, sealed with the attributes.
+    var publicKey: String?
     var accessGroup: String?
     var accessible: Accessibility?
     var synchronizable: SyncFilter?
@@ -62,9 +69,10 @@ struct ParsedAttributes {
         for (name, value) in raw {
             switch name {
             case "class":
-                guard let parsed = ItemClass(name: value) else { throw SecError(SecStatus.param, "class must be genp or inet") }
+                guard let parsed = ItemClass(name: value) else { throw SecError(SecStatus.param, "class must be genp, inet or keys") }
                 itemClass = parsed
             case "label": label = value
+            case "publicKey": publicKey = value
             case "accessGroup":
                 guard !value.isEmpty else { throw SecError(SecStatus.param, "the access group may not be empty") }
                 accessGroup = value
@@ -95,6 +103,10 @@ struct ParsedAttributes {
 
     /// Ports compare as numbers, so "0443" finds the item added as "443".
     private static func canonical(_ key: KeyAttribute, _ value: String) throws -> String {
+        if key == .keySizeInBits {
+            guard let bits = Int(value), bits > 0 else { throw SecError(SecStatus.param, "keySizeInBits must be a number") }
+            return String(bits)
+        }
         guard key == .port else { return value }
         guard let port = Int(value), (0...65535).contains(port) else {
             throw SecError(SecStatus.param, "port must be a number from 0 to 65535")

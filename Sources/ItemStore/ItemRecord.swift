@@ -9,6 +9,9 @@ import Foundation
 struct ItemRecord: Sendable {
     var identity: ItemIdentity
     var label: String?
+    /// Of a key item: its public key (X9.63, hex), so a key found while its class is
+    /// locked still has one.
+    var publicKey: String?
     /// Unix time in seconds. Sealed, not clear: when a password was set or last
     /// changed is nobody's business either.
     var created: Double
@@ -16,9 +19,10 @@ struct ItemRecord: Sendable {
     /// kSecAttrAccessControl, sealed with the other attributes; nil for an item without.
     var accessControl: StoredAccessControl?
 
-    init(identity: ItemIdentity, label: String?, created: Double, modified: Double,
+    init(identity: ItemIdentity, label: String?, publicKey: String? = nil, created: Double, modified: Double,
          accessControl: StoredAccessControl? = nil) {
-        self.identity = identity; self.label = label; self.created = created; self.modified = modified
+        self.identity = identity; self.label = label; self.publicKey = publicKey
+        self.created = created; self.modified = modified
         self.accessControl = accessControl
     }
 
@@ -33,6 +37,7 @@ struct ItemRecord: Sendable {
         pairs += [("accessGroup", identity.accessGroup), ("created", String(created)), ("modified", String(modified))]
         if let label { pairs.append(("label", label)) }
         if let accessControl { pairs += accessControl.pairs }
+        if let publicKey { pairs.append(("publicKey", publicKey)) }
         return FieldEncoding.lengthPrefixed(pairs.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] })
     }
 
@@ -80,6 +85,7 @@ struct ItemRecord: Sendable {
                                 synchronizable: item.columns.synchronizable)
         label = values["label"]
         accessControl = try StoredAccessControl(values)
+        publicKey = values["publicKey"]
         self.created = created
         self.modified = modified
     }

@@ -5,12 +5,17 @@ import Foundation
 import GRDB
 
 extension ItemStore {
-    func add(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
+    /// `generatedKey`: the item is a key the daemon just made (ItemStore+Keys); only
+    /// such a key may name a token.
+    func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false) throws -> KeychainResponse {
         guard request.limit == nil, request.updateAttributes.isEmpty, request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
         let shape = try ReturnShape.parse(request.returning)
         let attributes = try ParsedAttributes(request.attributes)
+        if !generatedKey, !(attributes.keys[.tokenID] ?? "").isEmpty {
+            throw SecError(SecStatus.param, "a Secure Enclave key is made by SecKeyCreateRandomKey, never added")
+        }
         let group = attributes.accessGroup ?? caller.defaultGroup
         guard caller.allows(group) else {
             throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
@@ -32,8 +37,8 @@ extension ItemStore {
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
         let accessControl = try attributes.accessControl.map { try bind($0) }
-        let record = ItemRecord(identity: identity, label: attributes.label, created: now, modified: now,
-                                accessControl: accessControl)
+        let record = ItemRecord(identity: identity, label: attributes.label, publicKey: attributes.publicKey,
+                                created: now, modified: now, accessControl: accessControl)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
         try commit { db in
             try checkNoDuplicate(columns, db)

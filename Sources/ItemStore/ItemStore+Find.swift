@@ -25,7 +25,7 @@ extension ItemStore {
             KeychainResponse.Item(attributes: shape.includesAttributes
                                       ? StoredItem.attributes(of: try record(of: item), accessibleName: item.columns.accessibleName)
                                       : nil,
-                                  data: shape.includesData ? try crypto.openForReply(item) : nil)
+                                  data: shape.includesData ? try replyData(for: item) : nil)
         }
         return KeychainResponse(status: SecStatus.success, items: items)
     }

@@ -45,6 +45,10 @@ extension ItemStore {
         if let group = changes.accessGroup, !caller.allows(group) {
             throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
         }
+        let fixed: [KeyAttribute] = [.keyClass, .applicationLabel, .keyType, .keySizeInBits, .tokenID]
+        if changes.publicKey != nil || fixed.contains(where: { changes.keys[$0] != nil }) {
+            throw SecError(SecStatus.param, "a key's class, type, size, token and public key cannot change")
+        }
         if changes.synchronizable == .any {
             throw SecError(SecStatus.param, "an item is synchronizable or not, never any")
         }
@@ -57,6 +61,9 @@ extension ItemStore {
                       now: Double, _ db: Database) throws {
         guard let oldAccessibility = item.accessibility else { throw StoredItem.damaged }
         let old = try record(of: item)
+        if newData != nil, old.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID {
+            throw SecError(SecStatus.param, "a Secure Enclave key's data is the daemon's own")
+        }
         var given = old.identity.keys
         given.merge(changes.keys) { $1 }
         let identity = ItemIdentity(itemClass: old.identity.itemClass, given: given,
@@ -66,8 +73,8 @@ extension ItemStore {
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let accessControl = try changes.accessControl.map { try bind($0) } ?? old.accessControl
-        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, created: old.created, modified: now,
-                                accessControl: accessControl)
+        let record = ItemRecord(identity: identity, label: changes.label ?? old.label, publicKey: old.publicKey,
+                                created: old.created, modified: now, accessControl: accessControl)
         let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
         var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
         if newData != nil || columns != item.columns {

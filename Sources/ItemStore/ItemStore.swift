@@ -118,7 +118,7 @@ public final class ItemStore: Sendable {
         }
     }
 
-    private func scope(of bundleID: String?) throws -> AccessScope {
+    func scope(of bundleID: String?) throws -> AccessScope {
         // The lookup holds the lock, so a registration (which clears the cache after
         // its commit) can never be overtaken by a scope read before it.
         try callers.withLock { cache in

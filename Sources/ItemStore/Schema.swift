@@ -25,8 +25,8 @@ enum Schema {
         return pool
     }
 
-    /// A v1 store kept item attributes in clear; it is refused, never read or
-    /// migrated (dpfs has no deployed keychains to carry over).
+    /// A v1 store kept item attributes in clear, a v2 store had no key items; both are
+    /// refused, never read or migrated (dpfs has no deployed keychains to carry over).
     private static func refuseOlderSchema(_ pool: DatabasePool, path: String) throws {
         let applied = try pool.read { db -> [String] in
             guard try db.tableExists("grdb_migrations") else { return [] }
@@ -38,7 +38,7 @@ enum Schema {
         }
     }
 
-    static let currentVersion = "v2"
+    static let currentVersion = "v3"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -65,6 +65,12 @@ enum Schema {
                     path BLOB NOT NULL,
                     securityDomain BLOB NOT NULL,
                     authenticationType BLOB NOT NULL,
+                    keyClass BLOB NOT NULL,
+                    applicationLabel BLOB NOT NULL,
+                    applicationTag BLOB NOT NULL,
+                    keyType BLOB NOT NULL,
+                    keySizeInBits BLOB NOT NULL,
+                    tokenID BLOB NOT NULL,
                     accessGroup BLOB NOT NULL,
                     synchronizable INTEGER NOT NULL,
                     label BLOB,
@@ -75,9 +81,12 @@ enum Schema {
                 -- Apple's uniqueness key. service then server first: a genp query names
                 -- service (server is always absent), an inet query server (service is
                 -- absent), so both find their rows through a prefix of this one index.
+                -- A key's identity (class keys) is its key class, application label
+                -- (the public key's SHA-1), tag, type, size and token.
                 CREATE UNIQUE INDEX items_identity ON items(
                     class, service, server, account, protocol, port, path,
-                    securityDomain, authenticationType, accessGroup, synchronizable);
+                    securityDomain, authenticationType, keyClass, applicationLabel,
+                    applicationTag, keyType, keySizeInBits, tokenID, accessGroup, synchronizable);
                 """)
         }
         // The generation every write bumps (ItemStore+Generation).

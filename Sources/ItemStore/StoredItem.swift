@@ -140,6 +140,7 @@ struct StoredItem: Sendable {
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
         if let label = record.label { attributes["label"] = label }
         if let accessControl = record.accessControl { attributes["accessControl"] = String(accessControl.flags.rawValue) }
+        if let publicKey = record.publicKey { attributes["publicKey"] = publicKey }
         return attributes
     }
 }

@@ -31,3 +31,8 @@ extension CFError {
                 userInfo: [NSLocalizedDescriptionKey: "\(SecStatus.describe(status)): \(reason)"])
     }
 }
+
+/// Fills a SecKey call's error out-parameter, as Apple's calls do on failure.
+func report(_ status: OSStatus, _ message: String, to error: UnsafeMutablePointer<Unmanaged<CFError>?>?) {
+    error?.pointee = Unmanaged.passRetained(CFError.osStatus(status, message))
+}

@@ -20,11 +20,22 @@ final class DeviceConnection: Sendable {
 
     /// One keychain request as the calling app; nil when no device answers.
     func send(_ request: KeychainRequest) -> KeychainResponse? {
-        guard let mountpoint = Self.environment("DPFS_MOUNT") else { return nil }
         var request = request
         request.app = Self.environment("DPFS_APP")
+        return call(.keychain(request)) { $0.keychain }
+    }
+
+    /// One SecKey request as the calling app; nil when no device answers.
+    func send(_ request: KeyRequest) -> KeyResponse? {
+        var request = request
+        request.app = Self.environment("DPFS_APP")
+        return call(.secKey(request)) { $0.key }
+    }
+
+    private func call<Answer>(_ request: ControlRequest, _ answer: (ControlReply) -> Answer?) -> Answer? {
+        guard let mountpoint = Self.environment("DPFS_MOUNT") else { return nil }
         if let pooled = take(mountpoint) {
-            switch exchange(pooled, request) {
+            switch exchange(pooled, request, answer) {
             case .answered(let response):
                 give(pooled)
                 return response
@@ -34,18 +45,19 @@ final class DeviceConnection: Sendable {
                 break  // the daemon closed it (restart of the mount, idle limit): try a fresh one
             }
         }
-        guard let fresh = connect(mountpoint), case .answered(let response) = exchange(fresh, request) else {
+        guard let fresh = connect(mountpoint), case .answered(let response) = exchange(fresh, request, answer) else {
             return nil
         }
         give(fresh)
         return response
     }
 
-    private enum Outcome { case answered(KeychainResponse), timedOut, failed }
+    private enum Outcome<Answer> { case answered(Answer), timedOut, failed }
 
-    private func exchange(_ pooled: PooledClient, _ request: KeychainRequest) -> Outcome {
+    private func exchange<Answer>(_ pooled: PooledClient, _ request: ControlRequest,
+                                  _ answer: (ControlReply) -> Answer?) -> Outcome<Answer> {
         do {
-            guard let response = try pooled.client.send(.keychain(request)).keychain else { return .failed }
+            guard let response = answer(try pooled.client.send(request)) else { return .failed }
             return .answered(response)
         } catch FrameError.io(let code) where code == EAGAIN || code == EWOULDBLOCK {
             // The daemon may have acted on the request: never send it again.

@@ -10,6 +10,7 @@ enum PersistentRef {
     private static let identityNames: Set<String> = [
         "class", "service", "account", "server", "protocol", "port", "path", "securityDomain",
         "authenticationType", "accessGroup", "synchronizable",
+        "keyClass", "applicationLabel", "applicationTag", "keyType", "keySizeInBits", "tokenID",
     ]
 
     static func make(from storeAttributes: [String: String]) -> Data? {

@@ -83,3 +83,8 @@ public let kSecAttrAccessControl: CFString = "accc"
 public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 /// Deprecated since iOS 14 for kSecUseAuthenticationUI; true means Fail.
 public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
+
+/// A key made with an access control takes its accessibility from it (SecKeyCreation).
+extension SecAccessControl: AccessControlProtection {
+    var protectionAccessible: String? { protection }
+}

@@ -29,11 +29,16 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 enum SecItemCall {
     static func run(_ operation: KeychainRequest.Operation, _ dictionary: [String: Any],
                     changes: [String: Any]?, result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-        let query: SecItemQuery
+        var query: SecItemQuery
         let update: SecItemQuery?
         do {
             query = try SecItemQuery(dictionary, role: .query)
             update = try changes.map { try SecItemQuery($0, role: .changes) }
+            if operation == .add, let key = query.valueRef {
+                query.valueData = try KeyItemAttributes.forAdding(key, &query.attributes)
+            } else if operation == .add, query.attributes["class"] == kSecClassKey {
+                try KeyItemAttributes.forAdding(data: query.valueData, &query.attributes)
+            }
         } catch let refusal as SecItemRefusal {
             return refusal.status
         } catch {

@@ -18,6 +18,10 @@ struct SecItemQuery {
     var returnData = false
     var returnAttributes = false
     var returnPersistentRef = false
+    /// kSecReturnRef of key items: a SecKey.
+    var returnRef = false
+    /// kSecValueRef: the key a query names, or an add stores.
+    var valueRef: SecKey?
     /// "one" or "all", as the store spells kSecMatchLimit.
     var limit: String?
     /// A numeric kSecMatchLimit above one: the store returns all, the caller gets this many.
@@ -42,7 +46,8 @@ struct SecItemQuery {
             switch key {
             case kSecClass:
                 let itemClass = try Self.string(value)
-                guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword else {
+                guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword
+                        || itemClass == kSecClassKey else {
                     // Certificates, keys and identities are Apple classes this keychain lacks.
                     throw SecItemRefusal(status: Self.otherAppleClasses.contains(itemClass) ? errSecUnimplemented : errSecParam)
                 }
@@ -72,8 +77,13 @@ struct SecItemQuery {
             case kSecReturnPersistentRef where role == .query: returnPersistentRef = try Self.bool(value)
             case kSecMatchLimit where role == .query: try parseLimit(value)
             case kSecReturnRef where role == .query:
-                // A password item has no ref object; iOS ignores a return key set to false.
-                if try Self.bool(value) { throw SecItemRefusal.param }
+                // Only a key item has a ref object; iOS ignores a return key set to false.
+                returnRef = try Self.bool(value)
+            case kSecValueRef where role == .query:
+                guard let key = value as? SecKey else { throw SecItemRefusal.param }
+                valueRef = key
+            case _ where KeyItemAttributes.handles(key):
+                try KeyItemAttributes.parse(key, value, into: &attributes)
             case kSecUseDataProtectionKeychain:
                 break  // one keychain: accepted as on iOS, where it changes nothing here
             case kSecAttrAccessControl:
@@ -86,7 +96,9 @@ struct SecItemQuery {
                 throw SecItemRefusal.param
             }
         }
+        if let key = valueRef { KeyItemAttributes.identify(key, in: &attributes) }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
+        if returnRef && attributes["class"] != kSecClassKey { throw SecItemRefusal.param }
         if let accessControl {
             // The access control carries the accessibility: a kSecAttrAccessible beside
             // it must say the same (as an attribute dictionary read back and reused does).
@@ -138,6 +150,8 @@ struct SecItemQuery {
     /// persistent ref is wanted (the ref is made from them), and attributes when nothing
     /// is (the cheapest reply that still says whether a match exists and is available).
     var returning: String? {
+        // A SecKey is made from the key item's attributes and its data.
+        if returnRef { return "both" }
         let wantsAttributes = returnAttributes || returnPersistentRef
         switch (returnData, wantsAttributes) {
         case (true, true): return "both"
@@ -147,7 +161,7 @@ struct SecItemQuery {
         }
     }
 
-    var wantsResult: Bool { returnData || returnAttributes || returnPersistentRef }
+    var wantsResult: Bool { returnData || returnAttributes || returnPersistentRef || returnRef }
 
     private static func string(_ value: Any) throws -> String {
         guard let string = value as? String else { throw SecItemRefusal.param }

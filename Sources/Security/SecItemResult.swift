@@ -17,6 +17,20 @@ enum SecItemResult {
 
     private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) -> Any {
         let storeAttributes = item.attributes ?? [:]
+        if query.returnRef {
+            let key = KeyItemAttributes.key(from: storeAttributes, data: item.data)
+            guard query.returnAttributes || query.returnData || query.returnPersistentRef else {
+                // A key item that yields no key (a damaged row) still answers, as NSNull.
+                if let key { return key }
+                return NSNull()
+            }
+            var dictionary = query.returnAttributes ? appleAttributes(storeAttributes) : [:]
+            if let key { dictionary[kSecValueRef] = key }
+            if query.returnPersistentRef, let ref = PersistentRef.make(from: storeAttributes) {
+                dictionary[kSecValuePersistentRef] = ref
+            }
+            return dictionary
+        }
         let ref = query.returnPersistentRef ? PersistentRef.make(from: storeAttributes) : nil
         let kinds = [query.returnData, query.returnAttributes, query.returnPersistentRef].filter { $0 }.count
         if kinds == 1 && !query.returnAttributes {
@@ -50,6 +64,8 @@ enum SecItemResult {
                 }
             case "creationDate": apple[kSecAttrCreationDate] = try? Date(value, strategy: dateStyle)
             case "modificationDate": apple[kSecAttrModificationDate] = try? Date(value, strategy: dateStyle)
+            case _ where KeyItemAttributes.storeNames.contains(name):
+                if let (appleName, appleValue) = KeyItemAttributes.apple(name, value) { apple[appleName] = appleValue }
             default: apple[appleNames[name] ?? name] = value
             }
         }

@@ -38,6 +38,26 @@ import Testing
         }
     }
 
+    @Test func keyRequestAndReplyRoundTrip() throws {
+        let request = KeyRequest(operation: .sign, app: "com.example.app", attributes: ["applicationTag": "ab"],
+                                 permanent: true, token: Data([1, 2, 3]),
+                                 algorithm: "algid:sign:ECDSA:message-X962:SHA256", input: Data("challenge".utf8))
+        guard case .secKey(let back) = try roundTrip(ControlRequest.secKey(request)) else {
+            Issue.record("not a key request")
+            return
+        }
+        #expect(back.operation == .sign && back.app == "com.example.app" && back.permanent)
+        #expect(back.attributes == ["applicationTag": "ab"] && back.token == Data([1, 2, 3]))
+        #expect(back.algorithm == request.algorithm && back.input == request.input)
+
+        var reply = ControlReply(ok: false)
+        reply.key = KeyResponse(status: -25308, publicKey: Data(repeating: 4, count: 65), output: Data([9]),
+                                message: "locked")
+        let answer = try roundTrip(reply)
+        #expect(answer.key?.status == -25308 && answer.key?.publicKey?.count == 65)
+        #expect(answer.key?.output == Data([9]) && answer.key?.token == nil && answer.key?.message == "locked")
+    }
+
     @Test func replyWithStatusAndItemsRoundTrips() throws {
         let status = DeviceStatus(state: .locked, classes: ["complete": false, "none": true], passcodeSet: true,
                                   failedAttempts: 3, retryAfter: 60.5, erased: false, gracePeriod: 10,

@@ -148,7 +148,7 @@ import Testing
         #expect {
             try ItemStore.initialize(path: path, appBundleID: nil, entitlementsPlist: nil)
         } throws: { error in
-            "\(error)".contains("schema v1") && "\(error)".contains("schema v2 only")
+            "\(error)".contains("schema v1") && "\(error)".contains("schema v3 only")
         }
     }
 }

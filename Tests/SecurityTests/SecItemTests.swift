@@ -209,7 +209,9 @@ final class SecItemTests: MountedDeviceTestCase {
         var returning = item
         returning[kSecReturnData as String] = true
         XCTAssertEqual(SecItemDelete(returning as CFDictionary), errSecParam)
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassKey] as CFDictionary, nil), errSecUnimplemented)
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassKey] as CFDictionary, nil), errSecParam,
+                       "a key item needs a key")
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassCertificate] as CFDictionary, nil), errSecUnimplemented)
         // The daemon is unharmed.
         XCTAssertEqual(findData(item).1, "x")
     }

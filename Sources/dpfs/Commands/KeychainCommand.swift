@@ -169,7 +169,7 @@ extension KeychainCall {
 
 /// The item's attributes, as a query or as a new item's attributes.
 struct ItemAttributeOptions: ParsableArguments {
-    @Option(name: .customLong("class"), help: "genp (default) or inet.") var itemClass: String?
+    @Option(name: .customLong("class"), help: "genp (default), inet, or keys (SecKey's key items: find and delete).") var itemClass: String?
     @Option var service: String?
     @Option var account: String?
     @Option(help: "inet: the server's host name.") var server: String?

@@ -1,0 +1,152 @@
+// SecKey calls that need the daemon: making a key it keeps (a Secure Enclave key, or
+// any permanent key, which becomes a key item), and the private-key operations of
+// Secure Enclave keys, which run here on a token (SecureEnclaveKeys) and answer only
+// their result. Never throws: every failure is an OSStatus.
+import Crypto
+import DataProtection
+import DPFSProtocol
+import Foundation
+import GRDB
+import SecKeyCrypto
+
+extension ItemStore {
+    public func performKey(_ request: KeyRequest) -> KeyResponse {
+        do {
+            let caller = try scope(of: request.app)
+            switch request.operation {
+            case .generate: return try generateKey(request, caller: caller)
+            case .sign, .decrypt, .keyExchange: return try useKey(request, caller: caller)
+            }
+        } catch let error as SecError {
+            return KeyResponse(status: error.status, message: error.reason)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            return KeyResponse(status: SecStatus.duplicateItem, message: "the key item exists already")
+        } catch {
+            return KeyResponse(status: SecStatus.io, message: "the item store failed: \(error)")
+        }
+    }
+
+    var enclave: SecureEnclaveKeys { SecureEnclaveKeys(device: device) }
+
+    /// The attributes an app may give a new key; the rest are the key's own.
+    private static let givenKeyAttributes: Set<String> = ["label", "applicationTag", "applicationLabel", "accessible",
+                                                          "accessGroup", "tokenID", "synchronizable"]
+
+    private func generateKey(_ request: KeyRequest, caller: AccessScope) throws -> KeyResponse {
+        for name in request.attributes.keys where !Self.givenKeyAttributes.contains(name) {
+            throw SecError(SecStatus.param, "a new key takes no attribute \(name)")
+        }
+        let inEnclave: Bool
+        switch request.attributes["tokenID"] ?? "" {
+        case "": inEnclave = false
+        case SecureEnclaveKeys.tokenID: inEnclave = true
+        case let other: throw SecError(SecStatus.param, "no token \(other) on this device")
+        }
+        let parsed = try ParsedAttributes(request.attributes.merging(["class": ItemClass.keys.rawValue]) { $1 })
+        let accessibility = parsed.accessible ?? .default
+        let group = parsed.accessGroup ?? caller.defaultGroup
+        guard caller.allows(group) else {
+            throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
+        }
+        if inEnclave && parsed.synchronizable == .yes {
+            throw SecError(SecStatus.param, "a Secure Enclave key never leaves the device: it cannot be synchronizable")
+        }
+        let secret: Data
+        let publicKey: Data
+        var response = KeyResponse(status: SecStatus.success)
+        if inEnclave {
+            (secret, publicKey) = enclave.generate()
+            response.token = try enclave.token(wrapped: secret, accessibility: accessibility, group: group,
+                                               publicKey: publicKey)
+        } else {
+            // An ordinary key is the app's on iOS too: its private form goes back to it.
+            let key = P256.Signing.PrivateKey()
+            publicKey = key.publicKey.x963Representation
+            secret = KeyEncoding.x963(key)
+            response.privateKey = secret
+        }
+        response.publicKey = publicKey
+        guard request.permanent else {
+            guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
+            return response
+        }
+        var attributes = request.attributes
+        attributes["class"] = ItemClass.keys.rawValue
+        attributes["keyClass"] = "private"
+        attributes["keyType"] = "ec"
+        attributes["keySizeInBits"] = "256"
+        attributes["accessGroup"] = group
+        attributes["publicKey"] = publicKey.hex
+        if attributes["applicationLabel"] == nil {
+            attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: publicKey).hex
+        }
+        let added = try add(KeychainRequest(operation: .add, app: request.app, attributes: attributes, data: secret,
+                                            returning: "attributes"),
+                            caller: caller, generatedKey: true)
+        response.attributes = added.items.first?.attributes
+        return response
+    }
+
+    private func useKey(_ request: KeyRequest, caller: AccessScope) throws -> KeyResponse {
+        guard let token = request.token, let input = request.input else {
+            throw SecError(SecStatus.param, "a key operation needs the key's token and its input")
+        }
+        guard let algorithm = request.algorithm.flatMap(KeyAlgorithm.init(rawValue:)) else {
+            throw SecError(SecStatus.param, "this key does not do \(request.algorithm ?? "an unnamed algorithm")")
+        }
+        let output: Data = try enclave.withScalar(token: token, caller: caller) { scalar in
+            do {
+                switch (request.operation, algorithm.kind) {
+                case (.sign, .signature):
+                    return try ECDSA.sign(input, algorithm: algorithm, with: P256.Signing.PrivateKey(rawRepresentation: scalar))
+                case (.decrypt, .encryption):
+                    return try ECIES.decrypt(input, with: P256.KeyAgreement.PrivateKey(rawRepresentation: scalar),
+                                             variableIV: algorithm.variableIV)
+                case (.keyExchange, .keyExchange):
+                    let other = try P256.KeyAgreement.PublicKey(x963Representation: input)
+                    return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar)
+                        .sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
+                default:
+                    throw SecError(SecStatus.param, "\(algorithm.rawValue) is not a \(request.operation.rawValue) algorithm")
+                }
+            } catch KeyCryptoError.decode {
+                throw SecError(SecStatus.decode, "the input does not decrypt under this key")
+            } catch let error as SecError {
+                throw error
+            } catch {
+                throw SecError(SecStatus.param, "the input does not suit \(algorithm.rawValue)")
+            }
+        }
+        return KeyResponse(status: SecStatus.success, output: output)
+    }
+
+    /// The data a find returns for `item`: a Secure Enclave key's token in place of its
+    /// wrapped scalar, any other item's secret as it is.
+    func replyData(for item: StoredItem) throws -> Data {
+        let data = try crypto.openForReply(item)
+        guard item.columns.itemClass == .keys else { return data }
+        let record = try record(of: item)
+        guard record.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID, let accessibility = item.accessibility,
+              let publicKey = record.publicKey.flatMap(Data.init(hex:)) else { return data }
+        return try enclave.token(wrapped: data, accessibility: accessibility, group: record.identity.accessGroup,
+                                 publicKey: publicKey)
+    }
+}
+
+extension Data {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+
+    init?(hex: String) {
+        guard hex.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.count / 2)
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
+    }
+}

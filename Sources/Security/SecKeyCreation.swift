@@ -1,0 +1,205 @@
+// SecKeyCreateRandomKey, SecKeyCreateWithData, SecKeyCopyPublicKey,
+// SecKeyCopyExternalRepresentation and SecKeyCopyAttributes with Apple's signatures.
+// A permanent key or a Secure Enclave key is made by the device's daemon (the first
+// becomes a key item of the keychain, the second never leaves it); an ordinary key
+// that is not permanent is made here, as iOS makes it in the app's process.
+import Crypto
+import DPFSProtocol
+import Foundation
+import SecKeyCrypto
+
+/// A new P-256 key pair (kSecAttrKeyTypeECSECPrimeRandom or EC, 256 bits), its private
+/// key stored as a key item when kSecPrivateKeyAttrs asks kSecAttrIsPermanent.
+public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    do {
+        let spec = try KeySpec(parameters)
+        if !spec.permanent && !spec.inEnclave {
+            let key = P256.Signing.PrivateKey()
+            return SecKey(material: .software(key), publicKey: key.publicKey.x963Representation, attributes: spec.appleAttributes)
+        }
+        let request = KeyRequest(operation: .generate, attributes: spec.storeAttributes, permanent: spec.permanent)
+        guard let response = DeviceConnection.shared.send(request) else {
+            throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
+        }
+        guard response.status == errSecSuccess, let publicKey = response.publicKey else {
+            throw SecKeyFailure(response.status, response.message ?? "the device could not make the key")
+        }
+        var attributes = spec.appleAttributes
+        if let stored = response.attributes { attributes.merge(SecItemResult.appleAttributes(stored)) { $1 } }
+        if let token = response.token {
+            return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes)
+        }
+        guard let privateKey = response.privateKey, let key = try? KeyEncoding.privateKey(x963: privateKey) else {
+            throw SecKeyFailure(errSecDecode, "the device's reply holds no key")
+        }
+        return SecKey(material: .software(key), publicKey: publicKey, attributes: attributes)
+    } catch let failure as SecKeyFailure {
+        report(failure.status, failure.message, to: error)
+        return nil
+    } catch let other {
+        report(errSecParam, "\(other)", to: error)
+        return nil
+    }
+}
+
+/// A key from its external representation: X9.63 public (65 bytes) or private
+/// (97 bytes, 04 || X || Y || D), as kSecAttrKeyClass says.
+public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
+                                 _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+    guard let type = attributes[kSecAttrKeyType] as? String, type == kSecAttrKeyTypeECSECPrimeRandom else {
+        report(errSecParam, "only EC (P-256) keys are supported", to: error)
+        return nil
+    }
+    switch attributes[kSecAttrKeyClass] as? String {
+    case kSecAttrKeyClassPublic?:
+        guard (try? KeyEncoding.publicKey(x963: keyData)) != nil else {
+            report(errSecParam, "not a P-256 public key in X9.63 form", to: error)
+            return nil
+        }
+        return SecKey(material: .publicKey, publicKey: Data(keyData), attributes: [:])
+    case kSecAttrKeyClassPrivate?:
+        guard let key = try? KeyEncoding.privateKey(x963: keyData) else {
+            report(errSecParam, "not a P-256 private key in X9.63 form (04 || X || Y || D)", to: error)
+            return nil
+        }
+        return SecKey(material: .software(key), publicKey: key.publicKey.x963Representation, attributes: [:])
+    default:
+        report(errSecParam, "kSecAttrKeyClass must be public or private", to: error)
+        return nil
+    }
+}
+
+public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
+    SecKey(material: .publicKey, publicKey: key.publicKeyData, attributes: [:])
+}
+
+/// X9.63 for a public key, 04 || X || Y || D for an ordinary private key. A Secure
+/// Enclave key's private key cannot be exported: that fails, as on iOS.
+public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    switch key.material {
+    case .publicKey: return key.publicKeyData
+    case .software(let privateKey): return KeyEncoding.x963(privateKey)
+    case .enclave:
+        report(errSecUnimplemented, "a Secure Enclave key's private key cannot be exported", to: error)
+        return nil
+    }
+}
+
+public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
+    var attributes = key.attributes
+    if !key.isPrivate { attributes[kSecValueData] = key.publicKeyData }
+    return attributes
+}
+
+/// The block size in bytes (the key size), as Apple answers for EC keys.
+public func SecKeyGetBlockSize(_ key: SecKey) -> Int { 32 }
+
+struct SecKeyFailure: Error {
+    let status: OSStatus
+    let message: String
+    init(_ status: OSStatus, _ message: String) { self.status = status; self.message = message }
+}
+
+/// SecKeyCreateRandomKey's parameters read: what the daemon is asked, and what the
+/// SecKey reports.
+struct KeySpec {
+    var permanent = false
+    var inEnclave = false
+    var storeAttributes: [String: String] = [:]
+    var appleAttributes: [String: Any] = [:]
+
+    init(_ parameters: [String: Any]) throws {
+        let type = parameters[kSecAttrKeyType] as? String
+        guard type == kSecAttrKeyTypeECSECPrimeRandom else {
+            throw SecKeyFailure(type == kSecAttrKeyTypeRSA ? errSecUnimplemented : errSecParam,
+                                "only EC keys (kSecAttrKeyTypeECSECPrimeRandom) of 256 bits are supported")
+        }
+        let size = (parameters[kSecAttrKeySizeInBits] as? Int) ?? (parameters[kSecAttrKeySizeInBits] as? String).flatMap { Int($0) }
+        guard size == 256 else { throw SecKeyFailure(errSecParam, "only 256-bit (P-256) EC keys are supported") }
+        if let token = parameters[kSecAttrTokenID] {
+            guard token as? String == kSecAttrTokenIDSecureEnclave else { throw SecKeyFailure(errSecParam, "unknown kSecAttrTokenID") }
+            inEnclave = true
+            storeAttributes["tokenID"] = "secureEnclave"
+        }
+        var merged = parameters
+        if let privateAttributes = parameters[kSecPrivateKeyAttrs] {
+            guard let dictionary = privateAttributes as? [String: Any] else { throw SecKeyFailure(errSecParam, "kSecPrivateKeyAttrs is not a dictionary") }
+            merged.merge(dictionary) { $1 }
+        }
+        for (name, value) in merged {
+            switch name {
+            case kSecAttrIsPermanent:
+                guard let flag = value as? Bool else { throw SecKeyFailure(errSecParam, "kSecAttrIsPermanent is not a boolean") }
+                permanent = flag
+            case kSecAttrApplicationTag:
+                guard let tag = KeyAttributeValue.bytes(value) else { throw SecKeyFailure(errSecParam, "kSecAttrApplicationTag is not data") }
+                storeAttributes["applicationTag"] = tag.hexString
+                appleAttributes[kSecAttrApplicationTag] = tag
+            case kSecAttrLabel:
+                guard let label = value as? String else { throw SecKeyFailure(errSecParam, "kSecAttrLabel is not a string") }
+                storeAttributes["label"] = label
+                appleAttributes[kSecAttrLabel] = label
+            case kSecAttrAccessible:
+                guard let code = value as? String, let name = SecItemQuery.accessibility[code] else {
+                    throw SecKeyFailure(errSecParam, "kSecAttrAccessible has no such value")
+                }
+                storeAttributes["accessible"] = name
+                appleAttributes[kSecAttrAccessible] = code
+            case kSecAttrAccessGroup:
+                guard let group = value as? String else { throw SecKeyFailure(errSecParam, "kSecAttrAccessGroup is not a string") }
+                storeAttributes["accessGroup"] = group
+            case KeyAttributeValue.accessControlKey:
+                // SecAccessControl (kSecAttrAccessControl): its protection is the key's
+                // accessibility; its flags (.privateKeyUsage, biometry) are the access
+                // control's own work, not this file's.
+                if let protection = (value as? AccessControlProtection)?.protectionAccessible,
+                   let name = SecItemQuery.accessibility[protection] {
+                    storeAttributes["accessible"] = name
+                    appleAttributes[kSecAttrAccessible] = protection
+                }
+            case kSecAttrKeyType, kSecAttrKeySizeInBits, kSecAttrTokenID, kSecPrivateKeyAttrs, kSecPublicKeyAttrs,
+                 kSecAttrCanSign, kSecAttrCanVerify, kSecAttrCanEncrypt, kSecAttrCanDecrypt, kSecAttrCanDerive,
+                 kSecAttrIsExtractable, kSecAttrIsSensitive, kSecAttrEffectiveKeySize, kSecUseDataProtectionKeychain,
+                 kSecAttrSynchronizable:
+                break  // the key's own, or said for every P-256 key alike
+            default:
+                throw SecKeyFailure(errSecParam, "\(name) is not a key attribute")
+            }
+        }
+    }
+}
+
+/// What SecAccessControl offers a key: the kSecAttrAccessible value it was made with.
+/// The seam between this file and SecAccessControl, which conforms where it is defined.
+protocol AccessControlProtection {
+    var protectionAccessible: String? { get }
+}
+
+enum KeyAttributeValue {
+    /// kSecAttrAccessControl's string, named here so as not to define the constant twice.
+    static let accessControlKey = "accc"
+
+    /// kSecAttrApplicationTag and kSecAttrApplicationLabel are Data; a String is taken as its UTF-8.
+    static func bytes(_ value: Any) -> Data? {
+        if let data = value as? Data { return data }
+        if let string = value as? String { return Data(string.utf8) }
+        return nil
+    }
+}
+
+extension Data {
+    var hexString: String { map { String(format: "%02x", $0) }.joined() }
+
+    init?(hexString: String) {
+        guard hexString.utf8.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        var index = hexString.startIndex
+        while index < hexString.endIndex {
+            let next = hexString.index(index, offsetBy: 2)
+            guard let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
+    }
+}

@@ -1,0 +1,124 @@
+// SecKeyCreateSignature, SecKeyVerifySignature, SecKeyCreateEncryptedData,
+// SecKeyCreateDecryptedData, SecKeyCopyKeyExchangeResult and SecKeyIsAlgorithmSupported
+// with Apple's signatures and algorithm names. Public-key work and ordinary keys run
+// here; a Secure Enclave key's private-key work is a request to the device's daemon,
+// which refuses it (errSecInteractionNotAllowed) while the key's class is locked.
+import Crypto
+import DPFSProtocol
+import Foundation
+import SecKeyCrypto
+
+/// An X9.62 DER ECDSA signature of `dataToSign` (a message, or a SHA-256 digest for the digest algorithms).
+public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData,
+                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    SecKeyCall.run(error) {
+        let known = try SecKeyCall.algorithm(algorithm, for: .sign, key)
+        switch key.material {
+        case .software(let privateKey): return try ECDSA.sign(dataToSign, algorithm: known, with: privateKey)
+        case .enclave(let token): return try SecKeyCall.daemon(.sign, token: token, known, dataToSign)
+        case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot sign")
+        }
+    }
+}
+
+/// Whether `signature` is `key`'s signature of `signedData`; false with errSecVerifyFailed in `error` if not.
+public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
+                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
+    let verified: Data? = SecKeyCall.run(error) {
+        let known = try SecKeyCall.algorithm(algorithm, for: .verify, key)
+        guard let publicKey = key.signingPublicKey else { throw SecKeyFailure(errSecParam, "not a P-256 key") }
+        guard try ECDSA.verify(signature, of: signedData, algorithm: known, with: publicKey) else {
+            throw SecKeyFailure(errSecVerifyFailed, "the signature does not verify")
+        }
+        return Data()
+    }
+    return verified != nil
+}
+
+/// Apple's ECIES ciphertext of `plaintext` for `key`'s private key.
+public func SecKeyCreateEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData,
+                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    SecKeyCall.run(error) {
+        let known = try SecKeyCall.algorithm(algorithm, for: .encrypt, key)
+        let recipient = try P256.KeyAgreement.PublicKey(x963Representation: key.publicKeyData)
+        return try ECIES.encrypt(plaintext, to: recipient, variableIV: known.variableIV)
+    }
+}
+
+public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData,
+                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    SecKeyCall.run(error) {
+        let known = try SecKeyCall.algorithm(algorithm, for: .decrypt, key)
+        switch key.material {
+        case .software(let privateKey):
+            let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: privateKey.rawRepresentation)
+            return try ECIES.decrypt(ciphertext, with: agreement, variableIV: known.variableIV)
+        case .enclave(let token): return try SecKeyCall.daemon(.decrypt, token: token, known, ciphertext)
+        case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot decrypt")
+        }
+    }
+}
+
+/// ECDH (standard or cofactor, the same on P-256): the shared secret with `publicKey`.
+public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey,
+                                        _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    SecKeyCall.run(error) {
+        let known = try SecKeyCall.algorithm(algorithm, for: .keyExchange, privateKey)
+        switch privateKey.material {
+        case .software(let key):
+            let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
+            let other = try P256.KeyAgreement.PublicKey(x963Representation: publicKey.publicKeyData)
+            return try agreement.sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
+        case .enclave(let token): return try SecKeyCall.daemon(.keyExchange, token: token, known, publicKey.publicKeyData)
+        case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot agree on a secret")
+        }
+    }
+}
+
+public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
+    (try? SecKeyCall.algorithm(algorithm, for: operation, key)) != nil
+}
+
+public let errSecVerifyFailed: OSStatus = -67808
+
+enum SecKeyCall {
+    /// The algorithm when `key` does it for `operation`; errSecParam (as Apple) if not.
+    static func algorithm(_ algorithm: SecKeyAlgorithm, for operation: SecKeyOperationType, _ key: SecKey) throws -> KeyAlgorithm {
+        guard let known = algorithm.known else { throw SecKeyFailure(errSecParam, "\(algorithm.rawValue) is not supported") }
+        let fits: Bool
+        switch operation {
+        case .sign: fits = known.kind == .signature && key.isPrivate
+        case .verify: fits = known.kind == .signature
+        case .encrypt: fits = known.kind == .encryption
+        case .decrypt: fits = known.kind == .encryption && key.isPrivate
+        case .keyExchange: fits = known.kind == .keyExchange && key.isPrivate
+        }
+        guard fits else { throw SecKeyFailure(errSecParam, "\(algorithm.rawValue) is not supported by this key for this operation") }
+        return known
+    }
+
+    static func daemon(_ operation: KeyRequest.Operation, token: Data, _ algorithm: KeyAlgorithm, _ input: Data) throws -> Data {
+        let request = KeyRequest(operation: operation, token: token, algorithm: algorithm.rawValue, input: input)
+        guard let response = DeviceConnection.shared.send(request) else {
+            throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
+        }
+        guard response.status == errSecSuccess, let output = response.output else {
+            throw SecKeyFailure(response.status, response.message ?? "the device refused the key operation")
+        }
+        return output
+    }
+
+    /// Runs `body`; a failure fills `error` and answers nil.
+    static func run(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ body: () throws -> Data) -> Data? {
+        do {
+            return try body()
+        } catch let failure as SecKeyFailure {
+            report(failure.status, failure.message, to: error)
+        } catch KeyCryptoError.decode {
+            report(errSecDecode, "the input does not decrypt under this key", to: error)
+        } catch _ {
+            report(errSecParam, "the input does not suit this algorithm", to: error)
+        }
+        return nil
+    }
+}
