@@ -57,9 +57,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
+        // The backup file: Argon2id-stretched key, secretstream chunks, records (dpfs backup/restore).
+        .target(name: "Backup", dependencies: ["DataProtection", "DPFSProtocol", "CSodium", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
@@ -84,6 +86,7 @@ let package = Package(
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
+        .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "dpfs"]),

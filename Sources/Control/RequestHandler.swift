@@ -59,8 +59,12 @@ struct RequestHandler {
                 return ControlReply(ok: true, message: "registered \(bundleID)")
             case .appIdentity(let bundleID):
                 return appIdentity(bundleID ?? scope.bundleID)
-            case .events, .appSession:
-                return .failure("events and app sessions each need a connection of their own")
+            case .keychainImport(let attributes):
+                guard secrets.count == 1 else { return .failure("malformed request: an imported item's data is its one secret") }
+                let response = items.importItem(attributes, data: secrets[0].bytes)
+                return ControlReply(ok: response.status == 0, keychain: response)
+            case .events, .appSession, .keychainExport:
+                return .failure("events, app sessions and keychain exports each need a connection of their own")
             }
         } catch let error as LockError {
             return .failure("\(error)", ControlFailure(error))

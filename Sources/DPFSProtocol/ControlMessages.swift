@@ -25,6 +25,14 @@ public enum ControlRequest: Codable, Sendable {
     /// request on it acts as that app (ControlScope). It lives as long as the
     /// connection that asked for it; the reply names it in `socket`.
     case appSession(bundleID: String?, deviceControl: Bool)
+    /// Every keychain item that may leave the device, and the registered apps, for
+    /// `dpfs backup` (owner only): one reply per app (`app`, `entitlements`), one per
+    /// item (`keychain` holding its attributes, its data as the frame's secret), then a
+    /// last reply with neither.
+    case keychainExport
+    /// One exported item into this device, for `dpfs restore` (owner only); its data
+    /// travels as the frame's secret.
+    case keychainImport(attributes: [String: String])
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -40,6 +48,10 @@ public struct ControlReply: Codable, Sendable {
     public var socket: String?
     /// Which of the failures scripts tell apart this is, if one (with ok false).
     public var failure: ControlFailure?
+    /// For keychainExport's app replies: the app's entitlements plist, if it has one,
+    /// and whether it is the sandbox's own.
+    public var entitlements: Data?
+    public var sandboxApp: Bool?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {
