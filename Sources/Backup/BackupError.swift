@@ -3,7 +3,8 @@
 public enum BackupError: Error, CustomStringConvertible, Equatable {
     case notABackup
     case unsupportedVersion(UInt16)
-    /// The password is wrong, or the header was altered: the first chunk does not open.
+    /// The key stretched from the password fails the header's key check: the password
+    /// is wrong, or the header was altered.
     case wrongPassword
     case damaged(String)
     case truncated
@@ -16,7 +17,7 @@ public enum BackupError: Error, CustomStringConvertible, Equatable {
         case .notABackup: return "not a dpfs backup file"
         case .unsupportedVersion(let version):
             return "backup format version \(version) is not supported (this dpfs reads version \(BackupHeader.currentVersion))"
-        case .wrongPassword: return "wrong backup password (or the backup's first bytes are damaged); nothing was restored"
+        case .wrongPassword: return "wrong backup password (or a damaged backup header); nothing was restored"
         case .damaged(let why): return "the backup is damaged: \(why); nothing was restored"
         case .truncated: return "the backup is truncated: it ends before its final chunk; nothing was restored"
         case .trailingData: return "the backup is damaged: data follows its final chunk; nothing was restored"

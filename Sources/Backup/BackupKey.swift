@@ -19,4 +19,13 @@ enum BackupKey {
         guard rc == 0 else { throw BackupError.outOfMemory }
         return key
     }
+
+    /// The header's key check: BLAKE2b-128 of "dpfs.backup.key-check.v1" keyed with the key.
+    static func check(_ key: SecureBuffer) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: BackupHeader.keyCheckSize)
+        Array("dpfs.backup.key-check.v1".utf8).withUnsafeBytes { message in
+            digest.withUnsafeMutableBytes { Sodium.hash(message, key: key.bytes, into: $0) }
+        }
+        return digest
+    }
 }

@@ -60,10 +60,15 @@ extension SealingStream {
         try write(encoded)
     }
 
+    /// Writes `bytes` as one or more pieces of at most `maxPieceSize`.
     public func writePiece(_ bytes: UnsafeRawBufferPointer) throws {
-        guard bytes.count > 0 else { return }
-        try write(BigEndian.bytes(UInt64(bytes.count), count: 4))
-        try write(bytes)
+        var offset = 0
+        while offset < bytes.count {
+            let count = min(BackupRecord.maxPieceSize, bytes.count - offset)
+            try write(BigEndian.bytes(UInt64(count), count: 4))
+            try write(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+            offset += count
+        }
     }
 
     public func endContent() throws { try write([0, 0, 0, 0]) }

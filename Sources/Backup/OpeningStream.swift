@@ -33,6 +33,7 @@ public final class OpeningStream {
         let header = try BackupHeader(parsing: headerBytes)
         state = SecureBuffer(count: crypto_secretstream_xchacha20poly1305_statebytes())
         key = try BackupKey.derive(password: password, header: header)
+        guard BackupKey.check(key) == header.keyCheck else { throw BackupError.wrongPassword }
         self.header = headerBytes
         try start(header)
     }
@@ -100,7 +101,7 @@ public final class OpeningStream {
         guard !reachedFinal else { throw BackupError.damaged("its records end early") }
         let got = try cipher.withUnsafeMutableBytes { (buffer) in try Self.readFully(fd, buffer) }
         fileBytes += UInt64(got)
-        guard got >= SealingStream.overhead else { throw chunks == 0 && got > 0 ? BackupError.wrongPassword : BackupError.truncated }
+        guard got >= SealingStream.overhead else { throw BackupError.truncated }
         var length: UInt64 = 0
         var tag: UInt8 = 0
         let ad = headerAD ?? []
@@ -112,9 +113,9 @@ public final class OpeningStream {
             }
         }
         guard rc == 0 else {
-            if chunks == 0 { throw BackupError.wrongPassword }
-            // A short last piece that fails is what a cut-off file leaves.
-            if got < cipher.count { throw BackupError.truncated }
+            // The key is right (the header's check): the chunk was altered, or it is the
+            // last one and the file was cut inside it or had bytes added after it.
+            if got < cipher.count { throw BackupError.damaged("its last chunk fails authentication (cut short, or bytes added after it)") }
             throw BackupError.damaged("chunk \(chunks) fails authentication")
         }
         headerAD = nil

@@ -30,6 +30,7 @@ public final class SealingStream {
         let key = try BackupKey.derive(password: password, header: header)
         defer { key.wipe() }
         var header = header
+        header.keyCheck = BackupKey.check(key)
         header.streamHeader.withUnsafeMutableBytes { streamHeader in
             _ = crypto_secretstream_xchacha20poly1305_init_push(statePointer, streamHeader.start, key.pointer)
         }

@@ -88,11 +88,19 @@ import Testing
     }
 
     @Test func trailingBytesAreRefused() throws {
+        // After a short final chunk the added byte becomes part of it: it fails.
         let path = try makeBackup(size: 10)
         defer { unlink(path) }
         let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
         try Data(original + [0]).write(to: URL(fileURLWithPath: path))
-        #expect(throws: BackupError.trailingData) { try readBackup(path) }
+        #expect(throws: BackupError.self) { try readBackup(path) }
+        // After a full-size final chunk the byte is seen as trailing.
+        let full = try makeBackup(size: SealingStream.chunkSize - 70)  // records take 70 bytes
+        defer { unlink(full) }
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: full)))
+        #expect(whole.count == BackupHeader.size + SealingStream.chunkSize + 17)
+        try Data(whole + [0]).write(to: URL(fileURLWithPath: full))
+        #expect(throws: BackupError.trailingData) { try readBackup(full) }
     }
 
     @Test func notABackupIsRefused() throws {
