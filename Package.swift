@@ -65,9 +65,11 @@ let package = Package(
         // SecKey's P-256 work (ECDSA, Apple's ECIES, key encodings) on swift-crypto,
         // shared by the app's Security library and the daemon's item store.
         .target(name: "SecKeyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The backup file: Argon2id-stretched key, secretstream chunks, records (dpfs backup/restore).
+        .target(name: "Backup", dependencies: ["DataProtection", "DPFSProtocol", "CSodium", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux", "SecKeyCrypto"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
@@ -103,6 +105,7 @@ let package = Package(
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
+        .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "dpfs"]),

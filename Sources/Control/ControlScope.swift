@@ -35,6 +35,8 @@ public enum ControlScope: Sendable, Equatable {
             }
         case .appAdd, .appSession:
             return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"
+        case .keychainExport, .keychainImport:
+            return "\(bundleID) runs as an app; only the device's owner may export or import the keychain"
         }
     }
 

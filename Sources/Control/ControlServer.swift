@@ -119,6 +119,8 @@ public final class ControlServer: Sendable {
             case .events:
                 streamEvents(fd)
                 return
+            case .keychainExport:
+                KeychainExport.stream(items, device: device, to: fd)
             case .appSession(let bundleID, let deviceControl):
                 reply(fd, sessions.open(for: bundleID, deviceControl: deviceControl, server: self))
                 // The session lasts as long as this connection, however quiet it is.

@@ -74,8 +74,12 @@ struct RequestHandler {
                 return appIdentity(bundleID ?? scope.bundleID)
             case .biometry(let request):
                 return try handleBiometry(request, secrets: secrets)
-            case .events, .appSession:
-                return .failure("events and app sessions each need a connection of their own")
+            case .keychainImport(let attributes):
+                guard secrets.count == 1 else { return .failure("malformed request: an imported item's data is its one secret") }
+                let response = items.importItem(attributes, data: secrets[0].bytes)
+                return ControlReply(ok: response.status == 0, keychain: response)
+            case .events, .appSession, .keychainExport:
+                return .failure("events, app sessions and keychain exports each need a connection of their own")
             }
         } catch let error as BiometryError {
             return .failure("\(error)")

@@ -29,6 +29,14 @@ public enum ControlRequest: Codable, Sendable {
     case biometry(BiometryRequest)
     /// A SecKey call the app cannot answer alone (KeyRequest).
     case secKey(KeyRequest)
+    /// Every keychain item that may leave the device, and the registered apps, for
+    /// `dpfs backup` (owner only): one reply per app (`app`, `entitlements`), one per
+    /// item (`keychain` holding its attributes, its data as the frame's secret), then a
+    /// last reply with neither.
+    case keychainExport
+    /// One exported item into this device, for `dpfs restore` (owner only); its data
+    /// travels as the frame's secret.
+    case keychainImport(attributes: [String: String])
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -48,6 +56,10 @@ public struct ControlReply: Codable, Sendable {
     public var biometry: BiometryReply?
     /// For secKey: the key call's answer.
     public var key: KeyResponse?
+    /// For keychainExport's app replies: the app's entitlements plist, if it has one,
+    /// and whether it is the sandbox's own.
+    public var entitlements: Data?
+    public var sandboxApp: Bool?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -6,9 +6,10 @@ import Glibc
 public enum PasscodeInput {
     static let maxLength = 1024
 
-    /// The first line of a passcode file, which only its owner may access (SecretInput).
-    public static func read<Secret: AllocatedSecret>(file path: String) throws(SecretInputError) -> Secret {
-        let fd = try SecretInput.openFile(path, what: "passcode file")
+    /// The first line of a passcode file, which only its owner may access (SecretInput);
+    /// `what` names it in errors (a backup's "password file").
+    public static func read<Secret: AllocatedSecret>(file path: String, what: String = "passcode file") throws(SecretInputError) -> Secret {
+        let fd = try SecretInput.openFile(path, what: what)
         defer { close(fd) }
         return try firstLine(of: fd, source: path)
     }

@@ -41,18 +41,7 @@ extension ItemStore {
                                 created: now, modified: now, accessControl: accessControl)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
         try commit { db in
-            try checkNoDuplicate(columns, db)
-            let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
-            try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
-                               + "VALUES (\(Array(repeating: "?", count: assignments.count).joined(separator: ", ")))",
-                           arguments: StatementArguments(assignments.map(\.1)))
-            // The row id is part of both seals' additional data, so seal once the row exists.
-            let id = db.lastInsertedRowID
-            let sealed = try secret.withUnsafeBytes {
-                try crypto.seal($0, id: id, columns: columns, accessibility: accessibility)
-            }
-            try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
-                           arguments: [record.seal(id: id, columns: columns, keys: keys), sealed, id])
+            try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }
         }
         guard let shape else { return KeychainResponse(status: SecStatus.success) }
         let returned = KeychainResponse.Item(attributes: shape.includesAttributes
@@ -60,6 +49,21 @@ extension ItemStore {
                                                  : nil,
                                              data: shape.includesData ? secret : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
+    }
+
+    /// Inserts a new row (refusing a duplicate) and seals its attributes and secret.
+    func insert(_ record: ItemRecord, _ columns: RowColumns, secret: UnsafeRawBufferPointer,
+                accessibility: Accessibility, _ db: Database) throws {
+        try checkNoDuplicate(columns, db)
+        let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
+        try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
+                           + "VALUES (\(Array(repeating: "?", count: assignments.count).joined(separator: ", ")))",
+                       arguments: StatementArguments(assignments.map(\.1)))
+        // The row id is part of both seals' additional data, so seal once the row exists.
+        let id = db.lastInsertedRowID
+        let sealed = try crypto.seal(secret, id: id, columns: columns, accessibility: accessibility)
+        try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
+                       arguments: [record.seal(id: id, columns: columns, keys: keys), sealed, id])
     }
 
     /// An existing item with this identity is a duplicate, unless its class is

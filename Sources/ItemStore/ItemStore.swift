@@ -59,14 +59,21 @@ public final class ItemStore: Sendable {
     /// own app: from its entitlements plist, else as `appBundleID` (default
     /// com.example.app) of team XXXXXXXXXX whose only group is TEAMID.bundleID.
     public static func initialize(path: String, appBundleID: String?, entitlementsPlist: String?) throws {
-        let app: Entitlements
         var plist: Data?
         if let entitlementsPlist {
             guard let data = FileManager.default.contents(atPath: entitlementsPlist) else {
                 throw ItemStoreError("cannot read the entitlements \(entitlementsPlist)")
             }
-            app = try Entitlements(plist: data, bundleID: appBundleID)
             plist = data
+        }
+        try initialize(path: path, appBundleID: appBundleID, entitlements: plist)
+    }
+
+    /// As above, with the entitlements plist's bytes (a restore takes them from the backup).
+    public static func initialize(path: String, appBundleID: String?, entitlements plist: Data?) throws {
+        let app: Entitlements
+        if let plist {
+            app = try Entitlements(plist: plist, bundleID: appBundleID)
         } else {
             app = Entitlements(bundleID: appBundleID ?? Entitlements.placeholderBundleID)
         }

@@ -1,0 +1,115 @@
+// The records inside a backup's plaintext stream (dpfs(5), "Backup file"):
+//   kind u8 | fields length u32 | fields | [content]
+// Fields are name/value pairs, each part a u32 length then its bytes; a file's or an
+// item's content follows as pieces (u32 length, bytes), ended by a piece of length 0,
+// so a file is streamed without its size being known first. Integers are big-endian.
+import DataProtection
+import DPFSProtocol
+
+public enum RecordKind: UInt8, Sendable {
+    /// The device's settings: default protection class, the sandbox's app.
+    case device = 1
+    /// A registered app: bundle ID, entitlements plist, whether it is the sandbox's.
+    case app = 2
+    /// A keychain item: its attributes; its data as content.
+    case item = 3
+    case directory = 4
+    /// A regular file; its bytes as content.
+    case file = 5
+    case symlink = 6
+    /// A further name of a file already in the backup.
+    case hardLink = 7
+    /// The last record: how many came before it.
+    case end = 0xff
+
+    var hasContent: Bool { self == .item || self == .file }
+}
+
+public struct BackupRecord: Sendable {
+    public var kind: RecordKind
+    public var fields: [String: [UInt8]]
+
+    public init(_ kind: RecordKind, _ fields: [String: [UInt8]] = [:]) {
+        self.kind = kind
+        self.fields = fields
+    }
+
+    public func text(_ name: String) -> String? {
+        fields[name].flatMap { String(validating: $0, as: UTF8.self) }
+    }
+
+    public func integer(_ name: String) -> Int64? { text(name).flatMap { Int64($0) } }
+
+    /// The most a record's fields may take: a path, a symlink's target or an
+    /// entitlements plist fits many times over.
+    static let maxFieldsSize = 1 << 20
+    /// The largest content piece a writer makes and a reader accepts.
+    public static let maxPieceSize = 1 << 20
+}
+
+extension SealingStream {
+    /// Writes a record's kind and fields; content, if its kind has any, follows with
+    /// `writePiece` and `endContent`.
+    public func writeRecord(_ record: BackupRecord) throws {
+        var encoded: [UInt8] = []
+        for (name, value) in record.fields.sorted(by: { $0.key < $1.key }) {
+            encoded += BigEndian.bytes(UInt64(name.utf8.count), count: 4) + Array(name.utf8)
+            encoded += BigEndian.bytes(UInt64(value.count), count: 4) + value
+        }
+        try write([record.kind.rawValue] + BigEndian.bytes(UInt64(encoded.count), count: 4))
+        try write(encoded)
+    }
+
+    /// Writes `bytes` as one or more pieces of at most `maxPieceSize`.
+    public func writePiece(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = min(BackupRecord.maxPieceSize, bytes.count - offset)
+            try write(BigEndian.bytes(UInt64(count), count: 4))
+            try write(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+            offset += count
+        }
+    }
+
+    public func endContent() throws { try write([0, 0, 0, 0]) }
+}
+
+extension OpeningStream {
+    /// The next record's kind and fields.
+    public func readRecord() throws -> BackupRecord {
+        let head = try readBytes(5)
+        guard let kind = RecordKind(rawValue: head[0]) else { throw BackupError.damaged("it holds a record of unknown kind \(head[0])") }
+        let length = Int(BigEndian.value(head[1..<5]))
+        guard length <= BackupRecord.maxFieldsSize else { throw BackupError.damaged("a record is too large") }
+        let encoded = try readBytes(length)
+        var fields: [String: [UInt8]] = [:]
+        var offset = 0
+        func part() throws -> [UInt8] {
+            guard encoded.count - offset >= 4 else { throw BackupError.damaged("a record's fields are cut short") }
+            let count = Int(BigEndian.value(encoded[offset..<offset + 4]))
+            offset += 4
+            guard encoded.count - offset >= count else { throw BackupError.damaged("a record's fields are cut short") }
+            defer { offset += count }
+            return Array(encoded[offset..<offset + count])
+        }
+        while offset < encoded.count {
+            guard let name = String(validating: try part(), as: UTF8.self) else { throw BackupError.damaged("a field name is not text") }
+            fields[name] = try part()
+        }
+        return BackupRecord(kind, fields)
+    }
+
+    /// Hands each content piece to `body` in locked memory, until the content ends.
+    public func readContent(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let piece = pieceBuffer ?? SecureBuffer(count: BackupRecord.maxPieceSize)
+        pieceBuffer = piece
+        while true {
+            let length = Int(BigEndian.value(try readBytes(4)))
+            if length == 0 { return }
+            guard length <= BackupRecord.maxPieceSize else { throw BackupError.damaged("a content piece is too large") }
+            let part = UnsafeMutableRawBufferPointer(rebasing: piece.mutableBytes[0..<length])
+            try read(into: part)
+            try body(UnsafeRawBufferPointer(part))
+        }
+    }
+}

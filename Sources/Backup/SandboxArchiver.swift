@@ -1,0 +1,156 @@
+// Writes a mounted sandbox's tree into a backup: every directory, regular file and
+// symbolic link with its relative path, mode, times and protection class (read through
+// the mount's own attribute, so a file's class is what the filesystem says it is), a
+// further name of a hard-linked file as a link to the first, and each file's bytes
+// read through the mount. tmp/ and Library/Caches/ keep their directory but not their
+// contents, as in an iOS backup. Other node types (FIFOs, sockets, devices) are counted
+// and left out.
+import DataProtection
+import DPFSProtocol
+import CLinux
+import Glibc
+
+public final class SandboxArchiver {
+    /// Why the tree could not be read; `errno` EPERM means a class key went away (the
+    /// device locked during the backup).
+    public struct Failure: Error, CustomStringConvertible {
+        public let operation: String
+        public let path: String
+        public let code: Int32
+        public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+    }
+
+    private let stream: SealingStream
+    private let root: String
+    private let scratch = SecureBuffer(count: 256 << 10)
+    /// The first path of each file with several names, by inode number.
+    private var firstNames: [UInt64: [UInt8]] = [:]
+    public private(set) var records = 0
+    public private(set) var files = 0
+    public private(set) var skipped = 0
+    public var progress: (() -> Void)?
+
+    public init(root: String, into stream: SealingStream) {
+        self.root = root
+        self.stream = stream
+    }
+
+    public func archive() throws {
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(operation: "open", path: root, code: errno) }
+        defer { close(fd) }
+        try directory([], fd: fd)
+    }
+
+    private func display(_ path: [UInt8]) -> String { root + "/" + String(decoding: path, as: UTF8.self) }
+
+    private func directory(_ path: [UInt8], fd: Int32) throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Failure(operation: "stat", path: display(path), code: errno) }
+        try write(.directory, path, info, protection: try protection(fd, path))
+        if SandboxPath.contentsExcluded.contains(path) { return }
+        for name in try names(in: fd, path) {
+            let child = SandboxPath.join(path, name)
+            var childInfo = stat()
+            guard name.withCString({ fstatat(fd, $0, &childInfo, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                throw Failure(operation: "stat", path: display(child), code: errno)
+            }
+            switch childInfo.st_mode & S_IFMT {
+            case S_IFDIR:
+                let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+                guard childFD >= 0 else { throw Failure(operation: "open", path: display(child), code: errno) }
+                defer { close(childFD) }
+                try directory(child, fd: childFD)
+            case S_IFREG:
+                if childInfo.st_nlink > 1 {
+                    if let first = firstNames[UInt64(childInfo.st_ino)] {
+                        try stream.writeRecord(BackupRecord(.hardLink, ["path": child, "target": first]))
+                        records += 1
+                        continue
+                    }
+                    firstNames[UInt64(childInfo.st_ino)] = child
+                }
+                try file(child, name: name, in: fd, childInfo)
+            case S_IFLNK:
+                try symlink(child, name: name, in: fd, childInfo)
+            default:
+                skipped += 1
+            }
+        }
+    }
+
+    /// The names in a directory, sorted so that equal trees make equal record orders.
+    private func names(in fd: Int32, _ path: [UInt8]) throws -> [[UInt8]] {
+        let listing = dup(fd)
+        guard listing >= 0, let stream = fdopendir(listing) else {
+            throw Failure(operation: "opendir", path: display(path), code: errno)
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw Failure(operation: "readdir", path: display(path), code: errno) }
+                break
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
+            names.append(name)
+        }
+        return names.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    private func protection(_ fd: Int32, _ path: [UInt8]) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = fgetxattr(fd, MountAttributes.protection, &buffer, buffer.count)
+        guard n > 0 else { throw Failure(operation: "read the protection class of", path: display(path), code: errno) }
+        return Array(buffer[0..<n])
+    }
+
+    private func write(_ kind: RecordKind, _ path: [UInt8], _ info: stat, protection: [UInt8]?,
+                       extra: [String: [UInt8]] = [:]) throws {
+        var fields = extra
+        fields["path"] = path
+        fields["mode"] = Array(String(info.st_mode & 0o7777).utf8)
+        fields["mtime"] = RecordTime.encode(info.st_mtim)
+        fields["atime"] = RecordTime.encode(info.st_atim)
+        fields["class"] = protection
+        try stream.writeRecord(BackupRecord(kind, fields))
+        records += 1
+    }
+
+    private func file(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {
+        let fd = name.withCString { openat(directory, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { throw Failure(operation: "open", path: display(path), code: errno) }
+        defer { close(fd) }
+        try write(.file, path, info, protection: try protection(fd, path))
+        let buffer = scratch.mutableBytes
+        while true {
+            let n = read(fd, buffer.start, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
+            if n == 0 { break }
+            try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            progress?()
+        }
+        try stream.endContent()
+        files += 1
+        progress?()
+    }
+
+    private func symlink(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {
+        var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = name.withCString { readlinkat(directory, $0, &target, target.count) }
+        guard n >= 0, n < target.count else { throw Failure(operation: "readlink", path: display(path), code: n < 0 ? errno : ENAMETOOLONG) }
+        try write(.symlink, path, info, protection: nil, extra: ["target": Array(target[0..<n])])
+    }
+}
+
+extension [UInt8] {
+    /// The bytes as a C string for a system call (no NUL inside: SandboxPath.isValid).
+    func withCString<R>(_ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        let text = map { CChar(bitPattern: $0) } + [0]
+        return try body(text)
+    }
+}

@@ -1,0 +1,132 @@
+// dpfs backup: the sandbox's files (through the mount) and the keychain items that may
+// leave the device (from the daemon) into one file sealed under a backup password
+// (Backup module; dpfs(5), "Backup file"). The device must be unlocked, as for an iOS
+// backup. The file appears whole or not at all: written beside its target, synced,
+// then renamed over it.
+import ArgumentParser
+import Backup
+import DataProtection
+import DPFSProtocol
+import Foundation
+import Glibc
+
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Write the sandbox's files and migratable keychain items to one encrypted file.")
+
+    @Argument(help: "The mountpoint of an unlocked device.") var mountpoint: String
+    @Option(help: "The backup file to write (replaced whole, or left as it was).") var to: String
+    @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
+
+    func run() throws {
+        let root = absolutePath(mountpoint)
+        let client = try ControlClient(mountpoint: root)
+        guard let status = try client.send(.status).status else { throw CLIError("the daemon sent no status") }
+        guard status.state == .unlocked || !status.passcodeSet else {
+            throw CLIError("the device at \(root) is \(status.state.rawValue): unlock it first (a backup reads every class, "
+                           + "as an iOS backup needs the device unlocked)", status: .deviceLocked)
+        }
+        let password = try BackupPassword.read(file: passwordFile, confirm: true)
+        let target = absolutePath(to)
+        let output = try TemporaryOutput(beside: target)
+        do {
+            let counts = try write(into: output.fd, password: password, root: root, client: client, status: status)
+            password.wipe()
+            try output.commit()
+            print("backed up \(counts.files) files and \(counts.items) keychain items of \(root) to \(target) "
+                  + "(ThisDeviceOnly items stay on the device)")
+        } catch {
+            password.wipe()
+            output.discard()
+            throw Self.explain(error, root: root)
+        }
+    }
+
+    private func write(into fd: Int32, password: SecureBuffer, root: String, client: ControlClient,
+                       status: DeviceStatus) throws -> (files: Int, items: Int) {
+        let stream = try SealingStream(fd: fd, password: password)
+        password.wipe()
+        let progress = ProgressLine()
+        defer { progress.end() }
+        try stream.writeRecord(BackupRecord(.device, [
+            "defaultProtection": Array(status.defaultProtection.utf8),
+            "dpfsVersion": Array(DPFSVersion.current.utf8),
+            "created": Array(DeviceEvent.utcTimestamp().utf8),
+        ]))
+        var records = 1
+        var items = 0
+        try client.receive(.keychainExport) { reply, secrets in
+            if let app = reply.app {
+                var fields: [String: [UInt8]] = ["bundleID": Array(app.utf8), "sandboxApp": reply.sandboxApp == true ? [1] : [0]]
+                if let plist = reply.entitlements { fields["entitlements"] = Array(plist) }
+                try stream.writeRecord(BackupRecord(.app, fields))
+            } else if let item = reply.keychain?.items.first, let attributes = item.attributes, secrets.count == 1 {
+                try stream.writeRecord(BackupRecord(.item, attributes.mapValues { Array($0.utf8) }))
+                try stream.writePiece(secrets[0].bytes)
+                try stream.endContent()
+                items += 1
+            } else {
+                return false  // the end of the export
+            }
+            records += 1
+            return true
+        }
+        let archiver = SandboxArchiver(root: root, into: stream)
+        archiver.progress = { [unowned archiver] in
+            progress.update("backing up: \(archiver.files) files, \(ProgressLine.size(stream.plaintextBytes))")
+        }
+        try archiver.archive()
+        records += archiver.records
+        try stream.writeRecord(BackupRecord(.end, ["count": Array(String(records).utf8)]))
+        try stream.finish()
+        if archiver.skipped > 0 {
+            FileHandle.standardError.write(Data("note: \(archiver.skipped) FIFOs, sockets or device nodes were left out\n".utf8))
+        }
+        return (archiver.files, items)
+    }
+
+    /// A class key gone in the middle (the device locked) is the device-locked status.
+    static func explain(_ error: any Error, root: String) -> any Error {
+        if let failure = error as? SandboxArchiver.Failure, failure.code == EPERM {
+            return CLIError("the device at \(root) locked during the backup (\(failure)); no backup was written",
+                            status: .deviceLocked)
+        }
+        if error is CLIError || error is ControlClientError { return error }
+        return CLIError("\(error); no backup was written")
+    }
+}
+
+/// A new file beside `target`, mode 0600, that becomes `target` only on commit.
+final class TemporaryOutput {
+    let fd: Int32
+    let path: String
+    let target: String
+
+    init(beside target: String) throws {
+        self.target = target
+        let directory = (target as NSString).deletingLastPathComponent
+        let name = (target as NSString).lastPathComponent
+        var template = Array("\(directory)/.\(name).tmp-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0, fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 else { throw CLIError("cannot create a file beside \(target): \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        self.path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The file is synced already (SealingStream.finish); rename, then sync the directory.
+    func commit() throws {
+        close(fd)
+        guard rename(path, target) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            throw CLIError("cannot write \(target): \(reason)")
+        }
+        try? AtomicFile.syncDirectory(of: target)
+    }
+
+    func discard() {
+        close(fd)
+        unlink(path)
+    }
+}

@@ -1,0 +1,155 @@
+// What a new device is made with, for dpfs init and dpfs restore alike: the options
+// and the making (keybag, device secret in its store, sandbox tree, item store).
+import ArgumentParser
+import DataProtection
+import Foundation
+import CLinux
+import Glibc
+import ItemStore
+
+struct NewDeviceOptions: ParsableArguments {
+    @Option(help: "Read the passcode from the first line of this file.") var passcodeFile: String?
+    @Flag(help: "Create a device without a passcode: every class is always available.") var noPasscode = false
+    @Option(help: "Bundle ID of the sandbox's app.") var app: String?
+    @Option(help: "Apple-style entitlements plist of the sandbox's app.") var entitlements: String?
+    @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive).")
+    var defaultProtection: String?
+    @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
+    @Option(help: ArgumentHelp(
+        "Where the device secret lives, outside the device directory: tpm2[:TCTI] (sealed to a TPM 2.0; the default where /dev/tpmrm0 answers), file (the default elsewhere: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), or file:DIR.",
+        valueName: "store")) var secretStore: String?
+
+    func validate() throws {
+        if noPasscode && passcodeFile != nil { throw ValidationError("--no-passcode and --passcode-file exclude each other") }
+        if let eraseAfter, eraseAfter < 1 { throw ValidationError("--erase-after needs a positive number") }
+    }
+
+    /// The sandbox's app when neither --app nor --entitlements names one (a restore's:
+    /// the backup's), and the class it carries for the sandbox default.
+    struct Defaults {
+        var appBundleID: String?
+        var entitlements: Data?
+        var protection: ProtectionClass = .untilFirstAuth
+    }
+
+    /// What the device will be made with, settled before anything is made.
+    struct Plan {
+        var store: SecretStoreLocation
+        var storeNote: String
+        var defaultClass: ProtectionClass
+        var defaults: Defaults
+    }
+
+    /// Checks what can be checked before anything is made. `root`: the directory the
+    /// device ends up in (the secret store must lie outside it).
+    func plan(for root: String, defaults: Defaults = Defaults()) throws -> Plan {
+        if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
+            throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
+        }
+        let (store, note) = try chooseStore()
+        if case .file(let secrets) = store, secrets == root || secrets.hasPrefix(root + "/") {
+            throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
+        }
+        return Plan(store: store, storeNote: note, defaultClass: try resolveDefaultClass(defaults.protection), defaults: defaults)
+    }
+
+    /// The passcode the new device gets (nil with --no-passcode).
+    func readPasscode() throws -> SecureBuffer? {
+        noPasscode ? nil : try PasscodeSource.readNew(file: passcodeFile)
+    }
+
+    /// Makes the device in `directory`, which must exist and be empty; its UUID. On
+    /// failure the directory is left empty and the secret store holds nothing of it.
+    func make(in directory: DeviceDirectory, plan: Plan, passcode: SecureBuffer?) throws -> String {
+        let (store, defaultClass, defaults) = (plan.store, plan.defaultClass, plan.defaults)
+        let device: DeviceProvisioning.NewDevice
+        do {
+            device = try DeviceProvisioning.create(store: store, passcode: passcode, defaultProtection: defaultClass,
+                                                   eraseAfter: eraseAfter)
+        } catch {
+            Self.removeContents(of: directory.root)
+            throw CLIError("init failed: \(error)")
+        }
+        defer { device.secret.wipe() }
+        do {
+            var keybag = device.keybag
+            let metadataKey = MetadataKey.derive(from: device.secret)
+            defer { metadataKey.wipe() }
+            try SandboxTree.create(in: directory, defaultClass: defaultClass, metadataKey: metadataKey,
+                                   names: NameCipher(deviceSecret: device.secret))
+            try directory.markNoACLs()
+            if app == nil && entitlements == nil {
+                try ItemStore.initialize(path: directory.itemStorePath, appBundleID: defaults.appBundleID,
+                                         entitlements: defaults.entitlements)
+            } else {
+                try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
+                                         entitlementsPlist: entitlements.map(absolutePath))
+            }
+            // The keybag last: its presence is what marks a device as initialised.
+            try keybag.save(in: directory, deviceSecret: device.secret)
+        } catch {
+            Self.removeContents(of: directory.root)
+            DeviceProvisioning.discard(device.keybag.deviceUUID, in: store)
+            throw CLIError("init failed: \(error)")
+        }
+        return device.keybag.deviceUUID
+    }
+
+    /// The store `--secret-store` names; without it the TPM where /dev/tpmrm0 answers
+    /// (a guess then needs this machine's TPM, and counts against its lockout), else
+    /// the default file store. With why, for the line `init` prints.
+    private func chooseStore() throws -> (SecretStoreLocation, String) {
+        if let secretStore {
+            do { return (try SecretStoreLocation(parsing: secretStore), "as asked") } catch {
+                throw CLIError(error)
+            }
+        }
+        let tpm = SecretStoreLocation.tpm2(tcti: SecretStoreLocation.defaultTCTI)
+        if access("/dev/tpmrm0", R_OK | W_OK) == 0 && TPMSecretStore.isUsable(tcti: SecretStoreLocation.defaultTCTI) {
+            return (tpm, "sealed to this machine's TPM: no passcode can be tried anywhere else")
+        }
+        let file = try SecretStoreLocation(parsing: nil)
+        return (file, "no usable TPM at /dev/tpmrm0: whoever copies this directory and that one "
+                + "can try passcodes offline; keep them apart")
+    }
+
+    /// --default-protection, else the entitlements' default-data-protection, else `fallback`.
+    private func resolveDefaultClass(_ fallback: ProtectionClass) throws -> ProtectionClass {
+        if let defaultProtection, let parsed = ProtectionClass(name: defaultProtection) { return parsed }
+        guard let entitlements else { return fallback }
+        guard let data = FileManager.default.contents(atPath: entitlements),
+              let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] else {
+            throw CLIError("cannot read entitlements plist \(entitlements)")
+        }
+        guard let value = plist["com.apple.developer.default-data-protection"] as? String else { return .untilFirstAuth }
+        guard let parsed = ProtectionClass(name: value) else {
+            throw CLIError("entitlements plist \(entitlements): unknown default-data-protection '\(value)'")
+        }
+        return parsed
+    }
+
+    /// Checks that `path` is an empty directory, or makes it; true if it made it.
+    static func prepareEmptyDirectory(_ path: String) throws -> Bool {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw CLIError("\(path) exists and is not a directory") }
+            let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["?"]
+            guard contents.isEmpty else { throw CLIError(DeviceError.notEmpty(path).description) }
+            return false
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+            return true
+        }
+    }
+
+    static func removeContents(of path: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+        }
+    }
+}

@@ -1,0 +1,197 @@
+// dpfs restore: a new device (new secret, new keys, the init options) made from a
+// backup, as an iPhone restored from an encrypted backup: its files with their
+// classes, modes and times, its apps and its migratable keychain items; no
+// ThisDeviceOnly item, for none was ever in the backup.
+//
+// Nothing is made until the whole backup has been read and checked to its FINAL chunk
+// (BackupCheck): a wrong password, a damaged or truncated file is one line and no
+// DEVICE_DIR. The device is then made in a hidden directory beside DEVICE_DIR, mounted
+// on a private mount point, filled through the mount and the daemon (so the filesystem
+// and item store do their own sealing), unmounted, and only then renamed to
+// DEVICE_DIR; a failure on the way removes it and its secret-store entries.
+import ArgumentParser
+import Backup
+import DataProtection
+import DPFSProtocol
+import Foundation
+import Glibc
+
+struct RestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Make a new device from a backup: its files, classes and migratable keychain items.")
+
+    @Argument(help: "A new or empty directory for the new device.") var deviceDirectory: String
+    @Option(help: "The backup file (written by dpfs backup).") var from: String
+    @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
+    @OptionGroup var options: NewDeviceOptions
+
+    func run() throws {
+        let directory = DeviceDirectory(deviceDirectory)
+        try Self.checkTarget(directory.root)
+        let fd = open(absolutePath(from), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot open the backup \(from): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let progress = ProgressLine()
+        let stream: OpeningStream
+        let contents: BackupContents
+        do {
+            let password = try BackupPassword.read(file: passwordFile, confirm: false)
+            defer { password.wipe() }
+            stream = try OpeningStream(fd: fd, password: password)
+            contents = try BackupCheck.run(stream) {
+                progress.update("checking the backup: \(ProgressLine.size(stream.fileBytes))")
+            }
+            progress.end()
+        } catch {
+            progress.end()
+            throw Self.explain(error)
+        }
+        let plan = try options.plan(for: directory.root, defaults: Self.defaults(contents))
+        let passcode = try options.readPasscode()
+        defer { passcode?.wipe() }
+        let building = try BuildDirectory(beside: directory)
+        var deviceUUID: String?
+        do {
+            deviceUUID = try options.make(in: building.directory, plan: plan, passcode: passcode)
+            let mount = try TemporaryMount(building.directory)
+            do {
+                try fill(mount.mountpoint, from: stream, contents: contents, passcode: passcode, progress: progress)
+                progress.end()
+            } catch {
+                progress.end()
+                mount.takeDown()
+                throw error
+            }
+            guard mount.takeDown() else { throw CLIError("the new device's daemon did not end after its unmount") }
+            try building.commit(as: directory)
+        } catch {
+            if let deviceUUID { DeviceProvisioning.discard(deviceUUID, in: plan.store) }
+            building.discard()
+            throw Self.explain(error)
+        }
+        print("secret store: \(plan.store) (\(plan.storeNote))")
+        print("restored \(contents.files) files and \(contents.items) keychain items into \(directory.root) "
+              + "(a new device: default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
+    }
+
+    /// DEVICE_DIR must not exist, or be an empty directory.
+    static func checkTarget(_ root: String) throws {
+        var info = stat()
+        guard lstat(root, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw CLIError("\(root) exists and is not a directory") }
+        guard (try? FileManager.default.contentsOfDirectory(atPath: root))?.isEmpty == true else {
+            throw CLIError("\(root) is not empty; dpfs restore needs a new or empty directory")
+        }
+    }
+
+    /// The new device's defaults where no option says otherwise: the backup's.
+    static func defaults(_ contents: BackupContents) -> NewDeviceOptions.Defaults {
+        var defaults = NewDeviceOptions.Defaults()
+        if let name = contents.device.text("defaultProtection"), let protection = ProtectionClass(name: name) {
+            defaults.protection = protection
+        }
+        if let app = contents.apps.first(where: { $0.fields["sandboxApp"] == [1] }) {
+            defaults.appBundleID = app.text("bundleID")
+            defaults.entitlements = app.fields["entitlements"].map { Data($0) }
+        }
+        return defaults
+    }
+
+    /// The second pass: apps, items and the tree into the mounted new device.
+    private func fill(_ root: String, from stream: OpeningStream, contents: BackupContents, passcode: SecureBuffer?,
+                      progress: ProgressLine) throws {
+        let client = try ControlClient(mountpoint: root)
+        if let passcode { _ = try client.send(.unlock, secrets: [passcode]) }
+        let sandboxApp = try client.send(.appIdentity(bundleID: nil)).app
+        try stream.rewind()
+        let extractor = SandboxExtractor(root: root)
+        extractor.progress = { progress.update("restoring: \(ProgressLine.size(stream.fileBytes))") }
+        while true {
+            let record = try stream.readRecord()
+            switch record.kind {
+            case .end:
+                try extractor.finishDirectories()
+                try stream.expectEnd()
+                return
+            case .device:
+                continue
+            case .app:
+                guard let bundleID = record.text("bundleID"), bundleID != sandboxApp else { continue }
+                guard let plist = record.fields["entitlements"] else {
+                    FileHandle.standardError.write(Data("note: app \(bundleID) had no entitlements plist and is not registered\n".utf8))
+                    continue
+                }
+                _ = try client.send(.appAdd(entitlements: Data(plist)))
+            case .item:
+                try importItem(record, from: stream, client: client)
+            default:
+                try extractor.apply(record, content: stream)
+            }
+        }
+    }
+
+    private func importItem(_ record: BackupRecord, from stream: OpeningStream, client: ControlClient) throws {
+        var attributes: [String: String] = [:]
+        for (name, value) in record.fields {
+            guard let text = String(validating: value, as: UTF8.self) else { throw BackupError.damaged("an item attribute is not text") }
+            attributes[name] = text
+        }
+        let data = LockedSecret(count: ControlProtocol.maxItemDataSize)
+        var length = 0
+        try stream.readContent { piece in
+            guard length + piece.count <= data.count else { throw BackupError.damaged("an item's data is too large") }
+            (data.mutableBytes.start + length).update(from: piece.start, count: piece.count)
+            length += piece.count
+        }
+        let secret = LockedSecret.copying(UnsafeRawBufferPointer(rebasing: data.bytes[0..<length]))
+        let reply = try client.send(.keychainImport(attributes: attributes), secrets: [secret])
+        if let response = reply.keychain, response.status != 0 {
+            throw CLIError("a keychain item could not be restored: \(SecStatus.describe(response.status))"
+                           + (response.message.map { ": \($0)" } ?? ""))
+        }
+    }
+
+    static func explain(_ error: any Error) -> any Error {
+        switch error {
+        case let error as BackupError:
+            return CLIError(error.description)
+        case let error as SandboxArchiver.Failure:
+            return CLIError("cannot restore the sandbox: \(error); nothing was restored")
+        default:
+            return error
+        }
+    }
+}
+
+/// The hidden directory beside DEVICE_DIR where the new device is made, renamed to
+/// DEVICE_DIR once it is complete.
+struct BuildDirectory {
+    let directory: DeviceDirectory
+
+    init(beside target: DeviceDirectory) throws {
+        let parent = (target.root as NSString).deletingLastPathComponent
+        let name = (target.root as NSString).lastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("\(parent) does not exist; make it first")
+        }
+        var template = Array("\(parent)/.\(name).restore-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else {
+            throw CLIError("cannot make a directory beside \(target.root): \(String(cString: strerror(errno)))")
+        }
+        directory = DeviceDirectory(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    /// Renames the finished device over DEVICE_DIR (which is absent or empty).
+    func commit(as target: DeviceDirectory) throws {
+        guard rename(directory.root, target.root) == 0 else {
+            throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
+        }
+        try? AtomicFile.syncDirectory(of: target.root)
+    }
+
+    func discard() {
+        try? FileManager.default.removeItem(atPath: directory.root)
+    }
+}

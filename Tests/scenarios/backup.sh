@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# dpfs backup and restore (issue 39): a device with files of every class, nested
+# directories, a symlink, a hard link, modes and times, and keychain items of every
+# migratable and two ThisDeviceOnly accessibilities (one of a second app); backup of a
+# locked device refused; the backup file holds no name, content or attribute in the
+# clear; a wrong password, a flipped byte, a truncated file each refused with one line
+# and nothing created; a restore onto a new device (new passcode, new keys) keeps the
+# files with their classes, modes and times and the migratable items, and not the
+# ThisDeviceOnly ones.
+source "$(dirname "$0")/lib.sh"
+
+kc() { "$DPFS" keychain "$@"; }
+NEW="$WORK/restored"
+MNT2="$WORK/mnt2"
+BACKUP="$WORK/phone.dpfsbackup"
+PASSWORD="$WORK/password.txt"
+PASS2="$WORK/pass2.txt"
+mkdir -p "$MNT2"
+printf 'correct horse battery staple\n' > "$PASSWORD"
+printf '5678\n' > "$PASS2"
+chmod 600 "$PASSWORD" "$PASS2"
+
+scenario_cleanup() {
+    if grep -qs " $MNT2 fuse" /proc/mounts; then
+        "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
+    fi
+}
+
+# restore_refused WHAT BACKUP_FILE MESSAGE: restore fails with one line naming MESSAGE,
+# and leaves no device directory, no half-made device beside it, no new secret.
+restore_refused() {
+    local what=$1 file=$2 message=$3 out status secrets_before
+    secrets_before=$(ls "$SECRETS" | wc -l)
+    out=$("$DPFS" restore "$NEW" --from "$file" --password-file "${4:-$PASSWORD}" --passcode-file "$PASS2" \
+          --secret-store "file:$SECRETS" 2>&1)
+    status=$?
+    if [ "$status" -ne 0 ] && printf '%s' "$out" | grep -q -e "$message" && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ]; then
+        pass "$what: refused with one line"
+    else
+        fail "$what: refused with one line" "exit $status: $out"
+    fi
+    if [ ! -e "$NEW" ] && [ -z "$(ls -A "$WORK" | grep '^\.restored')" ] && [ "$(ls "$SECRETS" | wc -l)" = "$secrets_before" ]; then
+        pass "$what: nothing was created"
+    else
+        fail "$what: nothing was created" "$(ls -A "$WORK")"
+    fi
+}
+
+setup_device
+check "unlock" unlock_device
+
+# --- a sandbox with something of everything ---------------------------------------
+D="$MNT/Documents"
+mkdir -p "$D/nested/deeper" "$MNT/Library/Application Support/db"
+for class in none complete completeUnlessOpen untilFirstAuth; do
+    printf 'content of a %s file\n' "$class" > "$D/$class.txt"
+    "$DPFS" protection set "$class" "$D/$class.txt"
+done
+"$DPFS" protection set complete "$D/nested"
+printf 'MARKERCONTENTz9k\n' > "$D/nested/deeper/MARKERNAMEq7x.txt"
+head -c 3000000 /dev/urandom > "$D/nested/big.bin"
+printf 'read only\n' > "$D/readonly.txt"; chmod 0400 "$D/readonly.txt"
+printf '#!/bin/sh\n' > "$D/tool.sh"; chmod 0750 "$D/tool.sh"
+printf 'accents\n' > "$D/naïve ✓.txt"
+ln -s nested/deeper/MARKERNAMEq7x.txt "$D/link"
+ln "$D/none.txt" "$D/hardlink"
+printf 'sqlite\n' > "$MNT/Library/Application Support/db/store.sqlite"
+touch -d '2001-02-03 04:05:06.123456789' "$D/untilFirstAuth.txt"
+touch -d '1999-12-31 23:59:59' "$D/nested/deeper"
+chmod 0700 "$D/nested"
+printf 'scratch\n' > "$MNT/tmp/scratch"
+printf 'cached\n' > "$MNT/Library/Caches/cached"
+
+# --- keychain items of the sandbox's app and of a second app -------------------------
+TEAM=ABCDE12345
+cat > "$WORK/mail.plist" <<PLIST
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0"><dict>
+<key>application-identifier</key><string>$TEAM.com.example.mail</string>
+<key>keychain-access-groups</key><array><string>$TEAM.com.example.mail</string></array>
+</dict></plist>
+PLIST
+check "register a second app" "$DPFS" app add "$MNT" --entitlements "$WORK/mail.plist"
+check "add a WhenUnlocked item" kc add "$MNT" --service MARKERSERVICEp3 --account MARKERACCOUNTw2 --label MARKERLABELk8 \
+    --accessible WhenUnlocked --data-file <(printf MARKERSECRETm4)
+check "add an AfterFirstUnlock item" kc add "$MNT" --service afu --account a --accessible AfterFirstUnlock --data-file <(printf afu-secret)
+check "add an Always item" kc add "$MNT" --service always --accessible Always --data-file <(printf always-secret)
+check "add a synchronizable item" kc add "$MNT" --service synced --synchronizable yes --data-file <(printf synced-secret)
+check "add an internet password" kc add "$MNT" --class inet --server example.com --account bob --port 443 \
+    --data-file <(printf inet-secret)
+check "add a WhenUnlockedThisDeviceOnly item" kc add "$MNT" --service wutdo --accessible WhenUnlockedThisDeviceOnly \
+    --data-file <(printf wutdo-secret)
+check "add an AfterFirstUnlockThisDeviceOnly item" kc add "$MNT" --service afutdo \
+    --accessible AfterFirstUnlockThisDeviceOnly --data-file <(printf afutdo-secret)
+check "add an item of the second app" kc add "$MNT" --app com.example.mail --service mail --account carol \
+    --data-file <(printf mail-secret)
+check "add a ThisDeviceOnly item of the second app" kc add "$MNT" --app com.example.mail --service mailtdo \
+    --accessible AfterFirstUnlockThisDeviceOnly --data-file <(printf mailtdo-secret)
+created=$(kc find "$MNT" --service MARKERSERVICEp3 --return attributes | sed -n 's/^creationDate: //p')
+
+# What the restored tree must show: path, mode, mtime to the nanosecond, type.
+tree_listing() {
+    (cd "$1" && find . ! -path ./tmp/scratch ! -path ./Library/Caches/cached -print0 | sort -z \
+        | xargs -0 stat -c '%n %a %y %F %h')
+}
+before=$(tree_listing "$MNT")
+
+# --- a locked device is not backed up -------------------------------------------------
+"$DPFS" lock "$MNT" --now >/dev/null
+out=$("$DPFS" backup "$MNT" --to "$BACKUP" --password-file "$PASSWORD" 2>&1)
+status=$?
+expect_eq "backup of a locked device: the device-locked status" "$status" "14"
+[ ! -e "$BACKUP" ] && [ -z "$(ls -A "$WORK" | grep 'phone.dpfsbackup.tmp')" ] \
+    && pass "backup of a locked device leaves no file" || fail "backup of a locked device leaves no file" "$(ls -A "$WORK")"
+check "unlock again" unlock_device
+
+# --- the backup ------------------------------------------------------------------------
+printf 'secret\n' > "$WORK/open-password"; chmod 644 "$WORK/open-password"
+check_error "a password file others can read is refused" "must not be accessible" \
+    "$DPFS" backup "$MNT" --to "$BACKUP" --password-file "$WORK/open-password"
+check "backup" "$DPFS" backup "$MNT" --to "$BACKUP" --password-file "$PASSWORD"
+expect_eq "the backup file is the owner's alone" "$(stat -c %a "$BACKUP")" "600"
+expect_eq "the source tree is unchanged by the backup" "$(tree_listing "$MNT")" "$before"
+for marker in MARKERNAMEq7x MARKERCONTENTz9k MARKERSERVICEp3 MARKERACCOUNTw2 MARKERLABELk8 MARKERSECRETm4 \
+              com.example.mail "$TEAM" untilFirstAuth Documents; do
+    if grep -q -a -F "$marker" "$BACKUP"; then fail "the backup does not show $marker" "found in clear"
+    else pass "the backup does not show $marker"; fi
+done
+size=$(stat -c %s "$BACKUP")
+
+# --- refused backups: nothing created -------------------------------------------------
+printf 'not the password\n' > "$WORK/wrong"; chmod 600 "$WORK/wrong"
+restore_refused "wrong password" "$BACKUP" "wrong backup password" "$WORK/wrong"
+for offset in 40 100 $((size / 2)) $((size - 5)); do
+    cp "$BACKUP" "$WORK/flipped"
+    flip_bit "$WORK/flipped" "$offset"
+    restore_refused "a byte flipped at $offset" "$WORK/flipped" "damaged\|wrong backup password"
+done
+# A cut right at a chunk boundary (header 84 bytes, chunks of 65536 + 17): the FINAL
+# chunk is missing; a cut inside the last chunk: it fails its tag.
+head -c $((84 + 65553 * 2)) "$BACKUP" > "$WORK/truncated"
+restore_refused "truncated at a chunk boundary" "$WORK/truncated" "truncated"
+head -c $((size - 1)) "$BACKUP" > "$WORK/truncated"
+restore_refused "truncated inside the last chunk" "$WORK/truncated" "cut short"
+cp "$BACKUP" "$WORK/appended"; printf 'x' >> "$WORK/appended"
+restore_refused "a byte appended" "$WORK/appended" "bytes added after it\|data follows"
+mkdir -p "$WORK/occupied"; touch "$WORK/occupied/file"
+check_error "a non-empty DEVICE_DIR is refused" "not empty" \
+    "$DPFS" restore "$WORK/occupied" --from "$BACKUP" --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
+
+# --- the restore onto a new device -------------------------------------------------------
+check "restore" "$DPFS" restore "$NEW" --from "$BACKUP" --password-file "$PASSWORD" --passcode-file "$PASS2" \
+    --secret-store "file:$SECRETS"
+[ -z "$(ls -A "$WORK" | grep '^\.restored')" ] && pass "no build directory is left" || fail "no build directory is left"
+[ "$(grep -o '"deviceUUID" *: *"[^"]*"' "$NEW/keybag.json")" != "$(grep -o '"deviceUUID" *: *"[^"]*"' "$DEV/keybag.json")" ] \
+    && pass "the restored device has a new identity" || fail "the restored device has a new identity"
+check "mount the restored device" "$DPFS" mount "$NEW" "$MNT2"
+check_error "the old passcode does not open it" "wrong passcode\|Wrong passcode" "$DPFS" unlock "$MNT2" --passcode-file "$PASS"
+check "the new passcode does" "$DPFS" unlock "$MNT2" --passcode-file "$PASS2"
+
+after=$(tree_listing "$MNT2")
+expect_eq "paths, modes, mtimes, types and link counts are restored" "$after" "$before"
+R="$MNT2/Documents"
+for class in none complete completeUnlessOpen untilFirstAuth; do
+    expect_eq "$class file keeps its class" "$("$DPFS" protection get "$R/$class.txt")" "$class"
+    expect_eq "$class file keeps its content" "$(cat "$R/$class.txt")" "content of a $class file"
+done
+expect_eq "a directory keeps its class" "$("$DPFS" protection get "$R/nested")" "complete"
+# Every file and directory: the class it had.
+classes_of() { (cd "$1" && find . ! -type l ! -path ./tmp/scratch ! -path ./Library/Caches/cached -print0 | sort -z \
+    | xargs -0 "$DPFS" protection get); }
+expect_eq "every file and directory keeps its class" "$(classes_of "$MNT2")" "$(classes_of "$MNT")"
+check "a multi-chunk file is byte-exact" cmp "$D/nested/big.bin" "$R/nested/big.bin"
+expect_eq "a non-ASCII name" "$(cat "$R/naïve ✓.txt")" "accents"
+expect_eq "the symlink keeps its target" "$(readlink "$R/link")" "nested/deeper/MARKERNAMEq7x.txt"
+expect_eq "the symlink resolves" "$(cat "$R/link")" "MARKERCONTENTz9k"
+expect_eq "the hard link is one file" "$(stat -c %i "$R/hardlink")" "$(stat -c %i "$R/none.txt")"
+[ ! -e "$MNT2/tmp/scratch" ] && pass "tmp/ contents are not backed up" || fail "tmp/ contents are not backed up"
+[ ! -e "$MNT2/Library/Caches/cached" ] && pass "Library/Caches contents are not backed up" || fail "Library/Caches contents are not backed up"
+
+expect_eq "a WhenUnlocked item is restored" "$(kc find "$MNT2" --service MARKERSERVICEp3 --account MARKERACCOUNTw2)" "MARKERSECRETm4"
+attributes=$(kc find "$MNT2" --service MARKERSERVICEp3 --return attributes)
+case "$attributes" in *"label: MARKERLABELk8"*"accessible"*|*"accessible: WhenUnlocked"*) pass "its attributes are restored" ;;
+                      *) fail "its attributes are restored" "$attributes" ;; esac
+expect_eq "its creation date is kept" "$(printf '%s\n' "$attributes" | sed -n 's/^creationDate: //p')" "$created"
+expect_eq "an AfterFirstUnlock item is restored" "$(kc find "$MNT2" --service afu --account a)" "afu-secret"
+expect_eq "an Always item is restored" "$(kc find "$MNT2" --service always)" "always-secret"
+expect_eq "a synchronizable item is restored" "$(kc find "$MNT2" --service synced --synchronizable yes)" "synced-secret"
+expect_eq "an internet password is restored" "$(kc find "$MNT2" --class inet --server example.com --account bob)" "inet-secret"
+expect_eq "the second app is registered and finds its item" \
+    "$(kc find "$MNT2" --app com.example.mail --service mail --account carol)" "mail-secret"
+check_error "WhenUnlockedThisDeviceOnly: errSecItemNotFound" "errSecItemNotFound (-25300)" kc find "$MNT2" --service wutdo
+check_error "AfterFirstUnlockThisDeviceOnly: errSecItemNotFound" "errSecItemNotFound (-25300)" kc find "$MNT2" --service afutdo
+check_error "the second app's ThisDeviceOnly item: errSecItemNotFound" "errSecItemNotFound (-25300)" \
+    kc find "$MNT2" --app com.example.mail --service mailtdo
+expect_eq "ThisDeviceOnly items are still on the old device" "$(kc find "$MNT" --service wutdo)" "wutdo-secret"
+
+# The restored device behaves as a device: a lock takes its complete files away.
+"$DPFS" lock "$MNT2" --now >/dev/null
+check_error "restored complete file is refused while locked" "Operation not permitted" cat "$R/complete.txt"
+check_error "restored WhenUnlocked item is refused while locked" "errSecInteractionNotAllowed" \
+    kc find "$MNT2" --service MARKERSERVICEp3
+check "unmount the restored device" "$DPFS" unmount "$MNT2"
+finish
