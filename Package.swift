@@ -41,6 +41,9 @@ let package = Package(
         // sd-bus, for logind's signals: dpfs mount --lock-on.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
+        // libpq, for keychain sync through PostgreSQL (docs/design.md says why not postgres-nio).
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
         // The control protocol and its client, for the libraries apps link: typed
         // messages, framing, secrets in locked memory, finding a mount's daemon. It
         // links nothing beyond the C library (no libsodium, SQLite or tpm2-tss).
@@ -56,10 +59,12 @@ let package = Package(
             "DataProtection", "BlockStore", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
+        // Keychain sync of synchronizable items between the devices of one account.
+        .target(name: "KeychainSync", dependencies: ["DataProtection", "DPFSProtocol", "ItemStore", "CPostgres"]),
+        .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "KeychainSync", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "KeychainSync", "CSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),

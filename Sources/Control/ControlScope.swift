@@ -28,6 +28,8 @@ public enum ControlScope: Sendable, Equatable {
                 : "\(bundleID) may not control the device; run its tests with `dpfs run --device-control`"
         case .appAdd, .appSession:
             return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"
+        case .sync:
+            return "\(bundleID) runs as an app; only the device's owner manages keychain sync"
         }
     }
 

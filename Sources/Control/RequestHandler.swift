@@ -2,17 +2,21 @@
 import DataProtection
 import Foundation
 import ItemStore
+import KeychainSync
 
 struct RequestHandler {
     let device: LockStateManager
     let items: ItemStore
     var scope: ControlScope = .owner
+    var sync: SyncEngine?
 
     func handle(_ request: ControlRequest, secrets: [SecureBuffer]) -> ControlReply {
         do {
             switch request {
             case .status:
-                return ControlReply(ok: true, status: device.status())
+                var status = device.status()
+                status.sync = sync?.statusLine
+                return ControlReply(ok: true, status: status)
             case .lock(let now):
                 let locks = device.lock(now: now)
                 let message = locks ? nil : "no passcode is set: protected data stays available"
@@ -59,6 +63,12 @@ struct RequestHandler {
                 return ControlReply(ok: true, message: "registered \(bundleID)")
             case .appIdentity(let bundleID):
                 return appIdentity(bundleID ?? scope.bundleID)
+            case .sync(let command):
+                guard let sync else { return .failure("this daemon runs no keychain sync") }
+                let (message, report) = try sync.perform(command)
+                var reply = ControlReply(ok: true, message: message)
+                reply.sync = report
+                return reply
             case .events, .appSession:
                 return .failure("events and app sessions each need a connection of their own")
             }

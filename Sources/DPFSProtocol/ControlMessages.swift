@@ -25,6 +25,8 @@ public enum ControlRequest: Codable, Sendable {
     /// request on it acts as that app (ControlScope). It lives as long as the
     /// connection that asked for it; the reply names it in `socket`.
     case appSession(bundleID: String?, deviceControl: Bool)
+    /// Keychain sync: create, invite, join, leave, status (the reply's `sync`).
+    case sync(SyncCommand)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -40,6 +42,8 @@ public struct ControlReply: Codable, Sendable {
     public var socket: String?
     /// Which of the failures scripts tell apart this is, if one (with ok false).
     public var failure: ControlFailure?
+    /// For sync: the device's sync state after the command.
+    public var sync: SyncReport?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -68,6 +68,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var transport: String?
     /// Hours locked after which the device restarts (nil: never).
     public var inactivityRebootHours: Double?
+    /// Keychain sync's connection ("connected", "server unreachable", …); nil: not in an account.
+    public var sync: String?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

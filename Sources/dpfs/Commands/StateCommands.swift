@@ -76,5 +76,6 @@ struct Status: ParsableCommand {
         print("grace period: \(status.gracePeriod) s")
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
         if let store = status.secretStore { print("secret store: \(store)") }
+        if let sync = status.sync { print("keychain sync: \(sync)") }
     }
 }
