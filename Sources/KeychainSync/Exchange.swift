@@ -71,8 +71,11 @@ struct Exchange {
         }
         let members = try connection.execute("SELECT count(*) FROM dpfs_sync_members WHERE account_id = $1", [.text(state.accountID)])
         engine.shared.withLock { $0.members = members.int(0, 0) }
-        try pull(&state, connection)
-        return try push(&state, connection)
+        // A pull stopped by a locked class leaves newer versions unseen: a push of those
+        // records would only meet them again, so the round ends without asking for another.
+        let complete = try pull(&state, connection)
+        let conflicted = try push(&state, connection)
+        return conflicted && complete
     }
 
     private mutating func takeNewKey(_ epoch: Int, _ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
@@ -92,7 +95,8 @@ struct Exchange {
         return true
     }
 
-    private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws {
+    /// Returns false when a record waits for its class key (the pull stopped before it).
+    private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
         let rows = try connection.execute(
             "SELECT record_id, epoch, seq, payload FROM dpfs_sync_records WHERE account_id = $1 AND seq > $2 ORDER BY seq",
             [.text(state.accountID), .int(state.lastSequence)])
@@ -105,11 +109,12 @@ struct Exchange {
                 do {
                     try merge(remote, recordID: recordID, &state)
                 } catch where ItemStore.isUnavailable(error) {
-                    return
+                    return false
                 }
             }
             state.lastSequence = max(state.lastSequence, sequence)
         }
+        return true
     }
 
     /// Last writer wins: the later modification date, then the greater writer id.

@@ -133,8 +133,13 @@ public final class SyncEngine: Sendable {
             return .idle
         }
         var exchange = Exchange(engine: self, crypto: crypto)
+        // Saved only when changed: most rounds (a notification of one's own push) change nothing.
+        var saved = state
         try exchange.scan(&state)
-        try state.save(in: directory)
+        if state != saved {
+            try state.save(in: directory)
+            saved = state
+        }
         if connection == nil || connection?.isBroken == true {
             let made = try PostgresConnection(url: state.server)
             try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
@@ -142,7 +147,7 @@ public final class SyncEngine: Sendable {
         }
         guard let connection else { return .idle }
         let more = try exchange.synchronize(&state, connection)
-        try state.save(in: directory)
+        if state != saved { try state.save(in: directory) }
         record(connection: exchange.removed ? "removed from the account" : "connected", error: nil)
         return more ? .again : .done
     }

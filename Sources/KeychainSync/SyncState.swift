@@ -7,8 +7,8 @@
 import DataProtection
 import Foundation
 
-struct SyncState: Codable {
-    struct Entry: Codable {
+struct SyncState: Codable, Equatable {
+    struct Entry: Codable, Equatable {
         var modified: Double
         var deleted: Bool
         /// The device that made this version (ties of `modified` go to the greater id).
