@@ -86,6 +86,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["DataProtection"], path: "Tests/TestSupport"),
         .testTarget(name: "DataProtectionTests", dependencies: ["DataProtection", "TestSupport"]),
         .testTarget(name: "ItemStoreTests", dependencies: ["ItemStore", "DataProtection", "DPFSProtocol", "TestSupport"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
