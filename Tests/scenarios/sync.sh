@@ -77,8 +77,27 @@ check "a later change syncs" within 20 has_value b MARK-service-later MARK-secre
 check "the deleted item does not come back" absent b MARK-service-add
 check "nor on a" absent a MARK-service-add
 # A synced item keeps its access group: the sandbox's app finds it with a plain query.
-check "a synced item is the app's, in its group" \
-    sh -c "'$DPFS' keychain find '$(mnt c)' --service MARK-service-later --synchronizable yes --return attributes --json | grep -q accessGroup"
+group_of() {
+    "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable yes --return attributes --json \
+        | sed -n 's/.*"accessGroup":"\([^"]*\)".*/\1/p'
+}
+group_a=$(group_of a MARK-service-later)
+check "the item has a group on a" test -n "$group_a"
+expect_eq "a synced item lands in the group it had" "$(group_of c MARK-service-later)" "$group_a"
+
+# --- a locked or restarted receiver: the item waits for its class key, then arrives
+"$DPFS" lock "$(mnt b)" --now >/dev/null
+check "a adds a WhenUnlocked item" sh -c "printf while-locked | '$DPFS' keychain add '$(mnt a)' --service MARK-service-locked --synchronizable yes --accessible WhenUnlocked --data-file -"
+check "c gets the WhenUnlocked item at once" within 20 has_value c MARK-service-locked while-locked
+check "b, locked, does not have it yet" sh -c "'$DPFS' keychain find '$(mnt b)' --service MARK-service-locked --synchronizable yes 2>&1 | grep -q -e errSecItemNotFound -e errSecInteractionNotAllowed"
+check "b unlocks" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
+check "b gets it after the unlock" within 20 has_value b MARK-service-locked while-locked
+check "b restarts" "$DPFS" restart "$(mnt b)"
+check "b's sync waits for the first unlock" within 20 connection_is b "waiting for the first unlock"
+add a MARK-service-restart after-restart >/dev/null
+check "b unlocks after the restart" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
+check "b gets what came meanwhile" within 20 has_value b MARK-service-restart after-restart
+check "b is connected again" within 20 connection_is b connected
 
 # --- what never leaves
 printf 'MARK-secret-local' | "$DPFS" keychain add "$(mnt a)" --service MARK-service-local --data-file - >/dev/null
