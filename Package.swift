@@ -60,7 +60,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Keychain sync of synchronizable items between the devices of one account.
-        .target(name: "KeychainSync", dependencies: ["DataProtection", "DPFSProtocol", "ItemStore", "CPostgres"]),
+        .target(name: "KeychainSync", dependencies: [
+            "DataProtection", "DPFSProtocol", "ItemStore", "CPostgres",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "KeychainSync", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux"]),
         .executableTarget(name: "dpfs", dependencies: [

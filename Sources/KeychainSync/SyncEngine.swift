@@ -11,6 +11,7 @@ import DataProtection
 import Foundation
 import Glibc
 import ItemStore
+import Logging
 import Synchronization
 
 public final class SyncEngine: Sendable {
@@ -23,6 +24,7 @@ public final class SyncEngine: Sendable {
     let work = Mutex<Void>(())
     private let wakePipe: (read: Int32, write: Int32)
     private let observerID = Mutex<UInt64?>(nil)
+    private let logger = Logger(label: "dpfs.sync")
 
     struct Shared: Sendable {
         var connection: String?
@@ -118,11 +120,18 @@ public final class SyncEngine: Sendable {
         while Glibc.read(wakePipe.read, &drain, drain.count) > 0 {}
     }
 
+    /// Keeps the engine's last word for `status`; logs each change of connection and
+    /// each new failure once, not at every retry.
     func record(connection: String?, error: String?) {
-        shared.withLock {
-            if let connection { $0.connection = connection }
-            $0.lastError = error
+        let (changed, newError) = shared.withLock { shared -> (String?, String?) in
+            let changed = connection != nil && connection != shared.connection ? connection : nil
+            let newError = error != nil && error != shared.lastError ? error : nil
+            if let connection { shared.connection = connection }
+            shared.lastError = error
+            return (changed, newError)
         }
+        if let changed { logger.notice("keychain sync: \(changed)") }
+        if let newError { logger.warning("keychain sync: \(newError)") }
     }
 
     /// One round: notice local changes, then (connected) rotate if due, pull, push.

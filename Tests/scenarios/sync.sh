@@ -151,4 +151,6 @@ expect_eq "c holds no key on the server" "$(pg_psql -c 'SELECT count(*) FROM dpf
 check "c keeps its own copy of what it had" has_value c MARK-service-conflict from-b
 check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
 
+check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
+check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
 finish
