@@ -49,11 +49,20 @@ done
 
 # --- create, invite, join
 check_error "sync needs an account first" "in no sync account" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/inv"
+check_error "an unreachable server is one clear line" "unreachable" \
+    "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs@127.0.0.1:1/sync"
+check "and leaves the device in no account" sh -c "'$DPFS' sync status '$(mnt a)' | grep -q 'in no account'"
+printf 'not an invitation' > "$WORK/garbage"; chmod 600 "$WORK/garbage"
+check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
+    "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
 check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
 check_error "a is in one account at a time" "already in sync account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
 check "a invites b" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b"
 expect_eq "the invitation is mode 0600" "$(stat -c %a "$WORK/invite-b")" "600"
 cp "$WORK/invite-b" "$WORK/invite-b-copy"
+cp "$WORK/invite-b" "$WORK/invite-b-open"; chmod 644 "$WORK/invite-b-open"
+check_error "an invitation others can read is refused" "readable by others" \
+    "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b-open"
 check "b joins" "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b"
 check_error "an invitation joins once" "used already" \
     "$DPFS" sync join "$(mnt c)" --server "$PGURL" --invitation-file "$WORK/invite-b-copy"
