@@ -72,8 +72,10 @@ check "b is connected" within 20 connection_is b connected
 check "status names the sync" sh -c "'$DPFS' status '$(mnt a)' | grep -q 'keychain sync: connected'"
 
 # --- add, update, delete
-check "add on a" add a MARK-service-add MARK-secret-one
+started=${EPOCHREALTIME/./}
+check "add on a" add a MARK-service-add MARK-secret-one --label MARK-label-one
 check "the add reaches b" within 20 has_value b MARK-service-add MARK-secret-one
+log "the add was on b $(( (${EPOCHREALTIME/./} - started) / 1000 )) ms after the call began (polled by dpfs keychain find)"
 check "the add reaches c" within 20 has_value c MARK-service-add MARK-secret-one
 check "update on b" update b MARK-service-add MARK-secret-two
 check "the update reaches a" within 20 has_value a MARK-service-add MARK-secret-two
