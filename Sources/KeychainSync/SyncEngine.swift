@@ -86,14 +86,18 @@ public final class SyncEngine: Sendable {
     private func run() {
         var connection: PostgresConnection?
         var backoff = 0.25
+        var again = 0
         while !shared.withLock({ $0.stopping }) {
             var wait = 5.0
             do {
                 let round = try work.withLock { _ in try self.round(&connection) }
+                again = round == .again ? again + 1 : 0
                 switch round {
                 case .idle: connection = nil
                 case .done: backoff = 0.25
-                case .again: wait = 0
+                // Another round at once, unless pushes keep meeting newer versions (many
+                // devices writing the same records): then a short pause lets them finish.
+                case .again: wait = again > 10 ? 0.2 : 0
                 }
             } catch let error as SyncError where error.isUnreachable {
                 connection = nil

@@ -139,6 +139,20 @@ check "and on c" within 20 has_value c MARK-service-conflict from-b
 check "an offline add reaches b" within 20 has_value b MARK-service-offline MARK-secret-offline
 check "an offline delete reaches c" within 20 absent c MARK-service-later
 
+# --- updates at once on every device: all converge on one of them
+add a MARK-service-race start >/dev/null
+check "the raced item is everywhere" within 20 has_value c MARK-service-race start
+for round in 1 2 3; do
+    for d in $DEVICES; do update "$d" MARK-service-race "$d-$round" >/dev/null & done
+    wait
+done
+same_everywhere() {
+    local va vb vc
+    va=$(value a MARK-service-race); vb=$(value b MARK-service-race); vc=$(value c MARK-service-race)
+    [ -n "$va" ] && [ "$va" = "$vb" ] && [ "$vb" = "$vc" ] && [ "${va#*-}" = 3 ]
+}
+check "concurrent updates converge on one last version" within 30 same_everywhere
+
 # --- the server holds no plaintext
 dump=$(pg_dump_all)
 check "the dump holds the records" test "$(pg_psql -c 'SELECT count(*) FROM dpfs_sync_records')" -ge 4
