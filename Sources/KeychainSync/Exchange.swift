@@ -53,24 +53,28 @@ struct Exchange {
 
     /// Returns true when another round should follow at once (a push met a newer version).
     mutating func synchronize(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
-        let account = try connection.execute("SELECT epoch, rotate FROM dpfs_sync_accounts WHERE account_id = $1",
-                                              [.text(state.accountID)])
-        let member = try connection.execute("SELECT count(*) FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
-                                             [.text(state.accountID), .text(state.deviceID)])
-        guard account.count == 1, let epoch = account.int(0, 0), member.int(0, 0) == 1 else {
+        // One statement, so one snapshot: the members seen while no rotation was due are
+        // the roster a rotation may wrap the new key to.
+        let account = try connection.execute("""
+            SELECT a.epoch, a.rotate, m.device_id FROM dpfs_sync_accounts a
+            LEFT JOIN dpfs_sync_members m ON m.account_id = a.account_id WHERE a.account_id = $1
+            """, [.text(state.accountID)])
+        let members = (0..<account.count).compactMap { account.text($0, 2) }
+        guard account.count >= 1, let epoch = account.int(0, 0), members.contains(state.deviceID) else {
             removed = true
             return false
         }
+        let rotate = account.bool(0, 1) == true
         if epoch > state.epoch {
             guard try takeNewKey(epoch, &state, connection) else { removed = true; return false }
         }
-        if account.bool(0, 1) == true, epoch == state.epoch {
-            try Rotation(crypto: crypto, deviceID: state.deviceID).run(connection)
+        if rotate, epoch == state.epoch {
+            try Rotation(crypto: crypto, deviceID: state.deviceID, roster: state.roster.map(Set.init)).run(connection)
             // The next round takes this device's copy of the new key like any other member.
             return true
         }
-        let members = try connection.execute("SELECT count(*) FROM dpfs_sync_members WHERE account_id = $1", [.text(state.accountID)])
-        engine.shared.withLock { $0.members = members.int(0, 0) }
+        if !rotate { state.roster = members.sorted() }
+        engine.shared.withLock { $0.members = members.count }
         // A pull stopped by a locked class leaves newer versions unseen: a push of those
         // records would only meet them again, so the round ends without asking for another.
         let complete = try pull(&state, connection)

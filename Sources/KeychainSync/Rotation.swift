@@ -1,6 +1,7 @@
 // A new key epoch after a device left (docs/security.md "Keychain sync"): in one
 // transaction that holds the account's row, a remaining member draws a new account
-// key, wraps it to each member it can verify (endorsed under the current key) with
+// key, wraps it to each member it can verify (endorsed under the current key, and
+// already a member before the leave as far as this device saw) with
 // that member's X25519 public key, endorses them again under the new key, re-seals
 // every record under it with new sequences (so every member pulls them), drops the
 // old epoch's keys and the outstanding invitations (they carry the old key), and
@@ -11,6 +12,9 @@ import DataProtection
 struct Rotation {
     let crypto: AccountCrypto
     let deviceID: String
+    /// The members this device saw before the leave (nil: none recorded, then every
+    /// endorsed member).
+    let roster: Set<String>?
 
     func run(_ connection: PostgresConnection) throws {
         let accountID = crypto.accountID
@@ -27,9 +31,10 @@ struct Rotation {
             for row in 0..<members.count {
                 guard let device = members.text(row, 0), let publicKey = members.bytes(row, 1),
                       let endorsement = members.bytes(row, 2) else { continue }
-                guard publicKey.count == SealedBox.publicKeySize,
+                guard publicKey.count == SealedBox.publicKeySize, roster?.contains(device) ?? true,
                       crypto.endorses(deviceID: device, publicKey: publicKey, endorsement: endorsement) else {
-                    // Not endorsed by the account: no key for it, and no place in it.
+                    // Not endorsed by the account, or new since the leave: no key for it,
+                    // and no place in it (a device that joined in that moment joins again).
                     try connection.execute("DELETE FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
                                            [.text(accountID), .text(device)])
                     continue

@@ -96,6 +96,8 @@ extension SyncEngine {
                                               [.text(crypto.accountID), .bytes(invitation.tokenHash)])
             guard used.changed == 1 else { throw SyncError("the invitation was used already; ask a member for a new one") }
             try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
+            // The members take the new device into their rosters at once.
+            try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(crypto.accountID))])
         }
         try state.save(in: directory)
         // Used once: the file would join nobody else, and it holds the account key.
@@ -143,7 +145,7 @@ extension SyncEngine {
         }
         return SyncState(accountID: crypto.accountID, server: server, deviceID: deviceID, epoch: crypto.epoch,
                          sealedKeys: sealedKeys, sealedPrivateKey: sealedPrivate, publicKey: Hex.encode(publicKey),
-                         lastSequence: 0, entries: [:])
+                         lastSequence: 0, entries: [:], roster: nil)
     }
 
     private func refuseMember() throws {

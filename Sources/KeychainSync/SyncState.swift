@@ -30,6 +30,10 @@ struct SyncState: Codable, Equatable {
     /// The greatest server sequence this device has pulled.
     var lastSequence: Int
     var entries: [String: Entry]
+    /// The account's members as last seen while no rotation was due: a rotation made
+    /// here wraps the new key to these only, so that a member row added after a leave
+    /// (by the device that left, which still knows the old key) gets nothing.
+    var roster: [String]?
 
     static func path(in directory: DeviceDirectory) -> String { directory.root + "/sync.json" }
 

@@ -161,6 +161,11 @@ check_fails "no access group on the server" sh -c "printf '%s' \"\$1\" | grep -q
 check_fails "no account name on the server" sh -c "printf '%s' \"\$1\" | grep -q 'user'" _ "$(pg_psql -c 'SELECT record_id, encode(payload, $$escape$$) FROM dpfs_sync_records')"
 
 # --- leave: the others rotate; the left device reads nothing added after
+# The server (or anyone who writes its tables) adds a member of its own: without the
+# account key it cannot endorse it, so the rotation gives it nothing and drops it.
+forged=ffffffffffffffffffffffffffffffff
+check "a row the server adds as a member" pg_psql -c "INSERT INTO dpfs_sync_members
+    SELECT account_id, '$forged', decode(repeat('ab', 32), 'hex'), decode(repeat('cd', 32), 'hex') FROM dpfs_sync_accounts"
 epoch_before=$(epoch a)
 check "c leaves" "$DPFS" sync leave "$(mnt c)"
 check "c is in no account" sh -c "'$DPFS' sync status '$(mnt c)' | grep -q 'in no account'"
@@ -172,7 +177,9 @@ check "b gets what is added after" within 20 has_value b MARK-service-after-leav
 check "c does not" absent c MARK-service-after-leave
 expect_eq "every record is under the new epoch" \
     "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_records WHERE epoch <= $epoch_before")" "0"
-expect_eq "c holds no key on the server" "$(pg_psql -c 'SELECT count(*) FROM dpfs_sync_keys')" "2"
+expect_eq "c holds no key on the server" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_keys WHERE device_id <> '$forged'")" "2"
+expect_eq "the forged member got no key" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_keys WHERE device_id = '$forged'")" "0"
+expect_eq "and is no member any more" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_members WHERE device_id = '$forged'")" "0"
 check "c keeps its own copy of what it had" has_value c MARK-service-conflict from-b
 check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
 
