@@ -26,7 +26,7 @@ struct AccountCrypto {
     }
 
     static func recordAD(accountID: String, recordID: String, epoch: Int) -> [UInt8] {
-        lengthPrefixed(["dpfs.sync.record.v1", accountID, recordID, String(epoch)])
+        LengthPrefixed.encode(["dpfs.sync.record.v1", accountID, recordID, String(epoch)])
     }
 
     func seal(_ plaintext: SecureBuffer, recordID: String) -> [UInt8] {
@@ -40,7 +40,7 @@ struct AccountCrypto {
 
     /// BLAKE2b-256 under the account key of the member's identity and public key.
     func endorsement(deviceID: String, publicKey: [UInt8]) -> [UInt8] {
-        let message = Self.lengthPrefixed(["dpfs.sync.member.v1", accountID, deviceID, Hex.encode(publicKey), String(epoch)])
+        let message = LengthPrefixed.encode(["dpfs.sync.member.v1", accountID, deviceID, Hex.encode(publicKey), String(epoch)])
         var mac = [UInt8](repeating: 0, count: 32)
         message.withUnsafeBytes { input in mac.withUnsafeMutableBytes { Sodium.hash(input, key: key.bytes, into: $0) } }
         return mac
@@ -75,16 +75,5 @@ struct AccountCrypto {
     /// The same account at the next epoch, under a fresh random key.
     func rotated() -> AccountCrypto {
         AccountCrypto(accountID: accountID, epoch: epoch + 1, key: SecureBuffer.random(count: AEAD.keySize), idKey: idKey)
-    }
-
-    static func lengthPrefixed(_ fields: [String]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        for field in fields {
-            let utf8 = Array(field.utf8)
-            let count = UInt32(utf8.count)
-            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-            bytes += utf8
-        }
-        return bytes
     }
 }

@@ -189,9 +189,10 @@ struct Exchange {
     }
 
     private func tombstoneAttributes(_ identity: [UInt8]) -> [String: String] {
-        // The identity's fields (Exchange never needs them in clear but a receiver that
-        // lost its entry does): class, then name/value pairs, then the access group.
-        guard let fields = identity.withUnsafeBytes({ Self.fields($0) }), fields.count >= 3 else { return [:] }
+        // The identity's fields (a receiver that lost its entry still finds the item):
+        // tag, class, then name/value pairs, then the access group.
+        guard let fields = identity.withUnsafeBytes({ LengthPrefixed.fields($0)?.map(LengthPrefixed.text) }),
+              fields.count >= 3 else { return [:] }
         var attributes = ["class": fields[1], "accessGroup": fields[fields.count - 1]]
         var index = 2
         while index + 1 < fields.count - 1 {
@@ -199,20 +200,6 @@ struct Exchange {
             index += 2
         }
         return attributes
-    }
-
-    private static func fields(_ bytes: UnsafeRawBufferPointer) -> [String]? {
-        var fields: [String] = []
-        var offset = 0
-        while offset < bytes.count {
-            guard bytes.count - offset >= 4 else { return nil }
-            let count = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-            offset += 4
-            guard bytes.count - offset >= count else { return nil }
-            fields.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]), as: UTF8.self))
-            offset += count
-        }
-        return fields
     }
 }
 

@@ -24,24 +24,14 @@ struct Invitation {
     }
 
     func write(to path: String) throws {
-        let header = [Self.magic, accountID, server, String(epoch)].map { Array($0.utf8) }
-        let count = header.reduce(0) { $0 + 4 + $1.count } + 8 + token.count + keyPair.count
-        let file = SecureBuffer(count: count)
-        var offset = 0
-        func put(_ bytes: UnsafeRawBufferPointer) {
-            let length = UInt32(bytes.count)
-            for (index, byte) in [UInt8(length >> 24), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff)].enumerated() {
-                file.mutableBytes[offset + index] = byte
-            }
-            offset += 4
-            if let base = bytes.baseAddress, bytes.count > 0 {
-                file.mutableBytes.baseAddress.map { ($0 + offset).copyMemory(from: base, byteCount: bytes.count) }
-            }
-            offset += bytes.count
+        let header = [Self.magic, accountID, server, String(epoch)].flatMap { LengthPrefixed.encode([$0]) }
+        // The header is not secret; the token and the keys go from locked memory to locked memory.
+        let tail = LengthPrefixed.secret([token.bytes, keyPair.bytes])
+        let file = SecureBuffer(count: header.count + tail.count)
+        header.withUnsafeBytes { file.mutableBytes.copyMemory(from: $0) }
+        withExtendedLifetime(tail) {
+            UnsafeMutableRawBufferPointer(rebasing: file.mutableBytes[header.count...]).copyMemory(from: tail.bytes)
         }
-        for field in header { field.withUnsafeBytes(put) }
-        put(token.bytes)
-        put(keyPair.bytes)
         if unlink(path) != 0 && errno != ENOENT { throw SystemError("unlink", path) }
         try AtomicFile.createSecret(file, at: path)
     }
@@ -54,24 +44,15 @@ struct Invitation {
         }
         guard st.st_size > 0, st.st_size < 65536 else { throw SyncError("\(path) is not a dpfs sync invitation") }
         let file = try AtomicFile.readSecret(path, count: Int(st.st_size))
-        let bytes = file.bytes
-        var offset = 0
-        func field() -> UnsafeRawBufferPointer? {
-            guard bytes.count - offset >= 4 else { return nil }
-            let count = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-            offset += 4
-            guard bytes.count - offset >= count else { return nil }
-            defer { offset += count }
-            return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
+        // The fields point into the file's locked buffer: it must outlive their copies.
+        return try withExtendedLifetime(file) {
+            guard let fields = LengthPrefixed.fields(file.bytes), fields.count == 6,
+                  LengthPrefixed.text(fields[0]) == magic, Hex.decode(LengthPrefixed.text(fields[1]))?.count == 16,
+                  let epoch = Int(LengthPrefixed.text(fields[3])), fields[4].count == 32, fields[5].count == 2 * AEAD.keySize else {
+                throw SyncError("\(path) is not a dpfs sync invitation")
+            }
+            return Invitation(accountID: LengthPrefixed.text(fields[1]), server: LengthPrefixed.text(fields[2]), epoch: epoch,
+                              token: SecureBuffer(copying: fields[4]), keyPair: SecureBuffer(copying: fields[5]))
         }
-        let text = { (raw: UnsafeRawBufferPointer?) in raw.map { String(decoding: $0, as: UTF8.self) } }
-        guard text(field()) == magic, let accountID = text(field()), let server = text(field()),
-              let epoch = text(field()).flatMap({ Int($0) }), let token = field(), let keys = field(),
-              offset == bytes.count, token.count == 32, keys.count == 2 * AEAD.keySize,
-              Hex.decode(accountID)?.count == 16 else {
-            throw SyncError("\(path) is not a dpfs sync invitation")
-        }
-        return Invitation(accountID: accountID, server: server, epoch: epoch,
-                          token: SecureBuffer(copying: token), keyPair: SecureBuffer(copying: keys))
     }
 }

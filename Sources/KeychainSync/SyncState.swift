@@ -62,7 +62,7 @@ struct SyncState: Codable, Equatable {
     // MARK: sealing under the device's class key
 
     static func localAD(_ purpose: String, accountID: String) -> [UInt8] {
-        AccountCrypto.lengthPrefixed(["dpfs.sync.local.v1", purpose, accountID])
+        LengthPrefixed.encode(["dpfs.sync.local.v1", purpose, accountID])
     }
 
     /// Seals `secret` under the untilFirstAuth class key; nil before the first unlock.
@@ -93,14 +93,14 @@ struct SyncState: Codable, Equatable {
     /// An identity sealed for an entry, bound to its record id.
     static func sealIdentity(_ identity: [UInt8], recordID: String, crypto: AccountCrypto) -> String {
         let secret = identity.withUnsafeBytes { SecureBuffer(copying: $0) }
-        return Hex.encode(AEAD.seal(secret, additionalData: AccountCrypto.lengthPrefixed(["dpfs.sync.entry.v1", recordID]),
+        return Hex.encode(AEAD.seal(secret, additionalData: LengthPrefixed.encode(["dpfs.sync.entry.v1", recordID]),
                                     key: crypto.idKey))
     }
 
     static func openIdentity(_ sealed: String, recordID: String, crypto: AccountCrypto) -> [UInt8]? {
         guard let bytes = Hex.decode(sealed),
-              let opened = AEAD.open(bytes, additionalData: AccountCrypto.lengthPrefixed(["dpfs.sync.entry.v1", recordID]),
+              let opened = AEAD.open(bytes, additionalData: LengthPrefixed.encode(["dpfs.sync.entry.v1", recordID]),
                                      key: crypto.idKey) else { return nil }
-        return Array(opened.bytes)
+        return withExtendedLifetime(opened) { Array(opened.bytes) }
     }
 }
