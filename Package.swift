@@ -45,6 +45,9 @@ let package = Package(
         // sd-bus, for logind's signals: dpfs mount --lock-on.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
+        // libpq, for keychain sync through PostgreSQL (docs/design.md says why not postgres-nio).
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
         // The control protocol and its client, for the libraries apps link: typed
         // messages, framing, secrets in locked memory, finding a mount's daemon. It
         // links nothing beyond the C library (no libsodium, SQLite or tpm2-tss).
@@ -61,7 +64,12 @@ let package = Package(
             "DataProtection", "BlockStore", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "CLinux"]),
+        // Keychain sync of synchronizable items between the devices of one account.
+        .target(name: "KeychainSync", dependencies: [
+            "DataProtection", "DPFSProtocol", "ItemStore", "CPostgres",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "KeychainSync", "CLinux"]),
         // SecKey's P-256 work (ECDSA, Apple's ECIES, key encodings) on swift-crypto,
         // shared by the app's Security library and the daemon's item store.
         .target(name: "SecKeyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -69,7 +77,7 @@ let package = Package(
         .target(name: "Backup", dependencies: ["DataProtection", "DPFSProtocol", "CSodium", "CLinux"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux", "SecKeyCrypto"]),
         .executableTarget(name: "dpfs", dependencies: [
-            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "CSystemd", "Backup",
+            "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "KeychainSync", "CSystemd", "Backup",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: testHooks),
@@ -102,6 +110,7 @@ let package = Package(
             "ItemStore", "DataProtection", "DPFSProtocol", "TestSupport", "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),

@@ -37,6 +37,8 @@ public enum ControlScope: Sendable, Equatable {
             return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"
         case .keychainExport, .keychainImport:
             return "\(bundleID) runs as an app; only the device's owner may export or import the keychain"
+        case .sync:
+            return "\(bundleID) runs as an app; only the device's owner manages keychain sync"
         }
     }
 

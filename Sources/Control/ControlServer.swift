@@ -7,18 +7,22 @@ import Foundation
 import CLinux
 import Glibc
 import ItemStore
+import KeychainSync
 
 public final class ControlServer: Sendable {
     public let socketPath: String
     let device: LockStateManager
     let items: ItemStore
+    /// Keychain sync, where the daemon runs it.
+    let sync: SyncEngine?
     let ownerUID: uid_t
     let listener: Int32
 
-    public init(socketPath: String, device: LockStateManager, items: ItemStore) throws {
+    public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil) throws {
         self.socketPath = socketPath
         self.device = device
         self.items = items
+        self.sync = sync
         self.ownerUID = getuid()
         self.listener = try Self.listen(at: socketPath)
     }
@@ -127,7 +131,7 @@ public final class ControlServer: Sendable {
                 var forever = timeval(tv_sec: 0, tv_usec: 0)
                 setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
             default:
-                reply(fd, RequestHandler(device: device, items: items, scope: scope).handle(request, secrets: frame.secrets))
+                reply(fd, RequestHandler(device: device, items: items, scope: scope, sync: sync).handle(request, secrets: frame.secrets))
             }
         }
     }

@@ -2,17 +2,21 @@
 import DataProtection
 import Foundation
 import ItemStore
+import KeychainSync
 
 struct RequestHandler {
     let device: LockStateManager
     let items: ItemStore
     var scope: ControlScope = .owner
+    var sync: SyncEngine?
 
     func handle(_ request: ControlRequest, secrets: [SecureBuffer]) -> ControlReply {
         do {
             switch request {
             case .status:
-                return ControlReply(ok: true, status: device.status())
+                var status = device.status()
+                status.sync = sync?.statusLine
+                return ControlReply(ok: true, status: status)
             case .lock(let now):
                 let locks = device.lock(now: now)
                 let message = locks ? nil : "no passcode is set: protected data stays available"
@@ -78,6 +82,12 @@ struct RequestHandler {
                 guard secrets.count == 1 else { return .failure("malformed request: an imported item's data is its one secret") }
                 let response = items.importItem(attributes, data: secrets[0].bytes)
                 return ControlReply(ok: response.status == 0, keychain: response)
+            case .sync(let command):
+                guard let sync else { return .failure("this daemon runs no keychain sync") }
+                let (message, report) = try sync.perform(command)
+                var reply = ControlReply(ok: true, message: message)
+                reply.sync = report
+                return reply
             case .events, .appSession, .keychainExport:
                 return .failure("events, app sessions and keychain exports each need a connection of their own")
             }

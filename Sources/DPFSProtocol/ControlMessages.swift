@@ -37,6 +37,8 @@ public enum ControlRequest: Codable, Sendable {
     /// One exported item into this device, for `dpfs restore` (owner only); its data
     /// travels as the frame's secret.
     case keychainImport(attributes: [String: String])
+    /// Keychain sync: create, invite, join, leave, status (the reply's `sync`).
+    case sync(SyncCommand)
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -60,6 +62,8 @@ public struct ControlReply: Codable, Sendable {
     /// and whether it is the sandbox's own.
     public var entitlements: Data?
     public var sandboxApp: Bool?
+    /// For sync: the device's sync state after the command.
+    public var sync: SyncReport?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -73,6 +73,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var inactivityRebootHours: Double?
     /// Hours locked after which completeWhenUserInactive's key goes, until the next unlock.
     public var userInactivePeriodHours: Double?
+    /// Keychain sync's connection ("connected", "server unreachable", …); nil: not in an account.
+    public var sync: String?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

@@ -17,6 +17,8 @@ public final class ItemStore: Sendable {
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
     private let callers = Mutex<[String?: AccessScope]>([:])
+    /// Told of every change an app makes (keychain sync pushes them).
+    public let changeObservers = KeychainChangeObservers()
 
     /// Opens (creating if needed) the store of a running device.
     public init(path: String, device: LockStateManager) throws {
@@ -110,10 +112,10 @@ public final class ItemStore: Sendable {
         do {
             let caller = try scope(of: request.app)
             switch request.operation {
-            case .add: return try add(request, caller: caller)
+            case .add: return changed(try add(request, caller: caller))
             case .find: return try find(request, caller: caller)
-            case .update: return try update(request, caller: caller)
-            case .delete: return try delete(request, caller: caller)
+            case .update: return changed(try update(request, caller: caller))
+            case .delete: return changed(try delete(request, caller: caller))
             }
         } catch let error as SecError {
             return KeychainResponse(status: error.status, message: error.reason)

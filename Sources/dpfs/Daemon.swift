@@ -9,6 +9,7 @@ import DataProtection
 import Foundation
 import Glibc
 import ItemStore
+import KeychainSync
 import Logging
 import SandboxFS
 
@@ -79,7 +80,8 @@ struct Daemon {
                     rmdir(temporary)
                 }
             }
-            let server = try ControlServer(socketPath: place.socket, device: device, items: items)
+            let sync = try SyncEngine(directory: directory, device: device, items: items)
+            let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync)
             let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
                 device: device, triggers: lockTriggers,
                 sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)
@@ -87,11 +89,13 @@ struct Daemon {
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
             server.start()
+            sync.start()
             logind?.start()
             logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
             signalReady("ok")
             let rc = session.serve()
             server.stop()
+            sync.stop()
             do {
                 try items.settle()
                 try items.close()

@@ -77,5 +77,6 @@ struct Status: ParsableCommand {
         if let hours = status.userInactivePeriodHours { print("user-inactive period: \(hours) h") }
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
         if let store = status.secretStore { print("secret store: \(store)") }
+        if let sync = status.sync { print("keychain sync: \(sync)") }
     }
 }

@@ -1,0 +1,218 @@
+// One round of exchange with the server (docs/security.md "Keychain sync"):
+// - scan: the item store against the state's entries: an item whose modification date
+//   differs from its entry, or an entry whose item is gone, becomes a pending version
+//   made by this device (a deletion a tombstone, so it does not come back);
+// - a newer epoch on the server: this device's copy of the new key, opened with its
+//   X25519 private key; a pending rotation (someone left): made here if nobody has;
+// - pull: every record with a sequence above the last one seen, in order; the later
+//   version wins (modification date, then writer id), so every device converges;
+// - push: every pending entry, in one transaction that takes the account's next
+//   sequences and writes a record only where the server's version is one this device
+//   has pulled (else the round pulls again and decides anew), then NOTIFY.
+import DPFSProtocol
+import DataProtection
+import Foundation
+import ItemStore
+
+struct Exchange {
+    let engine: SyncEngine
+    var crypto: AccountCrypto
+    /// Set when the account no longer lists this device.
+    var removed = false
+
+    init(engine: SyncEngine, crypto: AccountCrypto) {
+        self.engine = engine; self.crypto = crypto
+    }
+
+    private var items: ItemStore { engine.items }
+
+    // MARK: scan
+
+    mutating func scan(_ state: inout SyncState) throws {
+        let now = Date().timeIntervalSince1970
+        var present = Set<String>()
+        for version in try items.synchronizableVersions() {
+            let recordID = crypto.recordID(of: version.identity)
+            present.insert(recordID)
+            if let entry = state.entries[recordID], !entry.deleted, entry.modified == version.modified { continue }
+            state.entries[recordID] = SyncState.Entry(
+                modified: version.modified, deleted: false, writer: state.deviceID, pending: true,
+                identity: SyncState.sealIdentity(version.identity, recordID: recordID, crypto: crypto))
+        }
+        for (recordID, entry) in state.entries where !entry.deleted && !present.contains(recordID) {
+            var tombstone = entry
+            tombstone.deleted = true
+            tombstone.modified = max(now, entry.modified)
+            tombstone.writer = state.deviceID
+            tombstone.pending = true
+            state.entries[recordID] = tombstone
+        }
+    }
+
+    // MARK: the server
+
+    /// Returns true when another round should follow at once (a push met a newer version).
+    mutating func synchronize(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
+        // One statement, so one snapshot: the members seen while no rotation was due are
+        // the roster a rotation may wrap the new key to.
+        let account = try connection.execute("""
+            SELECT a.epoch, a.rotate, m.device_id FROM dpfs_sync_accounts a
+            LEFT JOIN dpfs_sync_members m ON m.account_id = a.account_id WHERE a.account_id = $1
+            """, [.text(state.accountID)])
+        let members = (0..<account.count).compactMap { account.text($0, 2) }
+        guard account.count >= 1, let epoch = account.int(0, 0), members.contains(state.deviceID) else {
+            removed = true
+            return false
+        }
+        let rotate = account.bool(0, 1) == true
+        if epoch > state.epoch {
+            guard try takeNewKey(epoch, &state, connection) else { removed = true; return false }
+        }
+        if rotate, epoch == state.epoch {
+            try Rotation(crypto: crypto, deviceID: state.deviceID, roster: state.roster.map(Set.init)).run(connection)
+            // The next round takes this device's copy of the new key like any other member.
+            return true
+        }
+        if !rotate { state.roster = members.sorted() }
+        engine.shared.withLock { $0.members = members.count }
+        // A pull stopped by a locked class leaves newer versions unseen: a push of those
+        // records would only meet them again, so the round ends without asking for another.
+        let complete = try pull(&state, connection)
+        let conflicted = try push(&state, connection)
+        return conflicted && complete
+    }
+
+    private mutating func takeNewKey(_ epoch: Int, _ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.execute(
+            "SELECT wrapped FROM dpfs_sync_keys WHERE account_id = $1 AND epoch = $2 AND device_id = $3",
+            [.text(state.accountID), .int(epoch), .text(state.deviceID)])
+        guard rows.count == 1, let wrapped = rows.bytes(0, 0), let publicKey = Hex.decode(state.publicKey),
+              let privateKey = try SyncState.open(state.sealedPrivateKey, purpose: "device-key", accountID: state.accountID,
+                                                  device: engine.device),
+              let keyPair = SealedBox.open(wrapped, publicKey: publicKey, privateKey: privateKey),
+              let next = AccountCrypto(accountID: state.accountID, epoch: epoch, keyPair: keyPair),
+              let sealed = SyncState.seal(keyPair, purpose: "account-keys", accountID: state.accountID, device: engine.device)
+        else { return false }
+        crypto = next
+        state.epoch = epoch
+        state.sealedKeys = sealed
+        return true
+    }
+
+    /// Returns false when a record waits for its class key (the pull stopped before it).
+    private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.execute(
+            "SELECT record_id, epoch, seq, payload FROM dpfs_sync_records WHERE account_id = $1 AND seq > $2 ORDER BY seq",
+            [.text(state.accountID), .int(state.lastSequence)])
+        for row in 0..<rows.count {
+            guard let recordID = rows.text(row, 0), let epoch = rows.int(row, 1), let sequence = rows.int(row, 2),
+                  let payload = rows.bytes(row, 3) else { continue }
+            if let opened = crypto.open(payload, recordID: recordID, epoch: epoch),
+               let remote = RecordPlaintext(decoding: opened) {
+                // A class key not in memory stops the pull here; the unlock wakes the engine.
+                do {
+                    try merge(remote, recordID: recordID, &state)
+                } catch where ItemStore.isUnavailable(error) {
+                    return false
+                }
+            }
+            state.lastSequence = max(state.lastSequence, sequence)
+        }
+        return true
+    }
+
+    /// Last writer wins: the later modification date, then the greater writer id.
+    private func merge(_ remote: RecordPlaintext, recordID: String, _ state: inout SyncState) throws {
+        let local = state.entries[recordID]
+        if let local {
+            if (local.modified, local.writer) == (remote.modified, remote.writer) {
+                state.entries[recordID]?.pending = false
+                return
+            }
+            if (local.modified, local.writer) > (remote.modified, remote.writer) {
+                state.entries[recordID]?.pending = true
+                return
+            }
+        }
+        guard let identity = ItemStore.syncIdentity(of: remote.attributes),
+              crypto.recordID(of: identity) == recordID else { return }
+        if remote.deleted {
+            try items.removeSynchronized(identity: identity)
+        } else {
+            guard let secret = remote.secret else { return }
+            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret))
+        }
+        state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
+                                                  pending: false,
+                                                  identity: SyncState.sealIdentity(identity, recordID: recordID, crypto: crypto))
+    }
+
+    private func push(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
+        var outgoing: [(recordID: String, payload: [UInt8])] = []
+        for (recordID, entry) in state.entries where entry.pending {
+            guard let identity = SyncState.openIdentity(entry.identity, recordID: recordID, crypto: crypto) else { continue }
+            var plaintext: RecordPlaintext
+            if entry.deleted {
+                plaintext = RecordPlaintext(attributes: [:], deleted: true, writer: entry.writer, secret: nil)
+                plaintext.attributes = tombstoneAttributes(identity)
+                plaintext.attributes["modified"] = String(entry.modified)
+            } else {
+                // Locked out of its class now: it goes after the unlock.
+                guard let item = try? items.synchronizedItem(identity: identity) else { continue }
+                plaintext = RecordPlaintext(attributes: item.attributes, deleted: false, writer: entry.writer, secret: item.secret)
+                guard item.modified == entry.modified else { continue }
+            }
+            outgoing.append((recordID, crypto.seal(plaintext.encoded(), recordID: recordID)))
+        }
+        guard !outgoing.isEmpty else { return false }
+        let accountID = state.accountID, epoch = crypto.epoch, seen = state.lastSequence
+        let accepted: Bool = try connection.transaction(catchConflict: false) {
+            for record in outgoing {
+                let sequence = try connection.execute(
+                    "UPDATE dpfs_sync_accounts SET seq = seq + 1 WHERE account_id = $1 AND epoch = $2 RETURNING seq",
+                    [.text(accountID), .int(epoch)])
+                guard sequence.count == 1, let next = sequence.int(0, 0) else { throw Conflict() }
+                let written = try connection.execute("""
+                    INSERT INTO dpfs_sync_records (account_id, record_id, epoch, seq, payload) VALUES ($1, $2, $3, $4, $5)
+                    ON CONFLICT (account_id, record_id) DO UPDATE
+                    SET epoch = EXCLUDED.epoch, seq = EXCLUDED.seq, payload = EXCLUDED.payload
+                    WHERE dpfs_sync_records.seq <= $6
+                    """, [.text(accountID), .text(record.recordID), .int(epoch), .int(next), .bytes(record.payload), .int(seen)])
+                guard written.changed == 1 else { throw Conflict() }
+            }
+            try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(accountID))])
+            return true
+        }
+        guard accepted else { return true }
+        for record in outgoing { state.entries[record.recordID]?.pending = false }
+        return false
+    }
+
+    private func tombstoneAttributes(_ identity: [UInt8]) -> [String: String] {
+        // The identity's fields (a receiver that lost its entry still finds the item):
+        // tag, class, then name/value pairs, then the access group.
+        guard let fields = identity.withUnsafeBytes({ LengthPrefixed.fields($0)?.map(LengthPrefixed.text) }),
+              fields.count >= 3 else { return [:] }
+        var attributes = ["class": fields[1], "accessGroup": fields[fields.count - 1]]
+        var index = 2
+        while index + 1 < fields.count - 1 {
+            attributes[fields[index]] = fields[index + 1]
+            index += 2
+        }
+        return attributes
+    }
+}
+
+/// A push met a version this device has not pulled, or a rotation: rolled back, pulled anew.
+struct Conflict: Error {}
+
+extension PostgresConnection {
+    /// `transaction`, answering `conflicted` when the body threw Conflict.
+    func transaction<T>(catchConflict conflicted: T, _ body: () throws -> T) throws -> T {
+        do {
+            return try transaction(body)
+        } catch is Conflict {
+            return conflicted
+        }
+    }
+}

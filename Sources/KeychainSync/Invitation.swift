@@ -1,0 +1,58 @@
+// An invitation for one more device (dpfs(5)): a 0600 file written by a member,
+// holding the account id, the server's URL, the epoch, the current account key and id
+// key, and a one-time token whose hash the member registered on the server. Built and
+// read in locked memory: it is as secret as the account key. The server alone cannot
+// join anyone (it never sees the keys); the invitation alone joins once.
+import DataProtection
+import Foundation
+import Glibc
+
+struct Invitation {
+    static let magic = "dpfs-sync-invitation-v1"
+
+    var accountID: String
+    var server: String
+    var epoch: Int
+    var token: SecureBuffer
+    var keyPair: SecureBuffer
+
+    /// BLAKE2b-256 of the token: what the server keeps.
+    var tokenHash: [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        digest.withUnsafeMutableBytes { Sodium.hash(token.bytes, into: $0) }
+        return digest
+    }
+
+    func write(to path: String) throws {
+        let header = [Self.magic, accountID, server, String(epoch)].flatMap { LengthPrefixed.encode([$0]) }
+        // The header is not secret; the token and the keys go from locked memory to locked memory.
+        let tail = LengthPrefixed.secret([token.bytes, keyPair.bytes])
+        let file = SecureBuffer(count: header.count + tail.count)
+        header.withUnsafeBytes { file.mutableBytes.copyMemory(from: $0) }
+        withExtendedLifetime(tail) {
+            UnsafeMutableRawBufferPointer(rebasing: file.mutableBytes[header.count...]).copyMemory(from: tail.bytes)
+        }
+        if unlink(path) != 0 && errno != ENOENT { throw SystemError("unlink", path) }
+        try AtomicFile.createSecret(file, at: path)
+    }
+
+    static func read(from path: String) throws -> Invitation {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw SystemError("stat", path) }
+        guard st.st_mode & 0o077 == 0 else {
+            throw SyncError("the invitation \(path) is readable by others (chmod 600 it, or ask for a new one)")
+        }
+        guard st.st_size > 0, st.st_size < 65536 else { throw SyncError("\(path) is not a dpfs sync invitation") }
+        let file = try AtomicFile.readSecret(path, count: Int(st.st_size))
+        // The fields point into the file's locked buffer: it must outlive their copies.
+        return try withExtendedLifetime(file) {
+            guard let fields = LengthPrefixed.fields(file.bytes), fields.count == 6,
+                  LengthPrefixed.text(fields[0]) == magic, Hex.decode(LengthPrefixed.text(fields[1]))?.count == 16,
+                  let epoch = Int(LengthPrefixed.text(fields[3])), fields[4].count == 32, fields[5].count == 2 * AEAD.keySize else {
+                throw SyncError("\(path) is not a dpfs sync invitation")
+            }
+            return Invitation(accountID: LengthPrefixed.text(fields[1]), server: LengthPrefixed.text(fields[2]), epoch: epoch,
+                              token: SecureBuffer(copying: fields[4]), keyPair: SecureBuffer(copying: fields[5]))
+        }
+    }
+}

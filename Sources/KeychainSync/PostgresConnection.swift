@@ -1,0 +1,140 @@
+// One connection to the account's PostgreSQL server through libpq: parameterised
+// statements in text format (bytea as PostgreSQL's hex form), LISTEN's notifications,
+// and the socket to wait on. Used by one thread at a time (the sync engine's, or a
+// `dpfs sync` request's own connection).
+import CPostgres
+import DataProtection
+import Foundation
+import Glibc
+
+final class PostgresConnection {
+    private let connection: OpaquePointer
+
+    /// Connects to `url` (a postgres:// URL or a libpq connection string), giving up
+    /// after `timeout` seconds.
+    init(url: String, timeout: Int = 3) throws {
+        let keywords = ["dbname", "connect_timeout", "application_name"]
+        let values = [url, String(timeout), "dpfs-sync"]
+        let made = Self.withCStrings(keywords) { keys in
+            Self.withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
+        }
+        guard let made else { throw SyncError("cannot reach the sync server: out of memory") }
+        guard PQstatus(made) == CONNECTION_OK else {
+            let message = Self.oneLine(PQerrorMessage(made))
+            PQfinish(made)
+            throw SyncError.unreachable(message)
+        }
+        connection = made
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// The socket that becomes readable when the server sends (a notification).
+    var socket: Int32 { PQsocket(connection) }
+
+    var isBroken: Bool { PQstatus(connection) != CONNECTION_OK }
+
+    /// Runs one statement; `parameters` as text (nil is NULL, Bytes go as hex bytea).
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws -> PostgresRows {
+        let texts: [String?] = parameters.map { $0?.text }
+        let result = Self.withOptionalCStrings(texts) { values in
+            PQexecParams(connection, sql, Int32(texts.count), nil, values, nil, nil, 0)
+        }
+        guard let result else { throw SyncError.unreachable(Self.oneLine(PQerrorMessage(connection))) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let message = Self.oneLine(PQresultErrorMessage(result))
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            PQclear(result)
+            if isBroken { throw SyncError.unreachable(message) }
+            throw SyncError.server(message, state: state)
+        }
+        return PostgresRows(result)
+    }
+
+    /// Runs `body` in one transaction, rolled back if it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if !isBroken { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// The channels of the notifications that arrived, reading what the socket holds.
+    func takeNotifications() throws -> [String] {
+        guard PQconsumeInput(connection) == 1 else {
+            throw SyncError.unreachable(Self.oneLine(PQerrorMessage(connection)))
+        }
+        var channels: [String] = []
+        while let notice = PQnotifies(connection) {
+            channels.append(String(cString: notice.pointee.relname))
+            PQfreemem(notice)
+        }
+        return channels
+    }
+
+    private static func oneLine(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "no reply" }
+        let lines = String(cString: text).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        return lines.first { !$0.isEmpty } ?? "no reply"
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        withOptionalCStrings(strings.map { Optional($0) }, body)
+    }
+
+    private static func withOptionalCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+        let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+        defer { for copy in copies { free(copy) } }
+        return body(copies.map { $0.map { UnsafePointer($0) } } + [nil])
+    }
+}
+
+/// A statement parameter.
+enum PostgresValue {
+    case text(String)
+    case int(Int)
+    case bytes([UInt8])
+
+    var text: String {
+        switch self {
+        case .text(let text): return text
+        case .int(let number): return String(number)
+        case .bytes(let bytes): return "\\x" + Hex.encodeLower(bytes)
+        }
+    }
+}
+
+/// The rows of one result, read as text; freed with the value.
+final class PostgresRows {
+    private let result: OpaquePointer
+
+    init(_ result: OpaquePointer) { self.result = result }
+    deinit { PQclear(result) }
+
+    var count: Int { Int(PQntuples(result)) }
+    /// Rows a command changed (INSERT, UPDATE, DELETE).
+    var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+
+    func text(_ row: Int, _ column: Int) -> String? {
+        guard PQgetisnull(result, Int32(row), Int32(column)) == 0,
+              let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        return String(cString: value)
+    }
+
+    func int(_ row: Int, _ column: Int) -> Int? { text(row, column).flatMap { Int($0) } }
+
+    func bool(_ row: Int, _ column: Int) -> Bool? { text(row, column).map { $0 == "t" } }
+
+    /// A bytea column (PostgreSQL's hex output: \x then two digits a byte).
+    func bytes(_ row: Int, _ column: Int) -> [UInt8]? {
+        guard let text = text(row, column), text.hasPrefix("\\x") else { return nil }
+        return Hex.decode(String(text.dropFirst(2)))
+    }
+}

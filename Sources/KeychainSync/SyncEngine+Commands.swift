@@ -1,0 +1,167 @@
+// dpfs sync create | invite | join | leave | status, run by the daemon: each opens a
+// connection of its own, holds the engine's round lock so that no push races it, and
+// wakes the engine when done.
+import DPFSProtocol
+import DataProtection
+import Foundation
+import Glibc
+
+extension SyncEngine {
+    public func perform(_ command: SyncCommand) throws -> (message: String?, report: SyncReport) {
+        // Status reads the state file and the engine's last word: it never waits for a
+        // round, which may be waiting for an unreachable server.
+        if case .status = command { return (nil, try report()) }
+        let message: String? = try work.withLock { _ in
+            switch command {
+            case .create(let server): return try create(server: server)
+            case .invite(let file): return try invite(to: file)
+            case .join(let server, let file): return try join(server: server, invitationFile: file)
+            case .leave: return try leave()
+            case .status: return nil
+            }
+        }
+        wake()
+        return (message, try report())
+    }
+
+    public func report() throws -> SyncReport {
+        guard let state = try SyncState.load(from: directory) else { return SyncReport(member: false) }
+        var report = SyncReport(member: true)
+        report.account = state.accountID
+        report.device = state.deviceID
+        report.server = Self.withoutPassword(state.server)
+        report.epoch = state.epoch
+        report.pending = state.entries.values.filter(\.pending).count
+        report.lastSequence = state.lastSequence
+        let shared = shared.withLock { $0 }
+        report.connection = shared.connection ?? "connecting"
+        report.lastError = shared.lastError
+        report.members = shared.members
+        return report
+    }
+
+    private func create(server: String) throws -> String {
+        try refuseMember()
+        let (publicKey, privateKey) = SealedBox.makeKeyPair()
+        let crypto = AccountCrypto(accountID: Hex.encode(Sodium.randomBytes(16)), epoch: 1,
+                                   key: SecureBuffer.random(count: AEAD.keySize), idKey: SecureBuffer.random(count: AEAD.keySize))
+        let deviceID = Hex.encode(Sodium.randomBytes(16))
+        let state = try newState(server: server, crypto: crypto, deviceID: deviceID, publicKey: publicKey, privateKey: privateKey)
+        let connection = try PostgresConnection(url: server)
+        try ServerSchema.ensure(connection)
+        try connection.transaction {
+            try connection.execute("INSERT INTO dpfs_sync_accounts (account_id, epoch) VALUES ($1, 1)", [.text(crypto.accountID)])
+            try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
+        }
+        try state.save(in: directory)
+        return "created sync account \(crypto.accountID); this device is its first member"
+    }
+
+    private func invite(to file: String) throws -> String {
+        guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
+        guard let keys = try SyncState.open(state.sealedKeys, purpose: "account-keys", accountID: state.accountID, device: device) else {
+            throw Self.beforeFirstUnlock
+        }
+        let invitation = Invitation(accountID: state.accountID, server: state.server, epoch: state.epoch,
+                                    token: SecureBuffer.random(count: 32), keyPair: keys)
+        let connection = try PostgresConnection(url: state.server)
+        let epoch = try connection.execute("SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1", [.text(state.accountID)])
+        guard epoch.int(0, 0) == state.epoch else {
+            throw SyncError("this device has not yet caught up with the account's keys; try again in a moment")
+        }
+        try connection.execute("INSERT INTO dpfs_sync_invitations (account_id, token_hash) VALUES ($1, $2)",
+                               [.text(state.accountID), .bytes(invitation.tokenHash)])
+        try invitation.write(to: file)
+        return "wrote an invitation for one device to \(file); it joins with dpfs sync join"
+    }
+
+    private func join(server: String, invitationFile: String) throws -> String {
+        try refuseMember()
+        let invitation = try Invitation.read(from: invitationFile)
+        guard let crypto = AccountCrypto(accountID: invitation.accountID, epoch: invitation.epoch, keyPair: invitation.keyPair) else {
+            throw SyncError("\(invitationFile) is not a dpfs sync invitation")
+        }
+        let (publicKey, privateKey) = SealedBox.makeKeyPair()
+        let deviceID = Hex.encode(Sodium.randomBytes(16))
+        let state = try newState(server: server, crypto: crypto, deviceID: deviceID, publicKey: publicKey, privateKey: privateKey)
+        let connection = try PostgresConnection(url: server)
+        try connection.transaction {
+            let account = try connection.execute(
+                "SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(crypto.accountID)])
+            guard account.count == 1 else { throw SyncError("the server at \(Self.withoutPassword(server)) has no such account") }
+            guard account.int(0, 0) == crypto.epoch else {
+                throw SyncError("the invitation is out of date (the account's keys changed since); ask a member for a new one")
+            }
+            let used = try connection.execute("DELETE FROM dpfs_sync_invitations WHERE account_id = $1 AND token_hash = $2",
+                                              [.text(crypto.accountID), .bytes(invitation.tokenHash)])
+            guard used.changed == 1 else { throw SyncError("the invitation was used already; ask a member for a new one") }
+            try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
+            // The members take the new device into their rosters at once.
+            try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(crypto.accountID))])
+        }
+        try state.save(in: directory)
+        // Used once: the file would join nobody else, and it holds the account key.
+        unlink(invitationFile)
+        return "joined sync account \(crypto.accountID)"
+    }
+
+    /// Leaves the account: this device's membership goes, a rotation is asked for (the
+    /// next member to notice makes it), and the local sync state with its keys is
+    /// removed. The items stay on this device, no longer updated.
+    private func leave() throws -> String {
+        guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
+        let connection = try PostgresConnection(url: state.server)
+        try connection.transaction {
+            try connection.execute("DELETE FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
+                                   [.text(state.accountID), .text(state.deviceID)])
+            try connection.execute("DELETE FROM dpfs_sync_keys WHERE account_id = $1 AND device_id = $2",
+                                   [.text(state.accountID), .text(state.deviceID)])
+            let left = try connection.execute("SELECT count(*) FROM dpfs_sync_members WHERE account_id = $1", [.text(state.accountID)])
+            if left.int(0, 0) == 0 {
+                // The last member: the account and every record go.
+                try connection.execute("DELETE FROM dpfs_sync_accounts WHERE account_id = $1", [.text(state.accountID)])
+            } else {
+                try connection.execute("UPDATE dpfs_sync_accounts SET rotate = true WHERE account_id = $1", [.text(state.accountID)])
+                try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(state.accountID))])
+            }
+        }
+        try SyncState.remove(from: directory)
+        shared.withLock { $0 = Shared(stopping: $0.stopping) }
+        return "left sync account \(state.accountID); this device's items stay here and no longer sync"
+    }
+
+    private func addMember(_ connection: PostgresConnection, crypto: AccountCrypto, deviceID: String, publicKey: [UInt8]) throws {
+        try connection.execute(
+            "INSERT INTO dpfs_sync_members (account_id, device_id, public_key, endorsement) VALUES ($1, $2, $3, $4)",
+            [.text(crypto.accountID), .text(deviceID), .bytes(publicKey),
+             .bytes(crypto.endorsement(deviceID: deviceID, publicKey: publicKey))])
+    }
+
+    private func newState(server: String, crypto: AccountCrypto, deviceID: String, publicKey: [UInt8],
+                          privateKey: SecureBuffer) throws -> SyncState {
+        guard let sealedKeys = SyncState.seal(crypto.keyPair(), purpose: "account-keys", accountID: crypto.accountID, device: device),
+              let sealedPrivate = SyncState.seal(privateKey, purpose: "device-key", accountID: crypto.accountID, device: device) else {
+            throw Self.beforeFirstUnlock
+        }
+        return SyncState(accountID: crypto.accountID, server: server, deviceID: deviceID, epoch: crypto.epoch,
+                         sealedKeys: sealedKeys, sealedPrivateKey: sealedPrivate, publicKey: Hex.encode(publicKey),
+                         lastSequence: 0, entries: [:], roster: nil)
+    }
+
+    private func refuseMember() throws {
+        if let state = try SyncState.load(from: directory) {
+            throw SyncError("this device is already in sync account \(state.accountID); dpfs sync leave first")
+        }
+    }
+
+    static let notMember = SyncError("this device is in no sync account (dpfs sync create, or join with an invitation)")
+    static let beforeFirstUnlock = SyncError("keychain sync needs the device unlocked once since it started (dpfs unlock)")
+
+    /// A URL with its password, if any, replaced by "***".
+    static func withoutPassword(_ url: String) -> String {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
+        let credentials = url[scheme.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + ":***" + String(url[at...])
+    }
+}

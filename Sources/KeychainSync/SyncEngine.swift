@@ -1,0 +1,167 @@
+// The daemon's keychain sync (docs/design.md "Keychain sync"): one thread that keeps a
+// connection to the account's PostgreSQL server, LISTENs on the account's channel,
+// pulls what other devices changed since the last sequence it saw, and pushes this
+// device's changes to synchronizable items. Local changes are noticed by comparing
+// the item store with the state file's entries (a scan), at every app write, so a
+// change made while the server is down waits as a pending entry and goes at the next
+// connection. The keychain never waits for the server: a down server only shows in
+// `status` as "server unreachable" while the engine retries with backoff.
+import DPFSProtocol
+import DataProtection
+import Foundation
+import Glibc
+import ItemStore
+import Logging
+import Synchronization
+
+public final class SyncEngine: Sendable {
+    let directory: DeviceDirectory
+    let device: LockStateManager
+    let items: ItemStore
+    /// The engine's and the commands' shared state; `work` serialises a round of the
+    /// engine against a command, so that a leave never races a push.
+    let shared = Mutex<Shared>(Shared())
+    let work = Mutex<Void>(())
+    private let wakePipe: (read: Int32, write: Int32)
+    private let observerID = Mutex<UInt64?>(nil)
+    private let logger = Logger(label: "dpfs.sync")
+
+    struct Shared: Sendable {
+        var connection: String?
+        var lastError: String?
+        var stopping = false
+        var members: Int?
+    }
+
+    public init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore) throws {
+        self.directory = directory
+        self.device = device
+        self.items = items
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SystemError("pipe", "sync wake-up") }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        wakePipe = (fds[0], fds[1])
+        // A state file that cannot be read is refused now, at mount, with one line.
+        _ = try SyncState.load(from: directory)
+    }
+
+    /// Starts the engine's thread; it idles while the device is in no account.
+    public func start() {
+        items.changeObservers.add { [weak self] in self?.wake() }
+        let id = device.observe { [weak self] event in
+            switch event.event {
+            case .didBecomeAvailable: self?.wake()
+            default: break
+            }
+        }
+        observerID.withLock { $0 = id }
+        let thread = Thread { [self] in run() }
+        thread.name = "dpfs-sync"
+        thread.start()
+    }
+
+    public func stop() {
+        shared.withLock { $0.stopping = true }
+        if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }
+        wake()
+    }
+
+    /// Asks the engine for a round now (a local change, an unlock, a command).
+    func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakePipe.write, &byte, 1)
+    }
+
+    /// One line for `dpfs status`; nil when the device is in no account.
+    public var statusLine: String? {
+        guard case .some(.some) = try? SyncState.load(from: directory) else { return nil }
+        return shared.withLock { $0.connection } ?? "connecting"
+    }
+
+    // MARK: the thread
+
+    private func run() {
+        var connection: PostgresConnection?
+        var backoff = 0.25
+        var again = 0
+        while !shared.withLock({ $0.stopping }) {
+            var wait = 5.0
+            do {
+                let round = try work.withLock { _ in try self.round(&connection) }
+                again = round == .again ? again + 1 : 0
+                switch round {
+                case .idle: connection = nil
+                case .done: backoff = 0.25
+                // Another round at once, unless pushes keep meeting newer versions (many
+                // devices writing the same records): then a short pause lets them finish.
+                case .again: wait = again > 10 ? 0.2 : 0
+                }
+            } catch let error as SyncError where error.isUnreachable {
+                connection = nil
+                record(connection: "server unreachable", error: error.description)
+                wait = backoff
+                backoff = min(backoff * 2, 5)
+            } catch {
+                record(connection: nil, error: "\(error)")
+                wait = 1
+            }
+            if wait > 0 { sleep(until: wait, connection: connection) }
+            if let connection { _ = try? connection.takeNotifications() }
+        }
+    }
+
+    enum Round { case idle, done, again }
+
+    /// Waits for the server's notification, a wake-up, or `seconds`.
+    private func sleep(until seconds: Double, connection: PostgresConnection?) {
+        var fds = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
+        if let socket = connection?.socket, socket >= 0 { fds.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
+        _ = poll(&fds, nfds_t(fds.count), Int32(seconds * 1000))
+        var drain = [UInt8](repeating: 0, count: 256)
+        while Glibc.read(wakePipe.read, &drain, drain.count) > 0 {}
+    }
+
+    /// Keeps the engine's last word for `status`; logs each change of connection and
+    /// each new failure once, not at every retry.
+    func record(connection: String?, error: String?) {
+        let (changed, newError) = shared.withLock { shared -> (String?, String?) in
+            let changed = connection != nil && connection != shared.connection ? connection : nil
+            let newError = error != nil && error != shared.lastError ? error : nil
+            if let connection { shared.connection = connection }
+            shared.lastError = error
+            return (changed, newError)
+        }
+        if let changed { logger.notice("keychain sync: \(changed)") }
+        if let newError { logger.warning("keychain sync: \(newError)") }
+    }
+
+    /// One round: notice local changes, then (connected) rotate if due, pull, push.
+    private func round(_ connection: inout PostgresConnection?) throws -> Round {
+        guard var state = try SyncState.load(from: directory) else { return .idle }
+        guard let crypto = try state.crypto(device: device) else {
+            record(connection: "waiting for the first unlock", error: nil)
+            return .idle
+        }
+        var exchange = Exchange(engine: self, crypto: crypto)
+        // Saved only when changed: most rounds (a notification of one's own push) change nothing.
+        var saved = state
+        try exchange.scan(&state)
+        if state != saved {
+            try state.save(in: directory)
+            saved = state
+        }
+        if connection == nil || connection?.isBroken == true {
+            let made = try PostgresConnection(url: state.server)
+            try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
+            connection = made
+        }
+        guard let connection else { return .idle }
+        let more = try exchange.synchronize(&state, connection)
+        if state != saved { try state.save(in: directory) }
+        record(connection: exchange.removed ? "removed from the account" : "connected", error: nil)
+        return more ? .again : .done
+    }
+}

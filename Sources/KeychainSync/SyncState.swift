@@ -1,0 +1,106 @@
+// A member device's sync state, `sync.json` in the device directory (dpfs(5)), written
+// atomically. The account key, the id key and the device's X25519 private key are
+// sealed under the untilFirstAuth class key, so sync runs from the first unlock on, as
+// iCloud Keychain does. Each entry names a record by its id and holds the version this
+// device last agreed with the server (or made and has still to push); the item's
+// identity in it is sealed under the id key.
+import DataProtection
+import Foundation
+
+struct SyncState: Codable, Equatable {
+    struct Entry: Codable, Equatable {
+        var modified: Double
+        var deleted: Bool
+        /// The device that made this version (ties of `modified` go to the greater id).
+        var writer: String
+        /// Made here and not yet on the server.
+        var pending: Bool
+        /// The item's identity, sealed under the id key (hex).
+        var identity: String
+    }
+
+    var accountID: String
+    var server: String
+    var deviceID: String
+    var epoch: Int
+    /// Account key ‖ id key, sealed under the untilFirstAuth class key (hex).
+    var sealedKeys: String
+    var sealedPrivateKey: String
+    var publicKey: String
+    /// The greatest server sequence this device has pulled.
+    var lastSequence: Int
+    var entries: [String: Entry]
+    /// The account's members as last seen while no rotation was due: a rotation made
+    /// here wraps the new key to these only, so that a member row added after a leave
+    /// (by the device that left, which still knows the old key) gets nothing.
+    var roster: [String]?
+
+    static func path(in directory: DeviceDirectory) -> String { directory.root + "/sync.json" }
+
+    static func load(from directory: DeviceDirectory) throws -> SyncState? {
+        let path = path(in: directory)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try JSONDecoder().decode(SyncState.self, from: Data(try AtomicFile.read(path)))
+        } catch {
+            throw SyncError("the sync state \(path) is damaged: \(error)")
+        }
+    }
+
+    func save(in directory: DeviceDirectory) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(Array(try encoder.encode(self)), to: Self.path(in: directory))
+    }
+
+    static func remove(from directory: DeviceDirectory) throws {
+        let path = path(in: directory)
+        guard unlink(path) == 0 || errno == ENOENT else { throw SystemError("unlink", path) }
+        try AtomicFile.syncDirectory(of: path)
+    }
+
+    // MARK: sealing under the device's class key
+
+    static func localAD(_ purpose: String, accountID: String) -> [UInt8] {
+        LengthPrefixed.encode(["dpfs.sync.local.v1", purpose, accountID])
+    }
+
+    /// Seals `secret` under the untilFirstAuth class key; nil before the first unlock.
+    static func seal(_ secret: SecureBuffer, purpose: String, accountID: String, device: LockStateManager) -> String? {
+        device.withClassKey(.untilFirstAuth) { key in
+            Hex.encode(AEAD.seal(secret, additionalData: localAD(purpose, accountID: accountID), key: key))
+        }
+    }
+
+    static func open(_ sealed: String, purpose: String, accountID: String, device: LockStateManager) throws -> SecureBuffer? {
+        guard let bytes = Hex.decode(sealed) else { throw SyncError("the sync state's \(purpose) is damaged") }
+        let opened: SecureBuffer?? = device.withClassKey(.untilFirstAuth) { key in
+            AEAD.open(bytes, additionalData: localAD(purpose, accountID: accountID), key: key)
+        }
+        guard let opened else { return nil }
+        guard let opened else { throw SyncError("the sync state's \(purpose) fails its integrity check") }
+        return opened
+    }
+
+    func crypto(device: LockStateManager) throws -> AccountCrypto? {
+        guard let keys = try Self.open(sealedKeys, purpose: "account-keys", accountID: accountID, device: device) else { return nil }
+        guard let crypto = AccountCrypto(accountID: accountID, epoch: epoch, keyPair: keys) else {
+            throw SyncError("the sync state's account keys are damaged")
+        }
+        return crypto
+    }
+
+    /// An identity sealed for an entry, bound to its record id.
+    static func sealIdentity(_ identity: [UInt8], recordID: String, crypto: AccountCrypto) -> String {
+        let secret = identity.withUnsafeBytes { SecureBuffer(copying: $0) }
+        return Hex.encode(AEAD.seal(secret, additionalData: LengthPrefixed.encode(["dpfs.sync.entry.v1", recordID]),
+                                    key: crypto.idKey))
+    }
+
+    static func openIdentity(_ sealed: String, recordID: String, crypto: AccountCrypto) -> [UInt8]? {
+        guard let bytes = Hex.decode(sealed),
+              let opened = AEAD.open(bytes, additionalData: LengthPrefixed.encode(["dpfs.sync.entry.v1", recordID]),
+                                     key: crypto.idKey) else { return nil }
+        return withExtendedLifetime(opened) { Array(opened.bytes) }
+    }
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Keychain sync through PostgreSQL (dpfs(1) "Keychain sync"): a private server started
+# here; three devices in one account converge after adds, updates, deletes, a
+# conflict and an offline period; ThisDeviceOnly and non-synchronizable items never
+# reach the server; the server's tables hold no plaintext; a device that left reads
+# nothing added after (the keys rotated); an app sees synced items through its own
+# access group. Every wait is a condition with a deadline.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/postgres.bash"
+require_tools runuser
+
+DEVICES="a b c"
+
+scenario_cleanup() {
+    local d
+    for d in $DEVICES; do
+        if grep -qs " $WORK/mnt-$d fuse" /proc/mounts; then
+            "$DPFS" unmount "$WORK/mnt-$d" >/dev/null 2>&1 || umount -l "$WORK/mnt-$d" 2>/dev/null
+        fi
+    done
+    pg_remove
+    return 0
+}
+
+mnt() { printf '%s' "$WORK/mnt-$1"; }
+
+# value DEVICE SERVICE: the item's data on DEVICE (synchronizable or not), or nothing.
+value() { "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any 2>/dev/null; }
+has_value() { [ "$(value "$1" "$2")" = "$3" ]; }
+absent() { ! "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any >/dev/null 2>&1; }
+add() { printf '%s' "$3" | "$DPFS" keychain add "$(mnt "$1")" --service "$2" --account user --synchronizable yes --accessible AfterFirstUnlock --data-file - "${@:4}"; }
+update() { printf '%s' "$3" | "$DPFS" keychain update "$(mnt "$1")" --service "$2" --synchronizable yes --new-data-file -; }
+connection() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"connection":"\([^"]*\)".*/\1/p'; }
+epoch() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"epoch":\([0-9]*\).*/\1/p'; }
+# Conditions for `within`, evaluated at each poll.
+connection_is() { [ "$(connection "$1")" = "$2" ]; }
+epoch_above() { [ "$(epoch "$1")" -gt "$2" ]; }
+server_epoch_above() { [ "$(pg_psql -c 'SELECT epoch FROM dpfs_sync_accounts')" -gt "$1" ]; }
+
+pg_start || { fail "start PostgreSQL" "$(cat "$PGWORK"/*.log 2>/dev/null | tail -3)"; finish; }
+log "PostgreSQL on port $PGPORT"
+
+for d in $DEVICES; do
+    mkdir -p "$(mnt "$d")"
+    "$DPFS" init "$WORK/dev-$d" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null \
+        && "$DPFS" mount "$WORK/dev-$d" "$(mnt "$d")" >/dev/null \
+        && "$DPFS" unlock "$(mnt "$d")" --passcode-file "$PASS" >/dev/null || { fail "device $d"; finish; }
+done
+
+# --- create, invite, join
+check_error "sync needs an account first" "in no sync account" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/inv"
+check_error "an unreachable server is one clear line" "unreachable" \
+    "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs@127.0.0.1:1/sync"
+check "and leaves the device in no account" sh -c "'$DPFS' sync status '$(mnt a)' | grep -q 'in no account'"
+printf 'not an invitation' > "$WORK/garbage"; chmod 600 "$WORK/garbage"
+check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
+    "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
+check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
+check_error "a is in one account at a time" "already in sync account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
+check "a invites b" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b"
+expect_eq "the invitation is mode 0600" "$(stat -c %a "$WORK/invite-b")" "600"
+cp "$WORK/invite-b" "$WORK/invite-b-copy"
+cp "$WORK/invite-b" "$WORK/invite-b-open"; chmod 644 "$WORK/invite-b-open"
+check_error "an invitation others can read is refused" "readable by others" \
+    "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b-open"
+check "b joins" "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b"
+check_error "an invitation joins once" "used already" \
+    "$DPFS" sync join "$(mnt c)" --server "$PGURL" --invitation-file "$WORK/invite-b-copy"
+check "a invites c" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-c"
+check "c joins" "$DPFS" sync join "$(mnt c)" --server "$PGURL" --invitation-file "$WORK/invite-c"
+check "b is connected" within 20 connection_is b connected
+check "status names the sync" sh -c "'$DPFS' status '$(mnt a)' | grep -q 'keychain sync: connected'"
+
+# --- add, update, delete
+started=${EPOCHREALTIME/./}
+check "add on a" add a MARK-service-add MARK-secret-one --label MARK-label-one
+check "the add reaches b" within 20 has_value b MARK-service-add MARK-secret-one
+log "the add was on b $(( (${EPOCHREALTIME/./} - started) / 1000 )) ms after the call began (polled by dpfs keychain find)"
+check "the add reaches c" within 20 has_value c MARK-service-add MARK-secret-one
+check "update on b" update b MARK-service-add MARK-secret-two
+check "the update reaches a" within 20 has_value a MARK-service-add MARK-secret-two
+check "the update reaches c" within 20 has_value c MARK-service-add MARK-secret-two
+check "delete on c" "$DPFS" keychain delete "$(mnt c)" --service MARK-service-add --synchronizable yes
+check "the delete reaches a" within 20 absent a MARK-service-add
+check "the delete reaches b" within 20 absent b MARK-service-add
+add a MARK-service-later MARK-secret-later >/dev/null
+check "a later change syncs" within 20 has_value b MARK-service-later MARK-secret-later
+check "the deleted item does not come back" absent b MARK-service-add
+check "nor on a" absent a MARK-service-add
+# A synced item keeps its access group: the sandbox's app finds it with a plain query.
+group_of() {
+    "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable yes --return attributes --json \
+        | sed -n 's/.*"accessGroup":"\([^"]*\)".*/\1/p'
+}
+group_a=$(group_of a MARK-service-later)
+check "the item has a group on a" test -n "$group_a"
+expect_eq "a synced item lands in the group it had" "$(group_of c MARK-service-later)" "$group_a"
+
+# --- a locked or restarted receiver: the item waits for its class key, then arrives
+"$DPFS" lock "$(mnt b)" --now >/dev/null
+check "a adds a WhenUnlocked item" sh -c "printf while-locked | '$DPFS' keychain add '$(mnt a)' --service MARK-service-locked --synchronizable yes --accessible WhenUnlocked --data-file -"
+check "c gets the WhenUnlocked item at once" within 20 has_value c MARK-service-locked while-locked
+check "b, locked, does not have it yet" sh -c "'$DPFS' keychain find '$(mnt b)' --service MARK-service-locked --synchronizable yes 2>&1 | grep -q -e errSecItemNotFound -e errSecInteractionNotAllowed"
+check "b unlocks" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
+check "b gets it after the unlock" within 20 has_value b MARK-service-locked while-locked
+check "b restarts" "$DPFS" restart "$(mnt b)"
+check "b's sync waits for the first unlock" within 20 connection_is b "waiting for the first unlock"
+add a MARK-service-restart after-restart >/dev/null
+check "b unlocks after the restart" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
+check "b gets what came meanwhile" within 20 has_value b MARK-service-restart after-restart
+check "b is connected again" within 20 connection_is b connected
+
+# --- what never leaves
+printf 'MARK-secret-local' | "$DPFS" keychain add "$(mnt a)" --service MARK-service-local --data-file - >/dev/null
+printf 'MARK-secret-tdo' | "$DPFS" keychain add "$(mnt a)" --service MARK-service-tdo \
+    --accessible AfterFirstUnlockThisDeviceOnly --data-file - >/dev/null
+check_error "a synchronizable item cannot be ThisDeviceOnly" "errSecParam" \
+    sh -c "printf x | '$DPFS' keychain add '$(mnt a)' --service tdo-sync --synchronizable yes --accessible WhenUnlockedThisDeviceOnly --data-file -"
+add a MARK-service-fence fence >/dev/null
+check "a fence item after them arrives" within 20 has_value b MARK-service-fence fence
+check "a non-synchronizable item stays on a" absent b MARK-service-local
+check "a ThisDeviceOnly item stays on a" absent b MARK-service-tdo
+
+# --- a conflict: the server down, both update, the later date wins everywhere
+add a MARK-service-conflict base >/dev/null
+check "the conflict's item is everywhere" within 20 has_value c MARK-service-conflict base
+pg_stop
+check "status says the server is unreachable" within 30 connection_is a "server unreachable"
+check "the keychain works while the server is down" update a MARK-service-conflict from-a
+sleep 0.05  # two modification dates apart
+check "b updates too, later" update b MARK-service-conflict from-b
+add a MARK-service-offline MARK-secret-offline >/dev/null
+check "a deletes offline" "$DPFS" keychain delete "$(mnt a)" --service MARK-service-later --synchronizable yes
+pg_restart || fail "restart PostgreSQL"
+check "a reconnects" within 30 connection_is a connected
+check "the later update wins on a" within 20 has_value a MARK-service-conflict from-b
+check "and on b" within 20 has_value b MARK-service-conflict from-b
+check "and on c" within 20 has_value c MARK-service-conflict from-b
+check "an offline add reaches b" within 20 has_value b MARK-service-offline MARK-secret-offline
+check "an offline delete reaches c" within 20 absent c MARK-service-later
+
+# --- updates at once on every device: all converge on one of them
+add a MARK-service-race start >/dev/null
+check "the raced item is everywhere" within 20 has_value c MARK-service-race start
+for round in 1 2 3; do
+    for d in $DEVICES; do update "$d" MARK-service-race "$d-$round" >/dev/null & done
+    wait
+done
+same_everywhere() {
+    local va vb vc
+    va=$(value a MARK-service-race); vb=$(value b MARK-service-race); vc=$(value c MARK-service-race)
+    [ -n "$va" ] && [ "$va" = "$vb" ] && [ "$vb" = "$vc" ] && [ "${va#*-}" = 3 ]
+}
+check "concurrent updates converge on one last version" within 30 same_everywhere
+
+# --- the server holds no plaintext
+dump=$(pg_dump_all)
+check "the dump holds the records" test "$(pg_psql -c 'SELECT count(*) FROM dpfs_sync_records')" -ge 4
+check_fails "no plaintext marker on the server" sh -c "printf '%s' \"\$1\" | grep -q MARK" _ "$dump"
+check_fails "no access group on the server" sh -c "printf '%s' \"\$1\" | grep -qi 'com.example'" _ "$dump"
+check_fails "no account name on the server" sh -c "printf '%s' \"\$1\" | grep -q 'user'" _ "$(pg_psql -c 'SELECT record_id, encode(payload, $$escape$$) FROM dpfs_sync_records')"
+
+# --- leave: the others rotate; the left device reads nothing added after
+# The server (or anyone who writes its tables) adds a member of its own: without the
+# account key it cannot endorse it, so the rotation gives it nothing and drops it.
+forged=ffffffffffffffffffffffffffffffff
+check "a row the server adds as a member" pg_psql -c "INSERT INTO dpfs_sync_members
+    SELECT account_id, '$forged', decode(repeat('ab', 32), 'hex'), decode(repeat('cd', 32), 'hex') FROM dpfs_sync_accounts"
+epoch_before=$(epoch a)
+check "c leaves" "$DPFS" sync leave "$(mnt c)"
+check "c is in no account" sh -c "'$DPFS' sync status '$(mnt c)' | grep -q 'in no account'"
+check "the account rotates its key" within 20 server_epoch_above "$epoch_before"
+check "a takes the new key" within 20 epoch_above a "$epoch_before"
+check "b takes the new key" within 20 epoch_above b "$epoch_before"
+add a MARK-service-after-leave after >/dev/null
+check "b gets what is added after" within 20 has_value b MARK-service-after-leave after
+check "c does not" absent c MARK-service-after-leave
+expect_eq "every record is under the new epoch" \
+    "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_records WHERE epoch <= $epoch_before")" "0"
+expect_eq "c holds no key on the server" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_keys WHERE device_id <> '$forged'")" "2"
+expect_eq "the forged member got no key" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_keys WHERE device_id = '$forged'")" "0"
+expect_eq "and is no member any more" "$(pg_psql -c "SELECT count(*) FROM dpfs_sync_members WHERE device_id = '$forged'")" "0"
+check "c keeps its own copy of what it had" has_value c MARK-service-conflict from-b
+check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
+
+check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
+check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
+finish
