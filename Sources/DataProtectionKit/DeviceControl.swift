@@ -33,6 +33,12 @@ public struct DeviceControl: Sendable {
         get throws { try DeviceChannel.status(of: mountpoint).gracePeriod }
     }
 
+    /// Seconds the device stays locked before completeWhenUserInactive files become
+    /// unavailable until the next unlock, fixed at mount (`--user-inactive-period`).
+    public var userInactivePeriod: Double {
+        get throws { (try DeviceChannel.status(of: mountpoint).userInactivePeriodHours ?? 24) * 3600 }
+    }
+
     public var passcodeSet: Bool {
         get throws { try DeviceChannel.status(of: mountpoint).passcodeSet }
     }

@@ -73,7 +73,8 @@ final class FileProtectionTests: XCTestCase {
         XCTAssertEqual(feed.fileProtection, .completeWhenUserInactive)
         try device.control.lock(now: true)
         XCTAssertEqual(try String(contentsOf: feed, encoding: .utf8), "{}", "readable while locked")
-        try device.control.advanceClock(by: 24 * 3600)
+        XCTAssertEqual(try device.control.userInactivePeriod, 24 * 3600, "the default")
+        try device.control.advanceClock(by: try device.control.userInactivePeriod)
         XCTAssertThrowsError(try Data(contentsOf: feed)) { XCTAssertTrue($0.isProtectedDataUnavailable) }
         try device.control.unlock(passcodeFile: device.passcodeFile)
         XCTAssertEqual(try String(contentsOf: feed, encoding: .utf8), "{}")
