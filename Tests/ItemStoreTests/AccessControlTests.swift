@@ -4,6 +4,7 @@
 import DPFSProtocol
 import DataProtection
 import Foundation
+import Synchronization
 import Testing
 @testable import ItemStore
 
@@ -174,17 +175,28 @@ import Testing
         #expect(user.evaluate(.biometrics, context: String(repeating: "1", count: 32), reuse: 0, interactive: true) == .granted)
     }
 
-    @Test func twoPromptsAtOnceShareOneDeadline() async throws {
+    @Test func twoPromptsAtOnceShareOneDeadline() throws {
         let t = try TestDevice()
         let user = SimulatedUser(device: t.device, promptTimeout: 4)
         try user.enroll(type: nil)
+        let outcomes = Mutex<[AuthorizationOutcome]>([])
+        let done = DispatchSemaphore(value: 0)
         let started = Date()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 2) { try? user.respond(.match, times: 1, passcode: nil) }
-        async let first = Task.detached { user.evaluate(.biometrics, context: String(repeating: "5", count: 32), reuse: 0, interactive: true) }.value
-        async let second = Task.detached { user.evaluate(.biometrics, context: String(repeating: "6", count: 32), reuse: 0, interactive: true) }.value
-        let outcomes = await [first, second]
-        #expect(outcomes.filter { $0 == .granted }.count == 1)
-        #expect(outcomes.filter { $0 == .cancelled }.count == 1)
+        // Threads of their own: both prompts must be asked at once, whatever else runs.
+        for token in ["5", "6"] {
+            Thread {
+                let outcome = user.evaluate(.biometrics, context: String(repeating: token, count: 32), reuse: 0, interactive: true)
+                outcomes.withLock { $0.append(outcome) }
+                done.signal()
+            }.start()
+        }
+        Thread.sleep(forTimeInterval: 2)
+        try user.respond(.match, times: 1, passcode: nil)
+        done.wait()
+        done.wait()
+        let all = outcomes.withLock { $0 }
+        #expect(all.filter { $0 == .granted }.count == 1)
+        #expect(all.filter { $0 == .cancelled }.count == 1)
         // Answered at 2 s: the other prompt ends at 4 s, not 2 + 4.
         #expect(Date().timeIntervalSince(started) < 5.5, "the waiting prompt does not start its own 4 s after the first")
     }

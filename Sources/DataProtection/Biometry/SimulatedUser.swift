@@ -147,8 +147,8 @@ public final class SimulatedUser: Sendable {
 
     // MARK: Answers
 
-    /// Queues `times` answers. A passcode answer takes the passcode, which it wipes
-    /// once checked (the queue keeps one buffer for all its copies).
+    /// Queues `times` answers. A passcode answer keeps the passcode in its locked
+    /// buffer, one for all its copies, freed (and zeroed) once the last one is taken.
     public func respond(_ answer: BiometryAnswer, times: Int, passcode: SecureBuffer?) throws {
         guard (1...AnswerQueue.capacity).contains(times) else {
             throw BiometryError.badAnswer("--times must be from 1 to \(AnswerQueue.capacity)")
