@@ -22,7 +22,9 @@ public final class SandboxArchiver {
 
     private let stream: SealingStream
     private let root: String
-    private let scratch = SecureBuffer(count: 256 << 10)
+    /// A file's bytes pass through here (locked memory) on their way into the stream;
+    /// as large as a piece, so a restore writes the mount's largest write (1 MiB) at once.
+    private let scratch = SecureBuffer(count: BackupRecord.maxPieceSize)
     /// The first path of each file with several names, by inode number.
     private var firstNames: [UInt64: [UInt8]] = [:]
     public private(set) var records = 0
