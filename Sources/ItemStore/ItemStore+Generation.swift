@@ -7,6 +7,7 @@
 // one of those two states. An older copy, with its counter edited or not, and a
 // deleted row put back into the current one, hash to neither and are refused: the set
 // of items is bound to what the secret store keeps, not to a number beside the rows.
+import DPFSProtocol
 import DataProtection
 import GRDB
 import Synchronization

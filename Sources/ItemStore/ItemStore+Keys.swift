@@ -76,9 +76,9 @@ extension ItemStore {
         attributes["keyType"] = "ec"
         attributes["keySizeInBits"] = "256"
         attributes["accessGroup"] = group
-        attributes["publicKey"] = publicKey.hex
+        attributes["publicKey"] = publicKey.hexString
         if attributes["applicationLabel"] == nil {
-            attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: publicKey).hex
+            attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: publicKey).hexString
         }
         let added = try add(KeychainRequest(operation: .add, app: request.app, attributes: attributes, data: secret,
                                             returning: "attributes"),
@@ -127,26 +127,8 @@ extension ItemStore {
         guard item.columns.itemClass == .keys else { return data }
         let record = try record(of: item)
         guard record.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID, let accessibility = item.accessibility,
-              let publicKey = record.publicKey.flatMap(Data.init(hex:)) else { return data }
+              let publicKey = record.publicKey.flatMap(Data.init(hexString:)) else { return data }
         return try enclave.token(wrapped: data, accessibility: accessibility, group: record.identity.accessGroup,
                                  publicKey: publicKey)
-    }
-}
-
-extension Data {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
-
-    init?(hex: String) {
-        guard hex.count.isMultiple(of: 2) else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(hex.count / 2)
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self.init(bytes)
     }
 }

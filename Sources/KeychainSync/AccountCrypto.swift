@@ -6,6 +6,7 @@
 // devices is one record, and the server learns nothing of what it names. A member is
 // endorsed by a MAC under the current account key over its device id and X25519
 // public key, so the server alone can add no member that a rotation would wrap to.
+import DPFSProtocol
 import DataProtection
 import Foundation
 

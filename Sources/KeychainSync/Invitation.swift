@@ -3,6 +3,7 @@
 // key, and a one-time token whose hash the member registered on the server. Built and
 // read in locked memory: it is as secret as the account key. The server alone cannot
 // join anyone (it never sees the keys); the invitation alone joins once.
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc

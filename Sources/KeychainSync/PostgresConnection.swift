@@ -2,6 +2,7 @@
 // statements in text format (bytea as PostgreSQL's hex form), LISTEN's notifications,
 // and the socket to wait on. Used by one thread at a time (the sync engine's, or a
 // `dpfs sync` request's own connection).
+import DPFSProtocol
 import CPostgres
 import DataProtection
 import Foundation
@@ -106,7 +107,7 @@ enum PostgresValue {
         switch self {
         case .text(let text): return text
         case .int(let number): return String(number)
-        case .bytes(let bytes): return "\\x" + Hex.encodeLower(bytes)
+        case .bytes(let bytes): return "\\x" + Hex.encode(bytes)
         }
     }
 }

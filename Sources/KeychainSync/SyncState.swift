@@ -4,6 +4,7 @@
 // iCloud Keychain does. Each entry names a record by its id and holds the version this
 // device last agreed with the server (or made and has still to push); the item's
 // identity in it is sealed under the id key.
+import DPFSProtocol
 import DataProtection
 import Foundation
 

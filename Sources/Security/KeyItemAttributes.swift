@@ -2,6 +2,7 @@
 // item store's: tags and labels are Data on Apple and hex in the store, kSecAttrKeyClass
 // "1" is "private", kSecAttrKeyType "73" is "ec", the Secure Enclave token is
 // "secureEnclave"; and the SecKey a find with kSecReturnRef hands back.
+import DPFSProtocol
 import Foundation
 import SecKeyCrypto
 

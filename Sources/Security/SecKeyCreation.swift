@@ -186,20 +186,3 @@ enum KeyAttributeValue {
         return nil
     }
 }
-
-extension Data {
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
-
-    init?(hexString: String) {
-        guard hexString.utf8.count.isMultiple(of: 2) else { return nil }
-        var bytes: [UInt8] = []
-        var index = hexString.startIndex
-        while index < hexString.endIndex {
-            let next = hexString.index(index, offsetBy: 2)
-            guard let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self.init(bytes)
-    }
-}

@@ -34,8 +34,8 @@ import Testing
         let found = t.find(["class": "keys", "applicationTag": "01"], returning: "both")
         #expect(found.status == 0)
         let item = try #require(found.items.first)
-        #expect(item.attributes?["tokenID"] == "secureEnclave" && item.attributes?["publicKey"] == publicKey.hex)
-        #expect(item.attributes?["applicationLabel"] == KeyEncoding.applicationLabel(ofPublicKey: publicKey).hex)
+        #expect(item.attributes?["tokenID"] == "secureEnclave" && item.attributes?["publicKey"] == publicKey.hexString)
+        #expect(item.attributes?["applicationLabel"] == KeyEncoding.applicationLabel(ofPublicKey: publicKey).hexString)
         #expect(sign(t, item.data).status == 0, "the token a find returns signs too")
     }
 

@@ -180,10 +180,10 @@ final class SecKeyTests: MountedDeviceTestCase {
     func testAppleECIESCiphertextDecrypts() throws {
         let privateKey = Data(hexString: "04ce0158c3746a73bd882181d5ec91fa336e399ff9cb9f1cab7b503bb1ce673add"
                               + "f56727c940b5c6b38758d1c8209dedbcb9e5c7203e652b3d49342858e3d34762"
-                              + "71a1c67a6ede41bf9d6e68cc3649f934c542f2fa3329c2710583ea31d5e29d14")
+                              + "71a1c67a6ede41bf9d6e68cc3649f934c542f2fa3329c2710583ea31d5e29d14")!
         let ciphertext = Data(hexString: "048eac0421b27fdd7a190495dc31cebe61713a6cdb57da6ad3cc1c39d29a7a93f6"
                               + "fd0b5ea63f4cef57589335dfe8ea88b2d0f2c952317e700c7d4a71673a021c36"
-                              + "da958473cf086a1f083b2ba44d975176f4f55d2cdb491f8f7cc8949f9685bf")
+                              + "da958473cf086a1f083b2ba44d975176f4f55d2cdb491f8f7cc8949f9685bf")!
         let key = try XCTUnwrap(SecKeyCreateWithData(privateKey as CFData, [
             kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
             kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
@@ -206,18 +206,5 @@ final class SecKeyTests: MountedDeviceTestCase {
         let (signature, failure) = sign(key, Data("x".utf8))
         XCTAssertNil(signature)
         XCTAssertEqual(failure, Int(errSecMissingEntitlement), "a token does not let another app use the key")
-    }
-}
-
-private extension Data {
-    init(hexString: String) {
-        var bytes: [UInt8] = []
-        var index = hexString.startIndex
-        while index < hexString.endIndex {
-            let next = hexString.index(index, offsetBy: 2)
-            bytes.append(UInt8(hexString[index..<next], radix: 16)!)
-            index = next
-        }
-        self.init(bytes)
     }
 }

@@ -4,39 +4,9 @@
 # made and signs; a copy of the device directory beside another TPM does not even
 # mount, so its key item is no use there; back on its own TPM the same key signs again.
 source "$(dirname "$0")/lib.sh"
-
-SWTPM_PID=""
-stop_swtpm() {
-    if [ -n "$SWTPM_PID" ]; then kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; SWTPM_PID=""; fi
-}
-scenario_cleanup() { stop_swtpm; }
-
-require_tools swtpm
+source "$(dirname "$0")/swtpm.bash"
 EXAMPLE="${EXAMPLES:-$(dirname "$DPFS")}/ExampleSecureEnclaveSigningKey"
 [ -x "$EXAMPLE" ] || { fail "ExampleSecureEnclaveSigningKey is built"; finish; }
-PORT=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    port = random.randint(20000, 60000)
-    try:
-        for p in (port, port + 1):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()
-        print(port); break
-    except OSError:
-        continue
-PY
-)
-TCTI="swtpm:host=127.0.0.1,port=$PORT"
-
-start_swtpm() {  # start_swtpm STATEDIR
-    mkdir -p "$1"
-    swtpm socket --tpm2 --server type=tcp,port="$PORT",bindaddr=127.0.0.1 \
-        --ctrl type=tcp,port=$((PORT + 1)),bindaddr=127.0.0.1 \
-        --flags not-need-init,startup-clear --tpmstate dir="$1" >"$WORK/swtpm.log" 2>&1 &
-    SWTPM_PID=$!
-    within 30 python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 0.2)" \
-        || { fail "swtpm starts" "$(cat "$WORK/swtpm.log")"; finish; }
-}
 
 public_key_of() { printf '%s' "$1" | sed -n 's/^public key \([0-9a-f]*\)$/\1/p'; }
 

@@ -6,41 +6,7 @@
 # dictionary-attack lockout), the device's record lives in an NV index, and a copy of
 # the device directory without that TPM does not mount.
 source "$(dirname "$0")/lib.sh"
-
-SWTPM_PID=""
-stop_swtpm() {
-    if [ -n "$SWTPM_PID" ]; then kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; SWTPM_PID=""; fi
-}
-scenario_cleanup() { stop_swtpm; }
-
-require_tools swtpm
-# Two free loopback ports in a row: N for the TPM, N+1 for its control channel.
-PORT=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    port = random.randint(20000, 60000)
-    try:
-        for p in (port, port + 1):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()
-        print(port); break
-    except OSError:
-        continue
-PY
-)
-TCTI="swtpm:host=127.0.0.1,port=$PORT"
-
-start_swtpm() {  # start_swtpm STATEDIR
-    mkdir -p "$1"
-    swtpm socket --tpm2 --server type=tcp,port="$PORT",bindaddr=127.0.0.1 \
-        --ctrl type=tcp,port=$((PORT + 1)),bindaddr=127.0.0.1 \
-        --flags not-need-init,startup-clear --tpmstate dir="$1" >"$WORK/swtpm.log" 2>&1 &
-    SWTPM_PID=$!
-    for _ in $(seq 300); do
-        python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    fail "swtpm starts" "$(cat "$WORK/swtpm.log")"; finish
-}
+source "$(dirname "$0")/swtpm.bash"
 lockout_counter() { "$DPFS" tpm-lockout "$TCTI" | sed -n 's/^counter \([0-9]*\) .*/\1/p'; }
 
 start_swtpm "$WORK/tpm-a"

@@ -2,6 +2,7 @@
 // between `lock` and the wipe, failed-attempt policy, passcode changes and events.
 // It knows nothing of files: holders of file keys register a revoker and are told
 // which classes to give up before the class keys are wiped.
+import DPFSProtocol
 import Dispatch
 import Foundation
 import Synchronization
