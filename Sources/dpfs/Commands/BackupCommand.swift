@@ -16,7 +16,7 @@ struct BackupCommand: ParsableCommand {
         abstract: "Write the sandbox's files and migratable keychain items to one encrypted file.")
 
     @Argument(help: "The mountpoint of an unlocked device.") var mountpoint: String
-    @Option(help: "The backup file to write (replaced whole, or left as it was).") var to: String
+    @Option(help: ArgumentHelp("The backup file to write (replaced whole, or left as it was).", valueName: "file")) var to: String
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
 
     func run() throws {

@@ -22,7 +22,7 @@ struct RestoreCommand: ParsableCommand {
         abstract: "Make a new device from a backup: its files, classes and migratable keychain items.")
 
     @Argument(help: "A new or empty directory for the new device.") var deviceDirectory: String
-    @Option(help: "The backup file (written by dpfs backup).") var from: String
+    @Option(help: ArgumentHelp("The backup file (written by dpfs backup).", valueName: "file")) var from: String
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
     @OptionGroup var options: NewDeviceOptions
 
