@@ -30,7 +30,8 @@ public final class SandboxArchiver {
     public private(set) var records = 0
     public private(set) var files = 0
     public private(set) var skipped = 0
-    public var progress: (() -> Void)?
+    /// Called after each piece and file; what it throws (an interruption) ends the archive.
+    public var progress: (() throws -> Void)?
 
     public init(root: String, into stream: SealingStream) {
         self.root = root
@@ -134,11 +135,11 @@ public final class SandboxArchiver {
             guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
             if n == 0 { break }
             try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            progress?()
+            try progress?()
         }
         try stream.endContent()
         files += 1
-        progress?()
+        try progress?()
     }
 
     private func symlink(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {

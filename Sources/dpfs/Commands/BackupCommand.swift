@@ -28,6 +28,7 @@ struct BackupCommand: ParsableCommand {
                            + "as an iOS backup needs the device unlocked)", status: .deviceLocked)
         }
         let password = try BackupPassword.read(file: passwordFile, confirm: true)
+        Interruption.catchSignals()
         let target = absolutePath(to)
         let output = try TemporaryOutput(beside: target)
         do {
@@ -57,6 +58,7 @@ struct BackupCommand: ParsableCommand {
         var records = 1
         var items = 0
         try client.receive(.keychainExport) { reply, secrets in
+            try Interruption.check()
             if let app = reply.app {
                 var fields: [String: [UInt8]] = ["bundleID": Array(app.utf8), "sandboxApp": reply.sandboxApp == true ? [1] : [0]]
                 if let plist = reply.entitlements { fields["entitlements"] = Array(plist) }
@@ -74,6 +76,7 @@ struct BackupCommand: ParsableCommand {
         }
         let archiver = SandboxArchiver(root: root, into: stream)
         archiver.progress = { [unowned archiver] in
+            try Interruption.check()
             progress.update("backing up: \(archiver.files) files, \(ProgressLine.size(stream.plaintextBytes))")
         }
         try archiver.archive()

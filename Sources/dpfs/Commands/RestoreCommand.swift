@@ -38,8 +38,10 @@ struct RestoreCommand: ParsableCommand {
         do {
             let password = try BackupPassword.read(file: passwordFile, confirm: false)
             defer { password.wipe() }
+            Interruption.catchSignals()
             stream = try OpeningStream(fd: fd, password: password)
             contents = try BackupCheck.run(stream) {
+                try Interruption.check()
                 progress.update("checking the backup: \(ProgressLine.size(stream.fileBytes))")
             }
             progress.end()
@@ -106,8 +108,12 @@ struct RestoreCommand: ParsableCommand {
         let sandboxApp = try client.send(.appIdentity(bundleID: nil)).app
         try stream.rewind()
         let extractor = SandboxExtractor(root: root)
-        extractor.progress = { progress.update("restoring: \(ProgressLine.size(stream.fileBytes))") }
+        extractor.progress = {
+            try Interruption.check()
+            progress.update("restoring: \(ProgressLine.size(stream.fileBytes))")
+        }
         while true {
+            try Interruption.check()
             let record = try stream.readRecord()
             switch record.kind {
             case .end:
