@@ -35,7 +35,7 @@ struct BackupCommand: ParsableCommand {
             let counts = try write(into: output.fd, password: password, root: root, client: client, status: status)
             password.wipe()
             try output.commit()
-            print("backed up \(counts.files) files and \(counts.items) keychain items of \(root) to \(target) "
+            print("backed up \(counted(counts.files, "file")) and \(counted(counts.items, "keychain item")) of \(root) to \(target) "
                   + "(ThisDeviceOnly items stay on the device)")
         } catch {
             password.wipe()

@@ -73,7 +73,7 @@ struct RestoreCommand: ParsableCommand {
             throw Self.explain(error)
         }
         print("secret store: \(plan.store) (\(plan.storeNote))")
-        print("restored \(contents.files) files and \(contents.items) keychain items into \(directory.root) "
+        print("restored \(counted(contents.files, "file")) and \(counted(contents.items, "keychain item")) into \(directory.root) "
               + "(a new device: default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }
 
