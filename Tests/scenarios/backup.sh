@@ -203,6 +203,12 @@ check_error "restored WhenUnlocked item is refused while locked" "errSecInteract
     kc find "$MNT2" --service MARKERSERVICEp3
 check "unmount the restored device" "$DPFS" unmount "$MNT2"
 
+# --- an app (a program under dpfs run) may not export the device's keychain ----------
+check_error "an app cannot back up the device" "only the device's owner may export" \
+    sh -c "'$DPFS' run '$MNT' -- '$DPFS' backup '$MNT' --to '$MNT/Documents/app.dpfsbackup' < '$PASSWORD'"
+[ -z "$(ls -A "$D" | grep 'app.dpfsbackup')" ] && pass "the refused backup left no file" \
+    || fail "the refused backup left no file" "$(ls -A "$D")"
+
 # --- an interrupted restore leaves nothing ------------------------------------------------
 # Stopped once its temporary mount is up, sent SIGTERM, let go: it stops at its next
 # piece, unmounts, and removes the half-made device and its secret.
