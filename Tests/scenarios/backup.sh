@@ -209,6 +209,10 @@ check_error "an app cannot back up the device" "only the device's owner may expo
 [ -z "$(ls -A "$D" | grep 'app.dpfsbackup')" ] && pass "the refused backup left no file" \
     || fail "the refused backup left no file" "$(ls -A "$D")"
 
+# --- a backup written into the sandbox itself leaves itself out -----------------------------
+check "a backup into the sandbox itself ends" timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD"
+[ -s "$D/self.dpfsbackup" ] && pass "and is there" || fail "and is there"
+
 # --- an interrupted restore leaves nothing ------------------------------------------------
 # Stopped once its temporary mount is up, sent SIGTERM, let go: it stops at its next
 # piece, unmounts, and removes the half-made device and its secret.

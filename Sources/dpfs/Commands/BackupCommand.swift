@@ -74,7 +74,9 @@ struct BackupCommand: ParsableCommand {
             records += 1
             return true
         }
-        let archiver = SandboxArchiver(root: root, into: stream)
+        var written = stat()
+        let output = fstat(fd, &written) == 0 ? (UInt64(written.st_dev), UInt64(written.st_ino)) : nil
+        let archiver = SandboxArchiver(root: root, into: stream, skipping: output)
         archiver.progress = { [unowned archiver] in
             try Interruption.check()
             progress.update("backing up: \(archiver.files) files, \(ProgressLine.size(stream.plaintextBytes))")
