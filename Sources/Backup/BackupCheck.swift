@@ -18,8 +18,8 @@ public struct BackupContents: Sendable {
 
 public enum BackupCheck {
     /// Reads every record of `stream` (from its start) and checks the whole; content is
-    /// read and dropped. `progress` is called now and then.
-    public static func run(_ stream: OpeningStream, progress: (() -> Void)? = nil) throws -> BackupContents {
+    /// read and dropped. `progress` is called now and then; what it throws ends the run.
+    public static func run(_ stream: OpeningStream, progress: (() throws -> Void)? = nil) throws -> BackupContents {
         var contents = BackupContents()
         var tree = TreeCheck()
         let first = try stream.readRecord()
@@ -52,12 +52,12 @@ public enum BackupCheck {
                 case .symlink: contents.symlinks += 1
                 case .hardLink: contents.hardLinks += 1
                 default:
-                    try stream.readContent { contents.contentBytes += UInt64($0.count); progress?() }
+                    try stream.readContent { contents.contentBytes += UInt64($0.count); try progress?() }
                     contents.files += 1
                 }
             }
             records += 1
-            progress?()
+            try progress?()
         }
     }
 }

@@ -30,11 +30,17 @@ public final class SandboxArchiver {
     public private(set) var records = 0
     public private(set) var files = 0
     public private(set) var skipped = 0
-    public var progress: (() -> Void)?
+    /// Called after each piece and file; what it throws (an interruption) ends the archive.
+    public var progress: (() throws -> Void)?
 
-    public init(root: String, into stream: SealingStream) {
+    /// The backup being written, when it lies inside the sandbox: never archived, or
+    /// the archive would read what it is writing.
+    private let output: (device: UInt64, inode: UInt64)?
+
+    public init(root: String, into stream: SealingStream, skipping output: (device: UInt64, inode: UInt64)? = nil) {
         self.root = root
         self.stream = stream
+        self.output = output
     }
 
     public func archive() throws {
@@ -57,6 +63,7 @@ public final class SandboxArchiver {
             guard name.withCString({ fstatat(fd, $0, &childInfo, AT_SYMLINK_NOFOLLOW) }) == 0 else {
                 throw Failure(operation: "stat", path: display(child), code: errno)
             }
+            if let output, output.device == UInt64(childInfo.st_dev), output.inode == UInt64(childInfo.st_ino) { continue }
             switch childInfo.st_mode & S_IFMT {
             case S_IFDIR:
                 let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
@@ -134,11 +141,11 @@ public final class SandboxArchiver {
             guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
             if n == 0 { break }
             try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            progress?()
+            try progress?()
         }
         try stream.endContent()
         files += 1
-        progress?()
+        try progress?()
     }
 
     private func symlink(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {

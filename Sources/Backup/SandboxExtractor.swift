@@ -15,7 +15,8 @@ public final class SandboxExtractor {
 
     private let root: String
     private var directories: [(path: [UInt8], mode: mode_t, times: [timespec])] = []
-    public var progress: (() -> Void)?
+    /// Called after each piece written; what it throws (an interruption) ends the restore.
+    public var progress: (() throws -> Void)?
 
     public init(root: String) { self.root = root }
 
@@ -43,7 +44,7 @@ public final class SandboxExtractor {
             guard fd >= 0 else { throw Failure(operation: "create", path: display(path), code: errno) }
             do {
                 try setClass(record, target, path)
-                try stream.readContent { piece in try Self.writeAll(fd, piece, self.display(path)); self.progress?() }
+                try stream.readContent { piece in try Self.writeAll(fd, piece, self.display(path)); try self.progress?() }
             } catch {
                 close(fd)
                 throw error

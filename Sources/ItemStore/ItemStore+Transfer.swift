@@ -49,6 +49,7 @@ extension ItemStore {
         }
         for item in items {
             let record = try record(of: item)
+            guard Self.mayLeave(record) else { continue }
             var attributes = StoredItem.attributes(of: record, accessibleName: item.columns.accessibleName)
             attributes["creationDate"] = nil
             attributes["modificationDate"] = nil
@@ -80,7 +81,12 @@ extension ItemStore {
             guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
             let identity = ItemIdentity(itemClass: itemClass, given: parsed.keys, accessGroup: group,
                                         synchronizable: synchronizable == .yes)
-            let record = ItemRecord(identity: identity, label: parsed.label, created: created, modified: modified)
+            let accessControl = try parsed.accessControl.map { try bind($0) }
+            let record = ItemRecord(identity: identity, label: parsed.label, publicKey: parsed.publicKey,
+                                    created: created, modified: modified, accessControl: accessControl)
+            guard Self.mayLeave(record) else {
+                throw SecError(SecStatus.param, "Secure Enclave keys and .biometryCurrentSet items never move between devices")
+            }
             let columns = RowColumns(identity, label: parsed.label, accessibility: accessibility, keys: keys)
             try commit { db in try insert(record, columns, secret: data, accessibility: accessibility, db) }
             return KeychainResponse(status: SecStatus.success)
@@ -89,6 +95,14 @@ extension ItemStore {
         } catch {
             return KeychainResponse(status: SecStatus.io, message: "the item store failed: \(error)")
         }
+    }
+
+    /// Whether an item of a migratable class may leave the device: not a Secure Enclave
+    /// key (its key is this device's alone) nor an item bound to this device's biometric
+    /// enrollment (.biometryCurrentSet: invalid under any other), as on iOS.
+    static func mayLeave(_ record: ItemRecord) -> Bool {
+        record.identity.keys[.tokenID] != SecureEnclaveKeys.tokenID
+            && !(record.accessControl?.flags.contains(.biometryCurrentSet) ?? false)
     }
 
     /// Every registered app, the sandbox's first.

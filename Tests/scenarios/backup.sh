@@ -202,4 +202,37 @@ check_error "restored complete file is refused while locked" "Operation not perm
 check_error "restored WhenUnlocked item is refused while locked" "errSecInteractionNotAllowed" \
     kc find "$MNT2" --service MARKERSERVICEp3
 check "unmount the restored device" "$DPFS" unmount "$MNT2"
+
+# --- an app (a program under dpfs run) may not export the device's keychain ----------
+check_error "an app cannot back up the device" "only the device's owner may export" \
+    sh -c "'$DPFS' run '$MNT' -- '$DPFS' backup '$MNT' --to '$MNT/Documents/app.dpfsbackup' < '$PASSWORD'"
+[ -z "$(ls -A "$D" | grep 'app.dpfsbackup')" ] && pass "the refused backup left no file" \
+    || fail "the refused backup left no file" "$(ls -A "$D")"
+
+# --- a backup written into the sandbox itself leaves itself out -----------------------------
+check "a backup into the sandbox itself ends" timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD"
+[ -s "$D/self.dpfsbackup" ] && pass "and is there" || fail "and is there"
+
+# --- an interrupted restore leaves nothing ------------------------------------------------
+# Stopped once its temporary mount is up, sent SIGTERM, let go: it stops at its next
+# piece, unmounts, and removes the half-made device and its secret.
+head -c 48000000 /dev/urandom > "$D/large.bin"
+check "backup with a large file" "$DPFS" backup "$MNT" --to "$WORK/large.dpfsbackup" --password-file "$PASSWORD"
+secrets_before=$(ls "$SECRETS" | wc -l)
+"$DPFS" restore "$WORK/interrupted" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \
+    --passcode-file "$PASS2" --secret-store "file:$SECRETS" >/dev/null 2>"$WORK/interrupted.err" &
+restore_pid=$!
+if within 60 grep -q "\.interrupted\.restore-" /proc/mounts; then
+    kill -STOP "$restore_pid"; kill -TERM "$restore_pid"; kill -CONT "$restore_pid"
+    wait "$restore_pid"; status=$?
+    [ "$status" -ne 0 ] && grep -q "interrupted" "$WORK/interrupted.err" \
+        && pass "an interrupted restore says so" || fail "an interrupted restore says so" "exit $status: $(cat "$WORK/interrupted.err")"
+    ! grep -q "\.interrupted\.restore-" /proc/mounts && [ ! -e "$WORK/interrupted" ] \
+        && [ -z "$(ls -A "$WORK" | grep '^\.interrupted')" ] && [ "$(ls "$SECRETS" | wc -l)" = "$secrets_before" ] \
+        && pass "an interrupted restore leaves no mount, device or secret" \
+        || fail "an interrupted restore leaves no mount, device or secret" "$(ls -A "$WORK"; grep restore- /proc/mounts)"
+else
+    wait "$restore_pid"
+    fail "the restore's temporary mount appears" "$(cat "$WORK/interrupted.err")"
+fi
 finish

@@ -16,7 +16,7 @@ struct BackupCommand: ParsableCommand {
         abstract: "Write the sandbox's files and migratable keychain items to one encrypted file.")
 
     @Argument(help: "The mountpoint of an unlocked device.") var mountpoint: String
-    @Option(help: "The backup file to write (replaced whole, or left as it was).") var to: String
+    @Option(help: ArgumentHelp("The backup file to write (replaced whole, or left as it was).", valueName: "file")) var to: String
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
 
     func run() throws {
@@ -28,13 +28,14 @@ struct BackupCommand: ParsableCommand {
                            + "as an iOS backup needs the device unlocked)", status: .deviceLocked)
         }
         let password = try BackupPassword.read(file: passwordFile, confirm: true)
+        Interruption.catchSignals()
         let target = absolutePath(to)
         let output = try TemporaryOutput(beside: target)
         do {
             let counts = try write(into: output.fd, password: password, root: root, client: client, status: status)
             password.wipe()
             try output.commit()
-            print("backed up \(counts.files) files and \(counts.items) keychain items of \(root) to \(target) "
+            print("backed up \(counted(counts.files, "file")) and \(counted(counts.items, "keychain item")) of \(root) to \(target) "
                   + "(ThisDeviceOnly items stay on the device)")
         } catch {
             password.wipe()
@@ -57,6 +58,7 @@ struct BackupCommand: ParsableCommand {
         var records = 1
         var items = 0
         try client.receive(.keychainExport) { reply, secrets in
+            try Interruption.check()
             if let app = reply.app {
                 var fields: [String: [UInt8]] = ["bundleID": Array(app.utf8), "sandboxApp": reply.sandboxApp == true ? [1] : [0]]
                 if let plist = reply.entitlements { fields["entitlements"] = Array(plist) }
@@ -72,8 +74,11 @@ struct BackupCommand: ParsableCommand {
             records += 1
             return true
         }
-        let archiver = SandboxArchiver(root: root, into: stream)
+        var written = stat()
+        let output = fstat(fd, &written) == 0 ? (UInt64(written.st_dev), UInt64(written.st_ino)) : nil
+        let archiver = SandboxArchiver(root: root, into: stream, skipping: output)
         archiver.progress = { [unowned archiver] in
+            try Interruption.check()
             progress.update("backing up: \(archiver.files) files, \(ProgressLine.size(stream.plaintextBytes))")
         }
         try archiver.archive()

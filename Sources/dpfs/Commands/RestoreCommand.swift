@@ -22,7 +22,7 @@ struct RestoreCommand: ParsableCommand {
         abstract: "Make a new device from a backup: its files, classes and migratable keychain items.")
 
     @Argument(help: "A new or empty directory for the new device.") var deviceDirectory: String
-    @Option(help: "The backup file (written by dpfs backup).") var from: String
+    @Option(help: ArgumentHelp("The backup file (written by dpfs backup).", valueName: "file")) var from: String
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
     @OptionGroup var options: NewDeviceOptions
 
@@ -38,8 +38,10 @@ struct RestoreCommand: ParsableCommand {
         do {
             let password = try BackupPassword.read(file: passwordFile, confirm: false)
             defer { password.wipe() }
+            Interruption.catchSignals()
             stream = try OpeningStream(fd: fd, password: password)
             contents = try BackupCheck.run(stream) {
+                try Interruption.check()
                 progress.update("checking the backup: \(ProgressLine.size(stream.fileBytes))")
             }
             progress.end()
@@ -71,7 +73,7 @@ struct RestoreCommand: ParsableCommand {
             throw Self.explain(error)
         }
         print("secret store: \(plan.store) (\(plan.storeNote))")
-        print("restored \(contents.files) files and \(contents.items) keychain items into \(directory.root) "
+        print("restored \(counted(contents.files, "file")) and \(counted(contents.items, "keychain item")) into \(directory.root) "
               + "(a new device: default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }
 
@@ -106,8 +108,12 @@ struct RestoreCommand: ParsableCommand {
         let sandboxApp = try client.send(.appIdentity(bundleID: nil)).app
         try stream.rewind()
         let extractor = SandboxExtractor(root: root)
-        extractor.progress = { progress.update("restoring: \(ProgressLine.size(stream.fileBytes))") }
+        extractor.progress = {
+            try Interruption.check()
+            progress.update("restoring: \(ProgressLine.size(stream.fileBytes))")
+        }
         while true {
+            try Interruption.check()
             let record = try stream.readRecord()
             switch record.kind {
             case .end:
