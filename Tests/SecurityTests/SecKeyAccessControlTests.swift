@@ -16,7 +16,7 @@ final class SecKeyAccessControlTests: MountedDeviceTestCase {
     }
 
     private func makeKey(tag: String, _ flags: SecAccessControlCreateFlags,
-                         extra: [String: Any] = [:]) throws -> SecKey {
+                         extra: [String: Any] = [:], enclave: Bool = true) throws -> SecKey {
         var error: Unmanaged<CFError>?
         guard let access = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
                                                            flags, &error) else {
@@ -28,12 +28,12 @@ final class SecKeyAccessControlTests: MountedDeviceTestCase {
             kSecAttrAccessControl as String: access,
         ]
         privateAttributes.merge(extra) { $1 }
-        let attributes: [String: Any] = [
+        var attributes: [String: Any] = [
             kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
             kSecAttrKeySizeInBits as String: 256,
-            kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
             kSecPrivateKeyAttrs as String: privateAttributes,
         ]
+        if enclave { attributes[kSecAttrTokenID as String] = kSecAttrTokenIDSecureEnclave }
         guard let key = SecKeyCreateRandomKey(attributes as CFDictionary, &error) else {
             throw error!.takeRetainedValue() as Error
         }
@@ -127,6 +127,31 @@ final class SecKeyAccessControlTests: MountedDeviceTestCase {
         XCTAssertTrue(verifies(plain, try XCTUnwrap(signature)))
         XCTAssertNil(sign(try XCTUnwrap(find(tag: "usage.only").1)).1)
         XCTAssertEqual(sign(guarded).1, Int(errSecUserCanceled), "the cancel was still queued for the key that asks")
+    }
+
+    /// An ordinary key's private key goes to the app: its item asks when found, as a
+    /// protected password does, and the key then signs in the app without asking.
+    func testOrdinaryKeyItemAsksWhenFound() throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        let made = try makeKey(tag: "soft.key", [.biometryAny], enclave: false)
+        try respond("cancel")
+        XCTAssertEqual(find(tag: "soft.key").0, errSecUserCanceled)
+        try respond("nomatch")
+        XCTAssertEqual(find(tag: "soft.key").0, errSecAuthFailed)
+        try respond("match")
+        let (status, found) = find(tag: "soft.key")
+        XCTAssertEqual(status, errSecSuccess)
+        let key = try XCTUnwrap(found)
+        XCTAssertEqual(SecKeyCopyExternalRepresentation(key, nil) as Data?, SecKeyCopyExternalRepresentation(made, nil) as Data?)
+        let (signature, failure) = sign(key)
+        XCTAssertNil(failure)
+        XCTAssertTrue(verifies(made, try XCTUnwrap(signature)))
+        var attributes: CFTypeRef?
+        let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("soft.key".utf8),
+                                    kSecReturnAttributes as String: true]
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &attributes), errSecSuccess, "attributes alone ask nothing")
+        XCTAssertEqual(((attributes as? [String: Any])?[kSecAttrAccessControl as String] as? SecAccessControl)?.flags,
+                       .biometryAny)
     }
 
     func testReenrollInvalidatesCurrentSetKeyOnly() throws {
