@@ -21,7 +21,8 @@ public struct KeyRequest: Codable, Sendable {
     /// Bundle ID of the calling app; nil means the sandbox's own app.
     public var app: String?
     /// generate: the key item's attributes in the item store's names ("label",
-    /// "applicationTag" in hex, "accessible", "accessGroup", "tokenID", …).
+    /// "applicationTag" in hex, "accessible", "accessGroup", "tokenID", "accessControl"
+    /// as SecAccessControlCreateFlags in decimal, …).
     public var attributes: [String: String]
     /// generate: whether the key becomes an item of the keychain.
     public var permanent: Bool
@@ -31,11 +32,16 @@ public struct KeyRequest: Codable, Sendable {
     /// sign, decrypt: Apple's SecKeyAlgorithm name ("algid:sign:ECDSA:message-X962:SHA256", …).
     public var algorithm: String?
     public var input: Data?
+    /// sign, decrypt, keyExchange of a key behind an access control: how the simulated
+    /// user may be asked, and the LAContext whose success counts (kSecUseAuthenticationContext
+    /// in the query that found the key, or in SecKeyCreateRandomKey's parameters).
+    public var authentication: KeychainAuthentication?
 
     public init(operation: Operation, app: String? = nil, attributes: [String: String] = [:], permanent: Bool = false,
-                token: Data? = nil, algorithm: String? = nil, input: Data? = nil) {
+                token: Data? = nil, algorithm: String? = nil, input: Data? = nil,
+                authentication: KeychainAuthentication? = nil) {
         self.operation = operation; self.app = app; self.attributes = attributes; self.permanent = permanent
-        self.token = token; self.algorithm = algorithm; self.input = input
+        self.token = token; self.algorithm = algorithm; self.input = input; self.authentication = authentication
     }
 }
 

@@ -1,7 +1,8 @@
 // Items behind a SecAccessControl: reading their data (or changing them) asks the
 // device's simulated user (SimulatedUser) first, unless the caller's LAContext has
 // already proved what the item asks. Adding one asks nothing, as on iOS; neither do
-// attribute-only finds and deletes.
+// attribute-only finds and deletes. A Secure Enclave key asks at each use of its
+// private key instead (ItemStore+Keys), through the same path.
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -47,21 +48,21 @@ extension ItemStore {
     /// asking under kSecUseAuthenticationUISkip, and .biometryCurrentSet items of an
     /// enrollment that is gone, are left out; any other refusal fails the call with
     /// its OSStatus (errSecAuthFailed, errSecUserCanceled, errSecInteractionNotAllowed).
+    /// A Secure Enclave key item asks nothing here: its item holds no secret the app
+    /// gets, and each use of the key asks instead (authorizeKeyUse), as on iOS.
     @discardableResult
     func authorize(_ items: [StoredItem], _ request: KeychainRequest, skipping: Bool) throws -> [StoredItem] {
-        var authentication = request.authentication ?? KeychainAuthentication()
-        if let token = authentication.context, !KeychainAuthentication.isValidToken(token) { authentication.context = nil }
+        let authentication = request.authentication ?? KeychainAuthentication()
         var allowed: [StoredItem] = []
         for var item in items {
             let record = try record(of: item)
             item.record = record
-            guard let accessControl = record.accessControl, accessControl.requirement.asksUser else {
+            guard let accessControl = record.accessControl, accessControl.requirement.asksUser,
+                  record.identity.keys[.tokenID] != SecureEnclaveKeys.tokenID else {
                 allowed.append(item)
                 continue
             }
-            let outcome = user.authorize(accessControl.requirement, boundDomain: accessControl.boundDomain,
-                                         context: authentication.context,
-                                         interaction: authentication.interaction)
+            let outcome = ask(accessControl, authentication)
             switch outcome {
             case .granted:
                 allowed.append(item)
@@ -75,13 +76,39 @@ extension ItemStore {
         return allowed
     }
 
+    /// A private-key operation of a Secure Enclave key made with `accessControl`:
+    /// asks the simulated user as reading a protected item's data does, and throws
+    /// the same OSStatus, except that a key whose .biometryCurrentSet enrollment is
+    /// gone fails with errSecAuthFailed (its item is still found, as on iOS, where the
+    /// enclave refuses the operation). .privateKeyUsage alone asks nothing.
+    func authorizeKeyUse(_ accessControl: StoredAccessControl?, _ authentication: KeychainAuthentication?) throws {
+        guard let accessControl, accessControl.requirement.asksUser else { return }
+        var authentication = authentication ?? KeychainAuthentication()
+        // Skip leaves items out of a find; a key operation has nothing to leave out.
+        if authentication.interaction == .skip { authentication.interaction = .fail }
+        let outcome = ask(accessControl, authentication)
+        switch outcome {
+        case .granted: return
+        case .invalidated: throw SecError(SecStatus.authFailed, Self.explanation(outcome))
+        default: throw SecError(outcome.secStatus, Self.explanation(outcome))
+        }
+    }
+
+    /// The one way the item store asks the simulated user: a context token that could
+    /// be guessed counts as none.
+    private func ask(_ accessControl: StoredAccessControl, _ authentication: KeychainAuthentication) -> AuthorizationOutcome {
+        let context = authentication.context.flatMap { KeychainAuthentication.isValidToken($0) ? $0 : nil }
+        return user.authorize(accessControl.requirement, boundDomain: accessControl.boundDomain, context: context,
+                              interaction: authentication.interaction)
+    }
+
     private static func explanation(_ outcome: AuthorizationOutcome) -> String {
         switch outcome {
         case .granted: return "granted"
         case .failed: return "the simulated user failed to authenticate (dpfs biometry respond)"
         case .cancelled: return "the simulated user cancelled, or no answer was queued in time (dpfs biometry respond)"
         case .notInteractive: return "the item needs the user's authentication, and the call forbids asking"
-        case .invalidated: return "the item was bound to a biometry enrollment that is gone"
+        case .invalidated: return "the item or key was bound to a biometry enrollment that is gone (dpfs biometry reenroll)"
         case .lockedOut: return "biometry is locked out after too many failed matches; enter the passcode"
         case .notEnrolled: return "no biometry is enrolled (dpfs biometry enroll)"
         case .passcodeNotSet: return "the device has no passcode"

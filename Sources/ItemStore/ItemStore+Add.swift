@@ -6,8 +6,10 @@ import GRDB
 
 extension ItemStore {
     /// `generatedKey`: the item is a key the daemon just made (ItemStore+Keys); only
-    /// such a key may name a token.
-    func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false) throws -> KeychainResponse {
+    /// such a key may name a token. `boundAccessControl`: that key's access control,
+    /// bound already (its wrap binds the same enrollment).
+    func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false,
+             boundAccessControl: StoredAccessControl? = nil) throws -> KeychainResponse {
         guard request.limit == nil, request.updateAttributes.isEmpty, request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
@@ -36,7 +38,7 @@ extension ItemStore {
                                     accessGroup: group, synchronizable: synchronizable)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
-        let accessControl = try attributes.accessControl.map { try bind($0) }
+        let accessControl = try boundAccessControl ?? attributes.accessControl.map { try bind($0) }
         let record = ItemRecord(identity: identity, label: attributes.label, publicKey: attributes.publicKey,
                                 created: now, modified: now, accessControl: accessControl)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)

@@ -1,7 +1,8 @@
 // SecKey calls that need the daemon: making a key it keeps (a Secure Enclave key, or
 // any permanent key, which becomes a key item), and the private-key operations of
 // Secure Enclave keys, which run here on a token (SecureEnclaveKeys) and answer only
-// their result. Never throws: every failure is an OSStatus.
+// their result, after asking the simulated user when the key's access control says
+// so. Never throws: every failure is an OSStatus.
 import Crypto
 import DataProtection
 import DPFSProtocol
@@ -30,7 +31,7 @@ extension ItemStore {
 
     /// The attributes an app may give a new key; the rest are the key's own.
     private static let givenKeyAttributes: Set<String> = ["label", "applicationTag", "applicationLabel", "accessible",
-                                                          "accessGroup", "tokenID", "synchronizable"]
+                                                          "accessGroup", "tokenID", "synchronizable", "accessControl"]
 
     private func generateKey(_ request: KeyRequest, caller: AccessScope) throws -> KeyResponse {
         for name in request.attributes.keys where !Self.givenKeyAttributes.contains(name) {
@@ -51,13 +52,16 @@ extension ItemStore {
         if inEnclave && parsed.synchronizable == .yes {
             throw SecError(SecStatus.param, "a Secure Enclave key never leaves the device: it cannot be synchronizable")
         }
+        // Bound once, here: the token, the wrap and the key item all carry the same
+        // flags and enrollment (a .biometryCurrentSet key with nothing enrolled fails).
+        let accessControl = try parsed.accessControl.map { try bind($0) }
         let secret: Data
         let publicKey: Data
         var response = KeyResponse(status: SecStatus.success)
         if inEnclave {
-            (secret, publicKey) = enclave.generate()
+            (secret, publicKey) = enclave.generate(accessControl: accessControl)
             response.token = try enclave.token(wrapped: secret, accessibility: accessibility, group: group,
-                                               publicKey: publicKey)
+                                               accessControl: accessControl, publicKey: publicKey)
         } else {
             // An ordinary key is the app's on iOS too: its private form goes back to it.
             let key = P256.Signing.PrivateKey()
@@ -82,7 +86,7 @@ extension ItemStore {
         }
         let added = try add(KeychainRequest(operation: .add, app: request.app, attributes: attributes, data: secret,
                                             returning: "attributes"),
-                            caller: caller, generatedKey: true)
+                            caller: caller, generatedKey: true, boundAccessControl: accessControl)
         response.attributes = added.items.first?.attributes
         return response
     }
@@ -94,7 +98,9 @@ extension ItemStore {
         guard let algorithm = request.algorithm.flatMap(KeyAlgorithm.init(rawValue:)) else {
             throw SecError(SecStatus.param, "this key does not do \(request.algorithm ?? "an unnamed algorithm")")
         }
-        let output: Data = try enclave.withScalar(token: token, caller: caller) { scalar in
+        let output: Data = try enclave.withScalar(token: token, caller: caller, authorize: { accessControl in
+            try authorizeKeyUse(accessControl, request.authentication)
+        }) { scalar in
             do {
                 switch (request.operation, algorithm.kind) {
                 case (.sign, .signature):
@@ -129,6 +135,6 @@ extension ItemStore {
         guard record.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID, let accessibility = item.accessibility,
               let publicKey = record.publicKey.flatMap(Data.init(hexString:)) else { return data }
         return try enclave.token(wrapped: data, accessibility: accessibility, group: record.identity.accessGroup,
-                                 publicKey: publicKey)
+                                 accessControl: record.accessControl, publicKey: publicKey)
     }
 }

@@ -64,6 +64,12 @@ extension ItemStore {
         if newData != nil, old.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID {
             throw SecError(SecStatus.param, "a Secure Enclave key's data is the daemon's own")
         }
+        // A Secure Enclave key's access control is sealed with its wrapped scalar: it
+        // cannot be added, changed or dropped, nor the accessibility it carries.
+        if old.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID,
+           changes.accessControl != nil || (old.accessControl != nil && changes.accessible != nil) {
+            throw SecError(SecStatus.param, "a Secure Enclave key's access control is sealed with the key")
+        }
         var given = old.identity.keys
         given.merge(changes.keys) { $1 }
         let identity = ItemIdentity(itemClass: old.identity.itemClass, given: given,

@@ -114,13 +114,15 @@ enum KeyItemAttributes {
                                           "tokenID", "publicKey"]
 
     /// The SecKey of a found key item: a Secure Enclave key's token, or an ordinary
-    /// key's X9.63 private form, is its data.
-    static func key(from attributes: [String: String], data: Data?) -> SecKey? {
+    /// key's X9.63 private form, is its data. A Secure Enclave key keeps the query's
+    /// `authentication` (kSecUseAuthenticationContext…) for its operations.
+    static func key(from attributes: [String: String], data: Data?, authentication: KeychainAuthentication? = nil) -> SecKey? {
         guard attributes["class"] == kSecClassKey, let publicKey = attributes["publicKey"].flatMap(Data.init(hexString:)),
               let data else { return nil }
         let apple = SecItemResult.appleAttributes(attributes)
         if attributes["tokenID"] == "secureEnclave" {
-            return SecKey(material: .enclave(token: data), publicKey: publicKey, attributes: apple)
+            return SecKey(material: .enclave(token: data), publicKey: publicKey, attributes: apple,
+                          authentication: authentication)
         }
         if attributes["keyClass"] == "public" { return SecKey(material: .publicKey, publicKey: publicKey, attributes: apple) }
         guard let privateKey = try? KeyEncoding.privateKey(x963: data) else { return nil }

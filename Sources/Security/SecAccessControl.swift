@@ -84,7 +84,8 @@ public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 /// Deprecated since iOS 14 for kSecUseAuthenticationUI; true means Fail.
 public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
 
-/// A key made with an access control takes its accessibility from it (SecKeyCreation).
+/// A key made with an access control takes its accessibility and flags from it (SecKeyCreation).
 extension SecAccessControl: AccessControlProtection {
     var protectionAccessible: String? { protection }
+    var accessControlFlags: UInt { flags.rawValue }
 }

@@ -112,22 +112,7 @@ struct SecItemQuery {
 
     private mutating func parseAuthentication(_ key: String, _ value: Any) throws {
         var options = authentication ?? KeychainAuthentication()
-        switch key {
-        case kSecUseAuthenticationUI:
-            switch try Self.string(value) {
-            case kSecUseAuthenticationUIAllow: options.interaction = .allow
-            case kSecUseAuthenticationUIFail: options.interaction = .fail
-            case kSecUseAuthenticationUISkip: options.interaction = .skip
-            default: throw SecItemRefusal.param
-            }
-        case kSecUseNoAuthenticationUI:
-            if try Self.bool(value) { options.interaction = .fail }
-        case kSecUseOperationPrompt:
-            options.prompt = try Self.string(value)
-        default:
-            guard let context = value as? AuthenticationContextToken else { throw SecItemRefusal.param }
-            options.context = context.dpfsAuthenticationToken
-        }
+        guard AuthenticationOption.apply(key, value, to: &options) else { throw SecItemRefusal.param }
         authentication = options
     }
 

@@ -18,7 +18,7 @@ enum SecItemResult {
     private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) -> Any {
         let storeAttributes = item.attributes ?? [:]
         if query.returnRef {
-            let key = KeyItemAttributes.key(from: storeAttributes, data: item.data)
+            let key = KeyItemAttributes.key(from: storeAttributes, data: item.data, authentication: query.authentication)
             guard query.returnAttributes || query.returnData || query.returnPersistentRef else {
                 // A key item that yields no key (a damaged row) still answers, as NSNull.
                 if let key { return key }

@@ -20,10 +20,16 @@ public final class SecKey: @unchecked Sendable {
     let publicKeyData: Data
     /// Attributes in Apple's names, as SecKeyCopyAttributes returns them.
     let attributes: [String: Any]
+    /// kSecUseAuthenticationContext (and kSecUseAuthenticationUI, kSecUseOperationPrompt)
+    /// of the query that found the key or the parameters that made it: a Secure
+    /// Enclave key behind an access control sends it with each private-key operation,
+    /// so an evaluated LAContext spares the user the prompt, as on iOS.
+    let authentication: KeychainAuthentication?
 
-    init(material: Material, publicKey: Data, attributes: [String: Any]) {
+    init(material: Material, publicKey: Data, attributes: [String: Any], authentication: KeychainAuthentication? = nil) {
         self.material = material
         self.publicKeyData = publicKey
+        self.authentication = authentication
         var attributes = attributes
         attributes[kSecClass] = kSecClassKey
         attributes[kSecAttrKeyType] = kSecAttrKeyTypeECSECPrimeRandom

@@ -27,7 +27,8 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         var attributes = spec.appleAttributes
         if let stored = response.attributes { attributes.merge(SecItemResult.appleAttributes(stored)) { $1 } }
         if let token = response.token {
-            return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes)
+            return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
+                          authentication: spec.authentication)
         }
         guard let privateKey = response.privateKey, let key = try? KeyEncoding.privateKey(x963: privateKey) else {
             throw SecKeyFailure(errSecDecode, "the device's reply holds no key")
@@ -107,6 +108,8 @@ struct KeySpec {
     var inEnclave = false
     var storeAttributes: [String: String] = [:]
     var appleAttributes: [String: Any] = [:]
+    /// kSecUseAuthenticationContext and friends, which the new key carries (SecKey.authentication).
+    var authentication: KeychainAuthentication?
 
     init(_ parameters: [String: Any]) throws {
         let type = parameters[kSecAttrKeyType] as? String
@@ -150,13 +153,22 @@ struct KeySpec {
                 storeAttributes["accessGroup"] = group
             case KeyAttributeValue.accessControlKey:
                 // SecAccessControl (kSecAttrAccessControl): its protection is the key's
-                // accessibility; its flags (.privateKeyUsage, biometry) are the access
-                // control's own work, not this file's.
-                if let protection = (value as? AccessControlProtection)?.protectionAccessible,
-                   let name = SecItemQuery.accessibility[protection] {
-                    storeAttributes["accessible"] = name
-                    appleAttributes[kSecAttrAccessible] = protection
+                // accessibility, its flags are sealed with the key by the daemon, which
+                // asks the simulated user at each private-key use of a Secure Enclave key.
+                guard let access = value as? AccessControlProtection, let protection = access.protectionAccessible,
+                      let name = SecItemQuery.accessibility[protection] else {
+                    throw SecKeyFailure(errSecParam, "kSecAttrAccessControl is not a SecAccessControl")
                 }
+                storeAttributes["accessible"] = name
+                storeAttributes["accessControl"] = String(access.accessControlFlags)
+                appleAttributes[kSecAttrAccessible] = protection
+                appleAttributes[KeyAttributeValue.accessControlKey] = value
+            case _ where AuthenticationOption.handles(name):
+                var options = authentication ?? KeychainAuthentication()
+                guard AuthenticationOption.apply(name, value, to: &options) else {
+                    throw SecKeyFailure(errSecParam, "\(name) has a value of the wrong kind")
+                }
+                authentication = options
             case kSecAttrKeyType, kSecAttrKeySizeInBits, kSecAttrTokenID, kSecPrivateKeyAttrs, kSecPublicKeyAttrs,
                  kSecAttrCanSign, kSecAttrCanVerify, kSecAttrCanEncrypt, kSecAttrCanDecrypt, kSecAttrCanDerive,
                  kSecAttrIsExtractable, kSecAttrIsSensitive, kSecAttrEffectiveKeySize, kSecUseDataProtectionKeychain,
@@ -169,10 +181,12 @@ struct KeySpec {
     }
 }
 
-/// What SecAccessControl offers a key: the kSecAttrAccessible value it was made with.
-/// The seam between this file and SecAccessControl, which conforms where it is defined.
+/// What SecAccessControl offers a key: the kSecAttrAccessible value it was made with,
+/// and its flags. The seam between this file and SecAccessControl, which conforms
+/// where it is defined.
 protocol AccessControlProtection {
     var protectionAccessible: String? { get }
+    var accessControlFlags: UInt { get }
 }
 
 enum KeyAttributeValue {

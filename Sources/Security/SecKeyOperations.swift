@@ -2,7 +2,9 @@
 // SecKeyCreateDecryptedData, SecKeyCopyKeyExchangeResult and SecKeyIsAlgorithmSupported
 // with Apple's signatures and algorithm names. Public-key work and ordinary keys run
 // here; a Secure Enclave key's private-key work is a request to the device's daemon,
-// which refuses it (errSecInteractionNotAllowed) while the key's class is locked.
+// which refuses it (errSecInteractionNotAllowed) while the key's class is locked and,
+// for a key behind an access control, asks the simulated user first (errSecAuthFailed,
+// errSecUserCanceled as a protected item's read).
 import Crypto
 import DPFSProtocol
 import Foundation
@@ -15,7 +17,7 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
         let known = try SecKeyCall.algorithm(algorithm, for: .sign, key)
         switch key.material {
         case .software(let privateKey): return try ECDSA.sign(dataToSign, algorithm: known, with: privateKey)
-        case .enclave(let token): return try SecKeyCall.daemon(.sign, token: token, known, dataToSign)
+        case .enclave(let token): return try SecKeyCall.daemon(.sign, key, token: token, known, dataToSign)
         case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot sign")
         }
     }
@@ -53,7 +55,7 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
         case .software(let privateKey):
             let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: privateKey.rawRepresentation)
             return try ECIES.decrypt(ciphertext, with: agreement, variableIV: known.variableIV)
-        case .enclave(let token): return try SecKeyCall.daemon(.decrypt, token: token, known, ciphertext)
+        case .enclave(let token): return try SecKeyCall.daemon(.decrypt, key, token: token, known, ciphertext)
         case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot decrypt")
         }
     }
@@ -69,7 +71,8 @@ public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKe
             let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
             let other = try P256.KeyAgreement.PublicKey(x963Representation: publicKey.publicKeyData)
             return try agreement.sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
-        case .enclave(let token): return try SecKeyCall.daemon(.keyExchange, token: token, known, publicKey.publicKeyData)
+        case .enclave(let token):
+            return try SecKeyCall.daemon(.keyExchange, privateKey, token: token, known, publicKey.publicKeyData)
         case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot agree on a secret")
         }
     }
@@ -97,8 +100,10 @@ enum SecKeyCall {
         return known
     }
 
-    static func daemon(_ operation: KeyRequest.Operation, token: Data, _ algorithm: KeyAlgorithm, _ input: Data) throws -> Data {
-        let request = KeyRequest(operation: operation, token: token, algorithm: algorithm.rawValue, input: input)
+    static func daemon(_ operation: KeyRequest.Operation, _ key: SecKey, token: Data, _ algorithm: KeyAlgorithm,
+                       _ input: Data) throws -> Data {
+        let request = KeyRequest(operation: operation, token: token, algorithm: algorithm.rawValue, input: input,
+                                 authentication: key.authentication)
         guard let response = DeviceConnection.shared.send(request) else {
             throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
         }

@@ -41,7 +41,9 @@ import Testing
     @Test func keyRequestAndReplyRoundTrip() throws {
         let request = KeyRequest(operation: .sign, app: "com.example.app", attributes: ["applicationTag": "ab"],
                                  permanent: true, token: Data([1, 2, 3]),
-                                 algorithm: "algid:sign:ECDSA:message-X962:SHA256", input: Data("challenge".utf8))
+                                 algorithm: "algid:sign:ECDSA:message-X962:SHA256", input: Data("challenge".utf8),
+                                 authentication: KeychainAuthentication(interaction: .fail, prompt: "Approve",
+                                                                        context: String(repeating: "a", count: 32)))
         guard case .secKey(let back) = try roundTrip(ControlRequest.secKey(request)) else {
             Issue.record("not a key request")
             return
@@ -49,6 +51,7 @@ import Testing
         #expect(back.operation == .sign && back.app == "com.example.app" && back.permanent)
         #expect(back.attributes == ["applicationTag": "ab"] && back.token == Data([1, 2, 3]))
         #expect(back.algorithm == request.algorithm && back.input == request.input)
+        #expect(back.authentication == request.authentication)
 
         var reply = ControlReply(ok: false)
         reply.key = KeyResponse(status: -25308, publicKey: Data(repeating: 4, count: 65), output: Data([9]),

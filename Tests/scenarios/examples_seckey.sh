@@ -4,7 +4,9 @@
 # on the next (the same public key), signs a challenge the public key verifies, cannot
 # be exported, cannot be found or used while the device is locked, and is there again
 # after a restart and unlock. The key's private scalar never appears in the device
-# directory in clear.
+# directory in clear. A second key, made behind Face ID ([.privateKeyUsage,
+# .biometryCurrentSet]), asks the simulated user at each signature: the answer queued
+# with `dpfs biometry respond` decides, and re-enrollment invalidates the key.
 source "$(dirname "$0")/lib.sh"
 
 EXAMPLES=${EXAMPLES:-$(dirname "$DPFS")}
@@ -47,6 +49,39 @@ third=$(run_example) && pass "after restart and unlock the key signs again" \
     || fail "after restart and unlock the key signs again" "$(printf '%s' "$third" | grep -v '^ok' | head -5)"
 expect_eq "it is still the same key" "$(public_key_of "$third")" "$key"
 
+# A payment-approval key behind Face ID: found without asking, each signature asks.
+json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
+bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
+# approve ANSWER EXPECTED: queues ANSWER (none for "-"), runs the example expecting EXPECTED.
+approve() {
+    [ "$1" = - ] || "$DPFS" biometry respond "$MNT" "$1" >/dev/null || return 1
+    run_example --approve "$2"
+}
+public_approval_key_of() { printf '%s' "$1" | sed -n 's/^approval key \([0-9a-f]*\)$/\1/p'; }
+check "enroll Face ID" "$DPFS" biometry enroll "$MNT" --type faceID
+approved=$(approve match match) && pass "the approval key is made without a prompt and signs on a match" \
+    || fail "the approval key is made without a prompt and signs on a match" "$(printf '%s' "$approved" | grep -v '^ok' | head -5)"
+printf '%s' "$approved" | grep -q "ok   SecKeyCreateRandomKey" && pass "that run made the approval key" \
+    || fail "that run made the approval key"
+approval_key=$(public_approval_key_of "$approved")
+expect_eq "the match was taken" "$(bio queued)" "0"
+out=$(approve nomatch nomatch) && pass "a stranger's face: errSecAuthFailed" \
+    || fail "a stranger's face: errSecAuthFailed" "$(printf '%s' "$out" | grep -v '^ok' | head -5)"
+if approve nomatch match >/dev/null; then fail "a stranger's face approves nothing"
+else pass "a stranger's face approves nothing"; fi
+out=$(approve cancel cancel) && pass "the user cancels: errSecUserCanceled" \
+    || fail "the user cancels: errSecUserCanceled" "$(printf '%s' "$out" | grep -v '^ok' | head -5)"
+again=$(approve match match) && pass "found again by tag, it signs on a match" \
+    || fail "found again by tag, it signs on a match" "$(printf '%s' "$again" | grep -v '^ok' | head -5)"
+expect_eq "the key found is the key made" "$(public_approval_key_of "$again")" "$approval_key"
+# The device key (no access control) signs with no answer queued, as before.
+device_key=$(run_example) && pass "the key without access control asks nothing" \
+    || fail "the key without access control asks nothing" "$(printf '%s' "$device_key" | grep -v '^ok' | head -5)"
+check "reenroll Face ID" "$DPFS" biometry reenroll "$MNT"
+out=$(approve match reenrolled) && pass "after re-enrollment the approval key is invalid (errSecAuthFailed)" \
+    || fail "after re-enrollment the approval key is invalid (errSecAuthFailed)" "$(printf '%s' "$out" | grep -v '^ok' | head -5)"
+expect_eq "without asking: the match is still queued" "$(bio queued)" "1"
+
 # The public key is stored only sealed too: no file of the device directory holds it.
 check "unmount" "$DPFS" unmount "$MNT"
 # shows_key DIR HEX: whether any file under DIR holds the key's X coordinate, raw or in hex.
@@ -68,4 +103,6 @@ PY
 }
 if shows_key "$DEV" "$key"; then fail "the device directory shows the key in clear"
 else pass "the device directory shows no key in clear"; fi
+if shows_key "$DEV" "$approval_key"; then fail "the device directory shows the approval key in clear"
+else pass "the device directory shows no approval key in clear"; fi
 finish
