@@ -5,13 +5,14 @@
 # own XCTest suite, which plays the user through DeviceControl, passes inside
 # `dpfs run --device-control` on a mounted device. Without --device-control the tests
 # may not answer for the user. The fixture builds into $FIXTURE_SCRATCH (default
-# .build-fixture-biometry/ at the package root, git-ignored) so that later runs reuse
-# the build.
+# .build-fixture/ at the package root, git-ignored), beside external_package.sh's
+# fixture: what both build of dpfs and its dependencies (swift-crypto's BoringSSL
+# among them) is built once, and later runs reuse it.
 source "$(dirname "$0")/lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 FIXTURE="$ROOT/Tests/AppleBiometricWrapper"
-SCRATCH=${FIXTURE_SCRATCH:-$ROOT/.build-fixture-biometry}
+SCRATCH=${FIXTURE_SCRATCH:-$ROOT/.build-fixture}
 fixture() { swift "$1" --package-path "$FIXTURE" --scratch-path "$SCRATCH" "${@:2}"; }
 fixture_test() { "$DPFS" run "$MNT" "$@" -- swift test --package-path "$FIXTURE" --scratch-path "$SCRATCH" --skip-build; }
 
