@@ -2,22 +2,25 @@
 # Issue 14: the frozen devices of each format this dpfs reads (Tests/fixtures/vN.tar.gz,
 # made once by Tests/fixtures/make-fixture.sh N) still mount, unlock and read back
 # exact bytes: one file per class and per cipher, a symlink, a directory class, one
-# keychain item per accessibility (and in v4 a hard link). A format change that breaks
-# this is a deliberate new version. Format 3 has no name tags (issue 12): its first
-# mount writes them and records format 4. The format-2 fixture (names in clear) is
-# refused with one line.
+# keychain item per accessibility, a hard link. A format change that breaks this is a
+# deliberate new version. Older formats are refused with one line naming the version:
+# 2 (names in clear), 3 (no name tags) and 4 (a keychain without key items).
 source "$(dirname "$0")/lib.sh"
 
 FIXTURES="$(cd "$(dirname "$0")/.." && pwd)/fixtures"
 OLD=/var/tmp/dpfs-fixture-v2
-scenario_cleanup() { rm -rf /var/tmp/dpfs-fixture-v2 /var/tmp/dpfs-fixture-v3 /var/tmp/dpfs-fixture-v4; }
+scenario_cleanup() { rm -rf /var/tmp/dpfs-fixture-v2 /var/tmp/dpfs-fixture-v3 /var/tmp/dpfs-fixture-v4 /var/tmp/dpfs-fixture-v5; }
 unpack() {  # unpack VERSION DIR (the secret store path its keybag records)
     rm -rf "$2"; mkdir -p "$2"
     tar --xattrs --xattrs-include='user.*' -xzf "$FIXTURES/$1.tar.gz" -C "$2"
     chmod 700 "$2/secrets"; chmod 600 "$2/secrets"/* "$2/passcode"
 }
-unpack v2 "$OLD"
-check_error "the format-2 fixture is refused with one line" "on-disk format version 2" "$DPFS" mount "$OLD/device" "$MNT"
+for old in 2 3 4; do
+    unpack "v$old" "/var/tmp/dpfs-fixture-v$old"
+    check_error "the format-$old fixture is refused with one line" "on-disk format version $old" \
+        "$DPFS" mount "/var/tmp/dpfs-fixture-v$old/device" "$MNT"
+done
+check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 
 aes=$(grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && echo yes || echo no)
 check_fixture() {  # check_fixture VERSION
@@ -26,10 +29,9 @@ check_fixture() {  # check_fixture VERSION
     dev="$base/device"; DEV=$dev   # where lib.sh's backing() looks
     "$DPFS" mount "$dev" "$MNT" >/dev/null || { fail "$v: the fixture mounts"; return; }
     pass "$v: the fixture mounts"
-    expect_eq "$v: its keybag records format 4 once mounted" "$(grep -c '"formatVersion" : 4' "$dev/keybag.json")" "1"
+    expect_eq "$v: its keybag records format 5" "$(grep -c '"formatVersion" : 5' "$dev/keybag.json")" "1"
     check "$v: it unlocks with its passcode" "$DPFS" unlock "$MNT" --passcode-file "$base/passcode"
-    # Made before completeWhenUserInactive: its unlock gave the keybag that class's key.
-    expect_eq "$v: the unlock added the completeWhenUserInactive key" "$(grep -c '"completeWhenUserInactive"' "$dev/keybag.json")" "1"
+    expect_eq "$v: the keybag holds the completeWhenUserInactive key" "$(grep -c '"completeWhenUserInactive"' "$dev/keybag.json")" "1"
     check "$v: a file of that class can be made" sh -c "echo new > '$MNT/Documents/inactive.txt' && setfattr -n user.dpfs.protection -v completeWhenUserInactive '$MNT/Documents/inactive.txt' && grep -q new '$MNT/Documents/inactive.txt'"
     while read -r sum name; do
         [ -n "$name" ] || continue
@@ -62,10 +64,9 @@ check_fixture() {  # check_fixture VERSION
     check_error "$v: a file moved onto another's name reads as EIO" "Input/output error" cat "$MNT/Documents/untilFirstAuth.bin"
     "$DPFS" unmount "$MNT"
 }
-check_fixture v4
-check_fixture v3
+check_fixture v5
 
-DEV=/var/tmp/dpfs-fixture-v4/device
-sed -i 's/"formatVersion" : 4/"formatVersion" : 1/' "$DEV/keybag.json"
+DEV=/var/tmp/dpfs-fixture-v5/device
+sed -i 's/"formatVersion" : 5/"formatVersion" : 1/' "$DEV/keybag.json"
 check_error "a device of format version 1 is refused with one line" "on-disk format version 1" "$DPFS" mount "$DEV" "$MNT"
 finish

@@ -9,10 +9,11 @@
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
-    public static let currentVersion = 4
-    /// Older formats a mount brings up to date: format 3 lacks name tags (NameBinding),
-    /// which the first mount writes for every node before it serves a request.
-    public static let upgradableVersions = [3]
+    public static let currentVersion = 5
+    /// Older formats a mount brings up to date (a walk over the tree, NameTagUpgrade):
+    /// none now. Formats 3 and 4 hold a keychain of schema v2, without key items, which
+    /// is refused rather than migrated (dpfs has no deployed devices to carry over).
+    public static let upgradableVersions: [Int] = []
 
     public var formatVersion = KeybagFile.currentVersion
     public var kdf: KDFParameters
