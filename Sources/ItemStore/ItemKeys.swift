@@ -64,9 +64,10 @@ struct ItemKeys: Sendable {
 }
 
 /// Length-prefixed concatenation: each field preceded by its length as a big-endian
-/// u32, so no two field lists encode alike.
-enum FieldEncoding {
-    static func lengthPrefixed(_ fields: [[UInt8]]) -> [UInt8] {
+/// u32, so no two field lists encode alike. The item store's attribute records and
+/// keychain sync's formats alike.
+public enum FieldEncoding {
+    public static func lengthPrefixed(_ fields: [[UInt8]]) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.count })
         for field in fields {
@@ -79,7 +80,13 @@ enum FieldEncoding {
 
     /// The fields of `lengthPrefixed`, or nil when the bytes are not such a list.
     static func fields(_ bytes: UnsafeRawBufferPointer) -> [[UInt8]]? {
-        var fields: [[UInt8]] = []
+        slices(bytes)?.map { Array($0) }
+    }
+
+    /// The fields as slices of `bytes` (valid while `bytes` is, and as secret as it:
+    /// nothing is copied), or nil when the bytes are not such a list.
+    public static func slices(_ bytes: UnsafeRawBufferPointer) -> [UnsafeRawBufferPointer]? {
+        var fields: [UnsafeRawBufferPointer] = []
         var offset = 0
         while offset < bytes.count {
             guard bytes.count - offset >= 4 else { return nil }
@@ -87,7 +94,7 @@ enum FieldEncoding {
                 | Int(bytes[offset + 3])
             offset += 4
             guard bytes.count - offset >= count else { return nil }
-            fields.append(Array(bytes[offset..<(offset + count)]))
+            fields.append(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
             offset += count
         }
         return fields

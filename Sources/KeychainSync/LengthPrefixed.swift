@@ -1,7 +1,8 @@
-// Length-prefixed fields, the one encoding of every sync format (dpfs(5) "Keychain
-// sync"): each field preceded by its length as a big-endian u32, so no two field lists
-// encode alike. Secrets are written into and read out of locked memory directly.
+// Length-prefixed fields (the item store's FieldEncoding), the one encoding of every
+// sync format (dpfs(5) "Keychain sync"). Secrets are written into and read out of
+// locked memory directly.
 import DataProtection
+import ItemStore
 
 enum LengthPrefixed {
     /// The encoding of `fields` in a new locked buffer.
@@ -25,30 +26,12 @@ enum LengthPrefixed {
 
     /// The encoding of strings (for associated data and MAC input, never secret).
     static func encode(_ fields: [String]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        for field in fields {
-            let utf8 = Array(field.utf8)
-            let count = UInt32(utf8.count)
-            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-            bytes += utf8
-        }
-        return bytes
+        FieldEncoding.lengthPrefixed(fields.map { Array($0.utf8) })
     }
 
-    /// The fields of an encoding, as slices of `bytes` (valid while `bytes` is); nil when
-    /// the bytes are not such a list.
+    /// The fields of an encoding, as slices of `bytes`; nil when not such a list.
     static func fields(_ bytes: UnsafeRawBufferPointer) -> [UnsafeRawBufferPointer]? {
-        var fields: [UnsafeRawBufferPointer] = []
-        var offset = 0
-        while offset < bytes.count {
-            guard bytes.count - offset >= 4 else { return nil }
-            let count = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
-            offset += 4
-            guard bytes.count - offset >= count else { return nil }
-            fields.append(UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
-            offset += count
-        }
-        return fields
+        FieldEncoding.slices(bytes)
     }
 
     static func text(_ field: UnsafeRawBufferPointer) -> String { String(decoding: field, as: UTF8.self) }
