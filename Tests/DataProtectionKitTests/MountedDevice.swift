@@ -39,7 +39,7 @@ final class MountedDevice {
         try Self.writePrivate("9999\n", to: wrongPasscodeFile)
         do {
             try run(["init", deviceDirectory, "--passcode-file", passcodeFile,
-                     "--secret-store", "file:" + work.appendingPathComponent("secrets").path])
+                     "--secret-store", "file:" + work.appendingPathComponent("secrets").path, "--create"])
             try run(["mount", deviceDirectory, mountpoint, "--grace-period", String(gracePeriod)])
             guard isMounted else { throw TestFailure("dpfs mount returned but \(mountpoint) is not mounted") }
             daemonPID = try readDaemonPID()

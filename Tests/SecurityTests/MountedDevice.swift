@@ -35,7 +35,7 @@ final class MountedDevice {
             throw DeviceError("cannot write \(passcodeFile)")
         }
         try dpfs("init", deviceDirectory, "--passcode-file", passcodeFile,
-                 "--secret-store", "file:" + work.appendingPathComponent("secrets").path)
+                 "--secret-store", "file:" + work.appendingPathComponent("secrets").path, "--create")
         try dpfs("mount", deviceDirectory, mountpoint)
         daemonPID = Self.pid(fromStatus: try dpfs("status", mountpoint, "--json"))
         try unlock()

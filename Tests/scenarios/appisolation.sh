@@ -79,7 +79,7 @@ expect_eq "its HOME is the mountpoint" "$(as_evil sh -c 'echo $HOME')" "$MNT"
 expect_eq "the sandbox's app does not see other containers" "$(as_app ls -A "$MNT/.containers" | wc -l)" "0"
 check_fails "nor has planted a file in another app's container" test -e "$MNT/.containers/com.evil.widget/Documents/planted.txt"
 other=$(mktemp -d "$WORK/other.XXXXXX")
-"$DPFS" init "$other/device" --no-passcode --secret-store "file:$WORK/secrets2" >/dev/null
+"$DPFS" init "$other/device" --no-passcode --secret-store "file:$WORK/secrets2" --create >/dev/null
 mkdir "$other/mnt"
 "$DPFS" mount "$other/device" "$other/mnt" >/dev/null || fail "mount a second device"
 echo theirs > "$other/mnt/Documents/theirs.txt"

@@ -129,7 +129,7 @@ log "rounds in which the daemon died before naming its mount: $(grep -c 'died wh
 # comma (which libfuse takes as the end of an -o option unless escaped) and a space.
 mkdir -p "$SPACED"
 COMMA_DEV="$WORK/device, two"
-"$DPFS" init "$COMMA_DEV" --passcode-file "$PASS" --secret-store "file:$WORK/secrets two" > /dev/null
+"$DPFS" init "$COMMA_DEV" --passcode-file "$PASS" --secret-store "file:$WORK/secrets two" --create > /dev/null
 "$DPFS" mount "$COMMA_DEV" "$SPACED" > /dev/null
 check "a mount on a path with a space is listed" mounted "$SPACED"
 expect_eq "its source names the device whose path holds a comma" "$(findmnt -no SOURCE "$SPACED")" "dpfs:$COMMA_DEV"
@@ -148,7 +148,7 @@ chmod 755 "$WORK"
 chown -R 65534:65534 "$USER_WORK"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
 as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
-    --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+    --secret-store "file:$USER_WORK/secrets" --create > /dev/null || fail "init as nobody"
 if as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null; then
     user_daemon=$(pgrep -u 65534 -f "^dpfs mount $USER_WORK/device " | head -1)
     user_watch=$(watch_of "$USER_MNT")

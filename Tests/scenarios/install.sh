@@ -50,7 +50,7 @@ bin=$1; dev=$2; mnt=$3; pass=$4; secrets=$5
 trap '"$bin" unmount "$mnt" >/dev/null 2>&1' EXIT
 mount -t tmpfs none "$(dirname "$(dirname "$(dirname "$(command -v swift || echo /opt/swift/usr/bin/swift)")")")" || exit 1
 command -v swift >/dev/null && echo "toolchain still there" && exit 1
-"$bin" init "$dev" --passcode-file "$pass" --secret-store "file:$secrets" --default-protection complete >/dev/null || exit 2
+"$bin" init "$dev" --passcode-file "$pass" --secret-store "file:$secrets" --create --default-protection complete >/dev/null || exit 2
 "$bin" mount "$dev" "$mnt" --grace-period 0 >/dev/null || exit 3
 "$bin" unlock "$mnt" --passcode-file "$pass" >/dev/null || exit 4
 echo packaged > "$mnt/Documents/a.txt" && [ "$(cat "$mnt/Documents/a.txt")" = packaged ] || exit 5

@@ -14,6 +14,7 @@ PASS="$WORK/pass.txt"
 # The device secret's store, outside the device directory and removed with it.
 SECRETS="$WORK/secrets"
 mkdir -p "$MNT"
+mkdir -m 700 "$SECRETS"   # init refuses a file:DIR that does not exist (unless --create)
 printf '1234\n' > "$PASS"
 chmod 600 "$PASS"  # a passcode file group or others may access is refused
 

@@ -118,7 +118,7 @@ scenario_cleanup() {
 }
 truncate -s 16M "$IMG" && mkfs.ext4 -q -F -N 256 "$IMG" && mkdir -p "$SMALL" && mount -o loop "$IMG" "$SMALL" \
     || { fail "a loop filesystem with few inodes for the test"; finish; }
-"$DPFS" init "$SMALL/device" --passcode-file "$PASS" --secret-store "file:$WORK/small-secrets" >/dev/null \
+"$DPFS" init "$SMALL/device" --passcode-file "$PASS" --secret-store "file:$WORK/small-secrets" --create >/dev/null \
     && mkdir "$SMALL/mnt" && "$DPFS" mount "$SMALL/device" "$SMALL/mnt" >/dev/null \
     && "$DPFS" unlock "$SMALL/mnt" --passcode-file "$PASS" >/dev/null || { fail "a device on it"; finish; }
 S="$SMALL/mnt/Documents"

@@ -8,6 +8,16 @@ source "$(dirname "$0")/lib.sh"
 
 uuid_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$1/keybag.json"; }
 
+# A file:DIR that does not exist is refused (a typo would hide the device secret), and
+# nothing is made; --create makes it.
+MISSING="$WORK/no-such-secrets"
+check_error "init refuses a file: store that does not exist" "does not exist; make it, or add --create" \
+    "$DPFS" init "$WORK/typo-device" --passcode-file "$PASS" --secret-store "file:$MISSING"
+check_fails "and makes neither the store nor the device" test -e "$MISSING" -o -e "$WORK/typo-device"
+check "init --create makes it" "$DPFS" init "$WORK/typo-device" --passcode-file "$PASS" \
+    --secret-store "file:$MISSING" --create
+check "and it holds the new device's secret" test -e "$MISSING/$(uuid_of "$WORK/typo-device").secret"
+
 out=$("$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS")
 case "$out" in *"secret store: file:$SECRETS (as asked)"*) pass "init names the store it was given" ;;
                *) fail "init names the store it was given" "$out" ;; esac
@@ -67,7 +77,7 @@ scenario_cleanup() {
 mkdir -m 755 "$SQUAT" && chown 4242:4242 "$SQUAT"
 as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR HOME="$USER_WORK" "$@"; }
 as_user "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
-    --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+    --secret-store "file:$USER_WORK/secrets" --create > /dev/null || fail "init as nobody"
 check "nobody mounts although another user made $SQUAT" as_user "$DPFS" mount "$USER_WORK/device" "$USER_WORK/mnt"
 check "and unlocks through the socket put elsewhere" as_user "$DPFS" unlock "$USER_WORK/mnt" --passcode-file "$USER_WORK/pass"
 check "the log says where it went" grep -q "is not a private directory of uid 65534" "$USER_WORK/device/daemon.log"

@@ -18,6 +18,7 @@ struct NewDeviceOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "Where the device secret lives, outside the device directory: tpm2[:TCTI] (sealed to a TPM 2.0; the default where /dev/tpmrm0 answers), file (the default elsewhere: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), or file:DIR.",
         valueName: "store")) var secretStore: String?
+    @Flag(help: "Make the file:DIR secret store's directory if it does not exist.") var create = false
 
     func validate() throws {
         if noPasscode && passcodeFile != nil { throw ValidationError("--no-passcode and --passcode-file exclude each other") }
@@ -47,6 +48,7 @@ struct NewDeviceOptions: ParsableArguments {
             throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
         }
         let (store, note) = try chooseStore()
+        try checkStoreDirectoryExists(store)
         if case .file(let secrets) = store, secrets == root || secrets.hasPrefix(root + "/") {
             throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
         }
@@ -111,6 +113,20 @@ struct NewDeviceOptions: ParsableArguments {
         let file = try SecretStoreLocation(parsing: nil)
         return (file, "no usable TPM at /dev/tpmrm0: whoever copies this directory and that one "
                 + "can try passcodes offline; keep them apart")
+    }
+
+    /// A `file:DIR` the user named must exist unless --create asks for it: a mistyped
+    /// path would otherwise put the device secret, without which nothing of the device
+    /// opens, where nobody will look for it (or back it up). The default store's
+    /// directory is made as needed.
+    private func checkStoreDirectoryExists(_ store: SecretStoreLocation) throws {
+        guard secretStore != nil, !create, case .file(let directory) = store else { return }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw CLIError("the secret store \(directory) is not a directory") }
+            return
+        }
+        throw CLIError("the secret store directory \(directory) does not exist; make it, or add --create")
     }
 
     /// --default-protection, else the entitlements' default-data-protection, else `fallback`.
