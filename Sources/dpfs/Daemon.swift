@@ -71,7 +71,9 @@ struct Daemon {
                 logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
             }
             let items = try ItemStore(path: directory.itemStorePath, device: device)
-            if items.user.recordWasDamaged { logger.warning("biometry.json is damaged: nothing is enrolled until the next dpfs biometry enroll") }
+            if let problem = items.user.recordProblem {
+                logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
+            }
             let place = try Self.socketPlace()
             if let notice = place.notice { logger.warning("\(notice)") }
             defer {

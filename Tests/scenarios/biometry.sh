@@ -3,7 +3,8 @@
 # (dpfs keychain --access-control): a read asks the user and takes the queued answer;
 # nomatch and cancel fail as iOS answers; five failed matches lock biometry out until
 # the passcode; re-enrollment invalidates .biometryCurrentSet items; the enrollment
-# survives a remount; a prompt with no answer fails as cancelled after its timeout.
+# survives a remount, but an older copy of it put back does not; a prompt with no answer
+# fails as cancelled after its timeout.
 source "$(dirname "$0")/lib.sh"
 json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
@@ -108,6 +109,7 @@ expect_eq "still enrolled after a remount" "$(bio domainState)" "$first_domain"
 check "queue a match" "$DPFS" biometry respond "$MNT" match
 expect_eq "the token reads after a remount" "$(find_token current)" "token-1"
 
+cp "$DEV/biometry.json" "$WORK/biometry-first.json"
 check "re-enroll" "$DPFS" biometry reenroll "$MNT"
 second_domain=$(bio domainState)
 if [ -n "$second_domain" ] && [ "$second_domain" != "$first_domain" ]; then pass "re-enrollment changes the domain state"
@@ -116,6 +118,16 @@ check "queue a match" "$DPFS" biometry respond "$MNT" match
 check_error "a biometryCurrentSet item is invalid after re-enrollment" "errSecItemNotFound (-25300)" find_token current
 expect_eq "without asking" "$(bio queued)" "1"
 expect_eq "a userPresence item still reads" "$(find_token presence)" "token-2"
+# The first enrollment's file put back (an older copy of the device directory) does
+# not bring the invalidated item back: the secret store vouches for the last file only.
+check "unmount" "$DPFS" unmount "$MNT"
+cp "$WORK/biometry-first.json" "$DEV/biometry.json"
+mount_device
+check "unlock" unlock_device
+expect_eq "an older biometry.json put back mounts as nothing enrolled" "$(bio enrolled)" "False"
+check "and the daemon says so" grep -q "biometry.json is not the one last written" "$DEV/daemon.log"
+check "queue a match" "$DPFS" biometry respond "$MNT" match
+check_error "the invalidated item stays invalid" "errSecItemNotFound (-25300)" find_token current
 check "the invalid item can be deleted" "$DPFS" keychain delete "$MNT" --service bank --account current
 
 # --- what needs a passcode, and unenrolling -------------------------------------------

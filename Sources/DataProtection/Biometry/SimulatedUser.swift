@@ -48,15 +48,34 @@ public final class SimulatedUser: Sendable {
     private let lastMatch = Mutex<Date?>(nil)
     private let onScreen = NSLock()
     private let observerID = Mutex<UInt64?>(nil)
-    /// Whether biometry.json was damaged at mount (then read as nothing enrolled).
-    public let recordWasDamaged: Bool
+    /// Why biometry.json was read as nothing enrolled at mount, if it was: damaged, or
+    /// not the file last written (put back from an older copy, or edited).
+    public let recordProblem: String?
 
     public init(device: LockStateManager, promptTimeout: Double = SimulatedUser.defaultPromptTimeout) {
         self.device = device
         self.timeout = Mutex(promptTimeout)
-        let (loaded, damaged) = BiometryRecord.load(from: device.directory)
-        record = Mutex(loaded)
-        recordWasDamaged = damaged
+        let recorded: String??
+        do { recorded = .some(try device.recordedBiometryDigest()) } catch { recorded = nil }
+        let (loaded, standing) = BiometryRecord.load(from: device.directory, recordedDigest: recorded ?? nil)
+        switch (recorded, standing) {
+        case (nil, _):
+            record = Mutex(BiometryRecord())
+            recordProblem = "the device's record in its secret store cannot be read"
+        case (_, .damaged):
+            record = Mutex(loaded)
+            recordProblem = "biometry.json is damaged"
+        case (_, .notRecorded):
+            record = Mutex(loaded)
+            recordProblem = "biometry.json is not the one last written (put back from an older copy, or edited)"
+        case (.some(let digest), .sound):
+            record = Mutex(loaded)
+            recordProblem = nil
+            // A device enrolled before digests were recorded: this file is the one to vouch for.
+            if digest == nil, loaded != BiometryRecord(), let bytes = try? loaded.encoded() {
+                try? device.recordBiometryDigest(BiometryRecord.digest(of: bytes))
+            }
+        }
         let id = device.observe { [weak self] event in
             guard let self else { return }
             switch event.event {
@@ -140,7 +159,11 @@ public final class SimulatedUser: Sendable {
             var changed = record
             body(&changed)
             guard changed != record else { return }
-            try changed.save(in: device.directory)
+            let bytes = try changed.encoded()
+            // The record first: a crash between the two leaves a file it does not vouch
+            // for, read as nothing enrolled, which fails closed.
+            try device.recordBiometryDigest(BiometryRecord.digest(of: bytes))
+            try changed.save(bytes, in: device.directory)
             record = changed
         }
     }

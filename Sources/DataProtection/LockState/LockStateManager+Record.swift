@@ -112,4 +112,14 @@ extension LockStateManager {
     public func deviceRecord() throws -> DeviceRecord? {
         try DeviceRecordStore.load(for: deviceUUID, in: secretStore)
     }
+
+    /// The biometry.json digest the record vouches for (nil: none recorded yet).
+    public func recordedBiometryDigest() throws -> String? {
+        try DeviceRecordStore.load(for: deviceUUID, in: secretStore)?.biometryDigest
+    }
+
+    /// Records the digest of the biometry.json about to be written, before it is.
+    public func recordBiometryDigest(_ digest: String) throws {
+        try DeviceRecordStore.update(for: deviceUUID, in: secretStore) { $0.biometryDigest = digest }
+    }
 }

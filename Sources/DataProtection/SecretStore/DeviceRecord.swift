@@ -1,5 +1,6 @@
 // The device's record in its secret store (dpfs(5)): the generations of the
-// keybag and of the item store and the failed-attempt count. The device directory
+// keybag and of the item store, the failed-attempt count and the simulated user's
+// enrollment digest. The device directory
 // cannot vouch for itself — an older copy of it is internally consistent — so the
 // authority on "how new" and "how many failures" lives where the device secret lives.
 import Foundation
@@ -17,6 +18,10 @@ public struct DeviceRecord: Codable, Sendable, Equatable {
     public var keychainPrevious: KeychainState?
     public var failedAttempts = 0
     public var erased = false
+    /// BLAKE2b-128, in hex, of biometry.json as last written (nil until the first
+    /// enrollment): an older copy of the file put back, with an enrollment since
+    /// replaced, does not hash to it.
+    public var biometryDigest: String?
 
     public init() {}
 
