@@ -69,9 +69,12 @@ fi
 
 "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null || { fail "init"; finish; }
 check "the helper mounts, as mount(8) calls it" \
-    "$WORK/prefix/sbin/mount.fuse.dpfs" "$DEV" "$MNT" -o rw,noauto,user,nofail,grace-period=0
-expect_eq "with dpfs's grace-period option" \
-    "$("$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["gracePeriod"])')" "0"
+    "$WORK/prefix/sbin/mount.fuse.dpfs" "$DEV" "$MNT" \
+    -o rw,noauto,user,nofail,grace-period=0,user-inactive-period=48,inactivity-reboot=72,log-level=debug
+status_field() { "$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+expect_eq "with dpfs's grace-period option" "$(status_field gracePeriod)" "0"
+expect_eq "and user-inactive-period" "$(status_field userInactivePeriodHours)" "48"
+expect_eq "and inactivity-reboot" "$(status_field inactivityRebootHours)" "72"
 check "unmount" "$DPFS" unmount "$MNT"
 check_error "the helper passes a usage error on" "usage" "$WORK/prefix/sbin/mount.fuse.dpfs" "$DEV"
 

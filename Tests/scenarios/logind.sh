@@ -46,8 +46,12 @@ check_error "a session logind does not know is refused" "logind does not know se
 check_error "an unknown event is a usage error" "not 'lid-close'" "$DPFS" mount "$DEV" "$MNT" --lock-on lid-close
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 
-check "mount --lock-on screen-lock,suspend,logout" env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" \
-    "$DPFS" mount "$DEV" "$MNT" --grace-period 1 --lock-on screen-lock,suspend,logout
+# Mounted as an fstab line would (mount.fuse.dpfs, which finds dpfs on PATH outside an
+# install): lock-on=screen-lock+suspend+logout is --lock-on screen-lock,suspend,logout.
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+check "mount -o lock-on=screen-lock+suspend+logout" env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" \
+    PATH="$(dirname "$DPFS"):$PATH" "$ROOT/Scripts/dist/mount.fuse.dpfs" "$DEV" "$MNT" \
+    -o grace-period=1,lock-on=screen-lock+suspend+logout
 is_state() { [ "$(state_of "$MNT")" = "$1" ]; }
 check "unlock" unlock_device
 echo "secret" > "$MNT/Documents/note.txt"
@@ -72,7 +76,6 @@ check "unmount" "$DPFS" unmount "$MNT"
 
 # The desktop profile in one command: a device whose files are complete and that locks
 # with the screen, mounted as the systemd user unit mounts it.
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 check "dpfs-desktop-setup" env HOME="$WORK/home" XDG_DATA_HOME= XDG_CONFIG_HOME= "$ROOT/Scripts/dist/dpfs-desktop-setup" \
     laptop --mountpoint "$MNT" --passcode-file "$PASS" --secret-store "file:$SECRETS" --no-enable
 settings="$WORK/home/.config/dpfs/laptop.conf"
