@@ -36,9 +36,15 @@ struct Unmount: ParsableCommand {
         if Self.fusermountUnmount(target, lazily: false) != 0 && umount(target) != 0 {
             throw CLIError("cannot unmount \(target): \(String(cString: strerror(errno)))")
         }
-        // Wait for the daemon to flush and exit, so the device can be mounted again.
+        // Wait for the daemon to flush and exit, so the device can be mounted again; on a
+        // loaded machine, or with much to flush, that can take a while, and a script
+        // that mounts right after must not meet the device still held.
         if let pid {
-            for _ in 0..<200 where kill(pid, 0) == 0 { usleep(50_000) }
+            for _ in 0..<1200 where kill(pid, 0) == 0 { usleep(50_000) }
+            if kill(pid, 0) == 0 {
+                FileHandle.standardError.write(Data(
+                    "dpfs: unmounted; its daemon (pid \(pid)) is still finishing, and holds the device until it ends\n".utf8))
+            }
         }
     }
 
