@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # FUSE over io_uring (Sources/FuseLoop/ring_queues.c). Where the kernel's fuse module offers
-# it (its enable_uring parameter, set here for the scenario and put back after) and the
-# mount asks for it (DPFS_IO_URING=1), the daemon takes it: one queue per possible CPU,
-# and requests served through them. What must hold all the same: data written in 1 MiB
-# requests and small ones reads back, long listings, extended attributes, a lock that
-# revokes (its notifications still go to /dev/fuse) and leaves no plaintext read through
-# the queues in memory, set-ID bits dropped by another user's write, tar in and out;
-# the queue threads run under SCHED_IDLE with best-effort I/O (or the daemon's own I/O
-# priority); and the daemon ends on unmount, SIGTERM and SIGKILL (its mount then left
-# failing closed). Without the parameter or the variable: no queues.
+# it (its enable_uring parameter, set here for the scenario and put back after), the
+# daemon takes it unless DPFS_IO_URING=0 opts out: one queue per possible CPU, and
+# requests served through them; status names the transport. What must hold all the
+# same: data written in 1 MiB requests and small ones reads back, long listings,
+# extended attributes, a lock that revokes (its notifications still go to /dev/fuse)
+# and leaves no plaintext read through the queues in memory, set-ID bits dropped by
+# another user's write, tar in and out; the queue threads run under SCHED_IDLE with
+# best-effort I/O (or the daemon's own I/O priority); and the daemon ends on unmount,
+# SIGTERM and SIGKILL (its mount then left failing closed). Without the parameter: no
+# queues.
 source "$(dirname "$0")/lib.sh"
 
 PARAM=/sys/module/fuse/parameters/enable_uring
