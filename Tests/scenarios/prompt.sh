@@ -13,6 +13,7 @@ pid, fd = pty.fork()
 if pid == 0:
     os.execv(sys.argv[2], sys.argv[2:])
 shown = b""
+answered = 0
 deadline = time.time() + 60
 while time.time() < deadline:
     if not select.select([fd], [], [], 1)[0]:
@@ -24,8 +25,11 @@ while time.time() < deadline:
     if not chunk:
         break
     shown += chunk
-    if answers and shown.rstrip().endswith(b":"):
+    # Only a prompt shown since the last answer: the newline a command prints after
+    # reading one leaves the old prompt at the end of what was shown.
+    if answers and shown[answered:].rstrip().endswith(b":"):
         shown += b"\n"
+        answered = len(shown)
         os.write(fd, (answers.pop(0) + "\n").encode())
 # A command still waiting at the deadline (a prompt that lost its answer) is ended.
 done, status = os.waitpid(pid, os.WNOHANG)
