@@ -10,9 +10,11 @@ public enum HeaderIO {
     public static func read(_ fd: Int32, metadataKey: SecureBuffer) throws(Errno) -> FileHeader {
         var bytes = [UInt8](repeating: 0, count: BlockLayout.headerSize)
         let n = try bytes.withMutableBytes { (buffer) throws(Errno) in try preadAll(fd, buffer, at: 0) }
+        // A Result, not try?: withUnsafeBytes rethrows any Error, which would box the
+        // parse error on every open.
         guard n == BlockLayout.headerSize,
-              let header = try? bytes.withUnsafeBytes({ bytes throws(FileHeader.ParseError) in
-                  try FileHeader(parsing: bytes, metadataKey: metadataKey)
+              case .success(let header) = bytes.withUnsafeBytes({ bytes in
+                  Result { () throws(FileHeader.ParseError) in try FileHeader(parsing: bytes, metadataKey: metadataKey) }
               }) else {
             throw Errno.io
         }

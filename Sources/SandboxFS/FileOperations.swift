@@ -73,8 +73,8 @@ extension SandboxFileSystem {
     /// Opens a node's backing file for I/O: read-write when permitted (writes need
     /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
     /// header is not an access; loadFile clears it for the data path. The descriptor
-    /// and the flags it was opened with, or -1 and errno.
-    func openBacking(_ inode: Inode) -> (fd: Int32, flags: Int32) {
+    /// and the flags it was opened with.
+    func openBacking(_ inode: Inode) throws(Errno) -> (fd: Int32, flags: Int32) {
         // By its handle where the node has one: no walk of a /proc/self/fd path.
         if let handle = inode.handle, let mountFD = inodes.descriptors?.mountFD {
             let quiet = O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime
@@ -86,7 +86,7 @@ extension SandboxFileSystem {
             }
         }
         var opened: (fd: Int32, flags: Int32) = (-1, 0)
-        _ = withNodePath(inode) { path -> Int32 in
+        try Errno.check(withNodePath(inode) { path -> Int32 in
             func open(_ access: Int32) -> (fd: Int32, flags: Int32) {
                 let quiet = access | O_CLOEXEC | OpenFlag.noAccessTime
                 let fd = Glibc.open(path, quiet)
@@ -96,7 +96,7 @@ extension SandboxFileSystem {
             opened = open(O_RDWR)
             if opened.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) { opened = open(O_RDONLY) }
             return opened.fd
-        }
+        })
         return opened
     }
 
@@ -119,8 +119,7 @@ extension SandboxFileSystem {
 
     /// Reads a backing file's header and size into a new entry (no key yet).
     func loadFile(_ inode: Inode) throws(Errno) -> OpenFile {
-        let (fd, statusFlags) = openBacking(inode)
-        guard fd >= 0 else { throw Errno.current }
+        let (fd, statusFlags) = try openBacking(inode)
         var header: FileHeader
         do throws(Errno) { header = try HeaderIO.read(fd, metadataKey: device.metadataKey) } catch {
             close(fd)
