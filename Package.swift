@@ -58,10 +58,14 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"), "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The filesystem core's system shims: Errno (its one error type, thrown), the
+        // Linux flags Glibc does not show, and the wrappers that turn a C call's
+        // "-1 and errno" into a thrown Errno.
+        .target(name: "SystemCalls", dependencies: ["CLinux"]),
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
-        .target(name: "BlockStore", dependencies: ["DataProtection", "CLinux"]),
+        .target(name: "BlockStore", dependencies: ["DataProtection", "SystemCalls", "CLinux"]),
         .target(name: "SandboxFS", dependencies: [
-            "DataProtection", "BlockStore", "CFuse", "FuseLoop", "CLinux",
+            "DataProtection", "BlockStore", "SystemCalls", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Keychain sync of synchronizable items between the devices of one account.
@@ -111,8 +115,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
-        .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore"]),
-        .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "DataProtection", "TestSupport", "CLinux"]),
+        .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls"]),
+        .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.

@@ -10,6 +10,7 @@
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 public enum BlockIO {
     public static let blockSize = BlockLayout.plainBlockSize
@@ -102,35 +103,13 @@ public enum BlockIO {
     }
 
     /// Writes the empty last block of a new, empty file (its header already written).
-    public static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) -> Int32 {
+    public static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) throws(Errno) {
         var sealed = [UInt8](repeating: 0, count: overhead)
         sealed.withUnsafeMutableBytes { output in
             sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
                       plain: UnsafeRawBufferPointer(start: nil, count: 0), into: output)
         }
-        return sealed.withUnsafeBytes { pwriteAll(fd, $0, at: BlockLayout.headerSize) }
-    }
-
-    public static func preadAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
-        var done = 0
-        while done < buffer.count {
-            let n = pread(fd, buffer.start + done, buffer.count - done, off_t(offset + done))
-            if n < 0 { if errno == EINTR { continue }; return -Int(errno) }
-            if n == 0 { break }
-            done += n
-        }
-        return done
-    }
-
-    public static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int,
-                                 partSize: Int = .max) -> Int32 {
-        var done = 0
-        while done < buffer.count {
-            let n = pwrite(fd, buffer.start + done, min(buffer.count - done, partSize), off_t(offset + done))
-            if n < 0 { if errno == EINTR { continue }; return -errno }
-            done += n
-        }
-        return 0
+        try sealed.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: BlockLayout.headerSize) }
     }
 
     /// The most one pwrite of sealed blocks hands the backing file. ext4 (6.16 and
@@ -143,10 +122,10 @@ public enum BlockIO {
 
     // MARK: Read
 
-    /// Reads plaintext [offset, offset+count) into `output`; returns bytes read or -errno.
+    /// Reads plaintext [offset, offset+count) into `output`; returns bytes read.
     /// Caller holds the file's lock (shared) and has checked the key.
     public static func read(_ file: SealedFile, key: SecureBuffer, into output: UnsafeMutableRawBufferPointer,
-                     offset: Int, pool: BufferPool) -> Int {
+                     offset: Int, pool: BufferPool) throws(Errno) -> Int {
         let size = file.plainSize
         guard offset < size else { return 0 }
         let count = min(output.count, size - offset)
@@ -156,7 +135,7 @@ public enum BlockIO {
         let ad = AdditionalData(file.fileID)
         let cipher = file.header.cipher
         file.readsAccess(true)
-        return pool.withSlot { slot -> Int in
+        return try pool.withSlot { (slot) throws(Errno) -> Int in
             let buffer = slot.buffer
             let sealer = slot.sealer(cipher, key: key)
             defer { sealer.finish() }
@@ -177,14 +156,13 @@ public enum BlockIO {
                 var base = -1
                 if let direct {
                     // EINVAL: the backing filesystem wants another alignment; read as usual.
-                    let got = direct.read(into: buffer, at: backingStart, count: wanted)
-                    if got < 0 && got != -Int(EINVAL) { return got }
-                    base = got
+                    do throws(Errno) { base = try direct.read(into: buffer, at: backingStart, count: wanted) } catch {
+                        guard error == .invalid else { throw error }
+                    }
                 }
                 if base < 0 {
-                    let got = preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: backingStart)
-                    if got < 0 { return got }
-                    guard got == wanted else { return -Int(EIO) }
+                    let got = try preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: backingStart)
+                    guard got == wanted else { throw Errno.io }
                     base = 0
                 }
 
@@ -224,14 +202,14 @@ public enum BlockIO {
                     }
                     return true
                 }
-                guard edgesOpen else { return -Int(EIO) }
+                guard edgesOpen else { throw Errno.io }
                 let ok = BlockWorkers.shared.run(lower..<upper) { part in
                     sealer.withSession { session in
                         for current in part where !openOne(session, current) { return false }
                         return true
                     }
                 }
-                guard ok else { return -Int(EIO) }
+                guard ok else { throw Errno.io }
                 block = batchEnd
             }
             return count
@@ -261,79 +239,79 @@ public enum BlockIO {
         func close() { _ = Glibc.close(fd) }
 
         /// Reads backing bytes [offset, offset+count) into `buffer` through aligned
-        /// O_DIRECT reads; returns where in `buffer` they start, or -errno.
-        func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, count: Int) -> Int {
+        /// O_DIRECT reads; returns where in `buffer` they start.
+        func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int, count: Int) throws(Errno) -> Int {
             let start = offset & ~(directAlignment - 1)
             let end = (offset + count + directAlignment - 1) & ~(directAlignment - 1)
-            let got = preadAll(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end - start]), at: start)
-            if got < 0 { return got }
-            guard got >= offset + count - start else { return -Int(EIO) }
+            let got = try preadAll(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<end - start]), at: start)
+            guard got >= offset + count - start else { throw Errno.io }
             return offset - start
         }
     }
 
-    /// Decrypts one existing block into `output` (its plain length); -EIO when damaged.
+    /// Decrypts one existing block into `output` (its plain length); EIO when damaged.
     public static func readBlock(_ file: SealedFile, key: SecureBuffer, block: Int, size: Int,
                           sealedScratch: UnsafeMutableRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
-                          session: BlockSession? = nil) -> Int32 {
+                          session: BlockSession? = nil) throws(Errno) {
         let plainLength = BlockLayout.plainLength(ofBlock: block, plainSize: size)
         // The empty last block of an empty file is checked where the file is opened.
-        guard plainLength > 0 else { return 0 }
+        guard plainLength > 0 else { return }
         let last = block == BlockLayout.lastBlock(plainSize: size)
         let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<plainLength + overhead])
         // One block read for a write, a truncate, a hole search or a check: no access.
         file.readsAccess(false)
-        let got = preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))
-        if got < 0 { return Int32(got) }
-        guard got == sealed.count else { return -EIO }
+        let got = try preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))
+        guard got == sealed.count else { throw Errno.io }
         let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<plainLength])
         let ad = AdditionalData(file.fileID)
+        let opened: Bool
         if let session {
-            return open(session, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
+            opened = open(session, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target)
+        } else {
+            opened = BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
+                open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target)
+            }
         }
-        return BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
-            open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: target) ? 0 : -EIO
-        }
+        guard opened else { throw Errno.io }
     }
 
     // MARK: Write
 
-    /// Writes `data` at plaintext `offset`; returns bytes written or -errno.
+    /// Writes `data` at plaintext `offset`; returns bytes written.
     /// Caller holds the file's lock (exclusive) and has checked the key.
     public static func write(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
-                      pool: BufferPool) -> Int {
+                      pool: BufferPool) throws(Errno) -> Int {
         guard data.count > 0 else { return 0 }
         let size = file.plainSize
         // A write that starts past the last block leaves that block behind as an
         // ordinary one; else the write itself seals it again.
         if offset + data.count > size && offset / blockSize > BlockLayout.lastBlock(plainSize: size) {
-            return growPast(file, key: key, pool: pool) {
-                writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
+            return try growPast(file, key: key, pool: pool) { () throws(Errno) in
+                try writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
             }
         }
-        return writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
+        return try writeBlocks(file, key: key, data: data, offset: offset, pool: pool)
     }
 
     /// Grows a file past its last block L with `body`, which writes the new last block:
     /// first L is padded to a full block if short (still sealed as the last: a kill here
     /// leaves a valid file, zero-padded), then `body` runs, then L is sealed again as an
-    /// ordinary block. Returns what `body` returns, or -errno.
-    public static func growPast(_ file: SealedFile, key: SecureBuffer, pool: BufferPool, _ body: () -> Int) -> Int {
+    /// ordinary block. Returns what `body` returns.
+    public static func growPast<R>(_ file: SealedFile, key: SecureBuffer, pool: BufferPool,
+                                   _ body: () throws(Errno) -> R) throws(Errno) -> R {
         let last = BlockLayout.lastBlock(plainSize: file.plainSize)
         if file.plainSize == 0 || file.plainSize % blockSize != 0 {
-            let rc = resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
-            if rc != 0 { return Int(rc) }
+            try resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
         }
-        let result = body()
-        if result < 0 { return result }
-        let rc = resealBlock(file, key: key, block: last, newLength: blockSize, last: false, pool: pool)
-        return rc != 0 ? Int(rc) : result
+        let result = try body()
+        try resealBlock(file, key: key, block: last, newLength: blockSize, last: false, pool: pool)
+        return result
     }
 
     /// Seals the blocks `data` covers at plaintext `offset` (the file's last block, old
     /// or new, among them when the write reaches it).
     public static func writeBlocks(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
-                            pool: BufferPool) -> Int {
+                            pool: BufferPool) throws(Errno) -> Int {
         let end = offset + data.count
         let oldSize = file.plainSize
         let newSize = max(oldSize, end)
@@ -346,12 +324,11 @@ public enum BlockIO {
         let appendsOnly = blocks.lowerBound * blockSize >= oldSize
             && FreeSpace.hasRoom(file.fd, for: BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingSize(plainSize: oldSize))
         if !appendsOnly {
-            let reserve = reserveSpace(file, plainSize: newSize, from: offset / blockSize)
-            if reserve != 0 { return Int(reserve) }
+            try reserveSpace(file, plainSize: newSize, from: offset / blockSize)
         }
         let ad = AdditionalData(file.fileID)
         let cipher = file.header.cipher
-        return pool.withSlot { slot -> Int in
+        return try pool.withSlot { (slot) throws(Errno) -> Int in
             let buffer = slot.buffer
             let sealer = slot.sealer(cipher, key: key)
             defer { sealer.finish() }
@@ -385,7 +362,7 @@ public enum BlockIO {
                     seal(session, ad, block: current, last: current == newLast, plain: source, into: sealed(current))
                 }
                 // A block it covers in part is read, patched and sealed again.
-                func patch(_ session: BlockSession, _ current: Int) -> Int32 {
+                func patch(_ session: BlockSession, _ current: Int) throws(Errno) {
                     let blockStart = current * blockSize
                     let existing = BlockLayout.plainLength(ofBlock: current, plainSize: oldSize)
                     let newLength = BlockLayout.plainLength(ofBlock: current, plainSize: newSize)
@@ -394,31 +371,25 @@ public enum BlockIO {
                     let plain = UnsafeMutableRawBufferPointer(rebasing: plainScratch[0..<newLength])
                     plain.initializeMemory(as: UInt8.self, repeating: 0)
                     if existing > 0 {
-                        let rc = readBlock(file, key: key, block: current, size: oldSize,
-                                           sealedScratch: sealedScratch, into: plainScratch, session: session)
-                        if rc != 0 { return rc }
+                        try readBlock(file, key: key, block: current, size: oldSize,
+                                      sealedScratch: sealedScratch, into: plainScratch, session: session)
                     }
                     UnsafeMutableRawBufferPointer(rebasing: plain[from..<to])
                         .copyMemory(from: UnsafeRawBufferPointer(rebasing: data[(blockStart + from - offset)..<(blockStart + to - offset)]))
                     seal(session, ad, block: current, last: current == newLast, plain: UnsafeRawBufferPointer(plain),
                          into: sealed(current))
-                    return 0
                 }
                 var lower = first, upper = batchEnd
-                let patched = sealer.withSession { session -> Int32 in
+                try sealer.withSession { (session) throws(Errno) in
                     if !isWhole(lower) {
-                        let rc = patch(session, lower)
-                        if rc != 0 { return rc }
+                        try patch(session, lower)
                         lower += 1
                     }
                     if upper > lower && !isWhole(upper - 1) {
-                        let rc = patch(session, upper - 1)
-                        if rc != 0 { return rc }
+                        try patch(session, upper - 1)
                         upper -= 1
                     }
-                    return 0
                 }
-                if patched != 0 { return Int(patched) }
                 _ = BlockWorkers.shared.run(lower..<upper) { part in
                     sealer.withSession { session in
                         for current in part { sealWhole(session, current) }
@@ -427,12 +398,13 @@ public enum BlockIO {
                 }
                 let used = (batchEnd - 1 - first) * cipherSize
                     + BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: newSize) + overhead
-                let rc = pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
-                                   at: BlockLayout.backingOffset(ofBlock: first), partSize: backingWritePart)
-                if rc != 0 {
+                do throws(Errno) {
+                    try pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
+                                  at: BlockLayout.backingOffset(ofBlock: first), partSize: backingWritePart)
+                } catch {
                     // No torn block left behind (a full disk): back to the size before.
                     if appendsOnly { _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: file.plainSize))) }
-                    return Int(rc)
+                    throw error
                 }
                 file.plainSize = max(file.plainSize, min(end, batchEnd * blockSize))
                 file.unsynced = true
@@ -454,54 +426,49 @@ public enum BlockIO {
     /// Reserves backing space before growing, so a full disk fails the write before
     /// anything is overwritten. Only from block `from` on: a gap a write leaves before
     /// it stays a hole, as in a sparse file on a local disk.
-    public static func reserveSpace(_ file: SealedFile, plainSize: Int, from block: Int = 0) -> Int32 {
+    public static func reserveSpace(_ file: SealedFile, plainSize: Int, from block: Int = 0) throws(Errno) {
         let current = max(BlockLayout.backingSize(plainSize: file.plainSize), BlockLayout.backingOffset(ofBlock: block))
         let needed = BlockLayout.backingSize(plainSize: plainSize)
-        guard needed > current else { return 0 }
+        guard needed > current else { return }
         // KEEP_SIZE: ext4 grows i_size as it allocates, so a plain fallocate that
         // fails halfway would leave a size that no longer matches the blocks.
         if fallocate(file.fd, FallocateMode.keepSize, off_t(current), off_t(needed - current)) != 0 {
-            if errno == ENOSPC || errno == EDQUOT { return -errno }
+            if errno == ENOSPC || errno == EDQUOT { throw Errno.current }
         }
-        return 0
     }
 
     /// Seals block `block` again with plaintext length `newLength` (cut, or padded with
     /// zeros) and the given place (last or not); the file's size follows when it is the
     /// last block.
     public static func resealBlock(_ file: SealedFile, key: SecureBuffer, block: Int, newLength: Int, last: Bool,
-                            pool: BufferPool) -> Int32 {
-        pool.withBuffer { buffer -> Int32 in
+                            pool: BufferPool) throws(Errno) {
+        try pool.withBuffer { (buffer) throws(Errno) in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])
             plain.initializeMemory(as: UInt8.self, repeating: 0)
             let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + cipherSize])
-            let rc = readBlock(file, key: key, block: block, size: file.plainSize, sealedScratch: sealedScratch, into: plain)
-            if rc != 0 { return rc }
+            try readBlock(file, key: key, block: block, size: file.plainSize, sealedScratch: sealedScratch, into: plain)
             let end = blockSize + cipherSize + newLength + overhead
             let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize + cipherSize..<end])
             sealBlock(file, key: key, block: block, last: last, plain: UnsafeRawBufferPointer(rebasing: plain[0..<newLength]),
                       into: sealed)
             plain.initializeMemory(as: UInt8.self, repeating: 0)
-            let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
-            if written != 0 { return written }
+            try pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
             if last { file.plainSize = block * blockSize + newLength }
             file.unsynced = true
-            return 0
         }
     }
 
     /// Writes block `block` as the file's new last block: `length` zero bytes, sealed.
-    public static func writeZeroLastBlock(_ file: SealedFile, key: SecureBuffer, block: Int, length: Int, pool: BufferPool) -> Int32 {
-        pool.withBuffer { buffer -> Int32 in
+    public static func writeZeroLastBlock(_ file: SealedFile, key: SecureBuffer, block: Int, length: Int,
+                                          pool: BufferPool) throws(Errno) {
+        try pool.withBuffer { (buffer) throws(Errno) in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length])
             plain.initializeMemory(as: UInt8.self, repeating: 0)
             let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + length + overhead])
             sealBlock(file, key: key, block: block, last: true, plain: UnsafeRawBufferPointer(plain), into: sealed)
-            let written = pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
-            if written != 0 { return written }
+            try pwriteAll(file.fd, UnsafeRawBufferPointer(sealed), at: BlockLayout.backingOffset(ofBlock: block))
             file.plainSize = block * blockSize + length
             file.unsynced = true
-            return 0
         }
     }
 
@@ -515,67 +482,67 @@ public enum BlockIO {
         }
     }
 
-    /// Reads and checks an empty file's one block (fsck). 0, or -EIO.
-    public static func checkEmptyFile(_ file: SealedFile, key: SecureBuffer) -> Int32 {
+    /// Reads and checks an empty file's one block (fsck); EIO when it does not open.
+    public static func checkEmptyFile(_ file: SealedFile, key: SecureBuffer) throws(Errno) {
         var sealed = [UInt8](repeating: 0, count: overhead)
-        let got = sealed.withUnsafeMutableBytes { preadAll(file.fd, $0, at: BlockLayout.headerSize) }
-        guard got == overhead else { return -EIO }
-        return openEmptyBlock(file, key: key, sealed: sealed) ? 0 : -EIO
+        let got = try sealed.withMutableBytes { (bytes) throws(Errno) in
+            try preadAll(file.fd, bytes, at: BlockLayout.headerSize)
+        }
+        guard got == overhead, openEmptyBlock(file, key: key, sealed: sealed) else { throw Errno.io }
     }
 
     // MARK: Truncate
 
-    /// Sets `fd`'s modification time (and so its change time) to now; 0 or -errno.
-    private static func markModified(_ fd: Int32) -> Int32 {
+    /// Sets `fd`'s modification time (and so its change time) to now.
+    private static func markModified(_ fd: Int32) throws(Errno) {
         let times = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit), timespec(tv_sec: 0, tv_nsec: TimeSpecial.now)]
-        return futimens(fd, times) == 0 ? 0 : -errno
+        try Errno.check(futimens(fd, times))
     }
 
     /// Sets the plaintext size. A content change: without the file key (its class is
     /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
-    public static func resize(_ file: SealedFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) -> Int32 {
-        guard let key else { return -EPERM }
+    public static func resize(_ file: SealedFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) throws(Errno) {
+        guard let key else { throw Errno.notPermitted }
         let size = file.plainSize
         // Nothing to cut or grow, yet a truncate marks the file modified all the same
         // (ext4 does, and `: > stamp` relies on it).
-        guard newSize != size else { return markModified(file.fd) }
+        guard newSize != size else { return try markModified(file.fd) }
         file.unsynced = true
         let oldLast = BlockLayout.lastBlock(plainSize: size)
         let newLast = BlockLayout.lastBlock(plainSize: newSize)
         let newLength = newSize - newLast * blockSize
         if newSize > size {
             // Only the new last block is written: the gap before it stays a hole.
-            let reserve = reserveSpace(file, plainSize: newSize, from: newLast)
-            if reserve != 0 { return reserve }
+            try reserveSpace(file, plainSize: newSize, from: newLast)
             if newLast == oldLast {
-                return resealBlock(file, key: key, block: oldLast, newLength: newLength, last: true, pool: pool)
+                return try resealBlock(file, key: key, block: oldLast, newLength: newLength, last: true, pool: pool)
             }
-            let rc = growPast(file, key: key, pool: pool) {
-                Int(writeZeroLastBlock(file, key: key, block: newLast, length: newLength, pool: pool))
+            return try growPast(file, key: key, pool: pool) { () throws(Errno) in
+                try writeZeroLastBlock(file, key: key, block: newLast, length: newLength, pool: pool)
             }
-            return Int32(rc)
         }
         // Shrinking: the new last block is sealed as the last, then the rest cut off,
         // the two steps marked in the header so a kill between them is finished at the
         // next open (InterruptedCut). A file cut to nothing gets its empty block
         // without reading the old one, which may be the damage being thrown away.
-        let begun = InterruptedCut.begin(file, to: newSize)
-        if begun != 0 { return begun }
+        try InterruptedCut.begin(file, to: newSize)
         TestHooks.killPoint("shrink-begun")
-        let sealed = newSize == 0
-            ? writeZeroLastBlock(file, key: key, block: 0, length: 0, pool: pool)
-            : resealBlock(file, key: key, block: newLast, newLength: newLength, last: true, pool: pool)
-        if sealed != 0 {
+        do throws(Errno) {
+            if newSize == 0 {
+                try writeZeroLastBlock(file, key: key, block: 0, length: 0, pool: pool)
+            } else {
+                try resealBlock(file, key: key, block: newLast, newLength: newLength, last: true, pool: pool)
+            }
+        } catch {
             file.plainSize = size
-            _ = InterruptedCut.end(file)
-            return sealed
+            try? InterruptedCut.end(file)
+            throw error
         }
         TestHooks.killPoint("shrink-sealed")
-        guard ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))) == 0 else { return -errno }
+        try Errno.check(ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))))
         file.plainSize = newSize
         TestHooks.killPoint("shrink-cut")
         // The cut is done: a mark left standing only costs the next open a look.
-        _ = InterruptedCut.end(file)
-        return 0
+        try? InterruptedCut.end(file)
     }
 }

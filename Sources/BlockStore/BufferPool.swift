@@ -46,7 +46,7 @@ public final class BufferPool: Sendable {
 
     public init(size: Int) { self.size = size }
 
-    public func withSlot<R>(_ body: (IOSlot) throws -> R) rethrows -> R {
+    public func withSlot<R, E: Error>(_ body: (IOSlot) throws(E) -> R) throws(E) -> R {
         let slot = free.withLock { $0.popLast() } ?? IOSlot(size: size)
         defer {
             free.withLock { slots in
@@ -63,8 +63,8 @@ public final class BufferPool: Sendable {
         withSlot { $0.nonces.fill(base, count: output.count) }
     }
 
-    public func withBuffer<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
-        try withSlot { try body($0.buffer) }
+    public func withBuffer<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try withSlot { (slot) throws(E) -> R in try body(slot.buffer) }
     }
 
     /// Zeroes every idle buffer: they may hold plaintext of partial blocks. The pages

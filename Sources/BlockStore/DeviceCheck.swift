@@ -6,6 +6,7 @@ import CLinux
 import DataProtection
 import Foundation
 import Glibc
+import SystemCalls
 
 public struct DeviceCheck {
     public struct Damage: Sendable, CustomStringConvertible {
@@ -125,16 +126,15 @@ public struct DeviceCheck {
         var st = stat()
         fstat(fd, &st)
         let header: FileHeader
-        switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
-        case .failure:
+        do {
+            header = try HeaderIO.read(fd, metadataKey: device.metadataKey)
+        } catch {
             close(fd)
             let problem = st.st_size < BlockLayout.headerSize
                 ? "backing file is \(st.st_size) bytes, shorter than a header: cut short"
                 : "header damaged or forged (no key slot verifies); the file cannot be read"
             report.damage.append(Damage(path: relative, problem: problem))
             return
-        case .success(let parsed):
-            header = parsed
         }
         guard let slot = header.current else { close(fd); return }
         checkNameTag(path, relative: relative, identity: header.fileID, place: place, into: &report)
@@ -166,12 +166,12 @@ public struct DeviceCheck {
         let file = SealedFile(fd: fd, header: header, slot: slot, key: key,
                               plainSize: BlockLayout.plainSize(backingSize: backingSize))
         if header.pendingCut != nil {
-            _ = InterruptedCut.finish(file, key: key, pool: pool, repair: false)
+            try? InterruptedCut.finish(file, key: key, pool: pool, repair: false)
             report.damage.append(Damage(path: relative, problem: "a truncate was interrupted by a kill (the file is checked at the size it cut to; opening it through the mount finishes the cut)"))
         }
         let plainSize = file.plainSize
-        if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && BlockIO.checkEmptyFile(file, key: key) != 0
-            && oldKey.map({ BlockIO.checkEmptyFile(file, key: $0) != 0 }) ?? true {
+        if plainSize == 0 && BlockLayout.isWholeBacking(backingSize) && (try? BlockIO.checkEmptyFile(file, key: key)) == nil
+            && oldKey.map({ (try? BlockIO.checkEmptyFile(file, key: $0)) == nil }) ?? true {
             report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
         }
         let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1
@@ -183,16 +183,18 @@ public struct DeviceCheck {
             let sealed = UnsafeMutableRawBufferPointer(rebasing: buffer[BlockLayout.plainBlockSize...])
             for block in 0..<blockCount {
                 report.blocks += 1
-                var rc = BlockIO.readBlock(file, key: key, block: block, size: plainSize, sealedScratch: sealed, into: plain)
-                if rc != 0, let oldKey {
-                    rc = BlockIO.readBlock(file, key: oldKey, block: block, size: plainSize, sealedScratch: sealed, into: plain)
+                var opened = (try? BlockIO.readBlock(file, key: key, block: block, size: plainSize,
+                                                     sealedScratch: sealed, into: plain)) != nil
+                if !opened, let oldKey {
+                    opened = (try? BlockIO.readBlock(file, key: oldKey, block: block, size: plainSize,
+                                                     sealedScratch: sealed, into: plain)) != nil
                 }
-                if rc != 0, let journaled, journaled.contains(BlockLayout.backingOffset(ofBlock: block)) { continue }
-                if rc != 0 { damaged.append(block); continue }
+                if !opened, let journaled, journaled.contains(BlockLayout.backingOffset(ofBlock: block)) { continue }
+                if !opened { damaged.append(block); continue }
                 if output >= 0 {
                     let length = BlockLayout.plainLength(ofBlock: block, plainSize: plainSize)
-                    _ = BlockIO.pwriteAll(output, UnsafeRawBufferPointer(rebasing: plain[0..<length]),
-                                          at: block * BlockLayout.plainBlockSize)
+                    try? pwriteAll(output, UnsafeRawBufferPointer(rebasing: plain[0..<length]),
+                                   at: block * BlockLayout.plainBlockSize)
                 }
             }
             plain.initializeMemory(as: UInt8.self, repeating: 0)
@@ -210,7 +212,7 @@ public struct DeviceCheck {
                               into report: inout Report) {
         // A device still in format 3 gets its tags at its next mount.
         guard device.formatVersion == KeybagFile.currentVersion else { return }
-        if case .success(let tags?) = NameTagStore.read(path),
+        if let tags = try? NameTagStore.read(path),
            NameBinding.lists(tags, identity: identity, place: place, metadataKey: device.metadataKey) { return }
         report.damage.append(Damage(path: relative, problem: "its name tags do not list this name: another node was moved here in the backing tree (or its tags are damaged); it reads as EIO"))
     }

@@ -6,13 +6,14 @@
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension BlockIO {
     /// Zeroes plaintext [offset, offset+length) of the file; `extend` (ZERO_RANGE
     /// without KEEP_SIZE) grows the file to the end of the range. Caller holds the
     /// file's lock (exclusive) and has checked the key.
     public static func zeroRange(_ file: SealedFile, key: SecureBuffer, offset: Int, length: Int, extend: Bool,
-                          pool: BufferPool) -> Int32 {
+                          pool: BufferPool) throws(Errno) {
         let size = file.plainSize
         let end = offset + length
         let inside = min(end, size)
@@ -23,38 +24,34 @@ extension BlockIO {
             let wholeEnd = min(inside == size ? (size + blockSize - 1) / blockSize : inside / blockSize,
                                BlockLayout.lastBlock(plainSize: size))
             if firstWhole >= wholeEnd {
-                let rc = writeZeros(file, key: key, at: offset, count: inside - offset, pool: pool)
-                if rc != 0 { return rc }
+                try writeZeros(file, key: key, at: offset, count: inside - offset, pool: pool)
             } else {
                 let head = firstWhole * blockSize
                 if offset < head {
-                    let rc = writeZeros(file, key: key, at: offset, count: head - offset, pool: pool)
-                    if rc != 0 { return rc }
+                    try writeZeros(file, key: key, at: offset, count: head - offset, pool: pool)
                 }
                 let from = BlockLayout.backingOffset(ofBlock: firstWhole)
                 let to = min(BlockLayout.backingOffset(ofBlock: wholeEnd), BlockLayout.backingSize(plainSize: size))
                 let punch = FallocateMode.punchHole | FallocateMode.keepSize
                 if CLinux.fallocate(file.fd, punch, off_t(from), off_t(to - from)) != 0 {
-                    guard errno == EOPNOTSUPP || errno == ENOSYS else { return -errno }
-                    let rc = writeZeros(file, key: key, at: head, count: min(wholeEnd * blockSize, size) - head, pool: pool)
-                    if rc != 0 { return rc }
+                    guard errno == EOPNOTSUPP || errno == ENOSYS else { throw Errno.current }
+                    try writeZeros(file, key: key, at: head, count: min(wholeEnd * blockSize, size) - head, pool: pool)
                 }
                 let tail = wholeEnd * blockSize
                 if tail < inside {
-                    let rc = writeZeros(file, key: key, at: tail, count: inside - tail, pool: pool)
-                    if rc != 0 { return rc }
+                    try writeZeros(file, key: key, at: tail, count: inside - tail, pool: pool)
                 }
             }
         }
         if extend && end > file.plainSize {
-            return resize(file, key: key, to: end, pool: pool)
+            try resize(file, key: key, to: end, pool: pool)
         }
-        return 0
     }
 
     /// Writes `count` zero bytes at plaintext `offset`, a megabyte at a time.
-    public static func writeZeros(_ file: SealedFile, key: SecureBuffer, at offset: Int, count: Int, pool: BufferPool) -> Int32 {
-        guard count > 0 else { return 0 }
+    public static func writeZeros(_ file: SealedFile, key: SecureBuffer, at offset: Int, count: Int,
+                                  pool: BufferPool) throws(Errno) {
+        guard count > 0 else { return }
         let chunk = min(count, 1 << 20)
         let zeros = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { zeros.deallocate() }
@@ -62,10 +59,8 @@ extension BlockIO {
         var done = 0
         while done < count {
             let n = min(chunk, count - done)
-            let written = write(file, key: key, data: UnsafeRawBufferPointer(rebasing: zeros[0..<n]), offset: offset + done, pool: pool)
-            if written < 0 { return Int32(written) }
+            _ = try write(file, key: key, data: UnsafeRawBufferPointer(rebasing: zeros[0..<n]), offset: offset + done, pool: pool)
             done += n
         }
-        return 0
     }
 }

@@ -9,24 +9,24 @@
 // opens as the last one at that place.
 import DataProtection
 import Glibc
+import SystemCalls
 
 public enum InterruptedCut {
     /// Marks a cut to `plainSize` as begun.
-    public static func begin(_ file: SealedFile, to plainSize: Int) -> Int32 {
-        writeMark(file, plainSize)
+    public static func begin(_ file: SealedFile, to plainSize: Int) throws(Errno) {
+        try writeMark(file, plainSize)
     }
 
     /// Clears the mark of a cut that is done.
-    public static func end(_ file: SealedFile) -> Int32 {
-        writeMark(file, nil)
+    public static func end(_ file: SealedFile) throws(Errno) {
+        try writeMark(file, nil)
     }
 
-    private static func writeMark(_ file: SealedFile, _ plainSize: Int?) -> Int32 {
-        let rc = FileHeader.cutMark(plainSize).withUnsafeBytes {
-            BlockIO.pwriteAll(file.fd, $0, at: FileHeader.cutMarkOffset)
+    private static func writeMark(_ file: SealedFile, _ plainSize: Int?) throws(Errno) {
+        try FileHeader.cutMark(plainSize).withBytes { (bytes) throws(Errno) in
+            try pwriteAll(file.fd, bytes, at: FileHeader.cutMarkOffset)
         }
-        if rc == 0 { file.header.pendingCut = plainSize }
-        return rc
+        file.header.pendingCut = plainSize
     }
 
     /// Gives the file the plaintext size it has once an interrupted cut is finished:
@@ -34,19 +34,19 @@ public enum InterruptedCut {
     /// `repair` the backing file is cut and the mark cleared (the mount, when it may
     /// write the file); without, only the entry in memory changes (fsck, or a backing
     /// file the daemon may only read). Caller holds the file's lock exclusively.
-    public static func finish(_ file: SealedFile, key: SecureBuffer, pool: BufferPool, repair: Bool) -> Int32 {
-        guard let target = file.header.pendingCut else { return 0 }
+    public static func finish(_ file: SealedFile, key: SecureBuffer, pool: BufferPool, repair: Bool) throws(Errno) {
+        guard let target = file.header.pendingCut else { return }
         if lastBlockWritten(file, key: key, for: target, pool: pool) && target < file.plainSize {
             if repair {
-                guard ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: target))) == 0 else { return -errno }
+                try Errno.check(ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: target))))
             }
             file.plainSize = target
         }
         guard repair else {
             file.header.pendingCut = nil
-            return 0
+            return
         }
-        return end(file)
+        try end(file)
     }
 
     /// Whether the block that ends a file of `plainSize` bytes is stored, sealed as the
@@ -60,7 +60,7 @@ public enum InterruptedCut {
                 rebasing: buffer[BlockIO.blockSize..<BlockIO.blockSize + length + BlockIO.overhead])
             defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
             file.readsAccess(false)
-            guard BlockIO.preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block)) == sealed.count else {
+            guard (try? preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))) == sealed.count else {
                 return false
             }
             return BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {

@@ -3,25 +3,27 @@
 // is gone, so a crash leaves at most an unused file and never a symlink without one.
 import DataProtection
 import Glibc
+import SystemCalls
 
 public enum LongTargetFiles {
     /// The backing symlink's contents for `target`: its sealed form, or for a target
     /// too long for that, a stand-in whose file is written now.
-    public static func store(_ target: [UInt8], cipher: NameCipher, sandbox: Int32) -> Result<String, Errno> {
+    public static func store(_ target: [UInt8], cipher: NameCipher, sandbox: Int32) throws(Errno) -> String {
         let sealed = cipher.sealTarget(target)
-        if sealed.utf8.count < Int(PATH_MAX) { return .success(sealed) }
+        if sealed.utf8.count < Int(PATH_MAX) { return sealed }
         let standIn = LongTarget.makeStandIn(length: target.count)
         let bytes = Array(cipher.sealTarget(target, standIn: standIn).utf8)
         let fd = openat(sandbox, LongTarget.fileName(of: standIn), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return .failure(.current) }
+        guard fd >= 0 else { throw Errno.current }
         defer { close(fd) }
-        let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
-        guard written == 0, fdatasync(fd) == 0 else {
-            let error = written != 0 ? Errno(-written) : Errno.current
+        do throws(Errno) {
+            try bytes.withBytes { (buffer) throws(Errno) in try pwriteAll(fd, buffer, at: 0) }
+            try Errno.check(fdatasync(fd))
+        } catch {
             discard(standIn, sandbox: sandbox)
-            return .failure(error)
+            throw error
         }
-        return .success(standIn)
+        return standIn
     }
 
     /// The plaintext of a backing symlink's contents; nil when forged or damaged (or
@@ -61,8 +63,8 @@ public enum LongTargetFiles {
         defer { close(fd) }
         // A sealed target of PATH_MAX bytes, encoded, with room to spare.
         var buffer = [UInt8](repeating: 0, count: 2 * Int(PATH_MAX))
-        let n = buffer.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
-        guard n > 0, n < buffer.count else { return nil }
+        guard let n = try? buffer.withMutableBytes( { (bytes) throws(Errno) in try preadAll(fd, bytes, at: 0) }),
+              n > 0, n < buffer.count else { return nil }
         return String(decoding: buffer[0..<n], as: UTF8.self)
     }
 }

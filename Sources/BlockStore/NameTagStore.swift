@@ -4,29 +4,36 @@
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 public enum NameTagStore {
     /// The tags stored on the node at `path`: empty when it has none; nil when they
     /// are malformed.
-    public static func read(_ path: UnsafePointer<CChar>) -> Result<[[UInt8]]?, Errno> {
+    public static func read(_ path: UnsafePointer<CChar>) throws(Errno) -> [[UInt8]]? {
         var buffer = [UInt8](repeating: 0, count: NameBinding.maxNames * NameBinding.tagSize)
         let n = CLinux.getxattr(path, NameBinding.attribute, &buffer, buffer.count)
-        if n < 0 { return errno == ENODATA ? .success([]) : .failure(.current) }
-        return .success(NameBinding.decode(buffer[0..<n]))
+        if n < 0 {
+            guard errno == ENODATA else { throw Errno.current }
+            return []
+        }
+        return NameBinding.decode(buffer[0..<n])
     }
 
     /// The tags stored on the node open as `fd`: empty when it has none; nil when they
     /// are malformed; EBADF for an O_PATH descriptor (read those by path).
-    public static func read(descriptor fd: Int32) -> Result<[[UInt8]]?, Errno> {
+    public static func read(descriptor fd: Int32) throws(Errno) -> [[UInt8]]? {
         var buffer = [UInt8](repeating: 0, count: NameBinding.maxNames * NameBinding.tagSize)
         let n = fgetxattr(fd, NameBinding.attribute, &buffer, buffer.count)
-        if n < 0 { return errno == ENODATA ? .success([]) : .failure(.current) }
-        return .success(NameBinding.decode(buffer[0..<n]))
+        if n < 0 {
+            guard errno == ENODATA else { throw Errno.current }
+            return []
+        }
+        return NameBinding.decode(buffer[0..<n])
     }
 
-    /// Replaces the tags of the node at `path`; 0 or -errno.
-    public static func write(_ path: UnsafePointer<CChar>, _ tags: [[UInt8]]) -> Int32 {
+    /// Replaces the tags of the node at `path`.
+    public static func write(_ path: UnsafePointer<CChar>, _ tags: [[UInt8]]) throws(Errno) {
         let bytes = NameBinding.encode(tags)
-        return bytes.withUnsafeBytes { CLinux.setxattr(path, NameBinding.attribute, $0.baseAddress, $0.count, 0) } == 0 ? 0 : -errno
+        try Errno.check(bytes.withUnsafeBytes { CLinux.setxattr(path, NameBinding.attribute, $0.baseAddress, $0.count, 0) })
     }
 }

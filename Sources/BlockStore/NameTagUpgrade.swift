@@ -52,10 +52,10 @@ public struct NameTagUpgrade {
     }
 
     private func tag(_ path: String, identity: [UInt8], place: NamePlace) -> Bool {
-        guard case .success(let tags?) = NameTagStore.read(path),
+        guard let tags = try? NameTagStore.read(path),
               let updated = NameBinding.updated(tags, identity: identity, adding: place, removing: nil,
                                                 metadataKey: device.metadataKey) else { return false }
-        return NameTagStore.write(path, updated) == 0
+        return (try? NameTagStore.write(path, updated)) != nil
     }
 
     private func directoryID(_ path: String) -> [UInt8]? {
@@ -66,8 +66,7 @@ public struct NameTagUpgrade {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        guard case .success(let header) = HeaderIO.read(fd, metadataKey: device.metadataKey) else { return nil }
-        return header.fileID
+        return (try? HeaderIO.read(fd, metadataKey: device.metadataKey))?.fileID
     }
 }
 

@@ -8,6 +8,7 @@
 // kill or a power cut mid-write is put back whole.
 import DataProtection
 import Glibc
+import SystemCalls
 
 public enum Rekey {
     /// Blocks read, journaled and written at once: 4 MiB, so that a GiB costs 256
@@ -17,14 +18,13 @@ public enum Rekey {
     /// Reseals every block of `file` still sealed under `oldKey` with `newKey`, in
     /// place, then syncs. Holes stay holes, and so does a block that opens under
     /// neither key (damaged under any). Between chunks it asks `mayGoOn`: false (a
-    /// lock is wiping the classes) stops it with -EPERM, so that a lock never waits for
-    /// more than a chunk. On -EPERM or -errno from the disk the file is left with
+    /// lock is wiping the classes) stops it with EPERM, so that a lock never waits for
+    /// more than a chunk. On EPERM or an error from the disk the file is left with
     /// blocks under both keys, which its two slots still open. Caller holds the file's
     /// lock (exclusive).
     public static func move(_ file: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer,
-                            journal: RekeyJournal, mayGoOn: () -> Bool) -> Int32 {
-        let restored = journal.restore(into: file.fd)
-        if restored != 0 { return restored }
+                            journal: RekeyJournal, mayGoOn: () -> Bool) throws(Errno) {
+        try journal.restore(into: file.fd)
         let size = file.plainSize
         let lastBlock = BlockLayout.lastBlock(plainSize: size)
         let ad = BlockIO.AdditionalData(file.fileID)
@@ -40,12 +40,10 @@ public enum Rekey {
             let start = BlockLayout.backingOffset(ofBlock: first)
             let length = BlockLayout.backingOffset(ofBlock: end - 1) - start
                 + BlockLayout.plainLength(ofBlock: end - 1, plainSize: size) + BlockLayout.blockOverhead
-            let rc = sealed.withUnsafeMutableBytes { chunk -> Int32 in
-                let got = BlockIO.preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: chunk[0..<length]), at: start)
-                if got < 0 { return Int32(got) }
-                guard got == length else { return -EIO }
-                let journaled = journal.record(UnsafeRawBufferPointer(rebasing: chunk[0..<length]), at: start)
-                if journaled != 0 { return journaled }
+            try sealed.withMutableBytes { (chunk) throws(Errno) in
+                let got = try preadAll(file.fd, UnsafeMutableRawBufferPointer(rebasing: chunk[0..<length]), at: start)
+                guard got == length else { throw Errno.io }
+                try journal.record(UnsafeRawBufferPointer(rebasing: chunk[0..<length]), at: start)
                 // The blocks resealed: written back in one pwrite when every block of the
                 // chunk was (the usual case), else each alone, so holes stay holes.
                 var resealed: [Range<Int>] = []
@@ -53,10 +51,9 @@ public enum Rekey {
                     let at = BlockLayout.backingOffset(ofBlock: block) - start
                     let count = BlockLayout.plainLength(ofBlock: block, plainSize: size)
                     let range = at..<at + count + BlockLayout.blockOverhead
-                    let rc = moveBlock(UnsafeMutableRawBufferPointer(rebasing: chunk[range]), block: block,
-                                       last: block == lastBlock, plainCount: count, ad: ad, old: old, new: new, plain: plain)
-                    if rc < 0 { return rc }
-                    if rc > 0 { resealed.append(range) }
+                    let moved = moveBlock(UnsafeMutableRawBufferPointer(rebasing: chunk[range]), block: block,
+                                          last: block == lastBlock, plainCount: count, ad: ad, old: old, new: new, plain: plain)
+                    if moved { resealed.append(range) }
                 }
                 let writes = resealed.count == end - first ? [0..<length] : resealed
                 for (index, range) in writes.enumerated() {
@@ -65,41 +62,38 @@ public enum Rekey {
                         // As a kill in the middle of the write leaves it: cut inside a block.
                         bytes = UnsafeRawBufferPointer(rebasing: bytes[0..<bytes.count / 2 + 100])
                     }
-                    let written = BlockIO.pwriteAll(file.fd, bytes, at: start + range.lowerBound)
-                    if written != 0 { return written }
+                    try pwriteAll(file.fd, bytes, at: start + range.lowerBound)
                     TestHooks.killPoint("rekey-torn")
                 }
-                guard fdatasync(file.fd) == 0 else { return -errno }
-                return journal.remove()
+                try Errno.check(fdatasync(file.fd))
+                try journal.remove()
             }
-            if rc != 0 { return rc }
             TestHooks.killPoint("rekey-chunk")
             first = end
-            if first <= lastBlock && !mayGoOn() { return -EPERM }
+            if first <= lastBlock && !mayGoOn() { throw Errno.notPermitted }
         }
-        return 0
     }
 
-    /// Reseals one block in `sealed` under `new` if it opens under `old`: 1 if it was
-    /// resealed, 0 if it is a hole, already under `new`, or opens under neither (it
+    /// Reseals one block in `sealed` under `new` if it opens under `old`: true if it was
+    /// resealed, false if it is a hole, already under `new`, or opens under neither (it
     /// reads as EIO either way, and is left as it is).
     private static func moveBlock(_ sealed: UnsafeMutableRawBufferPointer, block: Int, last: Bool, plainCount: Int,
                                   ad: BlockIO.AdditionalData, old: BlockSealer, new: BlockSealer,
-                                  plain: SecureBuffer) -> Int32 {
-        if !last && BlockIO.isAllZero(UnsafeRawBufferPointer(sealed)) { return 0 }
+                                  plain: SecureBuffer) -> Bool {
+        if !last && BlockIO.isAllZero(UnsafeRawBufferPointer(sealed)) { return false }
         let output = UnsafeMutableRawBufferPointer(rebasing: plain.mutableBytes[0..<plainCount])
         let opensUnderNew = new.withSession {
             BlockIO.open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: output)
         }
-        if opensUnderNew { return 0 }
+        if opensUnderNew { return false }
         let opensUnderOld = old.withSession {
             BlockIO.open($0, ad, block: block, last: last, sealed: UnsafeRawBufferPointer(sealed), into: output)
         }
-        guard opensUnderOld else { return 0 }
+        guard opensUnderOld else { return false }
         Sodium.fillRandom(UnsafeMutableRawBufferPointer(rebasing: sealed[0..<new.cipher.nonceSize]))
         new.withSession {
             BlockIO.seal($0, ad, block: block, last: last, plain: UnsafeRawBufferPointer(output), into: sealed)
         }
-        return 1
+        return true
     }
 }

@@ -9,6 +9,7 @@
 // chunk was not touched yet.
 import DataProtection
 import Glibc
+import SystemCalls
 
 public struct RekeyJournal {
     let directory: String
@@ -33,25 +34,23 @@ public struct RekeyJournal {
         read().map { $0.offset..<$0.offset + $0.bytes.count }
     }
 
-    /// Puts the journaled chunk back into `fd` and syncs it, then removes the journal:
-    /// 0, or -errno. A journal that does not verify is removed only.
-    public func restore(into fd: Int32) -> Int32 {
-        guard exists else { return 0 }
+    /// Puts the journaled chunk back into `fd` and syncs it, then removes the journal.
+    /// A journal that does not verify is removed only.
+    public func restore(into fd: Int32) throws(Errno) {
+        guard exists else { return }
         if let record = read() {
-            let written = record.bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: record.offset) }
-            if written != 0 { return written }
-            guard fdatasync(fd) == 0 else { return -errno }
+            try record.bytes.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: record.offset) }
+            try Errno.check(fdatasync(fd))
         }
-        return remove()
+        try remove()
     }
 
     /// Records `bytes`, read from `offset` of the backing file, and syncs: then the
     /// chunk may be rewritten.
-    func record(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Int32 {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { return -errno }
+    func record(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw Errno.current }
         let created = access(path, F_OK) != 0
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return -errno }
+        let fd = try Errno.check(open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600))
         defer { close(fd) }
         // A new journal's name must outlast a power cut as its bytes do.
         if created {
@@ -66,20 +65,16 @@ public struct RekeyJournal {
         hash.update(bytes)
         let digest = hash.finish()
         for (part, at) in [(head, 0), (digest, Self.headerSize + bytes.count)] {
-            let written = part.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: at) }
-            if written != 0 { return written }
+            try part.withBytes { (buffer) throws(Errno) in try pwriteAll(fd, buffer, at: at) }
         }
-        let written = BlockIO.pwriteAll(fd, bytes, at: Self.headerSize)
-        if written != 0 { return written }
-        guard ftruncate(fd, off_t(Self.headerSize + bytes.count + Self.digestSize)) == 0, fdatasync(fd) == 0 else {
-            return -errno
-        }
-        return 0
+        try pwriteAll(fd, bytes, at: Self.headerSize)
+        try Errno.check(ftruncate(fd, off_t(Self.headerSize + bytes.count + Self.digestSize)))
+        try Errno.check(fdatasync(fd))
     }
 
     /// Removes the journal (the move is done, or the chunk is back).
-    func remove() -> Int32 {
-        unlink(path) == 0 || errno == ENOENT ? 0 : -errno
+    func remove() throws(Errno) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Errno.current }
     }
 
     private func read() -> (offset: Int, bytes: [UInt8])? {
@@ -91,7 +86,7 @@ public struct RekeyJournal {
               Int(info.st_size) <= Self.headerSize + Rekey.chunkBlocks * BlockLayout.cipherBlockSize + Self.digestSize
         else { return nil }
         var all = [UInt8](repeating: 0, count: Int(info.st_size))
-        let got = all.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
+        let got = try? all.withMutableBytes { (buffer) throws(Errno) in try preadAll(fd, buffer, at: 0) }
         guard got == all.count, Array(all[0..<4]) == Self.magic else { return nil }
         let offset = (0..<8).reduce(0) { $0 | Int(all[4 + $1]) << (8 * $1) }
         let length = (0..<4).reduce(0) { $0 | Int(all[12 + $1]) << (8 * $1) }

@@ -6,6 +6,7 @@
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 public final class SealedFile: @unchecked Sendable {
     // @unchecked: every mutable field below is read under `lock` (shared) and written
@@ -79,13 +80,13 @@ public final class SealedFile: @unchecked Sendable {
         rwlock.deallocate()
     }
 
-    public func reading<R>(_ body: () throws -> R) rethrows -> R {
+    public func reading<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         pthread_rwlock_rdlock(rwlock)
         defer { pthread_rwlock_unlock(rwlock) }
         return try body()
     }
 
-    public func writing<R>(_ body: () throws -> R) rethrows -> R {
+    public func writing<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         pthread_rwlock_wrlock(rwlock)
         defer { pthread_rwlock_unlock(rwlock) }
         return try body()

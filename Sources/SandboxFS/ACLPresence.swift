@@ -14,6 +14,7 @@
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 final class ACLPresence: Sendable {
     private let markerPath: String
@@ -31,18 +32,16 @@ final class ACLPresence: Sendable {
     var noneSet: Bool { noneEver.load(ordering: .acquiring) }
 
     /// Called before an ACL is stored: removes the marker unless the ACL (`attribute`
-    /// with `value`) says no more than a mode does. 0 or -errno.
-    func willSet(_ attribute: String, _ value: UnsafeRawBufferPointer) -> Int32 {
-        guard noneSet, !(attribute == SandboxFileSystem.accessACLAttribute && Self.isModeOnly(value)) else { return 0 }
-        return recording.withLock { _ -> Int32 in
-            guard noneEver.load(ordering: .relaxed) else { return 0 }
-            if unlink(markerPath) != 0 && errno != ENOENT { return -errno }
-            let fd = open(deviceRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fd >= 0 else { return -errno }
+    /// with `value`) says no more than a mode does.
+    func willSet(_ attribute: String, _ value: UnsafeRawBufferPointer) throws(Errno) {
+        guard noneSet, !(attribute == SandboxFileSystem.accessACLAttribute && Self.isModeOnly(value)) else { return }
+        try recording.withLock { (_) throws(Errno) in
+            guard noneEver.load(ordering: .relaxed) else { return }
+            if unlink(markerPath) != 0 && errno != ENOENT { throw Errno.current }
+            let fd = try Errno.check(open(deviceRoot, O_RDONLY | O_DIRECTORY | O_CLOEXEC))
             defer { close(fd) }
-            guard fsync(fd) == 0 else { return -errno }
+            try Errno.check(fsync(fd))
             noneEver.store(false, ordering: .releasing)
-            return 0
         }
     }
 

@@ -8,24 +8,25 @@
 // kept: no security module on the host reads them from a FUSE mount, and answering
 // EOPNOTSUPP lets ls -l stop asking for them after the first file (PosixACL.swift).
 // The backing node is reached through /proc/self/fd/N of its O_PATH descriptor (the
-// f*xattr calls do not take one); the handlers below return a count or -errno, and
-// the request handlers at the end turn that into one reply.
+// f*xattr calls do not take one); the handlers below return a count or throw the
+// errno, and the request handlers at the end turn that into one reply.
 import BlockStore
 import CFuse
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     static let reservedPrefix = "user.dpfs."
 
     /// Copies `text` out as an attribute value, or reports its size when `size` is 0.
-    static func copyOut(_ text: String, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    static func copyOut(_ text: String, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) throws(Errno) -> Int {
         let bytes = Array(text.utf8)
-        if size == 0 { return Int32(bytes.count) }
-        guard size >= bytes.count, let value else { return -ERANGE }
+        if size == 0 { return bytes.count }
+        guard size >= bytes.count, let value else { throw Errno(ERANGE) }
         bytes.withUnsafeBytes { UnsafeMutableRawPointer(value).copyMemory(from: $0.start, byteCount: bytes.count) }
-        return Int32(bytes.count)
+        return bytes.count
     }
 
     /// Runs `body` (a system call) with a path that reaches the node itself; -1 and
@@ -36,109 +37,103 @@ extension SandboxFileSystem {
     }
 
     /// The authenticated header of a regular file: its open entry's, else read.
-    func header(of node: Inode) -> Result<FileHeader, Errno> {
+    func header(of node: Inode) throws(Errno) -> FileHeader {
         if let file = node.openFile {
             let header = file.reading { file.content.header }
-            return checkOwnNames(node, identity: header.fileID, fd: file.content.fd).map { header }
+            try checkOwnNames(node, identity: header.fileID, fd: file.content.fd)
+            return header
         }
         // O_NOATIME: reading metadata from the header is not reading the file.
         var fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
         if fd < 0 && errno == EPERM { fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
-        guard fd >= 0 else { return .failure(.current) }
+        guard fd >= 0 else { throw Errno.current }
         defer { close(fd) }
-        return HeaderIO.read(fd, metadataKey: device.metadataKey).flatMap { header in
-            checkOwnNames(node, identity: header.fileID, fd: fd).map { header }
-        }
+        let header = try HeaderIO.read(fd, metadataKey: device.metadataKey)
+        try checkOwnNames(node, identity: header.fileID, fd: fd)
+        return header
     }
 
     /// The class of a regular file, read from its header.
-    func fileClass(_ node: Inode) -> Result<ProtectionClass, Errno> {
-        header(of: node).flatMap { header in
-            header.current.map { .success($0.protectionClass) } ?? .failure(.io)
-        }
+    func fileClass(_ node: Inode) throws(Errno) -> ProtectionClass {
+        guard let current = try header(of: node).current else { throw Errno.io }
+        return current.protectionClass
     }
 
-    func getAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    func getAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafeMutablePointer<CChar>?,
+                      _ size: Int) throws(Errno) -> Int {
         let attribute = String(cString: name)
         if attribute == MountAttributes.controlSocket {
-            guard node === inodes.root else { return -ENODATA }
-            return Self.copyOut(controlSocketPath, value, size)
+            guard node === inodes.root else { throw Errno(ENODATA) }
+            return try Self.copyOut(controlSocketPath, value, size)
         }
         if attribute == Self.protectionAttribute {
-            let found: Result<ProtectionClass, Errno>
+            let found: ProtectionClass
             switch node.type {
-            case S_IFDIR: found = directoryClass(node, fresh: true)
-            case S_IFREG: found = fileClass(node)
-            default: return -ENODATA
+            case S_IFDIR: found = try directoryClass(node, fresh: true)
+            case S_IFREG: found = try fileClass(node)
+            default: throw Errno(ENODATA)
             }
-            switch found {
-            case .success(let protectionClass): return Self.copyOut(protectionClass.name, value, size)
-            case .failure(let error): return error.negated
-            }
+            return try Self.copyOut(found.name, value, size)
         }
-        if attribute.hasPrefix(Self.reservedPrefix) { return -ENODATA }
-        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
-        if Self.isSealed(attribute) { return getSealedAttribute(node, name, value, size) }
-        if Self.isACL(attribute) && acls.noneSet { return kernel.checksPermissions ? -ENODATA : -EOPNOTSUPP }
+        if attribute.hasPrefix(Self.reservedPrefix) { throw Errno(ENODATA) }
+        if Self.isUnkeptLabel(attribute) { throw Errno.notSupported }
+        if Self.isSealed(attribute) { return try getSealedAttribute(node, name, value, size) }
+        if Self.isACL(attribute) && acls.noneSet { throw kernel.checksPermissions ? Errno(ENODATA) : Errno.notSupported }
         let tracked = AbsentAttribute(attribute)
-        if let tracked, node.isKnownAbsent(tracked) { return -ENODATA }
+        if let tracked, node.isKnownAbsent(tracked) { throw Errno(ENODATA) }
         let changes = node.attributeChanges()
         let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
-        guard n < 0 else { return Int32(n) }
-        let error = errno
-        if error == ENODATA, let tracked { node.noteAbsent(tracked, seenAt: changes) }
-        return -error
+        guard n < 0 else { return n }
+        let error = Errno.current
+        if error.rawValue == ENODATA, let tracked { node.noteAbsent(tracked, seenAt: changes) }
+        throw error
     }
 
     func setAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
-                      _ size: Int, _ flags: Int32) -> Int32 {
+                      _ size: Int, _ flags: Int32) throws(Errno) {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
             let bytes = value.map { UnsafeRawBufferPointer(start: $0, count: size) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
-            guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else { return -EINVAL }
+            guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else { throw Errno.invalid }
             switch node.type {
-            case S_IFDIR: return setDirectoryClass(node, protectionClass)
-            case S_IFREG: return setFileClass(node, protectionClass)
-            default: return -EPERM
+            case S_IFDIR: return try setDirectoryClass(node, protectionClass)
+            case S_IFREG: return try setFileClass(node, protectionClass)
+            default: throw Errno.notPermitted
             }
         }
-        if attribute.hasPrefix(Self.reservedPrefix) { return -EPERM }
-        if Self.isUnkeptLabel(attribute) { return -EOPNOTSUPP }
-        if Self.isSealed(attribute) { return setSealedAttribute(node, name, value, size, flags) }
+        if attribute.hasPrefix(Self.reservedPrefix) { throw Errno.notPermitted }
+        if Self.isUnkeptLabel(attribute) { throw Errno.notSupported }
+        if Self.isSealed(attribute) { return try setSealedAttribute(node, name, value, size, flags) }
         if Self.isACL(attribute) {
-            let recorded = acls.willSet(attribute, UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : size))
-            if recorded != 0 { return recorded }
+            try acls.willSet(attribute, UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : size))
         }
-        let rc = withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) }
-        guard rc == 0 else { return -errno }
+        try Errno.check(withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) })
         if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: false) }
         if attribute == Self.capabilityAttribute { privileges.granted() }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
-        return 0
     }
 
-    func listAttributes(_ node: Inode, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+    func listAttributes(_ node: Inode, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) throws(Errno) -> Int {
         var names: [CChar] = []
-        let got = withNodePath(node) { backing -> Int in
+        let got = try Errno.check(withNodePath(node) { backing -> Int in
             let needed = CLinux.listxattr(backing, nil, 0)
             guard needed > 0 else { return needed }
             names = [CChar](repeating: 0, count: needed)
             return CLinux.listxattr(backing, &names, needed)
-        }
-        guard got >= 0 else { return -errno }
+        })
         // The dpfs namespace shows only the class (its name tags stay hidden), and
         // labels dpfs does not keep are not listed.
         let reserved = Array(Self.reservedPrefix.utf8).map { CChar(bitPattern: $0) }
         let kept = Self.withoutUnkeptLabels(names[0..<got])
         var stored: [CChar] = kept.split(separator: 0).filter { !$0.starts(with: reserved) }.flatMap { Array($0) + [0] }
         if node.isRegular || node.isDirectory { stored += Array(Self.protectionAttribute.utf8CString) }
-        if size == 0 { return Int32(stored.count) }
-        guard size >= stored.count, let list else { return -ERANGE }
+        if size == 0 { return stored.count }
+        guard size >= stored.count, let list else { throw Errno(ERANGE) }
         stored.withUnsafeBytes { UnsafeMutableRawPointer(list).copyMemory(from: $0.start, byteCount: stored.count) }
-        return Int32(stored.count)
+        return stored.count
     }
 
-    func removeAttribute(_ node: Inode, _ name: UnsafePointer<CChar>) -> Int32 {
+    func removeAttribute(_ node: Inode, _ name: UnsafePointer<CChar>) throws(Errno) {
         let attribute = String(cString: name)
         if attribute == Self.protectionAttribute {
             // A directory goes back to the sandbox default. A file always has a class:
@@ -146,25 +141,20 @@ extension SandboxFileSystem {
             // rsync -X and cp --preserve=xattr from a filesystem without it work).
             // The parent is the one of any name: the file's class comes from where it is.
             switch node.type {
-            case S_IFDIR: return setDirectoryClass(node, device.defaultProtection)
+            case S_IFDIR: return try setDirectoryClass(node, device.defaultProtection)
             case S_IFREG:
-                guard let parent = parentDirectory(of: node) else { return -EIO }
-                switch directoryClass(parent) {
-                case .success(let inherited): return setFileClass(node, inherited)
-                case .failure(let error): return error.negated
-                }
-            default: return -ENODATA
+                guard let parent = parentDirectory(of: node) else { throw Errno.io }
+                return try setFileClass(node, try directoryClass(parent))
+            default: throw Errno(ENODATA)
             }
         } else if attribute.hasPrefix(Self.reservedPrefix) {
-            return -ENODATA
+            throw Errno(ENODATA)
         } else if Self.isUnkeptLabel(attribute) {
-            return -EOPNOTSUPP
+            throw Errno.notSupported
         }
-        let rc = withNodePath(node) { CLinux.removexattr($0, name) }
-        guard rc == 0 else { return -errno }
+        try Errno.check(withNodePath(node) { CLinux.removexattr($0, name) })
         if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: true) }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
-        return 0
     }
 
     /// A directory holding a name of `node` (a regular file): the directory of the path
@@ -196,64 +186,70 @@ extension SandboxFileSystem {
     /// Rewraps the file key under `newClass`, writing the spare header slot and
     /// syncing it; a raise gives the file a new key instead (ClassRaise.swift). Needs
     /// the current key (EPERM).
-    func setFileClass(_ node: Inode, _ newClass: ProtectionClass) -> Int32 {
-        switch retainFile(node) {
-        case .failure(let error): return error.negated
-        case .success(let file):
-            defer { node.releaseOpen() }
-            let content = file.content
-            let rc = file.writing { () -> Int32 in
-                guard let key = content.key, let current = content.header.current else { return -EPERM }
-                if current.protectionClass == newClass { return 0 }
-                if newClass.strength > current.protectionClass.strength {
-                    return raiseClass(content, key: key, current: current, to: newClass)
-                }
-                guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
-                    return -EPERM
-                }
-                let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
-                let index = content.header.spareSlotIndex
-                let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
-                let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(content.fd, $0, at: FileHeader.slotOffset(index)) }
-                if written != 0 { return written }
-                guard fdatasync(content.fd) == 0 else { return -errno }
-                content.header.slots[index] = slot
-                content.protectionClass = newClass
-                // The new slot is durable: the old one, wrapped under the old class,
-                // must not outlive it (it would open the file under the old class).
-                let stale = 1 - index
-                content.header.slots[stale] = nil
-                return HeaderIO.eraseSlot(content.fd, index: stale)
+    func setFileClass(_ node: Inode, _ newClass: ProtectionClass) throws(Errno) {
+        let file = try retainFile(node)
+        defer { node.releaseOpen() }
+        let content = file.content
+        try file.writing { () throws(Errno) in
+            guard let key = content.key, let current = content.header.current else { throw Errno.notPermitted }
+            if current.protectionClass == newClass { return }
+            if newClass.strength > current.protectionClass.strength {
+                return try raiseClass(content, key: key, current: current, to: newClass)
             }
-            if rc == 0 { node.noteCachedClass(newClass) }
-            return rc
+            guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
+                throw Errno.notPermitted
+            }
+            let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
+            let index = content.header.spareSlotIndex
+            let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
+            try bytes.withBytes { (slotBytes) throws(Errno) in
+                try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
+            }
+            try Errno.check(fdatasync(content.fd))
+            content.header.slots[index] = slot
+            content.protectionClass = newClass
+            // The new slot is durable: the old one, wrapped under the old class,
+            // must not outlive it (it would open the file under the old class).
+            let stale = 1 - index
+            content.header.slots[stale] = nil
+            try HeaderIO.eraseSlot(content.fd, index: stale)
         }
+        node.noteCachedClass(newClass)
     }
 
     // MARK: Requests
 
     /// Answers an xattr request from a handler that fills `size` bytes (or, with size
-    /// 0, reports the size it needs) and returns a count or -errno.
-    func replyAttribute(_ req: fuse_req_t?, _ size: Int, _ body: (UnsafeMutablePointer<CChar>?, Int) -> Int32) {
+    /// 0, reports the size it needs) and returns a count.
+    func replyAttribute(_ req: fuse_req_t?, _ size: Int,
+                        _ body: (UnsafeMutablePointer<CChar>?, Int) throws(Errno) -> Int) {
         if size == 0 {
-            let n = body(nil, 0)
-            if n < 0 { fuse_reply_err(req, -n) } else { fuse_reply_xattr(req, Int(n)) }
+            do throws(Errno) {
+                let needed = try body(nil, 0)
+                fuse_reply_xattr(req, needed)
+            } catch {
+                reply(req, error)
+            }
             return
         }
         guard let buffer = malloc(size)?.assumingMemoryBound(to: CChar.self) else { return reply(req, Errno(ENOMEM)) }
         defer { memset(buffer, 0, size); free(buffer) }
-        let n = body(buffer, size)
-        if n < 0 { fuse_reply_err(req, -n) } else { fuse_reply_buf(req, buffer, Int(n)) }
+        do throws(Errno) {
+            let n = try body(buffer, size)
+            fuse_reply_buf(req, buffer, n)
+        } catch {
+            reply(req, error)
+        }
     }
 
     func getxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ size: Int) {
         let node = node(ino)
-        replyAttribute(req, size) { getAttribute(node, name, $0, $1) }
+        replyAttribute(req, size) { (value, size) throws(Errno) in try getAttribute(node, name, value, size) }
     }
 
     func listxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int) {
         let node = node(ino)
-        replyAttribute(req, size) { listAttributes(node, $0, $1) }
+        replyAttribute(req, size) { (list, size) throws(Errno) in try listAttributes(node, list, size) }
     }
 
     func setxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
@@ -265,11 +261,13 @@ extension SandboxFileSystem {
             guard let protectionClass = ProtectionClass(name: String(decoding: bytes, as: UTF8.self)) else {
                 return reply(req, .invalid)
             }
-            fuse_reply_err(req, -createClasses.set(protectionClass, thread: Caller(req).thread, directory: node.key))
-            return
+            return replying(req) { () throws(Errno) in
+                try createClasses.set(protectionClass, thread: Caller(req).thread, directory: node.key)
+            }
         }
-        let rc = changingDirectoryACL(node, name) { setAttribute(node, name, value, size, flags) }
-        fuse_reply_err(req, -rc)
+        replying(req) { () throws(Errno) in
+            try changingDirectoryACL(node, name) { () throws(Errno) in try setAttribute(node, name, value, size, flags) }
+        }
     }
 
     func removexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
@@ -278,17 +276,19 @@ extension SandboxFileSystem {
             createClasses.clear(thread: Caller(req).thread, directory: node.key)
             return replyOK(req)
         }
-        let rc = changingDirectoryACL(node, name) { removeAttribute(node, name) }
-        fuse_reply_err(req, -rc)
+        replying(req) { () throws(Errno) in
+            try changingDirectoryACL(node, name) { () throws(Errno) in try removeAttribute(node, name) }
+        }
     }
 
     /// `change` of attribute `name` of `node`; a directory's ACL changing drops the
     /// spare made there (SpareFiles), before and after, as a directory's mode does. A
     /// spare would not be taken where a default ACL applies, but it would hold its inode.
-    private func changingDirectoryACL(_ node: Inode, _ name: UnsafePointer<CChar>, _ change: () -> Int32) -> Int32 {
-        guard node.isDirectory, Self.isACL(String(cString: name)) else { return change() }
+    private func changingDirectoryACL(_ node: Inode, _ name: UnsafePointer<CChar>,
+                                      _ change: () throws(Errno) -> Void) throws(Errno) {
+        guard node.isDirectory, Self.isACL(String(cString: name)) else { return try change() }
         spares.discard()
         defer { spares.discard() }
-        return change()
+        try change()
     }
 }

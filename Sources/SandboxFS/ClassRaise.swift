@@ -7,59 +7,59 @@
 import BlockStore
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     /// Gives `content` (whose key is `key`, its slot `current`) a new key wrapped under
     /// `newClass`, and moves its blocks to it. Caller holds the file's lock (exclusive).
     func raiseClass(_ content: SealedFile, key: SecureBuffer, current: FileHeader.KeySlot,
-                    to newClass: ProtectionClass) -> Int32 {
+                    to newClass: ProtectionClass) throws(Errno) {
         // The new class must take a key now: completeUnlessOpen always does (its public
         // key wraps), as for a new file; the others only while their key is there.
-        guard classTakesNewFiles(newClass) else { return -EPERM }
+        guard classTakesNewFiles(newClass) else { throw Errno.notPermitted }
         let newKey = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         guard let wrapped = FileKeyWrap.wrap(newKey, fileID: content.fileID, as: newClass, device: device) else {
             newKey.wipe()
-            return -EPERM
+            throw Errno.notPermitted
         }
         let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass,
                                       wrappedKey: wrapped, replacesKey: true)
         let index = content.header.spareSlotIndex
         let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
-        let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(content.fd, $0, at: FileHeader.slotOffset(index)) }
-        guard written == 0, fdatasync(content.fd) == 0 else {
+        do throws(Errno) {
+            try bytes.withBytes { (slotBytes) throws(Errno) in
+                try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
+            }
+            try Errno.check(fdatasync(content.fd))
+        } catch {
             newKey.wipe()
-            return written != 0 ? written : -errno
+            throw error
         }
         content.header.slots[index] = slot
         content.protectionClass = newClass
         TestHooks.killPoint("raise-slot")
-        return finishMove(content, from: key, to: newKey)
+        try finishMove(content, from: key, to: newKey)
     }
 
     /// Finishes a raise a kill cut short, at the first use of the file's key: both
     /// slots stand, blocks are under either key. EPERM while a class is unavailable.
-    func finishRekey(_ content: SealedFile) -> Errno? {
+    func finishRekey(_ content: SealedFile) throws(Errno) {
         guard let stale = content.header.staleSlotIndex, let oldSlot = content.header.slots[stale],
-              let current = content.header.current else { return .io }
-        let newKey: SecureBuffer
-        switch unwrapKey(current, of: content.header) {
-        case .failure(let error): return error
-        case .success(let unwrapped): newKey = unwrapped
-        }
+              let current = content.header.current else { throw Errno.io }
+        let newKey = try unwrapKey(current, of: content.header)
         let oldKey: SecureBuffer
-        switch unwrapKey(oldSlot, of: content.header) {
-        case .failure(let error): newKey.wipe(); return error
-        case .success(let unwrapped): oldKey = unwrapped
+        do throws(Errno) { oldKey = try unwrapKey(oldSlot, of: content.header) } catch {
+            newKey.wipe()
+            throw error
         }
-        let rc = finishMove(content, from: oldKey, to: newKey)
-        if rc == 0 { logger.notice("a class raise a kill interrupted is finished") }
-        return rc == 0 ? nil : Errno(-rc)
+        try finishMove(content, from: oldKey, to: newKey)
+        logger.notice("a class raise a kill interrupted is finished")
     }
 
     /// Moves the blocks to `newKey`, then zeroes the old slot; the file's key is then
     /// `newKey`. Consumes both keys. On failure the file keeps both slots (and no key
     /// in memory): the next use tries again.
-    private func finishMove(_ content: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer) -> Int32 {
+    private func finishMove(_ content: SealedFile, from oldKey: SecureBuffer, to newKey: SecureBuffer) throws(Errno) {
         // The entry's key is `oldKey` when a raise comes here: wiped once the move is done.
         defer { oldKey.wipe() }
         content.key = nil
@@ -68,23 +68,27 @@ extension SandboxFileSystem {
         // file keys may outlive a lock (an open file keeps its key), so it goes on.
         let classes = content.header.slots.compactMap { $0?.protectionClass }
         let journal = RekeyJournal(device: device.directory, fileID: content.fileID)
-        let moved = Rekey.move(content, from: oldKey, to: newKey, journal: journal) {
-            classes.allSatisfy(classTakesNewFiles)
-        }
-        guard moved == 0, let stale = content.header.staleSlotIndex else {
+        do throws(Errno) {
+            try Rekey.move(content, from: oldKey, to: newKey, journal: journal) { classes.allSatisfy(classTakesNewFiles) }
+        } catch {
             newKey.wipe()
-            if moved != 0 && moved != -EPERM {
-                logger.error("a class raise could not move the file to its new key (errno \(-moved))")
+            if error != .notPermitted {
+                logger.error("a class raise could not move the file to its new key (errno \(error.rawValue))")
             }
-            return moved != 0 ? moved : -EIO
+            throw error
+        }
+        guard let stale = content.header.staleSlotIndex else {
+            newKey.wipe()
+            throw Errno.io
         }
         TestHooks.killPoint("raise-moved")
-        let erased = HeaderIO.eraseSlot(content.fd, index: stale)
-        if erased == 0 { content.header.slots[stale] = nil }
-        // An empty file's block was read at open, under the old key; it has just been
-        // opened under one key or the other, and is under the new one now.
-        content.uncheckedEmptyBlock = nil
-        content.key = newKey
-        return erased
+        defer {
+            // An empty file's block was read at open, under the old key; it has just been
+            // opened under one key or the other, and is under the new one now.
+            content.uncheckedEmptyBlock = nil
+            content.key = newKey
+        }
+        try HeaderIO.eraseSlot(content.fd, index: stale)
+        content.header.slots[stale] = nil
     }
 }

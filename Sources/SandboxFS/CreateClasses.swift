@@ -11,6 +11,7 @@
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 final class CreateClasses: Sendable {
     private struct Key: Hashable {
@@ -31,18 +32,17 @@ final class CreateClasses: Sendable {
 
     private let intents = Mutex<[Key: Intent]>([:])
 
-    /// Records that `thread`'s next create in `directory` takes `protectionClass`: 0,
-    /// or -EAGAIN when the table is full of live intents. Thread 0 (a caller in a PID
-    /// namespace the mount cannot see) cannot be told apart: -EINVAL.
-    func set(_ protectionClass: ProtectionClass, thread: pid_t, directory: InodeKey) -> Int32 {
-        guard thread > 0 else { return -EINVAL }
+    /// Records that `thread`'s next create in `directory` takes `protectionClass`;
+    /// EAGAIN when the table is full of live intents. Thread 0 (a caller in a PID
+    /// namespace the mount cannot see) cannot be told apart: EINVAL.
+    func set(_ protectionClass: ProtectionClass, thread: pid_t, directory: InodeKey) throws(Errno) {
+        guard thread > 0 else { throw Errno.invalid }
         let now = ContinuousClock.now
         let key = Key(thread: thread, directory: directory)
-        return intents.withLock { table in
+        try intents.withLock { (table) throws(Errno) in
             if table.count >= Self.capacity { table = table.filter { $0.value.deadline > now } }
-            guard table.count < Self.capacity || table[key] != nil else { return -EAGAIN }
+            guard table.count < Self.capacity || table[key] != nil else { throw Errno(EAGAIN) }
             table[key] = Intent(protectionClass: protectionClass, deadline: now + Self.lifetime)
-            return 0
         }
     }
 

@@ -16,6 +16,7 @@ import CFuse
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     func opendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
@@ -30,7 +31,7 @@ extension SandboxFileSystem {
         let directory = node(ino)
         // A directory whose names cannot be read (record damaged, or reached by a name
         // that is not its own) lists as EIO, not as empty.
-        if case .failure(let error) = directoryID(directory) { return reply(req, error) }
+        do throws(Errno) { _ = try directoryID(directory) } catch { return reply(req, error) }
         let directoryFD = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard directoryFD >= 0 else { return reply(req, .current) }
         defer { close(directoryFD) }
@@ -114,13 +115,13 @@ extension SandboxFileSystem {
                     parameters.ino = 0
                     return .added(fuse_add_direntry_plus(req, buffer, room, name, &parameters, next))
                 }
-                switch listedEntry(directoryFD, backing) {
-                case .failure(let error): return Self.isShortage(error) ? .failed(error) : .added(0)
-                case .success(let (inode, found)):
-                    reached(inode, by: place)
-                    counted.append(inode)
-                    parameters = entryParameters(inode, found)
+                let (inode, found): (Inode, stat)
+                do throws(Errno) { (inode, found) = try listedEntry(directoryFD, backing) } catch {
+                    return Self.isShortage(error) ? .failed(error) : .added(0)
                 }
+                reached(inode, by: place)
+                counted.append(inode)
+                parameters = entryParameters(inode, found)
             }
             return .added(fuse_add_direntry_plus(req, buffer, room, name, &parameters, next))
         }
@@ -129,21 +130,16 @@ extension SandboxFileSystem {
     /// The entry for a name readdirplus lists, one lookup counted: found by its backing
     /// inode when the kernel knows it already, else entered (no descriptor opened
     /// either way where a file handle names the node).
-    func listedEntry(_ directoryFD: Int32, _ backing: UnsafePointer<CChar>) -> Result<(Inode, stat), Errno> {
+    func listedEntry(_ directoryFD: Int32, _ backing: UnsafePointer<CChar>) throws(Errno) -> (Inode, stat) {
         var st = stat()
-        let birth: FileBirth?
-        switch statWithBirth(directoryFD, backing, &st) {
-        case .failure(let error): return .failure(error)
-        case .success(let read): birth = read
-        }
+        let birth = try statWithBirth(directoryFD, backing, &st)
         if let known = inodes.retainExisting(InodeKey(st)) {
             Self.presentSize(of: known, &st)
-            return .success((known, st))
+            return (known, st)
         }
-        return entry(named: backing, in: directoryFD, &st, statted: true, birth: birth).map { inode in
-            Self.presentSize(of: inode, &st)
-            return (inode, st)
-        }
+        let inode = try entry(named: backing, in: directoryFD, &st, statted: true, birth: birth)
+        Self.presentSize(of: inode, &st)
+        return (inode, st)
     }
 
     static func isDotOrDotDot(_ name: UnsafePointer<CChar>) -> Bool {
@@ -151,10 +147,11 @@ extension SandboxFileSystem {
     }
 
     func fsyncdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32) {
-        let fd = node(ino).withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { return reply(req, .current) }
-        defer { close(fd) }
-        replyResult(req, dataOnly != 0 ? fdatasync(fd) : Glibc.fsync(fd))
+        replying(req) { () throws(Errno) in
+            let fd = try Errno.check(node(ino).withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+            defer { close(fd) }
+            try Errno.check(dataOnly != 0 ? fdatasync(fd) : Glibc.fsync(fd))
+        }
     }
 
     /// The object a handle's fh holds.

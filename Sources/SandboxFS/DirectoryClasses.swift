@@ -7,6 +7,7 @@ import BlockStore
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     static let protectionAttribute = MountAttributes.protection
@@ -15,68 +16,71 @@ extension SandboxFileSystem {
     /// Creates take the one kept on the inode; `fresh` (a class read or changed through
     /// the mount) reads the backing attribute, so damage there shows as EIO, and keeps
     /// what it found (nothing when it does not verify).
-    func directoryRecord(_ directory: Inode, fresh: Bool = false) -> Result<DirectoryClassRecord.Decoded, Errno> {
+    func directoryRecord(_ directory: Inode, fresh: Bool = false) throws(Errno) -> DirectoryClassRecord.Decoded {
         if fresh {
             // Read and kept under the mutex: a class change that writes meanwhile
             // keeps its own record after this one (setDirectoryClass).
-            return directory.classRecord.withLock { cached in
-                let found = readDirectoryRecord(directory)
-                cached = try? found.get()
+            return try directory.classRecord.withLock { (cached) throws(Errno) in
+                cached = nil
+                let found = try readDirectoryRecord(directory)
+                cached = found
                 return found
             }
         }
-        if let known = directory.classRecord.withLock({ $0 }) { return .success(known) }
-        let found = readDirectoryRecord(directory)
-        guard case .success(let record) = found else { return found }
+        if let known = directory.classRecord.withLock({ $0 }) { return known }
+        let record = try readDirectoryRecord(directory)
         // Kept unless a class change through the mount got there first.
-        return .success(directory.classRecord.withLock { cached in
+        return directory.classRecord.withLock { cached in
             if cached == nil { cached = record }
             return cached ?? record
-        })
+        }
     }
 
-    private func readDirectoryRecord(_ directory: Inode) -> Result<DirectoryClassRecord.Decoded, Errno> {
+    private func readDirectoryRecord(_ directory: Inode) throws(Errno) -> DirectoryClassRecord.Decoded {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
         let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
-        if n < 0 && errno != ENODATA && errno != ERANGE { return .failure(.current) }
+        if n < 0 && errno != ENODATA && errno != ERANGE { throw Errno.current }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
-            return .failure(.io)
+            throw Errno.io
         }
         if let recorded = device.recordedDirectoryClass(record.directoryID),
            record.protectionClass.strength < recorded.strength {
             logger.error("a directory's stored class is weaker than the keybag records (put back from an older copy): its new children are refused (EIO)")
-            return .failure(.io)
+            throw Errno.io
         }
-        return .success(record)
+        return record
     }
 
-    func directoryClass(_ directory: Inode, fresh: Bool = false) -> Result<ProtectionClass, Errno> {
-        directoryRecord(directory, fresh: fresh).map(\.protectionClass)
+    func directoryClass(_ directory: Inode, fresh: Bool = false) throws(Errno) -> ProtectionClass {
+        try directoryRecord(directory, fresh: fresh).protectionClass
     }
 
     /// A class change through the mount: needs the directory's current class key (EPERM),
     /// or, for a directory whose record is damaged, an unlocked device.
-    func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) -> Int32 {
+    func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) throws(Errno) {
         let directoryID: [UInt8]
-        switch directoryRecord(directory, fresh: true) {
-        case .success(let record):
-            if record.protectionClass == newClass { return 0 }
-            guard device.isAvailable(record.protectionClass) else { return -EPERM }
+        if let record = try? directoryRecord(directory, fresh: true) {
+            if record.protectionClass == newClass { return }
+            guard device.isAvailable(record.protectionClass) else { throw Errno.notPermitted }
             directoryID = record.directoryID
-        case .failure:
-            guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { return -EPERM }
+        } else {
+            guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { throw Errno.notPermitted }
             directoryID = DirectoryClassRecord.newDirectoryID()
         }
-        let fd = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { return -errno }
+        let fd = try Errno.check(directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
         defer { close(fd) }
-        let rc = storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
-        directory.classRecord.withLock {
-            $0 = rc == 0 ? DirectoryClassRecord.Decoded(protectionClass: newClass, directoryID: directoryID) : nil
+        do throws(Errno) {
+            try storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
+        } catch {
+            directory.classRecord.withLock { $0 = nil }
+            throw error
         }
-        guard rc == 0, directoryID != directory.directoryID.withLock({ $0 }) else { return rc }
+        directory.classRecord.withLock {
+            $0 = DirectoryClassRecord.Decoded(protectionClass: newClass, directoryID: directoryID)
+        }
+        guard directoryID != directory.directoryID.withLock({ $0 }) else { return }
         // A repaired record has a new ID: the directory's tags are remade for the names
         // the kernel knows it by, which the unlocked device vouches for.
         directory.directoryID.withLock { $0 = directoryID }
@@ -85,44 +89,38 @@ extension SandboxFileSystem {
         let places = directory.places.withLock { $0.checked + $0.pending }
         let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
         for place in places { vouched(directory, for: place) }
-        return procPath(fd).withCString { NameTagStore.write($0, tags) }
+        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, tags) }
     }
 
     /// A class change the keybag records, so that the record from before it, put back,
     /// is refused. The weaker of the two classes is never the only one vouched for: a
     /// raise writes the record first, a lowering the keybag first, and a crash between
     /// leaves the old protection in force.
-    private func storeRecordedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {
+    private func storeRecordedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {
         let raise = newClass.strength >= (device.recordedDirectoryClass(directoryID)?.strength ?? 0)
-        if raise {
-            let rc = storeDirectoryClass(fd, newClass, directoryID: directoryID)
-            guard rc == 0 else { return rc }
-        }
+        if raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
         do { try device.recordDirectoryClass(directoryID, newClass) } catch {
             logger.error("a directory's new class could not be recorded in the keybag: \(error)")
-            return -EIO
+            throw Errno.io
         }
-        return raise ? 0 : storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        if !raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
     }
 
     /// Stores the class record of the new directory `name` in `parent`, and the tag of
     /// its name at `place` (NameBindings.swift).
-    @discardableResult
     func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
-                             directoryID: [UInt8], place: NamePlace?) -> Int32 {
-        let fd = parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
-        guard fd >= 0 else { return -errno }
+                             directoryID: [UInt8], place: NamePlace?) throws(Errno) {
+        let fd = try Errno.check(parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) })
         defer { close(fd) }
-        let rc = storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
-        guard rc == 0, let place else { return rc }
+        try storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
+        guard let place else { return }
         // A new directory: its one tag, no other to keep.
         let tag = NameBinding.tag(identity: directoryID, place: place, metadataKey: device.metadataKey)
-        return procPath(fd).withCString { NameTagStore.write($0, [tag]) }
+        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, [tag]) }
     }
 
-    func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) -> Int32 {
+    func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {
         let record = DirectoryClassRecord.encode(protectionClass, directoryID: directoryID, metadataKey: device.metadataKey)
-        let rc = record.withUnsafeBytes { fsetxattr(fd, Self.protectionAttribute, $0.baseAddress, $0.count, 0) }
-        return rc == 0 ? 0 : -errno
+        try Errno.check(record.withUnsafeBytes { fsetxattr(fd, Self.protectionAttribute, $0.baseAddress, $0.count, 0) })
     }
 }

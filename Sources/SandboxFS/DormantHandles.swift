@@ -12,25 +12,7 @@
 import BlockStore
 import CLinux
 import Glibc
-
-/// When an inode was born (statx's btime): fixed for the inode's life.
-struct FileBirth: Equatable, Sendable {
-    let seconds: Int64
-    let nanoseconds: UInt32
-}
-
-/// fstatat(directoryFD, name, &st, flags | AT_SYMLINK_NOFOLLOW), with the node's birth
-/// time where its filesystem keeps one.
-func statWithBirth(_ directoryFD: Int32, _ name: UnsafePointer<CChar>, flags: Int32 = 0,
-                   _ st: inout stat) -> Result<FileBirth?, Errno> {
-    var seconds: Int64 = 0
-    var nanoseconds: UInt32 = 0
-    switch dpfs_stat_birth(directoryFD, name, flags, &st, &seconds, &nanoseconds) {
-    case -1: return .failure(.current)
-    case 1: return .success(FileBirth(seconds: seconds, nanoseconds: nanoseconds))
-    default: return .success(nil)
-    }
-}
+import SystemCalls
 
 struct DormantHandles: Sendable {
     private struct Record: Sendable {

@@ -9,6 +9,7 @@ import CLinux
 import DataProtection
 import Foundation
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     // MARK: Headers and keys
@@ -39,42 +40,41 @@ extension SandboxFileSystem {
 
     /// A fresh header and key for a new file of `protectionClass`; EPERM when the
     /// class cannot wrap a key now.
-    func makeHeader(_ protectionClass: ProtectionClass, _ random: NewFileRandomness) -> Result<(FileHeader, SecureBuffer), Errno> {
+    func makeHeader(_ protectionClass: ProtectionClass, _ random: NewFileRandomness) throws(Errno) -> (FileHeader, SecureBuffer) {
         let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
         let wrapped = random.wrapNonce.withUnsafeBytes {
             FileKeyWrap.wrap(key, fileID: random.fileID, as: protectionClass, device: device, nonce: $0)
         }
         guard let wrapped else {
             key.wipe()
-            return .failure(.notPermitted)
+            throw Errno.notPermitted
         }
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: protectionClass, wrappedKey: wrapped)
-        return .success((FileHeader(fileID: random.fileID, slot: slot), key))
+        return (FileHeader(fileID: random.fileID, slot: slot), key)
     }
 
-    func unwrapKey(_ header: FileHeader) -> Result<SecureBuffer, Errno> {
-        guard let slot = header.current else { return .failure(.io) }
-        return unwrapKey(slot, of: header)
+    func unwrapKey(_ header: FileHeader) throws(Errno) -> SecureBuffer {
+        guard let slot = header.current else { throw Errno.io }
+        return try unwrapKey(slot, of: header)
     }
 
     /// The key `slot` of `header` wraps; EPERM while its class is unavailable.
-    func unwrapKey(_ slot: FileHeader.KeySlot, of header: FileHeader) -> Result<SecureBuffer, Errno> {
+    func unwrapKey(_ slot: FileHeader.KeySlot, of header: FileHeader) throws(Errno) -> SecureBuffer {
         do {
-            return .success(try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID,
-                                                   as: slot.protectionClass, device: device))
+            return try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID, as: slot.protectionClass, device: device)
         } catch .unavailable {
-            return .failure(.notPermitted)
+            throw Errno.notPermitted
         } catch {
             logger.error("file key does not unwrap: damaged header or keybag")
-            return .failure(.io)
+            throw Errno.io
         }
     }
 
     /// Opens a node's backing file for I/O: read-write when permitted (writes need
     /// read-modify-write), else read-only. O_NOATIME where allowed, so reading the
     /// header is not an access; loadFile clears it for the data path. The descriptor
-    /// and the flags it was opened with, or -1 and errno.
-    func openBacking(_ inode: Inode) -> (fd: Int32, flags: Int32) {
+    /// and the flags it was opened with.
+    func openBacking(_ inode: Inode) throws(Errno) -> (fd: Int32, flags: Int32) {
         // By its handle where the node has one: no walk of a /proc/self/fd path.
         if let handle = inode.handle, let mountFD = inodes.descriptors?.mountFD {
             let quiet = O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime
@@ -86,7 +86,7 @@ extension SandboxFileSystem {
             }
         }
         var opened: (fd: Int32, flags: Int32) = (-1, 0)
-        _ = withNodePath(inode) { path -> Int32 in
+        try Errno.check(withNodePath(inode) { path -> Int32 in
             func open(_ access: Int32) -> (fd: Int32, flags: Int32) {
                 let quiet = access | O_CLOEXEC | OpenFlag.noAccessTime
                 let fd = Glibc.open(path, quiet)
@@ -96,58 +96,56 @@ extension SandboxFileSystem {
             opened = open(O_RDWR)
             if opened.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) { opened = open(O_RDONLY) }
             return opened.fd
-        }
+        })
         return opened
     }
 
     /// The open-file entry of a regular file, one handle counted, loading header and
     /// key on first use; the key is unwrapped when the entry has none (a revoked
     /// complete file). Balance with inode.releaseOpen().
-    func retainFile(_ inode: Inode) -> Result<OpenFile, Errno> {
-        guard inode.isRegular else { return .failure(.invalid) }
-        switch inode.retainOpen({ loadFile(inode) }) {
-        case .failure(let error): return .failure(error)
-        case .success(let file):
-            if case .failure(let error) = checkOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd) {
-                inode.releaseOpen()
-                return .failure(error)
-            }
-            if let error = ensureKey(file) ?? finishInterruptedCut(file, inode) {
-                inode.releaseOpen()
-                return .failure(error)
-            }
-            return .success(file)
+    func retainFile(_ inode: Inode) throws(Errno) -> OpenFile {
+        guard inode.isRegular else { throw Errno.invalid }
+        let file = try inode.retainOpen { () throws(Errno) in try loadFile(inode) }
+        do throws(Errno) {
+            try checkOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd)
+            try ensureKey(file)
+            try finishInterruptedCut(file, inode)
+        } catch {
+            inode.releaseOpen()
+            throw error
         }
+        return file
     }
 
     /// Reads a backing file's header and size into a new entry (no key yet).
-    func loadFile(_ inode: Inode) -> Result<OpenFile, Errno> {
-        let (fd, statusFlags) = openBacking(inode)
-        guard fd >= 0 else { return .failure(.current) }
+    func loadFile(_ inode: Inode) throws(Errno) -> OpenFile {
+        let (fd, statusFlags) = try openBacking(inode)
         var header: FileHeader
-        switch HeaderIO.read(fd, metadataKey: device.metadataKey) {
-        case .failure(let error): close(fd); return .failure(error)
-        case .success(let stored): header = stored
+        do throws(Errno) { header = try HeaderIO.read(fd, metadataKey: device.metadataKey) } catch {
+            close(fd)
+            throw error
         }
         // A class change cut short after its new slot was synced: finish it. A raise's
         // move to a new key is finished once the keys are there (finishRekey).
         if !header.isRekeying, let stale = header.staleSlotIndex, statusFlags >= 0, statusFlags & O_ACCMODE == O_RDWR,
-           HeaderIO.eraseSlot(fd, index: stale) == 0 {
+           (try? HeaderIO.eraseSlot(fd, index: stale)) != nil {
             header.slots[stale] = nil
         }
         var st = stat()
-        guard let slot = header.current, fstat(fd, &st) == 0 else { close(fd); return .failure(.io) }
+        guard let slot = header.current, fstat(fd, &st) == 0 else { close(fd); throw Errno.io }
         guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
             close(fd)
             logger.error("a backing file is cut short: it reads as EIO")
-            return .failure(.io)
+            throw Errno.io
         }
         let plainSize = BlockLayout.plainSize(backingSize: Int(st.st_size))
         var emptyBlock: [UInt8]?
         if plainSize == 0 {
             var sealed = [UInt8](repeating: 0, count: BlockLayout.blockOverhead)
-            let got = sealed.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: BlockLayout.headerSize) }
-            guard got == sealed.count else { close(fd); return .failure(.io) }
+            let got = try? sealed.withMutableBytes { (bytes) throws(Errno) in
+                try preadAll(fd, bytes, at: BlockLayout.headerSize)
+            }
+            guard got == sealed.count else { close(fd); throw Errno.io }
             emptyBlock = sealed
         }
         // Reading the header (and an empty file's block) was no access; the data path is.
@@ -156,65 +154,63 @@ extension SandboxFileSystem {
         }
         let content = SealedFile(fd: fd, header: header, slot: slot, key: nil, plainSize: plainSize)
         content.uncheckedEmptyBlock = emptyBlock
-        return .success(OpenFile(content: content))
+        return OpenFile(content: content)
     }
 
-    /// Unwraps the file key if the entry has none; nil on success.
-    func ensureKey(_ file: OpenFile) -> Errno? {
-        if file.reading({ file.key != nil }) { return nil }
-        return file.writing { () -> Errno? in
-            if file.content.key != nil { return nil }
-            if file.content.header.isRekeying { return finishRekey(file.content) }
-            switch unwrapKey(file.content.header) {
-            case .success(let key): file.content.key = key; return nil
-            case .failure(let error): return error
-            }
+    /// Unwraps the file key if the entry has none.
+    func ensureKey(_ file: OpenFile) throws(Errno) {
+        if file.reading({ file.key != nil }) { return }
+        try file.writing { () throws(Errno) in
+            if file.content.key != nil { return }
+            if file.content.header.isRekeying { return try finishRekey(file.content) }
+            file.content.key = try unwrapKey(file.content.header)
         }
     }
 
-    /// `operation` (a data operation that answers -EPERM without the file key), run once
+    /// `operation` (a data operation that throws EPERM without the file key), run once
     /// more with the key unwrapped again if a lock took it and its class is back: a
     /// handle opened before a lock works again after unlock, as on iOS, with no reopen.
     /// The kernel may cache the pages it reads then, so the next lock must drop them.
-    func restoringKey<R: SignedInteger>(_ file: OpenFile, of inode: Inode, _ operation: () -> R) -> R {
-        let result = operation()
-        guard result == -R(EPERM), file.reading({ file.key == nil }), ensureKey(file) == nil else { return result }
+    @inline(__always)
+    func restoringKey<R>(_ file: OpenFile, of inode: Inode, _ operation: () throws(Errno) -> R) throws(Errno) -> R {
+        do throws(Errno) {
+            return try operation()
+        } catch {
+            guard error == .notPermitted, file.reading({ file.key == nil }), (try? ensureKey(file)) != nil else { throw error }
+        }
         inode.noteCachedClass(file.protectionClass)
-        return operation()
+        return try operation()
     }
 
     /// Finishes a shrinking truncate a kill interrupted (InterruptedCut), once the key
     /// is there; the kernel, which has the size from before, is told to ask again.
-    func finishInterruptedCut(_ file: OpenFile, _ inode: Inode) -> Errno? {
-        if file.reading({ file.content.header.pendingCut == nil }) { return nil }
-        return file.writing { () -> Errno? in
-            guard file.content.header.pendingCut != nil, let key = file.content.key else { return nil }
+    func finishInterruptedCut(_ file: OpenFile, _ inode: Inode) throws(Errno) {
+        if file.reading({ file.content.header.pendingCut == nil }) { return }
+        try file.writing { () throws(Errno) in
+            guard file.content.header.pendingCut != nil, let key = file.content.key else { return }
             let before = file.content.plainSize
             let writable = fcntl(file.content.fd, F_GETFL) & O_ACCMODE == O_RDWR
-            let rc = InterruptedCut.finish(file.content, key: key, pool: pool, repair: writable)
-            guard rc == 0 else { return Errno(-rc) }
+            try InterruptedCut.finish(file.content, key: key, pool: pool, repair: writable)
             if file.content.plainSize != before {
                 file.content.uncheckedEmptyBlock = nil
                 kernel.invalidateAttributes(inode)
                 logger.notice("a truncate a kill interrupted is finished: \(before) → \(file.content.plainSize) bytes")
             }
-            return nil
         }
     }
 
     /// Opens an empty file's block, read with its header, once the key is there: a
     /// file cut down to its first bytes would read as empty otherwise.
-    func checkEmptyBlock(_ file: OpenFile) -> Errno? {
+    func checkEmptyBlock(_ file: OpenFile) throws(Errno) {
         // Every open asks: the exclusive lock only for the one open that has work to do.
-        if file.reading({ file.content.uncheckedEmptyBlock == nil }) { return nil }
-        return file.writing { () -> Errno? in
-            guard let sealed = file.content.uncheckedEmptyBlock, let key = file.content.key else { return nil }
+        if file.reading({ file.content.uncheckedEmptyBlock == nil }) { return }
+        try file.writing { () throws(Errno) in
+            guard let sealed = file.content.uncheckedEmptyBlock, let key = file.content.key else { return }
             guard file.content.plainSize == 0, BlockIO.openEmptyBlock(file.content, key: key, sealed: sealed) else {
                 logger.error("an empty file's block does not open: cut short or altered")
-                return .io
+                throw Errno.io
             }
             file.content.uncheckedEmptyBlock = nil
-            return nil
         }
     }
 
@@ -223,20 +219,16 @@ extension SandboxFileSystem {
     func open(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let inode = node(ino)
         let file: OpenFile
-        switch retainFile(inode) {
-        case .failure(let error): return reply(req, error)
-        case .success(let retained): file = retained
-        }
-        // An empty file is never read (the kernel knows its size): check its block now.
-        if let error = checkEmptyBlock(file) {
+        do throws(Errno) { file = try retainFile(inode) } catch { return reply(req, error) }
+        do throws(Errno) {
+            // An empty file is never read (the kernel knows its size): check its block now.
+            try checkEmptyBlock(file)
+            // Linux truncates on O_TRUNC whatever the access mode (the kernel has checked
+            // write permission).
+            if fi.pointee.flags & O_TRUNC != 0 { try resize(file, inode, Caller(req), to: 0) }
+        } catch {
             inode.releaseOpen()
             return reply(req, error)
-        }
-        // Linux truncates on O_TRUNC whatever the access mode (the kernel has checked
-        // write permission).
-        if fi.pointee.flags & O_TRUNC != 0 {
-            let rc = resize(file, inode, Caller(req), to: 0)
-            if rc != 0 { inode.releaseOpen(); return reply(req, Errno(-rc)) }
         }
         install(req, inode, file, fi, created: nil)
     }
@@ -247,25 +239,27 @@ extension SandboxFileSystem {
         if Self.isUnnamedFileRequest(name) { return createUnnamed(req, parent, mode, fi) }
         guard let form = backingName(req, name, in: parent) else { return }
         let backing = form.stored
-        if let error = prepareName(form, in: parent) { return reply(req, error) }
+        do throws(Errno) { try prepareName(form, in: parent) } catch { return reply(req, error) }
         let made: CreatedFile
-        switch createRegular(Caller(req), parent, form, mode: mode) {
-        case .failure(let error): abandonName(form, in: parent); return reply(req, error)
-        case .success(let created): made = created
+        do throws(Errno) { made = try createRegular(Caller(req), parent, form, mode: mode) } catch {
+            abandonName(form, in: parent)
+            return reply(req, error)
         }
-        guard let (inode, created) = enterCreated(made.fd, handle: made.handle, named: backing, in: parent),
-              let slot = made.header.current else {
-            let error = Errno.current
+        let (inode, created): (Inode, stat)
+        do throws(Errno) {
+            (inode, created) = try enterCreated(made.fd, handle: made.handle, named: backing, in: parent)
+        } catch {
             close(made.fd)
             made.key.wipe()
             return reply(req, error)
         }
+        guard let slot = made.header.current else { return reply(req, .io) }
         vouched(inode, for: form.place)
         guard openCreated(req, made, slot, as: inode, created, in: parent, fi) else { return }
         guard spareMayServe(in: parent) else { return }
         // The spare is for the next create there, in the directory's class (this one's
         // may have been given at creation).
-        let spareClass = (try? directoryClass(parent).get()) ?? slot.protectionClass
+        let spareClass = (try? directoryClass(parent)) ?? slot.protectionClass
         spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, spareClass) }
     }
 
@@ -281,7 +275,7 @@ extension SandboxFileSystem {
         // The new key goes straight into the entry: a completeUnlessOpen file created
         // while locked could not unwrap it again.
         let content = SealedFile(fd: made.fd, header: made.header, slot: slot, key: made.key, plainSize: 0)
-        guard case .success(let file) = inode.retainOpen({ .success(OpenFile(content: content)) }) else {
+        guard let file = try? inode.retainOpen({ OpenFile(content: content) }) else {
             reply(req, .io)
             return false
         }
@@ -303,9 +297,9 @@ extension SandboxFileSystem {
         let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
         guard fd >= 0 else { return (fd, nil) }
         let random = NewFileRandomness(pool)
-        guard case .success(let (header, key)) = makeHeader(protectionClass, random) else { return (fd, nil) }
+        guard let (header, key) = try? makeHeader(protectionClass, random) else { return (fd, nil) }
         // A write that failed leaves whatever it wrote: a create writes it all again.
-        guard writeNewContents(fd, header, key, blockNonce: random.blockNonce) == 0 else {
+        guard (try? writeNewContents(fd, header, key, blockNonce: random.blockNonce)) != nil else {
             key.wipe()
             return (fd, nil)
         }
@@ -320,40 +314,42 @@ extension SandboxFileSystem {
     }
 
     /// `make` (a call that makes a node: -1 and errno on failure), once more if it found
-    /// the disk full while a spare held an inode, which it then gets (SpareFiles).
-    func makingNode(_ make: () -> Int32) -> Int32 {
+    /// the disk full while a spare held an inode, which it then gets (SpareFiles). What
+    /// it returns; its errno, thrown.
+    func makingNode(_ make: () -> Int32) throws(Errno) -> Int32 {
         let rc = make()
-        guard rc < 0, errno == ENOSPC || errno == EDQUOT, spares.discard() else { return rc }
-        return make()
+        guard rc < 0 else { return rc }
+        guard errno == ENOSPC || errno == EDQUOT, spares.discard() else { throw Errno.current }
+        return try Errno.check(make())
     }
 
     /// The entry of the new file `fd` (named `name` in `parent`; its `handle` when
-    /// already read), one lookup counted, and its attributes; nil and errno when they
-    /// cannot be read.
+    /// already read), one lookup counted, and its attributes; the error that kept them
+    /// from being read.
     func enterCreated(_ fd: Int32, handle known: KernelFileHandle?, named name: UnsafePointer<CChar>,
-                      in parent: Inode) -> (Inode, stat)? {
+                      in parent: Inode) throws(Errno) -> (Inode, stat) {
         var st = stat()
-        guard case .success(let birth) = statWithBirth(fd, "", flags: AtFlag.emptyPath, &st) else { return nil }
+        let birth = try statWithBirth(fd, "", flags: AtFlag.emptyPath, &st)
         // Where handles reopen nodes, the entry needs no descriptor of its own now.
         if let handle = known ?? inodes.handle(of: fd, st) { return (inodes.remember(handle: handle, st, birth: birth), st) }
-        let pathFD = pathDescriptor(of: fd, named: name, in: parent, stat: &st)
-        guard pathFD >= 0 else { return nil }
+        let pathFD = try pathDescriptor(of: fd, named: name, in: parent, stat: &st)
         return (inodes.remember(fd: pathFD, st), st)
     }
 
     /// An O_PATH descriptor of the new file `fd`, opened by its name so the kernel's
     /// path for it is that name (an O_TMPFILE descriptor's shows an unnamed file);
     /// through /proc/self/fd if the name was replaced meanwhile. `made` gets the new
-    /// file's attributes (-1 if they could not be read).
-    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode, stat made: inout stat) -> Int32 {
+    /// file's attributes.
+    func pathDescriptor(of fd: Int32, named name: UnsafePointer<CChar>, in parent: Inode,
+                        stat made: inout stat) throws(Errno) -> Int32 {
         var found = stat()
-        guard fstat(fd, &made) == 0 else { return -1 }
+        try Errno.check(fstat(fd, &made))
         let byName = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
         if byName >= 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0 && InodeKey(made) == InodeKey(found) {
             return byName
         }
         if byName >= 0 { close(byName) }
-        return procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
+        return try Errno.check(procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) })
     }
 
     /// A new file: its descriptor (read-write), header and key; its handle when a
@@ -369,71 +365,78 @@ extension SandboxFileSystem {
     /// (CreateClasses.swift), else the class its directory passes on, named `form`
     /// (with its name tag), or left unnamed when `form` is nil (O_TMPFILE). Nothing is
     /// created when the class cannot take a new file now (EPERM).
-    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, mode: mode_t) -> Result<CreatedFile, Errno> {
-        let protectionClass: ProtectionClass
+    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, mode: mode_t) throws(Errno) -> CreatedFile {
         // The directory's record is checked either way: where it is missing or forged,
         // nothing is made in it.
-        switch directoryClass(parent) {
-        case .failure(let error): return .failure(error)
-        case .success(let inherited):
-            protectionClass = createClasses.take(thread: caller.thread, directory: parent.key) ?? inherited
-        }
+        let inherited = try directoryClass(parent)
+        let protectionClass = createClasses.take(thread: caller.thread, directory: parent.key) ?? inherited
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file. A spare made ahead has them but the tag, when made in this class.
         let spare = form != nil && spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
         let fd: Int32, header: FileHeader, key: SecureBuffer
-        var rc: Int32 = 0
+        var blockNonce: [UInt8]?  // a new file's, whose contents are still to be written
         if let spare, let ready = spare.contents, ready.protectionClass == protectionClass, classTakesNewFiles(protectionClass) {
             (fd, header, key) = (spare.fd, ready.header, ready.key)
         } else {
             spare?.contents?.key.wipe()
             let random = NewFileRandomness(pool)
-            guard case .success(let (made, madeKey)) = makeHeader(protectionClass, random) else {
+            let made: FileHeader, madeKey: SecureBuffer
+            do throws(Errno) { (made, madeKey) = try makeHeader(protectionClass, random) } catch {
                 if let spare { close(spare.fd) }
-                return .failure(.notPermitted)
+                throw error
             }
-            let opened = spare?.fd ?? makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } }
-            guard opened >= 0 else { madeKey.wipe(); return .failure(.current) }
+            let opened: Int32
+            if let spare {
+                opened = spare.fd
+            } else {
+                do throws(Errno) { opened = try makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } } } catch {
+                    madeKey.wipe()
+                    throw error
+                }
+            }
             (fd, header, key) = (opened, made, madeKey)
-            rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
-            // A spare holding the last free block gives it back (SpareFiles).
-            if rc == -ENOSPC || rc == -EDQUOT, spares.discard() {
-                rc = writeNewContents(fd, header, key, blockNonce: random.blockNonce)
+            blockNonce = random.blockNonce
+        }
+        do throws(Errno) {
+            if let blockNonce {
+                do throws(Errno) {
+                    try writeNewContents(fd, header, key, blockNonce: blockNonce)
+                } catch where error == .noSpace || error == .quotaExceeded {
+                    // A spare holding the last free block gives it back (SpareFiles).
+                    guard spares.discard() else { throw error }
+                    try writeNewContents(fd, header, key, blockNonce: blockNonce)
+                }
             }
-        }
-        if rc == 0, let place = form?.place {
-            let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
-            if tag.withUnsafeBytes({ fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) }) != 0 { rc = -errno }
-        }
-        if rc == 0, let form {
-            let linked = parent.withDescriptor { parentFD in
-                linkDescriptor(fd, into: parentFD, as: form.stored)
+            if let place = form?.place {
+                let tag = NameBinding.tag(identity: header.fileID, place: place, metadataKey: device.metadataKey)
+                try Errno.check(tag.withUnsafeBytes { fsetxattr(fd, NameBinding.attribute, $0.baseAddress, $0.count, 0) })
             }
-            if linked != 0 { rc = -errno }
-        }
-        if rc != 0 {
+            if let form {
+                try parent.withDescriptor { (parentFD) throws(Errno) in try linkDescriptor(fd, into: parentFD, as: form.stored) }
+            }
+        } catch {
             close(fd)
             key.wipe()
-            return .failure(Errno(-rc))
+            throw error
         }
         ownership.take(caller, parent: parent, fd: fd, mode: mode)
         // A spare's descriptor is the file's in both branches above.
-        return .success(CreatedFile(fd: fd, header: header, key: key, handle: spare?.contents?.handle))
+        return CreatedFile(fd: fd, header: header, key: key, handle: spare?.contents?.handle)
     }
 
     /// A new file's header and its empty last block, in one write: the block follows
-    /// the header (whose serialized form fills its whole area). 0 or -errno.
-    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer, blockNonce: [UInt8]) -> Int32 {
+    /// the header (whose serialized form fills its whole area).
+    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer, blockNonce: [UInt8]) throws(Errno) {
         let blockStart = BlockLayout.headerSize
-        return withUnsafeTemporaryAllocation(byteCount: blockStart + BlockIO.overhead, alignment: 16) { all in
+        try withUnsafeTemporaryAllocation(byteCount: blockStart + BlockIO.overhead, alignment: 16) { (all) throws(Errno) in
             header.write(into: all, metadataKey: device.metadataKey)
             blockNonce.withUnsafeBytes { nonce in
                 BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
                                   plain: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
                                   into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
             }
-            return BlockIO.pwriteAll(fd, UnsafeRawBufferPointer(all), at: 0)
+            try pwriteAll(fd, UnsafeRawBufferPointer(all), at: 0)
         }
     }
 
@@ -501,17 +504,18 @@ extension SandboxFileSystem {
         // from, which the queue wipes itself.
         let inPlace = KernelChannel.readReplySpace(size)
         guard let buffer = inPlace ?? malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
-        let n = restoringKey(file, of: handle.inode) {
-            file.reading { () -> Int in
-                guard let key = file.key else { return -Int(EPERM) }
-                let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
-                return BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool)
+        var n = 0
+        do throws(Errno) {
+            n = try restoringKey(file, of: handle.inode) { () throws(Errno) -> Int in
+                try file.reading { () throws(Errno) -> Int in
+                    guard let key = file.key else { throw Errno.notPermitted }
+                    let output = UnsafeMutableRawBufferPointer(start: buffer, count: size)
+                    return try BlockIO.read(file.content, key: key, into: output, offset: Int(offset), pool: pool)
+                }
             }
-        }
-        if n < 0 {
-            reply(req, Errno(negative: n))
-        } else {
             fuse_reply_buf(req, buffer.assumingMemoryBound(to: CChar.self), n)
+        } catch {
+            reply(req, error)
         }
         guard inPlace == nil else { return }
         // Plaintext of a lockable class does not stay behind in freed memory.
@@ -519,23 +523,26 @@ extension SandboxFileSystem {
         free(buffer)
     }
 
-    /// Writes `size` bytes at `offset` (or at the end for O_APPEND); bytes written or -errno.
-    func write(_ handle: FileHandle, _ caller: Caller, _ data: UnsafeRawPointer, _ size: Int, _ offset: off_t) -> Int {
+    /// Writes `size` bytes at `offset` (or at the end for O_APPEND); bytes written.
+    func write(_ handle: FileHandle, _ caller: Caller, _ data: UnsafeRawPointer, _ size: Int,
+               _ offset: off_t) throws(Errno) -> Int {
         let file = handle.file
         dropPrivileges(file, handle.inode, caller)
-        return restoringKey(file, of: handle.inode) {
-            file.writing {
-                guard let key = file.key else { return -Int(EPERM) }
+        return try restoringKey(file, of: handle.inode) { () throws(Errno) -> Int in
+            try file.writing { () throws(Errno) -> Int in
+                guard let key = file.key else { throw Errno.notPermitted }
                 let at = handle.append ? file.plainSize : Int(offset)
                 let input = UnsafeRawBufferPointer(start: data, count: size)
-                return BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool)
+                return try BlockIO.write(file.content, key: key, data: input, offset: at, pool: pool)
             }
         }
     }
 
     func fsync(_ req: fuse_req_t?, _ dataOnly: Int32, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
-        replyResult(req, dataOnly != 0 ? fdatasync(handle.file.fd) : Glibc.fsync(handle.file.fd))
+        replying(req) { () throws(Errno) in
+            _ = try Errno.check(dataOnly != 0 ? fdatasync(handle.file.fd) : Glibc.fsync(handle.file.fd))
+        }
     }
 
     func fallocate(_ req: fuse_req_t?, _ mode: Int32, _ offset: off_t, _ length: off_t,
@@ -547,26 +554,26 @@ extension SandboxFileSystem {
         guard offset >= 0, length > 0 else { return reply(req, .invalid) }
         let file = handle.file
         dropPrivileges(file, handle.inode, Caller(req))
-        let rc: Int32
-        if mode & (punchHole | zeroRange) != 0 {
-            rc = restoringKey(file, of: handle.inode) {
-                file.writing {
-                    guard let key = file.key else { return -EPERM }
-                    return BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
-                                             extend: mode & keepSize == 0, pool: pool)
+        replying(req) { () throws(Errno) in
+            if mode & (punchHole | zeroRange) != 0 {
+                try restoringKey(file, of: handle.inode) { () throws(Errno) in
+                    try file.writing { () throws(Errno) in
+                        guard let key = file.key else { throw Errno.notPermitted }
+                        try BlockIO.zeroRange(file.content, key: key, offset: Int(offset), length: Int(length),
+                                              extend: mode & keepSize == 0, pool: pool)
+                    }
                 }
-            }
-        } else {
-            rc = restoringKey(file, of: handle.inode) {
-                file.writing {
-                    let end = Int(offset + length)
-                    let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
-                    if CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)) != 0 { return -errno }
-                    guard mode & keepSize == 0, end > file.plainSize else { return 0 }
-                    return BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
+            } else {
+                try restoringKey(file, of: handle.inode) { () throws(Errno) in
+                    try file.writing { () throws(Errno) in
+                        let end = Int(offset + length)
+                        let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
+                        try Errno.check(CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)))
+                        guard mode & keepSize == 0, end > file.plainSize else { return }
+                        try BlockIO.resize(file.content, key: file.key, to: end, pool: pool)
+                    }
                 }
             }
         }
-        fuse_reply_err(req, -rc)
     }
 }

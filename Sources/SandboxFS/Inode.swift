@@ -11,6 +11,7 @@ import CFuse
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 struct InodeKey: Hashable, Sendable {
     let device: UInt64
@@ -151,11 +152,11 @@ final class Inode: @unchecked Sendable {
     /// Runs `body` with the node's O_PATH descriptor, reopened from its handle if it
     /// was closed, and kept open until `body` returns (eviction passes over it); the
     /// failure to reopen it (ESTALE: the inode is gone) otherwise.
-    func withDescriptor<T>(_ body: (Int32) -> Result<T, Errno>) -> Result<T, Errno> {
-        let fd: Int32
-        do throws(Errno) { fd = try pin() } catch { return .failure(error) }
+    @discardableResult
+    func withDescriptor<T>(_ body: (Int32) throws(Errno) -> T) throws(Errno) -> T {
+        let fd = try pin()
         defer { unpin() }
-        return body(fd)
+        return try body(fd)
     }
 
     /// `withDescriptor` for a system call: its result, or -1 with errno set when the
@@ -243,16 +244,16 @@ final class Inode: @unchecked Sendable {
     }
 
     /// The node's attributes, straight from the backing node (sizes are backing sizes).
-    func backingStat() -> Result<stat, Errno> {
+    func backingStat() throws(Errno) -> stat {
+        var st = stat()
         if let file = openFileWithoutDescriptor {
-            var st = stat()
-            return fstat(file.fd, &st) == 0 ? .success(st) : .failure(.current)
+            try Errno.check(fstat(file.fd, &st))
+            return st
         }
-        return withDescriptor { fd -> Result<stat, Errno> in
-            var st = stat()
-            guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0 else { return .failure(.current) }
-            return .success(st)
+        try withDescriptor { (fd) throws(Errno) in
+            try Errno.check(fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW))
         }
+        return st
     }
 
     /// The open-file entry, if a handle holds one.
@@ -266,37 +267,31 @@ final class Inode: @unchecked Sendable {
 
     /// Counts one more handle on the open-file entry, making it with `make` (outside
     /// the lock: it reads the header) when there is none.
-    func retainOpen(_ make: () -> Result<OpenFile, Errno>) -> Result<OpenFile, Errno> {
-        let found = open.withLock { state -> Result<OpenFile?, Errno> in
-            if state.discarded { return .failure(.noEntry) }
+    func retainOpen(_ make: () throws(Errno) -> OpenFile) throws(Errno) -> OpenFile {
+        let found = try open.withLock { (state) throws(Errno) -> OpenFile? in
+            if state.discarded { throw Errno.noEntry }
             guard let file = state.file else {
                 state.opening += 1
-                return .success(nil)
+                return nil
             }
             state.handles += 1
             if file.protectionClass != .none { state.cachedClass = file.protectionClass }
-            return .success(file)
+            return file
         }
-        switch found {
-        case .failure(let error): return .failure(error)
-        case .success(let file?): return .success(file)
-        case .success(nil): break
-        }
-        let made = make()
-        switch made {
-        case .failure(let error):
+        if let found { return found }
+        let fresh: OpenFile
+        do throws(Errno) { fresh = try make() } catch {
             open.withLock { $0.opening -= 1 }
-            return .failure(error)
-        case .success(let fresh):
-            // A racing open may have made one meanwhile: use it, drop ours.
-            return .success(open.withLock { state -> OpenFile in
-                state.opening -= 1
-                let file = state.file ?? fresh
-                state.file = file
-                state.handles += 1
-                if file.protectionClass != .none { state.cachedClass = file.protectionClass }
-                return file
-            })
+            throw error
+        }
+        // A racing open may have made one meanwhile: use it, drop ours.
+        return open.withLock { state -> OpenFile in
+            state.opening -= 1
+            let file = state.file ?? fresh
+            state.file = file
+            state.handles += 1
+            if file.protectionClass != .none { state.cachedClass = file.protectionClass }
+            return file
         }
     }
 

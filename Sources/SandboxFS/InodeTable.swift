@@ -11,6 +11,7 @@ import CFuse
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 final class InodeTable: Sendable {
     let root: Inode

@@ -5,6 +5,7 @@
 import BlockStore
 import CLinux
 import Glibc
+import SystemCalls
 
 struct KernelFileHandle: Equatable, Sendable {
     let type: Int32

@@ -12,6 +12,7 @@
 import BlockStore
 import CFuse
 import Glibc
+import SystemCalls
 
 @inline(__always)
 private func fs(_ req: fuse_req_t?) -> SandboxFileSystem {
@@ -188,9 +189,13 @@ extension SandboxFileSystem {
     @inline(__always)
     func replyOK(_ req: fuse_req_t?) { fuse_reply_err(req, 0) }
 
-    /// Answers with 0 or the errno of a failed call (`rc` != 0).
+    /// Answers a request whose only reply is its status: 0 when `body` returns, its
+    /// errno when it throws.
     @inline(__always)
-    func replyResult(_ req: fuse_req_t?, _ rc: Int32) { fuse_reply_err(req, rc == 0 ? 0 : errno) }
+    func replying(_ req: fuse_req_t?, _ body: () throws(Errno) -> Void) {
+        do throws(Errno) { try body() } catch { return reply(req, error) }
+        replyOK(req)
+    }
 
     /// Notes a request that changes `ino`'s attributes in the kernel (KernelView).
     @inline(__always)
@@ -216,11 +221,9 @@ extension SandboxFileSystem {
     }
 
     func replyAttributes(_ req: fuse_req_t?, _ inode: Inode) {
-        switch attributes(inode) {
-        case .failure(let error): reply(req, error)
-        case .success(var st):
-            inode.kernelView.toldAttributes()
-            fuse_reply_attr(req, &st, Self.attributeTimeout)
-        }
+        var st: stat
+        do throws(Errno) { st = try attributes(inode) } catch { return reply(req, error) }
+        inode.kernelView.toldAttributes()
+        fuse_reply_attr(req, &st, Self.attributeTimeout)
     }
 }

@@ -11,6 +11,7 @@ import BlockStore
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     /// Notes that the kernel reached `inode` by the name at `place`.
@@ -28,36 +29,34 @@ extension SandboxFileSystem {
     /// Checks that every name the kernel reached `node` by is among its tags, read from
     /// the node's descriptor `fd` (O_PATH or open), or its own when nil: EIO for a
     /// foreign name, or the error that kept the tags from being read.
-    func checkOwnNames(_ node: Inode, identity: [UInt8], fd: Int32? = nil) -> Result<Void, Errno> {
+    func checkOwnNames(_ node: Inode, identity: [UInt8], fd: Int32? = nil) throws(Errno) {
         let pending = node.places.withLock { $0.pending }
-        if pending.isEmpty { return .success(()) }
-        let read: Result<[[UInt8]], Errno>
-        if let fd {
-            read = readNameTags(fd)
-        } else {
-            read = node.withDescriptor { readNameTags($0) }
-        }
+        if pending.isEmpty { return }
         let tags: [[UInt8]]
-        switch read {
-        case .failure(let error) where Self.isShortage(error): return .failure(error)
-        case .failure: return refuseForeignName()
-        case .success(let read): tags = read
+        do throws(Errno) {
+            if let fd {
+                tags = try readNameTags(fd)
+            } else {
+                tags = try node.withDescriptor { (fd) throws(Errno) in try readNameTags(fd) }
+            }
+        } catch {
+            guard Self.isShortage(error) else { throw refuseForeignName() }
+            throw error
         }
         let unlisted = pending.filter { !NameBinding.lists(tags, identity: identity, place: $0, metadataKey: device.metadataKey) }
-        return node.places.withLock { places in
+        try node.places.withLock { (places) throws(Errno) in
             // An unlisted name this node lost through the mount came from a lookup that
             // raced the rename or unlink: stale, dropped. Any other is foreign.
-            guard unlisted.allSatisfy(places.departed.contains) else { return refuseForeignName() }
+            guard unlisted.allSatisfy(places.departed.contains) else { throw refuseForeignName() }
             for place in pending {
                 if unlisted.contains(place) { places.pending.removeAll { $0 == place } } else { places.vouched(place) }
             }
-            return .success(())
         }
     }
 
-    private func refuseForeignName() -> Result<Void, Errno> {
+    private func refuseForeignName() -> Errno {
         logger.error("a node is reached by a name that is not its own (moved in the backing tree, or its name tags are damaged): EIO")
-        return .failure(.io)
+        return .io
     }
 
     /// Notes that the node `status` names lost the name at `place` through the mount.
@@ -68,42 +67,46 @@ extension SandboxFileSystem {
 
     /// The name tags stored on the node of descriptor `fd`: EIO when they are malformed
     /// or unreadable, EMFILE, ENFILE or ENOMEM when the process was short of them.
-    func readNameTags(_ fd: Int32) -> Result<[[UInt8]], Errno> {
-        var read = NameTagStore.read(descriptor: fd)
-        if case .failure(.badDescriptor) = read { read = procPath(fd).withCString { NameTagStore.read($0) } }
-        switch read {
-        case .failure(let error): return .failure(Self.isShortage(error) ? error : .io)
-        case .success(let tags): return tags.map { .success($0) } ?? .failure(.io)
+    func readNameTags(_ fd: Int32) throws(Errno) -> [[UInt8]] {
+        let tags: [[UInt8]]?
+        do throws(Errno) {
+            do throws(Errno) {
+                tags = try NameTagStore.read(descriptor: fd)
+            } catch where error == .badDescriptor {
+                tags = try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.read(path) }
+            }
+        } catch {
+            throw Self.isShortage(error) ? error : .io
         }
+        guard let tags else { throw Errno.io }
+        return tags
     }
 
     /// Adds the tag for `adding` and drops the one for `removing` on the node of
-    /// descriptor `fd` whose identity is `identity`; 0 or -errno (EMLINK: too many names).
-    func retag(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) -> Int32 {
-        guard adding != nil || removing != nil else { return 0 }
-        return nameTagChanges.withLock { _ in retagLocked(fd, identity: identity, adding: adding, removing: removing) }
+    /// descriptor `fd` whose identity is `identity` (EMLINK: too many names).
+    func retag(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) throws(Errno) {
+        guard adding != nil || removing != nil else { return }
+        try nameTagChanges.withLock { (_) throws(Errno) in
+            try retagLocked(fd, identity: identity, adding: adding, removing: removing)
+        }
     }
 
-    private func retagLocked(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) -> Int32 {
-        let tags: [[UInt8]]
-        switch readNameTags(fd) {
-        case .failure(let error): return -error.rawValue
-        case .success(let read): tags = read
-        }
+    private func retagLocked(_ fd: Int32, identity: [UInt8], adding: NamePlace?, removing: NamePlace?) throws(Errno) {
+        let tags = try readNameTags(fd)
         guard let updated = NameBinding.updated(tags, identity: identity, adding: adding, removing: removing,
-                                                metadataKey: device.metadataKey) else { return -EMLINK }
-        return procPath(fd).withCString { path in
-            func store() -> Int32 { NameTagStore.write(path, updated) }
-            let rc = store()
-            // A daemon that is not root may not set attributes on a node its owner made
-            // read-only (a user xattr needs write permission): it lends itself the owner's
-            // write bit for the moment.
-            guard rc == -EACCES else { return rc }
-            var st = stat()
-            guard stat(path, &st) == 0, st.st_uid == geteuid(), chmod(path, st.st_mode | S_IWUSR) == 0 else { return rc }
-            let retried = store()
-            _ = chmod(path, st.st_mode & 0o7777)
-            return retried
+                                                metadataKey: device.metadataKey) else { throw Errno(EMLINK) }
+        try procPath(fd).withCPath { (path) throws(Errno) in
+            do throws(Errno) {
+                try NameTagStore.write(path, updated)
+            } catch where error.rawValue == EACCES {
+                // A daemon that is not root may not set attributes on a node its owner made
+                // read-only (a user xattr needs write permission): it lends itself the owner's
+                // write bit for the moment.
+                var st = stat()
+                guard stat(path, &st) == 0, st.st_uid == geteuid(), chmod(path, st.st_mode | S_IWUSR) == 0 else { throw error }
+                defer { _ = chmod(path, st.st_mode & 0o7777) }
+                try NameTagStore.write(path, updated)
+            }
         }
     }
 
@@ -116,8 +119,7 @@ extension SandboxFileSystem {
             if file < 0 && errno == EPERM { file = procPath(fd).withCString { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
             guard file >= 0 else { return nil }
             defer { close(file) }
-            guard case .success(let header) = HeaderIO.read(file, metadataKey: device.metadataKey) else { return nil }
-            return header.fileID
+            return (try? HeaderIO.read(file, metadataKey: device.metadataKey))?.fileID
         case S_IFDIR:
             return DirectoryClassRecord.read(at: procPath(fd), metadataKey: device.metadataKey)?.directoryID
         default:
@@ -129,21 +131,24 @@ extension SandboxFileSystem {
     /// caller closes it), identity and attributes; nil when there is none or it carries
     /// no tags (not a regular file or directory); EIO when its identity is unreadable,
     /// and why when it cannot be opened (EMFILE).
-    func taggedNode(_ directoryFD: Int32, _ name: UnsafePointer<CChar>) -> Result<TaggedNode?, Errno> {
+    func taggedNode(_ directoryFD: Int32, _ name: UnsafePointer<CChar>) throws(Errno) -> TaggedNode? {
         let fd = openat(directoryFD, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC)
         // No such name: nothing to tag. Any other failure (EMFILE) leaves it unknown.
-        guard fd >= 0 else { return errno == ENOENT ? .success(nil) : .failure(.current) }
+        guard fd >= 0 else {
+            guard errno == ENOENT else { throw Errno.current }
+            return nil
+        }
         var st = stat()
         guard fstatat(fd, "", &st, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) == 0,
               st.st_mode & S_IFMT == S_IFREG || st.st_mode & S_IFMT == S_IFDIR else {
             close(fd)
-            return .success(nil)
+            return nil
         }
         guard let identity = identity(ofNode: fd, type: st.st_mode & S_IFMT) else {
             close(fd)
-            return .failure(.io)
+            throw Errno.io
         }
-        return .success(TaggedNode(fd: fd, identity: identity, status: st))
+        return TaggedNode(fd: fd, identity: identity, status: st)
     }
 }
 

@@ -11,6 +11,7 @@
 import BlockStore
 import DataProtection
 import Glibc
+import SystemCalls
 
 /// A plaintext name's form in the backing tree.
 struct BackingName: Sendable {
@@ -54,20 +55,16 @@ extension SandboxFileSystem {
     }
 
     /// The backing form of plaintext `name` in `directory`; fails as `directoryID` does.
-    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) -> Result<BackingName, Errno> {
+    func backingName(_ name: UnsafePointer<CChar>, in directory: Inode) throws(Errno) -> BackingName {
         let length = strlen(name)
         // Over NAME_MAX: the raw name itself, which the backing filesystem refuses
         // (ENAMETOOLONG), as it would a name that long.
         if length > Int(NAME_MAX) {
-            return .success(BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil))
+            return BackingName(stored: Array(UnsafeBufferPointer(start: name, count: length + 1)), sideFile: nil)
         }
-        let id: [UInt8]
-        switch directoryID(directory) {
-        case .failure(let error): return .failure(error)
-        case .success(let known): id = known
-        }
+        let id = try directoryID(directory)
         if let last = directory.lastSealedName.withLock({ $0 }), last.isForm(of: name, length: length, under: id) {
-            return .success(last.backing)
+            return last.backing
         }
         let plain = Array(UnsafeRawBufferPointer(start: name, count: length))
         let sealed = plain.withUnsafeBytes { device.nameCipher.sealedCString($0, directoryID: id) }
@@ -80,7 +77,7 @@ extension SandboxFileSystem {
         }
         let kept = SealedName(directoryID: id, plain: plain, backing: backing)
         directory.lastSealedName.withLock { $0 = kept }
-        return .success(backing)
+        return backing
     }
 
     /// A listed name as plaintextName reads it.
@@ -102,20 +99,17 @@ extension SandboxFileSystem {
         let stored = String(cString: backing)
         if LongName.isSideFile(stored) { return .hidden }
         let id: [UInt8]
-        switch directoryID(directory) {
-        case .failure(let error) where Self.isShortage(error): return .unreadable(error)
-        case .failure: return .hidden
-        case .success(let known): id = known
+        do throws(Errno) { id = try directoryID(directory) } catch {
+            return Self.isShortage(error) ? .unreadable(error) : .hidden
         }
         var encoded = stored
         if LongName.isStandIn(stored) {
-            switch readSideFile(directoryFD, stored + LongName.sideFileSuffix) {
-            case .failure(let error) where Self.isShortage(error): return .unreadable(error)
-            case .failure: return .hidden
-            case .success(let contents):
-                guard LongName.matches(stored, encoded: contents) else { return .hidden }
-                encoded = contents
+            let contents: String
+            do throws(Errno) { contents = try readSideFile(directoryFD, stored + LongName.sideFileSuffix) } catch {
+                return Self.isShortage(error) ? .unreadable(error) : .hidden
             }
+            guard LongName.matches(stored, encoded: contents) else { return .hidden }
+            encoded = contents
         }
         guard let (plain, place) = device.nameCipher.openPlaced(encoded, directoryID: id), !plain.contains(0),
               !plain.contains(UInt8(ascii: "/")) else { return .hidden }
@@ -132,30 +126,28 @@ extension SandboxFileSystem {
     /// is damaged or unreadable or the directory was reached by a name that is not its
     /// own (NameBindings.swift); EMFILE, ENFILE or ENOMEM when the process was short of
     /// them to read either.
-    func directoryID(_ directory: Inode) -> Result<[UInt8], Errno> {
+    func directoryID(_ directory: Inode) throws(Errno) -> [UInt8] {
         let id: [UInt8]
         if let known = directory.directoryID.withLock({ $0 }) {
             id = known
         } else {
-            switch directoryRecord(directory) {
-            case .failure(let error): return .failure(Self.isShortage(error) ? error : .io)
-            case .success(let record): id = record.directoryID
+            do throws(Errno) { id = try directoryRecord(directory).directoryID } catch {
+                throw Self.isShortage(error) ? error : .io
             }
             directory.directoryID.withLock { $0 = id }
         }
-        return checkOwnNames(directory, identity: id).map { id }
+        try checkOwnNames(directory, identity: id)
+        return id
     }
 
-    /// Writes a long name's side file (before its entry is made); 0 or -errno.
-    func writeSideFile(_ parentFD: Int32, _ name: BackingName) -> Int32 {
-        guard let side = name.sideFile else { return 0 }
-        let fd = makingNode { openat(parentFD, side.name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600) }
-        guard fd >= 0 else { return -errno }
+    /// Writes a long name's side file (before its entry is made).
+    func writeSideFile(_ parentFD: Int32, _ name: BackingName) throws(Errno) {
+        guard let side = name.sideFile else { return }
+        let fd = try makingNode { openat(parentFD, side.name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600) }
         defer { close(fd) }
         let bytes = Array(side.contents.utf8)
-        let written = bytes.withUnsafeBytes { BlockIO.pwriteAll(fd, $0, at: 0) }
-        if written != 0 { return written }
-        return fdatasync(fd) == 0 ? 0 : -errno
+        try bytes.withBytes { (buffer) throws(Errno) in try pwriteAll(fd, buffer, at: 0) }
+        try Errno.check(fdatasync(fd))
     }
 
     /// Removes a long name's side file once its entry is gone.
@@ -164,25 +156,23 @@ extension SandboxFileSystem {
     }
 
     /// A long name's side file; its error, EIO if it is empty.
-    func readSideFile(_ directoryFD: Int32, _ name: String) -> Result<String, Errno> {
-        let fd = openat(directoryFD, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return .failure(.current) }
+    func readSideFile(_ directoryFD: Int32, _ name: String) throws(Errno) -> String {
+        let fd = try Errno.check(openat(directoryFD, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW))
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { BlockIO.preadAll(fd, $0, at: 0) }
-        guard n >= 0 else { return .failure(Errno(Int32(-n))) }
-        guard n > 0 else { return .failure(.io) }
-        return .success(String(decoding: buffer[0..<n], as: UTF8.self))
+        let n = try buffer.withMutableBytes { (bytes) throws(Errno) in try preadAll(fd, bytes, at: 0) }
+        guard n > 0 else { throw Errno.io }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
     }
 
     // MARK: Symlink targets
 
     /// The stored form of a symlink target: sealed, or a long target's stand-in whose
     /// file is written now (LongTargetFiles).
-    func backingTarget(_ target: UnsafePointer<CChar>) -> Result<String, Errno> {
+    func backingTarget(_ target: UnsafePointer<CChar>) throws(Errno) -> String {
         let plain = Array(UnsafeRawBufferPointer(start: target, count: strlen(target)))
-        guard plain.count < Int(PATH_MAX) else { return .failure(Errno(ENAMETOOLONG)) }
-        return LongTargetFiles.store(plain, cipher: device.nameCipher, sandbox: rootFD)
+        guard plain.count < Int(PATH_MAX) else { throw Errno(ENAMETOOLONG) }
+        return try LongTargetFiles.store(plain, cipher: device.nameCipher, sandbox: rootFD)
     }
 
     /// A stored symlink target's plaintext (NUL-terminated); nil when forged or damaged.

@@ -6,6 +6,7 @@ import CFuse
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     func getattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
@@ -48,19 +49,18 @@ extension SandboxFileSystem {
             let size = attr.pointee.st_size
             guard size >= 0 else { return reply(req, .invalid) }
             guard inode.isRegular else { return reply(req, inode.isDirectory ? Errno(EISDIR) : .invalid) }
-            let rc: Int32
-            if let handle {
-                rc = resize(handle.file, inode, caller, to: Int(size))
-            } else {
-                // Content changes need the file key, as on iOS: a locked file cannot be truncated.
-                switch retainFile(inode) {
-                case .failure(let error): return reply(req, error)
-                case .success(let file):
-                    rc = resize(file, inode, caller, to: Int(size))
-                    inode.releaseOpen()
+            do throws(Errno) {
+                if let handle {
+                    try resize(handle.file, inode, caller, to: Int(size))
+                } else {
+                    // Content changes need the file key, as on iOS: a locked file cannot be truncated.
+                    let file = try retainFile(inode)
+                    defer { inode.releaseOpen() }
+                    try resize(file, inode, caller, to: Int(size))
                 }
+            } catch {
+                return reply(req, error)
             }
-            if rc != 0 { return reply(req, Errno(-rc)) }
         }
         if toSet & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME) != 0 {
             var times = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit), timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit)]
@@ -82,9 +82,11 @@ extension SandboxFileSystem {
     }
 
     /// Sets a file's plaintext size (a content change: EPERM without the key).
-    func resize(_ file: OpenFile, _ inode: Inode, _ caller: Caller, to size: Int) -> Int32 {
+    func resize(_ file: OpenFile, _ inode: Inode, _ caller: Caller, to size: Int) throws(Errno) {
         dropPrivileges(file, inode, caller)
-        return restoringKey(file, of: inode) { file.writing { BlockIO.resize(file.content, key: file.key, to: size, pool: pool) } }
+        try restoringKey(file, of: inode) { () throws(Errno) in
+            try file.writing { () throws(Errno) in try BlockIO.resize(file.content, key: file.key, to: size, pool: pool) }
+        }
     }
 
     func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
@@ -103,7 +105,9 @@ extension SandboxFileSystem {
     /// default_permissions the kernel answers itself, from the mode and the ACL.
     func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
         let inode = node(ino)
-        replyResult(req, withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+        replying(req) { () throws(Errno) in
+            _ = try Errno.check(withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+        }
     }
 
     func statfs(_ req: fuse_req_t?) {

@@ -16,6 +16,7 @@ import CLinux
 import Foundation
 import Glibc
 import Synchronization
+import SystemCalls
 
 final class NodeReaper: Sendable {
     static let backlog = 256

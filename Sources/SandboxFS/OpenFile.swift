@@ -24,8 +24,8 @@ final class OpenFile: Sendable {
     var plainSize: Int { content.plainSize }
     var protectionClass: ProtectionClass { content.protectionClass }
 
-    func reading<R>(_ body: () throws -> R) rethrows -> R { try content.reading(body) }
-    func writing<R>(_ body: () throws -> R) rethrows -> R { try content.writing(body) }
+    func reading<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R { try content.reading(body) }
+    func writing<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R { try content.writing(body) }
 }
 
 /// What a FUSE file handle (fi->fh) points to: the open file and the inode it is on.

@@ -3,6 +3,7 @@
 // directory's group (which the backing node inherited already).
 import BlockStore
 import Glibc
+import SystemCalls
 
 struct Ownership: Sendable {
     let daemonUID = geteuid()

@@ -18,6 +18,7 @@ import DataProtection
 import Glibc
 import Logging
 import Synchronization
+import SystemCalls
 
 public final class SandboxFileSystem: Sendable {
     /// A readable descriptor of the sandbox directory (statfs, the reapers' directory).
@@ -91,23 +92,16 @@ public final class SandboxFileSystem: Sendable {
     /// Runs `body` with `inode`'s descriptor (Inode.withDescriptor), or answers `req`
     /// with the error that kept it from being reopened.
     func using(_ req: fuse_req_t?, _ inode: Inode, _ body: (Int32) -> Void) {
-        let pinned = inode.withDescriptor { fd -> Result<Void, Errno> in
-            body(fd)
-            return .success(())
-        }
-        if case .failure(let error) = pinned { reply(req, error) }
+        do throws(Errno) { try inode.withDescriptor { (fd) throws(Errno) in body(fd) } } catch { reply(req, error) }
     }
 
     /// The node's attributes as the kernel sees them: a regular file's plaintext size.
-    func attributes(_ inode: Inode) -> Result<stat, Errno> {
-        switch inode.backingStat() {
-        case .failure(let error): return .failure(error)
-        case .success(var st):
-            Self.presentSize(of: inode, &st)
-            // The reapers' directory is a subdirectory of the root no listing shows.
-            if inode.nodeID == fuse_ino_t(FUSE_ROOT_ID), st.st_nlink > 2, reaper.holdsDirectory { st.st_nlink -= 1 }
-            return .success(st)
-        }
+    func attributes(_ inode: Inode) throws(Errno) -> stat {
+        var st = try inode.backingStat()
+        Self.presentSize(of: inode, &st)
+        // The reapers' directory is a subdirectory of the root no listing shows.
+        if inode.nodeID == fuse_ino_t(FUSE_ROOT_ID), st.st_nlink > 2, reaper.holdsDirectory { st.st_nlink -= 1 }
+        return st
     }
 
     /// Reports a regular file's plaintext size instead of its backing size, and a

@@ -15,6 +15,7 @@ import BlockStore
 import CLinux
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     static let sealedMarker: UInt8 = 0xD5
@@ -26,40 +27,30 @@ extension SandboxFileSystem {
         attribute.hasPrefix("user.") && !attribute.hasPrefix(reservedPrefix)
     }
 
-    /// The associated data binding a value to its node and name; nil when a regular
-    /// file's header cannot be read (-errno in `failure`).
-    func attributeBinding(_ node: Inode, _ name: UnsafePointer<CChar>) -> Result<[UInt8], Errno> {
+    /// The associated data binding a value to its node and name; the error that kept
+    /// a regular file's header from being read.
+    func attributeBinding(_ node: Inode, _ name: UnsafePointer<CChar>) throws(Errno) -> [UInt8] {
         var binding = Array("dpfs-xattr-1".utf8) + [0]
-        if node.isRegular {
-            switch header(of: node) {
-            case .failure(let rc): return .failure(rc)
-            case .success(let header): binding += header.fileID
-            }
-        }
+        if node.isRegular { binding += try header(of: node).fileID }
         binding += Array(String(cString: name).utf8)
-        return .success(binding)
+        return binding
     }
 
     func getSealedAttribute(_ node: Inode, _ name: UnsafePointer<CChar>,
-                            _ value: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int32 {
+                            _ value: UnsafeMutablePointer<CChar>?, _ size: Int) throws(Errno) -> Int {
         // The stored value, read whole (it may change size between calls: retry).
         var stored: [UInt8] = []
         while true {
-            let needed = withNodePath(node) { CLinux.getxattr($0, name, nil, 0) }
-            guard needed >= 0 else { return -errno }
+            let needed = try Errno.check(withNodePath(node) { CLinux.getxattr($0, name, nil, 0) })
             stored = [UInt8](repeating: 0, count: needed)
             let got = withNodePath(node) { backing in
                 stored.withUnsafeMutableBytes { CLinux.getxattr(backing, name, $0.baseAddress, needed) }
             }
             if got >= 0 { stored.removeLast(needed - got); break }
-            if errno != ERANGE { return -errno }
+            if errno != ERANGE { throw Errno.current }
         }
-        guard stored.count >= Self.sealedOverhead, stored[0] == Self.sealedMarker else { return -EIO }
-        let binding: [UInt8]
-        switch attributeBinding(node, name) {
-        case .failure(let rc): return rc.negated
-        case .success(let bytes): binding = bytes
-        }
+        guard stored.count >= Self.sealedOverhead, stored[0] == Self.sealedMarker else { throw Errno.io }
+        let binding = try attributeBinding(node, name)
         var plain = [UInt8](repeating: 0, count: stored.count - Self.sealedOverhead)
         let opened = device.withClassKey(.none) { key in
             stored.withUnsafeBytes { sealed in
@@ -72,26 +63,22 @@ extension SandboxFileSystem {
             }
         }
         switch opened {
-        case nil: return -EPERM       // the none key is gone (keybag erased)
-        case false?: return -EIO      // altered, moved or planted in clear
+        case nil: throw Errno.notPermitted  // the none key is gone (keybag erased)
+        case false?: throw Errno.io         // altered, moved or planted in clear
         case true?: break
         }
         defer { plain.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } } }
-        if size == 0 { return Int32(plain.count) }
-        guard size >= plain.count, let value else { return -ERANGE }
+        if size == 0 { return plain.count }
+        guard size >= plain.count, let value else { throw Errno(ERANGE) }
         plain.withUnsafeBytes { UnsafeMutableRawPointer(value).copyMemory(from: $0.start, byteCount: plain.count) }
-        return Int32(plain.count)
+        return plain.count
     }
 
     func setSealedAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
-                            _ size: Int, _ flags: Int32) -> Int32 {
+                            _ size: Int, _ flags: Int32) throws(Errno) {
         // What the backing call would say of the sealed value.
-        guard size + Self.sealedOverhead <= Self.largestValue else { return -E2BIG }
-        let binding: [UInt8]
-        switch attributeBinding(node, name) {
-        case .failure(let rc): return rc.negated
-        case .success(let bytes): binding = bytes
-        }
+        guard size + Self.sealedOverhead <= Self.largestValue else { throw Errno(E2BIG) }
+        let binding = try attributeBinding(node, name)
         var sealed = [UInt8](repeating: 0, count: size + Self.sealedOverhead)
         sealed[0] = Self.sealedMarker
         let plain = UnsafeRawBufferPointer(start: value.map { UnsafeRawPointer($0) }, count: value == nil ? 0 : size)
@@ -103,11 +90,10 @@ extension SandboxFileSystem {
                 }
             }
         }
-        guard done != nil else { return -EPERM }
+        guard done != nil else { throw Errno.notPermitted }
         let count = sealed.count
-        let rc = withNodePath(node) { backing in
+        try Errno.check(withNodePath(node) { backing in
             sealed.withUnsafeBytes { CLinux.setxattr(backing, name, $0.baseAddress, count, flags) }
-        }
-        return rc == 0 ? 0 : -errno
+        })
     }
 }

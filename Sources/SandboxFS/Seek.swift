@@ -6,6 +6,7 @@ import BlockStore
 import CFuse
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     func lseek(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ offset: off_t, _ whence: Int32,
@@ -16,27 +17,26 @@ extension SandboxFileSystem {
         let file = handle.file
         // Written-back first, outside the file's lock (the write-back comes as writes).
         kernel.invalidatePages(handle.inode)
-        let result = file.reading { () -> Result<off_t, Errno> in
-            let size = file.plainSize
-            guard Int(offset) < size else { return .failure(Errno(ENXIO)) }
-            let start = Int(offset) / BlockIO.blockSize
-            let zeroLast = BlockIO.lastBlockIsZeros(file.content, size: size, pool: pool)
-            let found = whence == SeekWhence.data
-                ? BlockIO.firstDataBlock(file.content, from: start, size: size, zeroLast: zeroLast)
-                : BlockIO.firstHoleBlock(file.content, from: start, size: size, zeroLast: zeroLast)
-            switch found {
-            case .failure(let error): return .failure(error)
-            case .success(let block):
+        let position: off_t
+        do throws(Errno) {
+            position = try file.reading { () throws(Errno) -> off_t in
+                let size = file.plainSize
+                guard Int(offset) < size else { throw Errno(ENXIO) }
+                let start = Int(offset) / BlockIO.blockSize
+                let zeroLast = BlockIO.lastBlockIsZeros(file.content, size: size, pool: pool)
+                let block = whence == SeekWhence.data
+                    ? try BlockIO.firstDataBlock(file.content, from: start, size: size, zeroLast: zeroLast)
+                    : try BlockIO.firstHoleBlock(file.content, from: start, size: size, zeroLast: zeroLast)
                 let position = block * BlockIO.blockSize
                 if whence == SeekWhence.data {
-                    return position < size ? .success(off_t(max(Int(offset), position))) : .failure(Errno(ENXIO))
+                    guard position < size else { throw Errno(ENXIO) }
+                    return off_t(max(Int(offset), position))
                 }
-                return .success(off_t(min(size, max(Int(offset), position))))
+                return off_t(min(size, max(Int(offset), position)))
             }
+        } catch {
+            return reply(req, error)
         }
-        switch result {
-        case .failure(let error): reply(req, error)
-        case .success(let position): fuse_reply_lseek(req, position)
-        }
+        fuse_reply_lseek(req, position)
     }
 }

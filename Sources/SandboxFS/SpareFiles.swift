@@ -27,6 +27,7 @@ import BlockStore
 import DataProtection
 import Glibc
 import Synchronization
+import SystemCalls
 
 /// A spare's header and empty last block, written in the class its directory passed on
 /// when it was made, and the file key they wrap (wiped with the spare); and the file's

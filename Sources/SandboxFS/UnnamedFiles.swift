@@ -9,6 +9,7 @@
 import BlockStore
 import CFuse
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     /// Whether `name` is the one an O_TMPFILE open sends (FuseLoop/tmpfile_request.c hands its
@@ -23,26 +24,23 @@ extension SandboxFileSystem {
     /// last descriptor here closes, or with the daemon.
     func createUnnamed(_ req: fuse_req_t?, _ parent: Inode, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let made: CreatedFile
-        switch createRegular(Caller(req), parent, nil, mode: mode) {
-        case .failure(let error): return reply(req, error)
-        case .success(let created): made = created
-        }
-        guard let (inode, created) = enterUnnamed(made.fd), let slot = made.header.current else {
-            let error = Errno.current
+        do throws(Errno) { made = try createRegular(Caller(req), parent, nil, mode: mode) } catch { return reply(req, error) }
+        let (inode, created): (Inode, stat)
+        do throws(Errno) { (inode, created) = try enterUnnamed(made.fd) } catch {
             close(made.fd)
             made.key.wipe()
             return reply(req, error)
         }
+        guard let slot = made.header.current else { return reply(req, .io) }
         _ = openCreated(req, made, slot, as: inode, created, in: parent, fi)
     }
 
     /// The entry of the new unnamed file `fd` (with an O_PATH descriptor opened through
     /// /proc/self/fd), one lookup counted, and its attributes.
-    func enterUnnamed(_ fd: Int32) -> (Inode, stat)? {
+    func enterUnnamed(_ fd: Int32) throws(Errno) -> (Inode, stat) {
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
-        let pathFD = procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) }
-        guard pathFD >= 0 else { return nil }
+        try Errno.check(fstat(fd, &st))
+        let pathFD = try Errno.check(procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) })
         return (inodes.remember(unnamed: pathFD, st), st)
     }
 }

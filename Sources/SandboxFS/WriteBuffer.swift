@@ -6,6 +6,7 @@ import CFuse
 import FuseLoop
 import DataProtection
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     func writeBuffer(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ bufv: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
@@ -15,17 +16,17 @@ extension SandboxFileSystem {
         let size = fuse_buf_size(bufv)
         let written: Int
         if let memory = dpfs_bufvec_memory(bufv) {
-            written = write(handle, caller, memory, size, offset)
-            if handle.file.protectionClass != .none { memset(memory, 0, size) }
+            defer { if handle.file.protectionClass != .none { memset(memory, 0, size) } }
+            do throws(Errno) { written = try write(handle, caller, memory, size, offset) } catch { return reply(req, error) }
         } else {
             // Spliced from a pipe: copy into memory of our own first, and scrub that.
             guard let copy = malloc(max(size, 1)) else { return reply(req, Errno(ENOMEM)) }
             defer { memset(copy, 0, size); free(copy) }
+            // A negative errno (libfuse's fuse_buf_copy), the one C return turned here.
             let copied = dpfs_bufvec_copy(bufv, copy, size)
-            guard copied >= 0 else { return reply(req, Errno(negative: copied)) }
-            written = write(handle, caller, copy, copied, offset)
+            guard copied >= 0 else { return reply(req, Errno(Int32(-copied))) }
+            do throws(Errno) { written = try write(handle, caller, copy, copied, offset) } catch { return reply(req, error) }
         }
-        if written < 0 { return reply(req, Errno(negative: written)) }
         fuse_reply_write(req, written)
     }
 }

@@ -3,6 +3,7 @@
 import BlockStore
 import Glibc
 @testable import SandboxFS
+import SystemCalls
 import XCTest
 
 final class HandleTableDirectory {

@@ -5,6 +5,7 @@ import CLinux
 import DataProtection
 import Glibc
 @testable import SandboxFS
+import SystemCalls
 import XCTest
 
 final class SpareFileTests: XCTestCase {

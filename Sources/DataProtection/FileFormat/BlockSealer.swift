@@ -33,8 +33,8 @@ public struct BlockSealer: @unchecked Sendable {
 
     /// Runs `body` with a session for the calling thread.
     @inline(__always)
-    public func withSession<R>(_ body: (BlockSession) -> R) -> R {
-        body(BlockSession(sealer: self))
+    public func withSession<R, E: Error>(_ body: (BlockSession) throws(E) -> R) throws(E) -> R {
+        try body(BlockSession(sealer: self))
     }
 
     /// Seals one block in a session of its own (for the odd single block).

@@ -15,7 +15,7 @@ public struct SystemError: Error, CustomStringConvertible {
 }
 
 public enum AtomicFile {
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws {
+    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(SystemError) {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SystemError("create", temporary) }
@@ -38,7 +38,7 @@ public enum AtomicFile {
         try syncDirectory(of: path)
     }
 
-    public static func syncDirectory(of path: String) throws {
+    public static func syncDirectory(of path: String) throws(SystemError) {
         let directory = (path as NSString).deletingLastPathComponent
         let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open", directory) }
@@ -46,7 +46,7 @@ public enum AtomicFile {
         guard fsync(fd) == 0 else { throw SystemError("fsync", directory) }
     }
 
-    public static func read(_ path: String) throws -> [UInt8] {
+    public static func read(_ path: String) throws(SystemError) -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SystemError("read", path, code: access(path, R_OK) == 0 ? EIO : errno)
         }
@@ -54,7 +54,7 @@ public enum AtomicFile {
     }
 
     /// Reads a small secret file straight into locked memory.
-    public static func readSecret(_ path: String, count: Int) throws -> SecureBuffer {
+    public static func readSecret(_ path: String, count: Int) throws(SystemError) -> SecureBuffer {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open", path) }
         defer { close(fd) }
@@ -65,7 +65,7 @@ public enum AtomicFile {
     }
 
     /// Writes a new secret file durably, refusing to replace an existing one.
-    public static func createSecret(_ secret: SecureBuffer, at path: String) throws {
+    public static func createSecret(_ secret: SecureBuffer, at path: String) throws(SystemError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemError("create", path) }
         defer { close(fd) }

@@ -18,7 +18,7 @@ public struct DeviceDirectory: Sendable {
     public var noACLsMarkerPath: String { root + "/no-acls" }
 
     /// Marks a new device's sandbox as holding no POSIX ACL.
-    public func markNoACLs() throws {
+    public func markNoACLs() throws(SystemError) {
         let fd = open(noACLsMarkerPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemError("open", noACLsMarkerPath) }
         close(fd)

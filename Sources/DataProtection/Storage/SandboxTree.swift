@@ -7,7 +7,7 @@ import Glibc
 
 public enum SandboxTree {
     public static func create(in directory: DeviceDirectory, defaultClass: ProtectionClass,
-                              metadataKey: SecureBuffer, names: NameCipher) throws {
+                              metadataKey: SecureBuffer, names: NameCipher) throws(SystemError) {
         var backingPaths: [String: (path: String, id: [UInt8])] = [:]
         for plain in [""] + DeviceDirectory.sandboxLayout {
             let id = DirectoryClassRecord.newDirectoryID()

@@ -2,25 +2,22 @@
 // linkat(fd, "", AT_EMPTY_PATH) is one call without a path walk, but needs
 // CAP_DAC_READ_SEARCH (a daemon run as root has it); without it the kernel answers
 // ENOENT, and the link goes through /proc/self/fd, as every unprivileged daemon must.
-import BlockStore
 import Glibc
 import Synchronization
 
 /// Whether linkat with AT_EMPTY_PATH still looks usable (cleared at its first ENOENT).
 private let emptyPathLinks = Atomic<Bool>(true)
 
-/// Links `fd` as `name` in `parentFD`: 0, or -1 with errno set.
-func linkDescriptor(_ fd: Int32, into parentFD: Int32, as name: UnsafePointer<CChar>) -> Int32 {
+/// Links `fd` as `name` in `parentFD`.
+public func linkDescriptor(_ fd: Int32, into parentFD: Int32, as name: UnsafePointer<CChar>) throws(Errno) {
     if emptyPathLinks.load(ordering: .relaxed) {
-        if linkat(fd, "", parentFD, name, AtFlag.emptyPath) == 0 { return 0 }
+        if linkat(fd, "", parentFD, name, AtFlag.emptyPath) == 0 { return }
         // ENOENT is also what a missing capability reads as: the path through /proc
         // tells them apart (and says what a missing target really is).
-        guard errno == ENOENT else { return -1 }
-        if procPath(fd).withCString({ linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) }) == 0 {
-            emptyPathLinks.store(false, ordering: .relaxed)
-            return 0
-        }
-        return -1
+        guard errno == ENOENT else { throw Errno.current }
+        try Errno.check(procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) })
+        emptyPathLinks.store(false, ordering: .relaxed)
+        return
     }
-    return procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) }
+    try Errno.check(procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) })
 }
