@@ -218,8 +218,22 @@ import Testing
         try t.store.user.enroll(type: nil)
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: t.root + "/biometry.json"))
         let user = SimulatedUser(device: t.device)
-        #expect(user.recordWasDamaged)
+        #expect(user.recordProblem == "biometry.json is damaged")
         #expect(!user.isEnrolled)
+    }
+
+    @Test func anOlderRecordPutBackReadsAsNothingEnrolled() throws {
+        let t = try TestDevice()
+        try t.store.user.enroll(type: nil)
+        let path = t.root + "/biometry.json"
+        let first = try Data(contentsOf: URL(fileURLWithPath: path))
+        try t.store.user.reenroll(type: nil)
+        #expect(SimulatedUser(device: t.device).recordProblem == nil)
+        try first.write(to: URL(fileURLWithPath: path))
+        let user = SimulatedUser(device: t.device)
+        #expect(user.recordProblem?.contains("not the one last written") == true)
+        #expect(!user.isEnrolled)
+        #expect(user.domainState == nil)
     }
 
     @Test func theReuseDurationSparesARecentMatch() throws {
