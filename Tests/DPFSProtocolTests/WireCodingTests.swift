@@ -167,7 +167,12 @@ import Testing
                 Issue.record("not a keychain request")
                 continue
             }
-            #expect(try WireEncoder.encode(ControlRequest.keychain(back)) == direct)
+            // Not compared as bytes: a dictionary's order differs from one instance to the next.
+            #expect(back.operation == request.operation && back.app == request.app)
+            #expect(back.attributes == request.attributes && back.updateAttributes == request.updateAttributes)
+            #expect(back.data == request.data && back.newData == request.newData)
+            #expect(back.limit == request.limit && back.returning == request.returning)
+            #expect(back.authentication == request.authentication)
         }
     }
 
@@ -176,7 +181,10 @@ import Testing
             let direct = try ControlCoding.encode(reply)
             #expect(direct == (try WireEncoder.encode(reply)))
             let back = try ControlCoding.decode(ControlReply.self, direct)
-            #expect(try WireEncoder.encode(back) == direct)
+            #expect(back.ok == reply.ok && back.error == reply.error && back.message == reply.message)
+            #expect(back.keychain?.status == reply.keychain?.status && back.keychain?.message == reply.keychain?.message)
+            #expect(back.keychain?.items.map(\.attributes) == reply.keychain?.items.map(\.attributes))
+            #expect(back.keychain?.items.map(\.data) == reply.keychain?.items.map(\.data))
         }
     }
 
