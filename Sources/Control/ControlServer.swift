@@ -93,12 +93,16 @@ public final class ControlServer: Sendable {
     private func serve(_ fd: Int32, scope: ControlScope) {
         var sessions = AppSessions()
         defer { sessions.end() }
+        let connection = SocketPolling.newConnection()
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         while true {
             let frame: ServerFrame
             do {
-                frame = try ServerFrame.read(from: fd, polling: SocketPolling.window(besides: 0))
+                // Polls only while this connection is the one caller (SocketPolling):
+                // with several, a poll takes the CPU their next requests need.
+                frame = try ServerFrame.read(from: fd, polling: SocketPolling.window(forConnection: connection),
+                                             while: { SocketPolling.onlyCaller(connection) })
             } catch FrameError.closed {
                 return
             } catch {
@@ -106,7 +110,7 @@ public final class ControlServer: Sendable {
                 drain(fd)  // the stream is out of step after a bad frame; end it cleanly
                 return
             }
-            SocketPolling.begin()
+            SocketPolling.begin(connection: connection)
             defer { SocketPolling.end() }
             let request: ControlRequest
             do {

@@ -116,7 +116,8 @@ public final class ControlClient {
         SocketPolling.begin()
         defer { SocketPolling.end() }
         try Frame(body: ControlCoding.encode(request), secrets: secrets).write(to: fd)
-        let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1))
+        let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1),
+                                         while: { SocketPolling.alone(besides: 1) })
         let reply = try ControlCoding.decode(ControlReply.self, frame.body)
         if !reply.ok && reply.keychain == nil && reply.key == nil {
             throw ControlClientError.daemon(reply.error ?? "the daemon refused the request", failure: reply.failure)

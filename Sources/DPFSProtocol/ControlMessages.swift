@@ -78,14 +78,28 @@ public struct ControlReply: Codable, Sendable {
     }
 }
 
-/// How a message becomes a frame's body and back: the wire form of dpfs(5), about
-/// half the work of JSON for a keychain call.
+/// How a message becomes a frame's body and back: the wire form of dpfs(5). A keychain
+/// call's request and reply take a direct path (KeychainWireForm) to the same bytes;
+/// everything else goes through Codable.
 public enum ControlCoding {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        try WireEncoder.encode(value)
+        if T.self == ControlRequest.self, let request = value as? ControlRequest,
+           let direct = KeychainWireForm.value(of: request) {
+            return direct.serialized()
+        }
+        if T.self == ControlReply.self, let reply = value as? ControlReply, let direct = KeychainWireForm.value(of: reply) {
+            return direct.serialized()
+        }
+        return try WireEncoder.encode(value)
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        try WireDecoder.decode(type, from: bytes)
+        if T.self == ControlRequest.self || T.self == ControlReply.self {
+            let value = try WireValue(parsing: bytes)
+            if T.self == ControlRequest.self, let request = KeychainWireForm.request(from: value) as? T { return request }
+            if T.self == ControlReply.self, let reply = KeychainWireForm.reply(from: value) as? T { return reply }
+            return try WireDecoder.decode(type, from: value, codingPath: [])
+        }
+        return try WireDecoder.decode(type, from: bytes)
     }
 }

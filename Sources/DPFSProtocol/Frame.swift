@@ -69,8 +69,11 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
-    public static func read(from fd: Int32, polling window: Duration = .zero) throws -> Frame where Secret: AllocatedSecret {
-        if window > .zero { awaitData(fd, upTo: window) }
+    /// Reads one frame; with a `polling` window, polls first (awaitData) for as long as
+    /// `worthPolling` holds, at most the window.
+    public static func read(from fd: Int32, polling window: Duration = .zero,
+                            while worthPolling: () -> Bool = { true }) throws -> Frame where Secret: AllocatedSecret {
+        if window > .zero { awaitData(fd, upTo: window, while: worthPolling) }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
@@ -102,14 +105,15 @@ public struct Frame<Secret: SecretBytes> {
     /// the next request of a busy client) usually comes within tens of microseconds; a
     /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
     /// virtual machine costs more than the work it waited for (SocketPolling says when).
-    static func awaitData(_ fd: Int32, upTo limit: Duration) {
+    /// It stops as soon as `worthPolling` fails: another caller has work for the CPU.
+    static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) {
         guard SocketPolling.startPolling() else { return }
         defer { SocketPolling.stopPolling() }
         let deadline = ContinuousClock.now + limit
         var byte: UInt8 = 0
         repeat {
             if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR) { return }
-        } while ContinuousClock.now < deadline
+        } while ContinuousClock.now < deadline && worthPolling()
     }
 
     static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

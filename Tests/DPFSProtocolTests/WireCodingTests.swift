@@ -128,3 +128,97 @@ import Testing
         #expect(back.attributes == attributes)
     }
 }
+
+/// The keychain call's direct path (KeychainWireForm) against Codable: the same bytes
+/// out, the same message back, and whatever it does not cover still decodes or fails
+/// exactly as through Codable.
+@Suite struct KeychainWireFormTests {
+    static let requests: [KeychainRequest] = {
+        var withContext = KeychainRequest(operation: .find, attributes: ["class": "genp", "service": "s"], returning: "both")
+        withContext.authentication = KeychainAuthentication(interaction: .skip, prompt: "Read ✓",
+                                                           context: String(repeating: "b", count: 32))
+        return [
+            KeychainRequest(operation: .find, attributes: ["class": "genp", "service": "one", "account": "0-1"],
+                            returning: "data"),
+            KeychainRequest(operation: .update, app: "com.example.app", attributes: ["class": "inet", "port": "443"],
+                            data: nil, updateAttributes: ["label": "new"], newData: Data([0, 255]),
+                            limit: "all", returning: nil),
+            KeychainRequest(operation: .add, attributes: [:], data: Data()),
+            withContext,
+        ]
+    }()
+
+    static let replies: [ControlReply] = [
+        ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [.init(data: Data("secret".utf8))])),
+        ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [
+            .init(attributes: ["service": "s", "account": "a"], data: Data([1])), .init(), .init(attributes: [:]),
+        ])),
+        ControlReply(ok: false, keychain: KeychainResponse(status: -25300, message: "no such item")),
+        ControlReply.failure("malformed request: not a valid dpfs control message"),
+        ControlReply(ok: true, message: "subscribed"),
+    ]
+
+    @Test func requestsAreTheBytesCodableMakes() throws {
+        for request in Self.requests {
+            let message = ControlRequest.keychain(request)
+            let direct = try ControlCoding.encode(message)
+            #expect(direct == (try WireEncoder.encode(message)))
+            guard case .keychain(let back) = try ControlCoding.decode(ControlRequest.self, direct) else {
+                Issue.record("not a keychain request")
+                continue
+            }
+            // Not compared as bytes: a dictionary's order differs from one instance to the next.
+            #expect(back.operation == request.operation && back.app == request.app)
+            #expect(back.attributes == request.attributes && back.updateAttributes == request.updateAttributes)
+            #expect(back.data == request.data && back.newData == request.newData)
+            #expect(back.limit == request.limit && back.returning == request.returning)
+            #expect(back.authentication == request.authentication)
+        }
+    }
+
+    @Test func repliesAreTheBytesCodableMakes() throws {
+        for reply in Self.replies {
+            let direct = try ControlCoding.encode(reply)
+            #expect(direct == (try WireEncoder.encode(reply)))
+            let back = try ControlCoding.decode(ControlReply.self, direct)
+            #expect(back.ok == reply.ok && back.error == reply.error && back.message == reply.message)
+            #expect(back.keychain?.status == reply.keychain?.status && back.keychain?.message == reply.keychain?.message)
+            #expect(back.keychain?.items.map(\.attributes) == reply.keychain?.items.map(\.attributes))
+            #expect(back.keychain?.items.map(\.data) == reply.keychain?.items.map(\.data))
+        }
+    }
+
+    @Test func otherShapesTakeCodable() throws {
+        // A reply with a status, and a keychain reply with an extra field of another message.
+        var reply = ControlReply(ok: true, keychain: KeychainResponse(status: 0))
+        reply.app = "com.example.app"
+        let back = try ControlCoding.decode(ControlReply.self, ControlCoding.encode(reply))
+        #expect(back.app == "com.example.app" && back.keychain?.status == 0)
+        // A field the messages do not have is ignored, as Codable ignores it.
+        let extra = WireValue.map([("ok", .bool(true)), ("future", .int(1))]).serialized()
+        #expect(try ControlCoding.decode(ControlReply.self, extra).ok)
+    }
+
+    @Test func wrongKindsStillFailAsThroughCodable() throws {
+        let request = { (fields: [(key: String, value: WireValue)]) in
+            WireValue.map([("keychain", .map([("_0", .map(fields))]))]).serialized()
+        }
+        let base: [(key: String, value: WireValue)] = [("operation", .string("find")), ("attributes", .map([])),
+                                                       ("updateAttributes", .map([]))]
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlRequest.self, request([("operation", .string("fly"))] + base.dropFirst())) }
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlRequest.self, request(base + [("data", .string("x"))])) }
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlRequest.self, request(Array(base.dropLast()))) }
+        #expect(throws: DecodingError.self) {
+            try ControlCoding.decode(ControlRequest.self, request(base + [("authentication", .map([("interaction", .string("ask"))]))]))
+        }
+        let badStatus = WireValue.map([("ok", .bool(true)), ("keychain", .map([("status", .int(1 << 40)), ("items", .list([]))]))])
+        #expect(throws: DecodingError.self) { try ControlCoding.decode(ControlReply.self, badStatus.serialized()) }
+        // The first entry of a key wins, on both paths.
+        let twice = request(base + [("app", .string("first")), ("app", .string("second"))])
+        guard case .keychain(let decoded) = try ControlCoding.decode(ControlRequest.self, twice) else {
+            Issue.record("not a keychain request")
+            return
+        }
+        #expect(decoded.app == "first")
+    }
+}
