@@ -46,8 +46,10 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd",
                        providers: [.apt(["libsystemd-dev"])]),
         // libpq, for keychain sync through PostgreSQL (docs/design.md says why not postgres-nio).
-        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
+        // libpq's headers only (no pkgConfig: its flags would link the library); it is
+        // dlopen'ed at the first sync connection (PostgresLoader).
+        .systemLibrary(name: "CPostgres", providers: [.apt(["libpq-dev"])]),
+        .target(name: "PostgresLoader", dependencies: ["CPostgres"], linkerSettings: [.linkedLibrary("dl")]),
         // The control protocol and its client, for the libraries apps link: typed
         // messages, framing, secrets in locked memory, finding a mount's daemon. It
         // links nothing beyond the C library (no libsodium, SQLite or tpm2-tss).
@@ -70,7 +72,7 @@ let package = Package(
         ]),
         // Keychain sync of synchronizable items between the devices of one account.
         .target(name: "KeychainSync", dependencies: [
-            "DataProtection", "DPFSProtocol", "ItemStore", "CPostgres",
+            "DataProtection", "DPFSProtocol", "ItemStore", "CPostgres", "PostgresLoader",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "Control", dependencies: ["DPFSProtocol", "DataProtection", "ItemStore", "KeychainSync", "CLinux"]),

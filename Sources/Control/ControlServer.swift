@@ -17,12 +17,17 @@ public final class ControlServer: Sendable {
     let sync: SyncEngine?
     let ownerUID: uid_t
     let listener: Int32
+    /// Told after each request is answered, so that the daemon gives back what serving
+    /// it touched once it is idle again (as after the filesystem's requests).
+    let served: (@Sendable () -> Void)?
 
-    public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil) throws {
+    public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil,
+                served: (@Sendable () -> Void)? = nil) throws {
         self.socketPath = socketPath
         self.device = device
         self.items = items
         self.sync = sync
+        self.served = served
         self.ownerUID = getuid()
         self.listener = try Self.listen(at: socketPath)
     }
@@ -111,7 +116,7 @@ public final class ControlServer: Sendable {
                 return
             }
             SocketPolling.begin(connection: connection)
-            defer { SocketPolling.end() }
+            defer { SocketPolling.end(); served?() }
             let request: ControlRequest
             do {
                 request = try ControlCoding.decode(ControlRequest.self, frame.body)

@@ -15,7 +15,8 @@
 //   needs come back with a minor fault), with read-around off for them. Starting the
 //   Swift runtime and Foundation touches far more of them than serving requests does
 //   (with the kernel's fault-around, 64 KiB per touch): 27 of the idle daemon's 30 MiB.
-// - When the session has been idle for a moment after serving requests, `idle` runs
+// - When the session has been idle for a moment after serving requests (its own, or
+//   the control socket's: dpfs_loop_note_outside_request), `idle` runs
 //   (the filesystem gives back its idle I/O buffers), glibc returns the free parts of
 //   its heaps (malloc_trim: a burst of 1 MiB reads leaves megabytes behind), and each
 //   worker gives back all but 64 KiB of its buffer after its next request (it cannot
@@ -44,6 +45,14 @@
 #define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
 
 struct dpfs_loop;
+
+/// Requests answered outside the session (the control socket's): they touch code and
+/// heap too, and count as activity the trimmer gives memory back after.
+static unsigned long dpfs_outside_served;
+
+void dpfs_loop_note_outside_request(void) {
+    __atomic_add_fetch(&dpfs_outside_served, 1, __ATOMIC_RELAXED);
+}
 
 struct dpfs_worker {
     struct dpfs_loop *loop;
@@ -172,7 +181,7 @@ static void *dpfs_loop_trimmer(void *argument) {
         if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&loop->tick, &loop->lock, &until);
         if (loop->exiting) break;
-        unsigned long served = loop->served;
+        unsigned long served = loop->served + __atomic_load_n(&dpfs_outside_served, __ATOMIC_RELAXED);
         int busy = loop->waiting < loop->count;
         if (loop->rings != NULL) {
             served += __atomic_load_n(&loop->rings->served, __ATOMIC_RELAXED);

@@ -1,57 +1,64 @@
 // One connection to the account's PostgreSQL server through libpq: parameterised
 // statements in text format (bytea as PostgreSQL's hex form), LISTEN's notifications,
 // and the socket to wait on. Used by one thread at a time (the sync engine's, or a
-// `dpfs sync` request's own connection).
+// `dpfs sync` request's own connection). libpq is loaded at the first connection
+// (PostgresLoader), not at the daemon's start.
 import DPFSProtocol
 import CPostgres
+import PostgresLoader
 import DataProtection
 import Foundation
 import Glibc
 
 final class PostgresConnection {
+    private let pq: UnsafePointer<dpfs_libpq>
     private let connection: OpaquePointer
 
     /// Connects to `url` (a postgres:// URL or a libpq connection string), giving up
     /// after `timeout` seconds.
     init(url: String, timeout: Int = 3) throws {
+        guard let pq = dpfs_libpq() else {
+            throw SyncError("keychain sync needs libpq (Debian's libpq5): \(String(cString: dpfs_libpq_error()))")
+        }
+        self.pq = pq
         let keywords = ["dbname", "connect_timeout", "application_name"]
         let values = [url, String(timeout), "dpfs-sync"]
         let made = Self.withCStrings(keywords) { keys in
-            Self.withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
+            Self.withCStrings(values) { vals in pq.pointee.connectdbParams(keys, vals, 1) }
         }
         guard let made else { throw SyncError("cannot reach the sync server: out of memory") }
-        guard PQstatus(made) == CONNECTION_OK else {
-            let message = Self.oneLine(PQerrorMessage(made))
-            PQfinish(made)
+        guard pq.pointee.status(made) == CONNECTION_OK else {
+            let message = Self.oneLine(pq.pointee.errorMessage(made))
+            pq.pointee.finish(made)
             throw SyncError.unreachable(message)
         }
         connection = made
     }
 
-    deinit { PQfinish(connection) }
+    deinit { pq.pointee.finish(connection) }
 
     /// The socket that becomes readable when the server sends (a notification).
-    var socket: Int32 { PQsocket(connection) }
+    var socket: Int32 { pq.pointee.socket(connection) }
 
-    var isBroken: Bool { PQstatus(connection) != CONNECTION_OK }
+    var isBroken: Bool { pq.pointee.status(connection) != CONNECTION_OK }
 
     /// Runs one statement; `parameters` as text (nil is NULL, Bytes go as hex bytea).
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws -> PostgresRows {
         let texts: [String?] = parameters.map { $0?.text }
         let result = Self.withOptionalCStrings(texts) { values in
-            PQexecParams(connection, sql, Int32(texts.count), nil, values, nil, nil, 0)
+            pq.pointee.execParams(connection, sql, Int32(texts.count), nil, values, nil, nil, 0)
         }
-        guard let result else { throw SyncError.unreachable(Self.oneLine(PQerrorMessage(connection))) }
-        let status = PQresultStatus(result)
+        guard let result else { throw SyncError.unreachable(Self.oneLine(pq.pointee.errorMessage(connection))) }
+        let status = pq.pointee.resultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = Self.oneLine(PQresultErrorMessage(result))
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            PQclear(result)
+            let message = Self.oneLine(pq.pointee.resultErrorMessage(result))
+            let state = pq.pointee.resultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            pq.pointee.clear(result)
             if isBroken { throw SyncError.unreachable(message) }
             throw SyncError.server(message, state: state)
         }
-        return PostgresRows(result)
+        return PostgresRows(result, pq)
     }
 
     /// Runs `body` in one transaction, rolled back if it throws.
@@ -69,13 +76,13 @@ final class PostgresConnection {
 
     /// The channels of the notifications that arrived, reading what the socket holds.
     func takeNotifications() throws -> [String] {
-        guard PQconsumeInput(connection) == 1 else {
-            throw SyncError.unreachable(Self.oneLine(PQerrorMessage(connection)))
+        guard pq.pointee.consumeInput(connection) == 1 else {
+            throw SyncError.unreachable(Self.oneLine(pq.pointee.errorMessage(connection)))
         }
         var channels: [String] = []
-        while let notice = PQnotifies(connection) {
+        while let notice = pq.pointee.notifies(connection) {
             channels.append(String(cString: notice.pointee.relname))
-            PQfreemem(notice)
+            pq.pointee.freemem(notice)
         }
         return channels
     }
@@ -115,17 +122,18 @@ enum PostgresValue {
 /// The rows of one result, read as text; freed with the value.
 final class PostgresRows {
     private let result: OpaquePointer
+    private let pq: UnsafePointer<dpfs_libpq>
 
-    init(_ result: OpaquePointer) { self.result = result }
-    deinit { PQclear(result) }
+    init(_ result: OpaquePointer, _ pq: UnsafePointer<dpfs_libpq>) { self.result = result; self.pq = pq }
+    deinit { pq.pointee.clear(result) }
 
-    var count: Int { Int(PQntuples(result)) }
+    var count: Int { Int(pq.pointee.ntuples(result)) }
     /// Rows a command changed (INSERT, UPDATE, DELETE).
-    var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+    var changed: Int { pq.pointee.cmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0 }
 
     func text(_ row: Int, _ column: Int) -> String? {
-        guard PQgetisnull(result, Int32(row), Int32(column)) == 0,
-              let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        guard pq.pointee.getisnull(result, Int32(row), Int32(column)) == 0,
+              let value = pq.pointee.getvalue(result, Int32(row), Int32(column)) else { return nil }
         return String(cString: value)
     }
 

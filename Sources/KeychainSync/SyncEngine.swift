@@ -93,7 +93,10 @@ public final class SyncEngine: Sendable {
                 let round = try work.withLock { _ in try self.round(&connection) }
                 again = round == .again ? again + 1 : 0
                 switch round {
-                case .idle: connection = nil
+                // In no account, or before the first unlock: only a command or an unlock
+                // (each wakes the engine) can change that, so no timer wakes the idle
+                // daemon (each round touches code and heap that then stay resident).
+                case .idle: connection = nil; wait = .infinity
                 case .done: backoff = 0.25
                 // Another round at once, unless pushes keep meeting newer versions (many
                 // devices writing the same records): then a short pause lets them finish.
@@ -115,11 +118,11 @@ public final class SyncEngine: Sendable {
 
     enum Round { case idle, done, again }
 
-    /// Waits for the server's notification, a wake-up, or `seconds`.
+    /// Waits for the server's notification, a wake-up, or `seconds` (infinity: no timeout).
     private func sleep(until seconds: Double, connection: PostgresConnection?) {
         var fds = [pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0)]
         if let socket = connection?.socket, socket >= 0 { fds.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0)) }
-        _ = poll(&fds, nfds_t(fds.count), Int32(seconds * 1000))
+        _ = poll(&fds, nfds_t(fds.count), seconds.isFinite ? Int32(seconds * 1000) : -1)
         var drain = [UInt8](repeating: 0, count: 256)
         while Glibc.read(wakePipe.read, &drain, drain.count) > 0 {}
     }

@@ -184,6 +184,10 @@ public final class MountSession {
         _ = value.withCString { write(fd, $0, strlen($0)) }
     }
 
+    /// Counts a request the daemon answered outside the filesystem (the control
+    /// socket's): the session gives memory back once idle after it, as after its own.
+    public static func noteOutsideRequest() { dpfs_loop_note_outside_request() }
+
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
         // When the session falls idle, the idle I/O buffers give their pages back (they

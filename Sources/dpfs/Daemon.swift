@@ -83,7 +83,8 @@ struct Daemon {
                 }
             }
             let sync = try SyncEngine(directory: directory, device: device, items: items)
-            let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync)
+            let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync,
+                                           served: { MountSession.noteOutsideRequest() })
             let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
                 device: device, triggers: lockTriggers,
                 sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)

@@ -20,8 +20,20 @@ enum DaemonSpawner {
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
         argv.append(nil)
         defer { for argument in argv { free(argument) } }
+        // Every symbol bound at the daemon's start, not at its first call: a first call
+        // after the idle trim (session_loop.c) had the dynamic linker search the symbol
+        // tables of every library, bringing back 1.7 MiB of pages the trim gave back.
+        var environment: [UnsafeMutablePointer<CChar>?] = []
+        var index = 0
+        while let entry = environ[index] {
+            if strncmp(entry, "LD_BIND_NOW=", 12) != 0 { environment.append(strdup(entry)) }
+            index += 1
+        }
+        environment.append(strdup("LD_BIND_NOW=1"))
+        environment.append(nil)
+        defer { for entry in environment { free(entry) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environ)
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, environment)
         guard rc == 0 else { throw CLIError("cannot start the dpfs daemon: \(String(cString: strerror(rc)))") }
         return pid
     }

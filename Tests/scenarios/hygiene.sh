@@ -72,4 +72,10 @@ if [ "$idle" -lt 12288 ]; then pass "idle: under 12 MiB of code resident ($idle 
 check "the file system serves after the trim" cmp "$WORK/idle.bin" "$D/idle.bin"
 printf 's3cret' | check "the keychain serves after the trim" "$DPFS" keychain add "$MNT" --service idle --account a --data-file -
 expect_eq "and finds what it added" "$("$DPFS" keychain find "$MNT" --service idle --account a 2>&1)" "s3cret"
+# In no sync account nothing wakes the idle daemon on a timer (each wake would touch
+# code that then stays resident): the sync thread waits in poll(2) (x86-64's call 7)
+# on its one wake-up pipe with no timeout (-1), not 5 s (0x1388) as before.
+sync_waits_forever() { [ "$(uname -m)" != x86_64 ] || grep -qE '^7 0x[0-9a-f]+ 0x1 0xf{8}(f{8})? ' /proc/$PID/task/*/syscall; }
+if within 10 sync_waits_forever; then pass "idle in no sync account: the sync thread waits without a timer"
+else fail "idle in no sync account: the sync thread waits without a timer" "$(cat /proc/$PID/task/*/syscall)"; fi
 finish

@@ -48,6 +48,15 @@ for d in $DEVICES; do
 done
 
 # --- create, invite, join
+# libpq is loaded at the first connection, not at mount: a daemon in no account maps
+# none of it (nor the libraries it brings).
+daemon_maps() {
+    local pid; pid=$("$DPFS" status "$(mnt "$1")" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    [ -n "$pid" ] && cat "/proc/$pid/maps"
+}
+maps_libpq() { daemon_maps "$1" | grep -q '/libpq\.so'; }
+lacks_libpq() { local maps; maps=$(daemon_maps "$1") && grep -q '/libsqlite3\.so' <<< "$maps" && ! grep -q '/libpq\.so' <<< "$maps"; }
+check "a daemon in no account has not loaded libpq" lacks_libpq a
 check_error "sync needs an account first" "in no sync account" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/inv"
 check_error "an unreachable server is one clear line" "unreachable" \
     "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs@127.0.0.1:1/sync"
@@ -56,6 +65,7 @@ printf 'not an invitation' > "$WORK/garbage"; chmod 600 "$WORK/garbage"
 check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
     "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
 check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
+check "and its daemon has loaded libpq since" maps_libpq a
 check_error "a is in one account at a time" "already in sync account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
 check "a invites b" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b"
 expect_eq "the invitation is mode 0600" "$(stat -c %a "$WORK/invite-b")" "600"

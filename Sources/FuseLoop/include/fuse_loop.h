@@ -30,6 +30,10 @@ struct dpfs_rings;
 int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
                          dpfs_idle_callback idle, void *idle_context, struct dpfs_rings *rings);
 
+/// Counts a request served outside the session (the control socket's), so that the
+/// loop gives memory back once the daemon is idle after it too.
+void dpfs_loop_note_outside_request(void);
+
 /// Unmaps the resident pages of the program's read-only file mappings that hold no
 /// private page (session_loop.c says why).
 void dpfs_release_code_pages(void);
