@@ -76,6 +76,7 @@ expect_eq() {
 }
 
 setup_device() {
+    mkdir -p -m 700 "$SECRETS"   # a scenario may have removed it to start again
     "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" "$@" >/dev/null || { fail "init"; finish; }
     mount_device
 }
