@@ -59,8 +59,8 @@ _ = FileManager.default.createFile(atPath: passcodeFile, contents: Data("1234\n"
 let mountedDevice = work.appendingPathComponent("mounted").path
 let localDevice = work.appendingPathComponent("local").path
 let secrets = "file:" + work.appendingPathComponent("secrets").path
-guard run("init", mountedDevice, "--passcode-file", passcodeFile, "--secret-store", secrets) == 0,
-      run("init", localDevice, "--passcode-file", passcodeFile, "--secret-store", secrets) == 0 else { fail("dpfs init failed (\(dpfs))") }
+guard run("init", mountedDevice, "--passcode-file", passcodeFile, "--secret-store", secrets, "--create") == 0,
+      run("init", localDevice, "--passcode-file", passcodeFile, "--secret-store", secrets, "--create") == 0 else { fail("dpfs init failed (\(dpfs))") }
 guard run("mount", mountedDevice, mountpoint) == 0 else { fail("dpfs mount failed") }
 guard run("unlock", mountpoint, "--passcode-file", passcodeFile) == 0 else { fail("dpfs unlock failed") }
 setenv("DPFS_MOUNT", mountpoint, 1)
