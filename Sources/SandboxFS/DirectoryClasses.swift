@@ -39,8 +39,12 @@ extension SandboxFileSystem {
     private func readDirectoryRecord(_ directory: Inode) throws(Errno) -> DirectoryClassRecord.Decoded {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
-        let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
-        if n < 0 && errno != ENODATA && errno != ERANGE { throw Errno.current }
+        let n: Int
+        do throws(Errno) {
+            n = try systemCall(onPathOf: directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
+        } catch where error.rawValue == ENODATA || error.rawValue == ERANGE {
+            n = 0  // no record, or one too long to be one
+        }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
             throw Errno.io

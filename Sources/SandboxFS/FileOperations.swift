@@ -85,19 +85,18 @@ extension SandboxFileSystem {
                 if fd >= 0 { return (fd, O_RDWR | O_CLOEXEC) }
             }
         }
-        var opened: (fd: Int32, flags: Int32) = (-1, 0)
-        try Errno.check(withNodePath(inode) { path -> Int32 in
+        return try withNodePath(inode) { (path) throws(Errno) -> (fd: Int32, flags: Int32) in
             func open(_ access: Int32) -> (fd: Int32, flags: Int32) {
                 let quiet = access | O_CLOEXEC | OpenFlag.noAccessTime
                 let fd = Glibc.open(path, quiet)
                 if fd >= 0 || errno != EPERM { return (fd, quiet) }
                 return (Glibc.open(path, access | O_CLOEXEC), access | O_CLOEXEC)
             }
-            opened = open(O_RDWR)
+            var opened = open(O_RDWR)
             if opened.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) { opened = open(O_RDONLY) }
-            return opened.fd
-        })
-        return opened
+            try Errno.check(opened.fd)
+            return opened
+        }
     }
 
     /// The open-file entry of a regular file, one handle counted, loading header and

@@ -28,8 +28,15 @@ extension SandboxFileSystem {
         if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
-            let rc = open.map { fchmod($0.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(fchmod(open.fd, mode))
+                } else {
+                    try systemCall(onPathOf: inode) { chmod($0, mode) }
+                }
+            } catch {
+                return reply(req, error)
+            }
             // After the change: a writer that checked before it must not count as clean.
             if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
             // The kernel drops its entry of a directory whose mode changed (access below
@@ -74,9 +81,15 @@ extension SandboxFileSystem {
             } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
                 times[1] = attr.pointee.st_mtim
             }
-            let rc = open.map { futimens($0.fd, times) }
-                ?? withNodePath(inode) { utimensat(AT_FDCWD, $0, times, 0) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(futimens(open.fd, times))
+                } else {
+                    try systemCall(onPathOf: inode) { utimensat(AT_FDCWD, $0, times, 0) }
+                }
+            } catch {
+                return reply(req, error)
+            }
         }
         replyAttributes(req, inode)
     }
@@ -106,7 +119,7 @@ extension SandboxFileSystem {
     func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
         let inode = node(ino)
         replying(req) { () throws(Errno) in
-            _ = try Errno.check(withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+            try systemCall(onPathOf: inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) }
         }
     }
 
