@@ -73,7 +73,7 @@ extension SandboxFileSystem {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { throw Errno.notPermitted }
             directoryID = DirectoryClassRecord.newDirectoryID()
         }
-        let fd = try Errno.check(directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+        let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         do throws(Errno) {
             try storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
@@ -114,7 +114,7 @@ extension SandboxFileSystem {
     /// its name at `place` (NameBindings.swift).
     func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
                              directoryID: [UInt8], place: NamePlace?) throws(Errno) {
-        let fd = try Errno.check(parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) })
+        let fd = try parent.systemCall { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         defer { close(fd) }
         try storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
         guard let place else { return }

@@ -47,9 +47,15 @@ extension SandboxFileSystem {
         if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
             let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max
             let gid = toSet & FUSE_SET_ATTR_GID != 0 ? attr.pointee.st_gid : gid_t.max
-            let rc = open.map { fchown($0.fd, uid, gid) }
-                ?? inode.withDescriptor { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(fchown(open.fd, uid, gid))
+                } else {
+                    try inode.systemCall { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
+                }
+            } catch {
+                return reply(req, error)
+            }
         }
         if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_SIZE != 0 {
@@ -105,8 +111,8 @@ extension SandboxFileSystem {
     func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
         let inode = node(ino)
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = inode.withDescriptor { readlinkat($0, "", &buffer, Int(PATH_MAX)) }
-        guard n >= 0 else { return reply(req, .current) }
+        let n: Int
+        do throws(Errno) { n = try inode.systemCall { readlinkat($0, "", &buffer, Int(PATH_MAX)) } } catch { return reply(req, error) }
         buffer[n] = 0
         // Targets are stored sealed (Names.swift); one that does not open is damage.
         guard let target = plaintextTarget(buffer) else { return reply(req, .io) }
