@@ -93,7 +93,7 @@ extension SandboxFileSystem {
         let places = directory.places.withLock { $0.checked + $0.pending }
         let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
         for place in places { vouched(directory, for: place) }
-        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, tags) }
+        try withProcPath(fd) { (path) throws(Errno) in try NameTagStore.write(path, tags) }
     }
 
     /// A class change the keybag records, so that the record from before it, put back,
@@ -120,7 +120,7 @@ extension SandboxFileSystem {
         guard let place else { return }
         // A new directory: its one tag, no other to keep.
         let tag = NameBinding.tag(identity: directoryID, place: place, metadataKey: device.metadataKey)
-        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, [tag]) }
+        try withProcPath(fd) { (path) throws(Errno) in try NameTagStore.write(path, [tag]) }
     }
 
     func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {

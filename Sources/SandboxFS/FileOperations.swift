@@ -353,7 +353,7 @@ extension SandboxFileSystem {
             return byName
         }
         if byName >= 0 { close(byName) }
-        return try Errno.check(procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) })
+        return try withProcPath(fd) { (path) throws(Errno) in try Errno.check(Glibc.open(path, OpenFlag.path | O_CLOEXEC)) }
     }
 
     /// A new file: its descriptor (read-write), header and key; its handle when a
