@@ -230,9 +230,10 @@ public enum BlockIO {
         let fd: Int32
 
         init?(_ backing: Int32) {
-            let path = procPath(backing)
-            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.direct)
-            guard fd >= 0 else { return nil }
+            let opened = try? withProcPath(backing) { (path) throws(Errno) in
+                try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.direct))
+            }
+            guard let fd = opened else { return nil }
             self.fd = fd
         }
 

@@ -29,11 +29,19 @@ extension SandboxFileSystem {
         return bytes.count
     }
 
-    /// Runs `body` (a system call) with a path that reaches the node itself; -1 and
-    /// errno when the node's descriptor cannot be reopened.
+    /// Runs `body` with a path that reaches the node itself (for calls that take no
+    /// O_PATH descriptor); the error that kept the node's descriptor from being reopened.
     @inline(__always)
-    func withNodePath<R: BinaryInteger>(_ node: Inode, _ body: (UnsafePointer<CChar>) -> R) -> R {
-        node.withDescriptor { (fd: Int32) -> R in procPath(fd).withCString(body) }
+    func withNodePath<R>(_ node: Inode, _ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
+        try node.withDescriptor { (fd) throws(Errno) in try withProcPath(fd, body) }
+    }
+
+    /// `withNodePath` for one system call on the path (-1 and errno when it fails): what
+    /// it returns; its errno, or the reopening's, thrown.
+    @discardableResult @inline(__always)
+    func systemCall<R: FixedWidthInteger & SignedInteger>(onPathOf node: Inode,
+                                                         _ call: (UnsafePointer<CChar>) -> R) throws(Errno) -> R {
+        try withNodePath(node) { (path) throws(Errno) in try Errno.check(call(path)) }
     }
 
     /// The authenticated header of a regular file: its open entry's, else read.
@@ -44,9 +52,13 @@ extension SandboxFileSystem {
             return header
         }
         // O_NOATIME: reading metadata from the header is not reading the file.
-        var fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
-        if fd < 0 && errno == EPERM { fd = withNodePath(node) { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
-        guard fd >= 0 else { throw Errno.current }
+        let fd = try withNodePath(node) { (path) throws(Errno) in
+            do throws(Errno) {
+                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
+            } catch where error == .notPermitted {
+                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
+            }
+        }
         defer { close(fd) }
         let header = try HeaderIO.read(fd, metadataKey: device.metadataKey)
         try checkOwnNames(node, identity: header.fileID, fd: fd)
@@ -82,11 +94,12 @@ extension SandboxFileSystem {
         let tracked = AbsentAttribute(attribute)
         if let tracked, node.isKnownAbsent(tracked) { throw Errno(ENODATA) }
         let changes = node.attributeChanges()
-        let n = withNodePath(node) { CLinux.getxattr($0, name, value, size) }
-        guard n < 0 else { return n }
-        let error = Errno.current
-        if error.rawValue == ENODATA, let tracked { node.noteAbsent(tracked, seenAt: changes) }
-        throw error
+        do throws(Errno) {
+            return try systemCall(onPathOf: node) { CLinux.getxattr($0, name, value, size) }
+        } catch {
+            if error.rawValue == ENODATA, let tracked { node.noteAbsent(tracked, seenAt: changes) }
+            throw error
+        }
     }
 
     func setAttribute(_ node: Inode, _ name: UnsafePointer<CChar>, _ value: UnsafePointer<CChar>?,
@@ -107,7 +120,7 @@ extension SandboxFileSystem {
         if Self.isACL(attribute) {
             try acls.willSet(attribute, UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : size))
         }
-        try Errno.check(withNodePath(node) { CLinux.setxattr($0, name, value, size, flags) })
+        try systemCall(onPathOf: node) { CLinux.setxattr($0, name, value, size, flags) }
         if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: false) }
         if attribute == Self.capabilityAttribute { privileges.granted() }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
@@ -115,12 +128,12 @@ extension SandboxFileSystem {
 
     func listAttributes(_ node: Inode, _ list: UnsafeMutablePointer<CChar>?, _ size: Int) throws(Errno) -> Int {
         var names: [CChar] = []
-        let got = try Errno.check(withNodePath(node) { backing -> Int in
-            let needed = CLinux.listxattr(backing, nil, 0)
+        let got = try withNodePath(node) { (backing) throws(Errno) -> Int in
+            let needed = try Errno.check(CLinux.listxattr(backing, nil, 0))
             guard needed > 0 else { return needed }
             names = [CChar](repeating: 0, count: needed)
-            return CLinux.listxattr(backing, &names, needed)
-        })
+            return try Errno.check(CLinux.listxattr(backing, &names, needed))
+        }
         // The dpfs namespace shows only the class (its name tags stay hidden), and
         // labels dpfs does not keep are not listed.
         let reserved = Array(Self.reservedPrefix.utf8).map { CChar(bitPattern: $0) }
@@ -152,7 +165,7 @@ extension SandboxFileSystem {
         } else if Self.isUnkeptLabel(attribute) {
             throw Errno.notSupported
         }
-        try Errno.check(withNodePath(node) { CLinux.removexattr($0, name) })
+        try systemCall(onPathOf: node) { CLinux.removexattr($0, name) }
         if let tracked = AbsentAttribute(attribute) { node.noteChanged(tracked, absent: true) }
         if attribute.hasPrefix("system.posix_acl") { kernel.invalidateAttributes(node) }
     }
@@ -178,8 +191,10 @@ extension SandboxFileSystem {
     /// The path /proc/self/fd shows for the node's descriptor.
     static func kernelPath(_ node: Inode) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = node.withDescriptor { fd in procPath(fd).withCString { CLinux.readlink($0, &buffer, Int(PATH_MAX)) } }
-        guard n > 0 else { return nil }
+        let n = try? node.withDescriptor { (fd) throws(Errno) in
+            try withProcPath(fd) { (path) throws(Errno) in try Errno.check(CLinux.readlink(path, &buffer, Int(PATH_MAX))) }
+        }
+        guard let n, n > 0 else { return nil }
         return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 

@@ -32,8 +32,12 @@ extension SandboxFileSystem {
         // A directory whose names cannot be read (record damaged, or reached by a name
         // that is not its own) lists as EIO, not as empty.
         do throws(Errno) { _ = try directoryID(directory) } catch { return reply(req, error) }
-        let directoryFD = directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard directoryFD >= 0 else { return reply(req, .current) }
+        let directoryFD: Int32
+        do throws(Errno) {
+            directoryFD = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        } catch {
+            return reply(req, error)
+        }
         defer { close(directoryFD) }
         if offset != 0 && Glibc.lseek(directoryFD, offset, SEEK_SET) < 0 { return reply(req, .current) }
         // The reply, then the backing entries: one allocation, as every malloc'd block
@@ -148,7 +152,7 @@ extension SandboxFileSystem {
 
     func fsyncdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32) {
         replying(req) { () throws(Errno) in
-            let fd = try Errno.check(node(ino).withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+            let fd = try node(ino).systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             defer { close(fd) }
             try Errno.check(dataOnly != 0 ? fdatasync(fd) : Glibc.fsync(fd))
         }

@@ -39,8 +39,12 @@ extension SandboxFileSystem {
     private func readDirectoryRecord(_ directory: Inode) throws(Errno) -> DirectoryClassRecord.Decoded {
         var buffer = [UInt8](repeating: 0, count: DirectoryClassRecord.size + 1)
         // One getxattr through /proc/self/fd (fgetxattr does not take an O_PATH descriptor).
-        let n = withNodePath(directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
-        if n < 0 && errno != ENODATA && errno != ERANGE { throw Errno.current }
+        let n: Int
+        do throws(Errno) {
+            n = try systemCall(onPathOf: directory) { CLinux.getxattr($0, Self.protectionAttribute, &buffer, buffer.count) }
+        } catch where error.rawValue == ENODATA || error.rawValue == ERANGE {
+            n = 0  // no record, or one too long to be one
+        }
         guard n > 0, let record = DirectoryClassRecord.decode(buffer[0..<n], metadataKey: device.metadataKey) else {
             logger.error("a directory's stored class is missing or does not verify: its new children are refused (EIO)")
             throw Errno.io
@@ -69,7 +73,7 @@ extension SandboxFileSystem {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { throw Errno.notPermitted }
             directoryID = DirectoryClassRecord.newDirectoryID()
         }
-        let fd = try Errno.check(directory.withDescriptor { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) })
+        let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         do throws(Errno) {
             try storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
@@ -89,7 +93,7 @@ extension SandboxFileSystem {
         let places = directory.places.withLock { $0.checked + $0.pending }
         let tags = places.map { NameBinding.tag(identity: directoryID, place: $0, metadataKey: device.metadataKey) }
         for place in places { vouched(directory, for: place) }
-        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, tags) }
+        try withProcPath(fd) { (path) throws(Errno) in try NameTagStore.write(path, tags) }
     }
 
     /// A class change the keybag records, so that the record from before it, put back,
@@ -110,13 +114,13 @@ extension SandboxFileSystem {
     /// its name at `place` (NameBindings.swift).
     func storeDirectoryClass(_ parent: Inode, _ name: UnsafePointer<CChar>, _ protectionClass: ProtectionClass,
                              directoryID: [UInt8], place: NamePlace?) throws(Errno) {
-        let fd = try Errno.check(parent.withDescriptor { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) })
+        let fd = try parent.systemCall { openat($0, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
         defer { close(fd) }
         try storeDirectoryClass(fd, protectionClass, directoryID: directoryID)
         guard let place else { return }
         // A new directory: its one tag, no other to keep.
         let tag = NameBinding.tag(identity: directoryID, place: place, metadataKey: device.metadataKey)
-        try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.write(path, [tag]) }
+        try withProcPath(fd) { (path) throws(Errno) in try NameTagStore.write(path, [tag]) }
     }
 
     func storeDirectoryClass(_ fd: Int32, _ protectionClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {

@@ -85,19 +85,18 @@ extension SandboxFileSystem {
                 if fd >= 0 { return (fd, O_RDWR | O_CLOEXEC) }
             }
         }
-        var opened: (fd: Int32, flags: Int32) = (-1, 0)
-        try Errno.check(withNodePath(inode) { path -> Int32 in
+        return try withNodePath(inode) { (path) throws(Errno) -> (fd: Int32, flags: Int32) in
             func open(_ access: Int32) -> (fd: Int32, flags: Int32) {
                 let quiet = access | O_CLOEXEC | OpenFlag.noAccessTime
                 let fd = Glibc.open(path, quiet)
                 if fd >= 0 || errno != EPERM { return (fd, quiet) }
                 return (Glibc.open(path, access | O_CLOEXEC), access | O_CLOEXEC)
             }
-            opened = open(O_RDWR)
+            var opened = open(O_RDWR)
             if opened.fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM) { opened = open(O_RDONLY) }
-            return opened.fd
-        })
-        return opened
+            try Errno.check(opened.fd)
+            return opened
+        }
     }
 
     /// The open-file entry of a regular file, one handle counted, loading header and
@@ -294,8 +293,7 @@ extension SandboxFileSystem {
     /// A spare for the next create in `parent` (SpareFiles): an unnamed file with its
     /// header and empty last block when `protectionClass` can take a new file now.
     private func makeSpare(in parent: Inode, mode: mode_t, _ protectionClass: ProtectionClass) -> (fd: Int32, contents: SpareContents?) {
-        let fd = parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) }
-        guard fd >= 0 else { return (fd, nil) }
+        guard let fd = try? parent.systemCall({ dpfs_open_tmpfile($0, ".", mode) }) else { return (-1, nil) }
         let random = NewFileRandomness(pool)
         guard let (header, key) = try? makeHeader(protectionClass, random) else { return (fd, nil) }
         // A write that failed leaves whatever it wrote: a create writes it all again.
@@ -323,6 +321,12 @@ extension SandboxFileSystem {
         return try Errno.check(make())
     }
 
+    /// `makingNode` for a call on `parent`'s descriptor; the error that kept the
+    /// descriptor from being reopened, thrown too.
+    func makingNode(in parent: Inode, _ make: (Int32) -> Int32) throws(Errno) -> Int32 {
+        try parent.withDescriptor { (fd) throws(Errno) in try makingNode { make(fd) } }
+    }
+
     /// The entry of the new file `fd` (named `name` in `parent`; its `handle` when
     /// already read), one lookup counted, and its attributes; the error that kept them
     /// from being read.
@@ -344,12 +348,12 @@ extension SandboxFileSystem {
                         stat made: inout stat) throws(Errno) -> Int32 {
         var found = stat()
         try Errno.check(fstat(fd, &made))
-        let byName = parent.withDescriptor { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }
+        let byName = (try? parent.systemCall { openat($0, name, OpenFlag.path | O_NOFOLLOW | O_CLOEXEC) }) ?? -1
         if byName >= 0 && fstatat(byName, "", &found, AtFlag.emptyPath) == 0 && InodeKey(made) == InodeKey(found) {
             return byName
         }
         if byName >= 0 { close(byName) }
-        return try Errno.check(procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) })
+        return try withProcPath(fd) { (path) throws(Errno) in try Errno.check(Glibc.open(path, OpenFlag.path | O_CLOEXEC)) }
     }
 
     /// A new file: its descriptor (read-write), header and key; its handle when a
@@ -390,7 +394,7 @@ extension SandboxFileSystem {
             if let spare {
                 opened = spare.fd
             } else {
-                do throws(Errno) { opened = try makingNode { parent.withDescriptor { dpfs_open_tmpfile($0, ".", mode) } } } catch {
+                do throws(Errno) { opened = try makingNode(in: parent) { dpfs_open_tmpfile($0, ".", mode) } } catch {
                     madeKey.wipe()
                     throw error
                 }

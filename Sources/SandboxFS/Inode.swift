@@ -159,16 +159,11 @@ final class Inode: @unchecked Sendable {
         return try body(fd)
     }
 
-    /// `withDescriptor` for a system call: its result, or -1 with errno set when the
-    /// descriptor cannot be reopened, as a failed call would.
-    func withDescriptor<R: BinaryInteger>(_ body: (Int32) -> R) -> R {
-        let fd: Int32
-        do throws(Errno) { fd = try pin() } catch {
-            errno = error.rawValue
-            return -1
-        }
-        defer { unpin() }
-        return body(fd)
+    /// `withDescriptor` for one system call on the descriptor (-1 and errno when it
+    /// fails): what it returns; its errno, or the reopening's, thrown.
+    @discardableResult @inline(__always)
+    func systemCall<R: FixedWidthInteger & SignedInteger>(_ call: (Int32) -> R) throws(Errno) -> R {
+        try withDescriptor { (fd) throws(Errno) in try Errno.check(call(fd)) }
     }
 
     private func pin() throws(Errno) -> Int32 {
@@ -195,8 +190,6 @@ final class Inode: @unchecked Sendable {
     }
 
     private func unpin() {
-        let saved = errno  // the body's, for its caller
-        defer { errno = saved }
         let closing = descriptor.withLock { state -> Int32 in
             state.users -= 1
             guard state.users == 0, state.retired, state.fd >= 0 else { return -1 }
@@ -209,7 +202,7 @@ final class Inode: @unchecked Sendable {
     /// Opens the descriptor now if it is closed (the backing inode must be alive), so
     /// that it keeps the inode until evicted or forgotten.
     func holdOpen() {
-        _ = withDescriptor { _ in Int32(0) }
+        _ = try? withDescriptor { _ in }
     }
 
     /// Closes the descriptor for the cache if nothing needs it: true when the entry
@@ -304,16 +297,15 @@ final class Inode: @unchecked Sendable {
         // An entry whose descriptor is closed (made from a handle, or evicted) holds no
         // blocks: reopening it would only meet ESTALE.
         guard holdsDescriptor else { return }
-        _ = withDescriptor { fd -> Int32 in
-            open.withLock { state -> Int32 in
-                guard state.handles == 0, state.opening == 0, !state.discarded else { return 0 }
+        _ = try? withDescriptor { (fd) throws(Errno) in
+            try open.withLock { (state) throws(Errno) in
+                guard state.handles == 0, state.opening == 0, !state.discarded else { return }
                 var st = stat()
-                guard fstat(fd, &st) == 0, st.st_nlink == 0 else { return 0 }
-                let writable = procPath(fd).withCString { Glibc.open($0, O_WRONLY | O_CLOEXEC) }
-                guard writable >= 0 else { return -1 }
+                guard fstat(fd, &st) == 0, st.st_nlink == 0 else { return }
+                let writable = try withProcPath(fd) { (path) throws(Errno) in try Errno.check(Glibc.open(path, O_WRONLY | O_CLOEXEC)) }
                 state.discarded = true
                 defer { close(writable) }
-                return ftruncate(writable, 0)
+                try Errno.check(ftruncate(writable, 0))
             }
         }
     }

@@ -73,7 +73,7 @@ extension SandboxFileSystem {
             do throws(Errno) {
                 tags = try NameTagStore.read(descriptor: fd)
             } catch where error == .badDescriptor {
-                tags = try procPath(fd).withCPath { (path) throws(Errno) in try NameTagStore.read(path) }
+                tags = try withProcPath(fd) { (path) throws(Errno) in try NameTagStore.read(path) }
             }
         } catch {
             throw Self.isShortage(error) ? error : .io
@@ -95,7 +95,7 @@ extension SandboxFileSystem {
         let tags = try readNameTags(fd)
         guard let updated = NameBinding.updated(tags, identity: identity, adding: adding, removing: removing,
                                                 metadataKey: device.metadataKey) else { throw Errno(EMLINK) }
-        try procPath(fd).withCPath { (path) throws(Errno) in
+        try withProcPath(fd) { (path) throws(Errno) in
             do throws(Errno) {
                 try NameTagStore.write(path, updated)
             } catch where error.rawValue == EACCES {
@@ -115,9 +115,14 @@ extension SandboxFileSystem {
     func identity(ofNode fd: Int32, type: mode_t) -> [UInt8]? {
         switch type {
         case S_IFREG:
-            var file = procPath(fd).withCString { Glibc.open($0, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime) }
-            if file < 0 && errno == EPERM { file = procPath(fd).withCString { Glibc.open($0, O_RDONLY | O_CLOEXEC) } }
-            guard file >= 0 else { return nil }
+            let opened = try? withProcPath(fd) { (path) throws(Errno) in
+                do throws(Errno) {
+                    return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
+                } catch where error == .notPermitted {
+                    return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
+                }
+            }
+            guard let file = opened else { return nil }
             defer { close(file) }
             return (try? HeaderIO.read(file, metadataKey: device.metadataKey))?.fileID
         case S_IFDIR:

@@ -110,7 +110,7 @@ extension SandboxFileSystem {
             }
             return replyMade(req, parent, form)
         }
-        do throws(Errno) { _ = try makingNode { parent.withDescriptor { mknodat($0, backing, mode, rdev) } } } catch {
+        do throws(Errno) { _ = try makingNode(in: parent) { mknodat($0, backing, mode, rdev) } } catch {
             return failMaking(req, form, in: parent, error)
         }
         ownership.take(caller, parent: parent, name: backing, mode: mode)
@@ -128,7 +128,7 @@ extension SandboxFileSystem {
         } catch {
             return reply(req, error)
         }
-        do throws(Errno) { _ = try makingNode { parent.withDescriptor { mkdirat($0, backing, mode) } } } catch {
+        do throws(Errno) { _ = try makingNode(in: parent) { mkdirat($0, backing, mode) } } catch {
             return failMaking(req, form, in: parent, error)
         }
         // A record that could not be stored reads as damage (EIO) in the new directory.
@@ -146,7 +146,7 @@ extension SandboxFileSystem {
         do throws(Errno) { storedTarget = try backingTarget(target) } catch { return reply(req, error) }
         func discardTarget() { if LongTarget.length(of: storedTarget) != nil { LongTargetFiles.discard(storedTarget, sandbox: rootFD) } }
         do throws(Errno) { try prepareName(form, in: parent) } catch { discardTarget(); return reply(req, error) }
-        do throws(Errno) { _ = try makingNode { parent.withDescriptor { symlinkat(storedTarget, $0, backing) } } } catch {
+        do throws(Errno) { _ = try makingNode(in: parent) { symlinkat(storedTarget, $0, backing) } } catch {
             discardTarget()
             return failMaking(req, form, in: parent, error)
         }
@@ -371,10 +371,9 @@ extension SandboxFileSystem {
     /// A long name's side file whose entry was not made (and does not exist) goes again.
     func abandonName(_ form: BackingName, in parent: Inode) {
         guard form.sideFile != nil else { return }
-        _ = parent.withDescriptor { fd -> Int32 in
+        _ = try? parent.withDescriptor { fd in
             var st = stat()
             if fstatat(fd, form.stored, &st, AT_SYMLINK_NOFOLLOW) != 0 { removeSideFile(fd, form) }
-            return 0
         }
     }
 

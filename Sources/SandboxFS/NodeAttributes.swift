@@ -28,8 +28,15 @@ extension SandboxFileSystem {
         if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_MODE != 0 {
             let mode = attr.pointee.st_mode & 0o7777
-            let rc = open.map { fchmod($0.fd, mode) } ?? withNodePath(inode) { chmod($0, mode) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(fchmod(open.fd, mode))
+                } else {
+                    try systemCall(onPathOf: inode) { chmod($0, mode) }
+                }
+            } catch {
+                return reply(req, error)
+            }
             // After the change: a writer that checked before it must not count as clean.
             if mode & (S_ISUID | S_ISGID) != 0 { privileges.granted() }
             // The kernel drops its entry of a directory whose mode changed (access below
@@ -40,9 +47,15 @@ extension SandboxFileSystem {
         if toSet & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID) != 0 {
             let uid = toSet & FUSE_SET_ATTR_UID != 0 ? attr.pointee.st_uid : uid_t.max
             let gid = toSet & FUSE_SET_ATTR_GID != 0 ? attr.pointee.st_gid : gid_t.max
-            let rc = open.map { fchown($0.fd, uid, gid) }
-                ?? inode.withDescriptor { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(fchown(open.fd, uid, gid))
+                } else {
+                    try inode.systemCall { fchownat($0, "", uid, gid, AtFlag.emptyPath | AT_SYMLINK_NOFOLLOW) }
+                }
+            } catch {
+                return reply(req, error)
+            }
         }
         if inheritanceChanges { spares.discard() }
         if toSet & FUSE_SET_ATTR_SIZE != 0 {
@@ -74,9 +87,15 @@ extension SandboxFileSystem {
             } else if toSet & FUSE_SET_ATTR_MTIME != 0 {
                 times[1] = attr.pointee.st_mtim
             }
-            let rc = open.map { futimens($0.fd, times) }
-                ?? withNodePath(inode) { utimensat(AT_FDCWD, $0, times, 0) }
-            guard rc == 0 else { return reply(req, .current) }
+            do throws(Errno) {
+                if let open {
+                    try Errno.check(futimens(open.fd, times))
+                } else {
+                    try systemCall(onPathOf: inode) { utimensat(AT_FDCWD, $0, times, 0) }
+                }
+            } catch {
+                return reply(req, error)
+            }
         }
         replyAttributes(req, inode)
     }
@@ -92,8 +111,8 @@ extension SandboxFileSystem {
     func readlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
         let inode = node(ino)
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = inode.withDescriptor { readlinkat($0, "", &buffer, Int(PATH_MAX)) }
-        guard n >= 0 else { return reply(req, .current) }
+        let n: Int
+        do throws(Errno) { n = try inode.systemCall { readlinkat($0, "", &buffer, Int(PATH_MAX)) } } catch { return reply(req, error) }
         buffer[n] = 0
         // Targets are stored sealed (Names.swift); one that does not open is damage.
         guard let target = plaintextTarget(buffer) else { return reply(req, .io) }
@@ -106,7 +125,7 @@ extension SandboxFileSystem {
     func access(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ mask: Int32) {
         let inode = node(ino)
         replying(req) { () throws(Errno) in
-            _ = try Errno.check(withNodePath(inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) })
+            try systemCall(onPathOf: inode) { faccessat(AT_FDCWD, $0, mask, AT_EACCESS) }
         }
     }
 

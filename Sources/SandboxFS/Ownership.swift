@@ -21,16 +21,16 @@ struct Ownership: Sendable {
         // Made by the daemon's own user and group, the node is the caller's already.
         if caller.uid == daemonUID && caller.gid == daemonGID { return }
         var directory = stat()
-        let setgid = parent.withDescriptor { fstatat($0, "", &directory, AtFlag.emptyPath) } == 0 && directory.st_mode & S_ISGID != 0
+        let statted = (try? parent.systemCall { fstatat($0, "", &directory, AtFlag.emptyPath) }) != nil
+        let setgid = statted && directory.st_mode & S_ISGID != 0
         let gid = setgid ? gid_t.max : caller.gid
         if let fd {
             guard fchown(fd, caller.uid, gid) == 0 else { return }
             if let mode, mode & (S_ISUID | S_ISGID) != 0 { _ = fchmod(fd, mode & 0o7777) }
         } else if let name {
-            _ = parent.withDescriptor { parentFD -> Int32 in
-                guard fchownat(parentFD, name, caller.uid, gid, AT_SYMLINK_NOFOLLOW) == 0 else { return -1 }
-                if let mode, mode & (S_ISUID | S_ISGID) != 0 { return fchmodat(parentFD, name, mode & 0o7777, 0) }
-                return 0
+            _ = try? parent.withDescriptor { parentFD in
+                guard fchownat(parentFD, name, caller.uid, gid, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+                if let mode, mode & (S_ISUID | S_ISGID) != 0 { _ = fchmodat(parentFD, name, mode & 0o7777, 0) }
             }
         }
     }

@@ -27,6 +27,7 @@
 import CFuse
 import CLinux
 import Glibc
+import SystemCalls
 
 extension SandboxFileSystem {
     static let accessACLAttribute = "system.posix_acl_access"
@@ -71,9 +72,13 @@ extension SandboxFileSystem {
     func hasDefaultACL(_ directory: Inode) -> Bool {
         if acls.noneSet || directory.isKnownAbsent(.defaultACL) { return false }
         let changes = directory.attributeChanges()
-        let size = withNodePath(directory) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
-        if size < 0 && errno == ENODATA { directory.noteAbsent(.defaultACL, seenAt: changes) }
-        return size > 0
+        do throws(Errno) {
+            let size = try systemCall(onPathOf: directory) { CLinux.getxattr($0, Self.defaultACLAttribute, nil, 0) }
+            return size > 0
+        } catch {
+            if error.rawValue == ENODATA { directory.noteAbsent(.defaultACL, seenAt: changes) }
+            return false
+        }
     }
 
     /// Records that `node`, just made in `parent` by this daemon, carries no ACL when

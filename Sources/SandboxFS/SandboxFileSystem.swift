@@ -129,8 +129,9 @@ public final class SandboxFileSystem: Sendable {
     /// The length a long target's stand-in records (LongTarget).
     static func longTargetLength(_ inode: Inode) -> Int? {
         var buffer = [CChar](repeating: 0, count: LongTarget.standInLength + 1)
-        let n = inode.withDescriptor { readlinkat($0, "", &buffer, buffer.count) }
-        guard n == LongTarget.standInLength else { return nil }
+        guard let n = try? inode.systemCall({ readlinkat($0, "", &buffer, buffer.count) }), n == LongTarget.standInLength else {
+            return nil
+        }
         return LongTarget.length(of: String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 

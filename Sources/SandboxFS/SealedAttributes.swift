@@ -41,13 +41,17 @@ extension SandboxFileSystem {
         // The stored value, read whole (it may change size between calls: retry).
         var stored: [UInt8] = []
         while true {
-            let needed = try Errno.check(withNodePath(node) { CLinux.getxattr($0, name, nil, 0) })
+            let needed = try systemCall(onPathOf: node) { CLinux.getxattr($0, name, nil, 0) }
             stored = [UInt8](repeating: 0, count: needed)
-            let got = withNodePath(node) { backing in
-                stored.withUnsafeMutableBytes { CLinux.getxattr(backing, name, $0.baseAddress, needed) }
+            do throws(Errno) {
+                let got = try systemCall(onPathOf: node) { backing in
+                    stored.withUnsafeMutableBytes { CLinux.getxattr(backing, name, $0.baseAddress, needed) }
+                }
+                stored.removeLast(needed - got)
+                break
+            } catch where error.rawValue == ERANGE {
+                continue  // it grew since its size was read
             }
-            if got >= 0 { stored.removeLast(needed - got); break }
-            if errno != ERANGE { throw Errno.current }
         }
         guard stored.count >= Self.sealedOverhead, stored[0] == Self.sealedMarker else { throw Errno.io }
         let binding = try attributeBinding(node, name)
@@ -92,8 +96,8 @@ extension SandboxFileSystem {
         }
         guard done != nil else { throw Errno.notPermitted }
         let count = sealed.count
-        try Errno.check(withNodePath(node) { backing in
+        try systemCall(onPathOf: node) { backing in
             sealed.withUnsafeBytes { CLinux.setxattr(backing, name, $0.baseAddress, count, flags) }
-        })
+        }
     }
 }

@@ -40,7 +40,7 @@ extension SandboxFileSystem {
     func enterUnnamed(_ fd: Int32) throws(Errno) -> (Inode, stat) {
         var st = stat()
         try Errno.check(fstat(fd, &st))
-        let pathFD = try Errno.check(procPath(fd).withCString { Glibc.open($0, OpenFlag.path | O_CLOEXEC) })
+        let pathFD = try withProcPath(fd) { (path) throws(Errno) in try Errno.check(Glibc.open(path, OpenFlag.path | O_CLOEXEC)) }
         return (inodes.remember(unnamed: pathFD, st), st)
     }
 }

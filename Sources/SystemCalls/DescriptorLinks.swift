@@ -15,9 +15,9 @@ public func linkDescriptor(_ fd: Int32, into parentFD: Int32, as name: UnsafePoi
         // ENOENT is also what a missing capability reads as: the path through /proc
         // tells them apart (and says what a missing target really is).
         guard errno == ENOENT else { throw Errno.current }
-        try Errno.check(procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) })
+        try withProcPath(fd) { (path) throws(Errno) in try Errno.check(linkat(AT_FDCWD, path, parentFD, name, AT_SYMLINK_FOLLOW)) }
         emptyPathLinks.store(false, ordering: .relaxed)
         return
     }
-    try Errno.check(procPath(fd).withCString { linkat(AT_FDCWD, $0, parentFD, name, AT_SYMLINK_FOLLOW) })
+    try withProcPath(fd) { (path) throws(Errno) in try Errno.check(linkat(AT_FDCWD, path, parentFD, name, AT_SYMLINK_FOLLOW)) }
 }

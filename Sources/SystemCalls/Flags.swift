@@ -41,10 +41,6 @@ public enum AtFlag {
 /// The largest extended attribute value Linux stores (XATTR_SIZE_MAX).
 public let largestAttributeValue = 65536
 
-/// /proc/self/fd/N: a path that reaches the node an (O_PATH) descriptor holds.
-@inline(__always)
-public func procPath(_ fd: Int32) -> String { "/proc/self/fd/\(fd)" }
-
 /// utimensat(2)'s special nanosecond values.
 public enum TimeSpecial {
     public static let now = Int((1 << 30) - 1)   // UTIME_NOW
