@@ -15,11 +15,3 @@ extension Array where Element == UInt8 {
         try withUnsafeMutableBytes { bytes in Result { () throws(Errno) in try body(bytes) } }.get()
     }
 }
-
-extension String {
-    /// withCString for a body that throws an Errno (a path handed to a system call).
-    @inline(__always)
-    public func withCPath<R>(_ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
-        try withCString { path in Result { () throws(Errno) in try body(path) } }.get()
-    }
-}
