@@ -140,6 +140,30 @@ let socketFinds = rate(threadCount: threads, calls: callsPerThread) { secFind("m
 line("find, \(threads) threads", socketFinds, rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
 print(column("find, \(threads) ÷ 1 thread", 18) + String(format: "%8.2fx through the socket", socketFinds / socketFind))
 
+// On a shared machine one round says little: `KeychainBench --rounds N` then alternates
+// finds with 1 and 8 threads, in-process and through the socket, N times over the
+// items added above, and gives the medians and ranges.
+if let at = CommandLine.arguments.firstIndex(of: "--rounds"), at + 1 < CommandLine.arguments.count,
+   let rounds = Int(CommandLine.arguments[at + 1]), rounds > 0 {
+    var local1: [Double] = [], local8: [Double] = [], socket1: [Double] = [], socket8: [Double] = []
+    for _ in 0..<rounds {
+        local1.append(rate(threadCount: 1, calls: 2 * callsPerThread) { storeFind("many", $0 % threads, $1 % callsPerThread) })
+        local8.append(rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+        socket1.append(rate(threadCount: 1, calls: 2 * callsPerThread) { secFind("many", $0 % threads, $1 % callsPerThread) })
+        socket8.append(rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) })
+    }
+    func spread(_ values: [Double], _ format: String = "%.0f/s") -> String {
+        let sorted = values.sorted()
+        return String(format: "\(format) (\(format)–\(format))", sorted[sorted.count / 2], sorted[0], sorted[sorted.count - 1])
+    }
+    func ratios(_ over: [Double], _ under: [Double]) -> String { spread(zip(over, under).map { $0 / $1 }, "%.2fx") }
+    print("finds over \(rounds) rounds: median (range)")
+    print("  in-process  1 thread \(spread(local1)), \(threads) threads \(spread(local8))")
+    print("  socket      1 thread \(spread(socket1)), \(threads) threads \(spread(socket8))")
+    print("  socket \(threads) ÷ 1 thread: \(ratios(socket8, socket1))")
+    print("  1 thread, socket time ÷ in-process time: \(ratios(local1, socket1))")
+}
+
 // Where the socket's time goes, in part: a round trip that does no keychain work,
 nonisolated(unsafe) let statusClient: ControlClient
 do { statusClient = try ControlClient(mountpoint: mountpoint) } catch { fail("cannot connect: \(error)") }
