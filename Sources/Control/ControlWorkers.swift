@@ -3,6 +3,8 @@
 // (EPOLLONESHOT). A worker takes whichever connection has a request, answers it, arms
 // it again and takes the next ready one without sleeping, so many callers on few CPUs
 // cost the daemon no thread switch per call (a thread per connection cost two).
+// While one connection is the only caller, the worker that answered it polls its
+// socket for the next request instead of sleeping, as a thread per connection did.
 //
 // A worker never waits on a client or a person: before anything that may (a frame
 // still arriving, a reply the client is slow to take, a prompt, a passcode's key
@@ -92,32 +94,30 @@ final class ControlWorkers: Sendable {
             state.workers.insert(me)
             return state.serve
         }) else { return }
-        var last: Int?
         while state.withLock({ $0.workers.contains(me) }) {
             var key: UInt64 = 0
-            guard awaitWakeUp(&key, after: last) else { continue }
+            guard dpfs_epoll_next(epoll, -1, &key) == 1 else { continue }
             if key == Self.timerKey {
                 closeIdleConnections()
             } else if let connection = claim(Int(key)) {
-                last = connection.id
-                finish(connection, serve(connection))
+                var disposition = serve(connection)
+                while disposition == .keep, nextRequestComes(on: connection) { disposition = serve(connection) }
+                finish(connection, disposition)
             }
         }
     }
 
-    /// Waits for the next wake-up. While the connection last served is the only caller,
-    /// polls for its next request first (SocketPolling): a worker that sleeps between
-    /// two calls of one caller costs a wake-up of an idle CPU.
-    private func awaitWakeUp(_ key: inout UInt64, after last: Int?) -> Bool {
-        if let last, SocketPolling.onlyCaller(last) {
-            var polled: UInt64 = 0
-            if SocketPolling.poll(upTo: SocketPolling.window, while: { SocketPolling.onlyCaller(last) },
-                                  until: { dpfs_epoll_next(epoll, 0, &polled) == 1 }) {
-                key = polled
-                return true
-            }
+    /// While `connection` is the daemon's only caller (SocketPolling), whether its next
+    /// request comes within SocketPolling's window: the worker polls its socket rather
+    /// than arming it and sleeping, which would cost a wake-up of an idle CPU per call.
+    /// Polling the epoll set instead would not do: the kernel wakes a sleeping worker
+    /// for the request all the same, and the poller keeps it from a CPU.
+    private func nextRequestComes(on connection: ControlConnection) -> Bool {
+        guard SocketPolling.onlyCaller(connection.id) else { return false }
+        return SocketPolling.poll(upTo: SocketPolling.window, while: { SocketPolling.onlyCaller(connection.id) }) {
+            var byte: UInt8 = 0
+            return recv(connection.fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR)
         }
-        return dpfs_epoll_next(epoll, -1, &key) == 1
     }
 
     /// The connection behind a wake-up, now this thread's; nil when it is gone (closed
