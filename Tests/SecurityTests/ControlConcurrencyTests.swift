@@ -1,6 +1,6 @@
 // Many callers at once on the control socket: every call gets its own right answer,
-// connections do not each cost the daemon a thread, and clients that stall halfway
-// through a frame hold up nobody else's calls.
+// connections do not each cost the daemon a thread, clients that stall halfway
+// through a frame hold up nobody else's calls, and a quiet connection is closed.
 import Foundation
 import Glibc
 import Security
@@ -58,6 +58,19 @@ final class ControlConcurrencyTests: MountedDeviceTestCase {
             XCTAssertEqual(recv(fd, &byte, 1, Int32(MSG_DONTWAIT)), -1)
             XCTAssertEqual(errno, EAGAIN)
         }
+    }
+
+    func testQuietConnectionIsClosedAfterThirtySeconds() throws {
+        let fd = try connect(to: try controlSocket())
+        defer { close(fd) }
+        let connected = ContinuousClock.now
+        var timeout = timeval(tv_sec: 90, tv_usec: 0)  // the deadline, far past the limit
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        XCTAssertEqual(recv(fd, &byte, 1, 0), 0, "the daemon did not close the quiet connection")
+        let quiet = ContinuousClock.now - connected
+        XCTAssertGreaterThanOrEqual(quiet, .seconds(29))
+        XCTAssertLessThan(quiet, .seconds(60))
     }
 
     /// Runs `count` threads at once (they start together), each adding then finding
