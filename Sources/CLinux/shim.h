@@ -190,4 +190,43 @@ static inline int dpfs_open_by_handle(int mount_fd, struct dpfs_file_handle *han
     return open_by_handle_at(mount_fd, handle, flags);
 }
 
+// --- The control socket's workers (Control/ControlWorkers): one epoll set, each
+// connection armed once at a time (EPOLLONESHOT), its key in the event's data.
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+
+/// Adds `fd` to the epoll set (EPOLL_CTL_ADD) or arms it again (EPOLL_CTL_MOD) for one
+/// wake-up: when it can be read, or its peer has hung up.
+static inline int dpfs_epoll_arm(int epfd, int op, int fd, unsigned long long key) {
+    struct epoll_event event = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.u64 = key };
+    return epoll_ctl(epfd, op, fd, &event);
+}
+
+static inline int dpfs_epoll_remove(int epfd, int fd) { return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+/// Waits up to `timeout_ms` (-1: no limit) for one armed descriptor; 1 and its key, 0
+/// when none came in time, -1 on an error (EINTR).
+static inline int dpfs_epoll_next(int epfd, int timeout_ms, unsigned long long *key) {
+    struct epoll_event event;
+    int n = epoll_wait(epfd, &event, 1, timeout_ms);
+    if (n == 1) *key = event.data.u64;
+    return n;
+}
+
+/// The bytes waiting to be read on a socket, or -1.
+static inline int dpfs_queued_bytes(int fd) {
+    int queued = 0;
+    return ioctl(fd, FIONREAD, &queued) == 0 ? queued : -1;
+}
+
+/// A one-shot timer on the monotonic clock that can wait in an epoll set.
+static inline int dpfs_timer_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK); }
+
+/// Sets the timer to expire once, `seconds` from now.
+static inline int dpfs_timer_set(int fd, long long seconds, long nanoseconds) {
+    struct itimerspec spec = { .it_value = { .tv_sec = seconds, .tv_nsec = nanoseconds } };
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
+
 #endif

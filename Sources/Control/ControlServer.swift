@@ -1,8 +1,11 @@
 // The daemon's side of the control socket: a Unix socket only the mounting user may
-// use (mode 0600 and a SO_PEERCRED check), one thread per connection, one request per
-// frame. Malformed input gets an error reply and never disturbs the daemon. App
-// sessions add sockets that act as one app (ControlScope, AppSessions).
+// use (mode 0600 and a SO_PEERCRED check), one request per frame. An accept thread per
+// socket checks each connection's peer and hands it to the workers (ControlWorkers),
+// which serve every connection's requests (ControlServer+Requests). Malformed input
+// gets an error reply and never disturbs the daemon. App sessions add sockets that act
+// as one app (ControlScope, AppSessions).
 import DataProtection
+import DPFSProtocol
 import Foundation
 import CLinux
 import Glibc
@@ -17,6 +20,7 @@ public final class ControlServer: Sendable {
     let sync: SyncEngine?
     let ownerUID: uid_t
     let listener: Int32
+    let workers: ControlWorkers
     /// Told after each request is answered, so that the daemon gives back what serving
     /// it touched once it is idle again (as after the filesystem's requests).
     let served: (@Sendable () -> Void)?
@@ -29,6 +33,7 @@ public final class ControlServer: Sendable {
         self.sync = sync
         self.served = served
         self.ownerUID = getuid()
+        self.workers = try ControlWorkers()
         self.listener = try Self.listen(at: socketPath)
     }
 
@@ -52,7 +57,13 @@ public final class ControlServer: Sendable {
         return fd
     }
 
+    /// Workers: one per CPU, at least two, so that one busy caller never holds up another.
+    static var workerCount: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
+
     public func start() {
+        workers.start(count: Self.workerCount) { [self] in serveReady($0) }
+        // A prompt may wait seconds for its answer: not on a worker's time.
+        items.user.onWaitingForAnswer { [workers] in workers.release() }
         accept(on: listener, scope: .owner)
     }
 
@@ -83,109 +94,16 @@ public final class ControlServer: Sendable {
                 close(connection)
                 continue
             }
-            let thread = Thread { [self] in
-                serve(connection, scope: scope)
-                close(connection)
-            }
-            thread.start()
+            // A thread reading a frame that is still arriving gives up after 30 s of
+            // silence, as ControlWorkers closes a connection idle between requests.
+            var timeout = timeval(tv_sec: 30, tv_usec: 0)
+            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            workers.add(ControlConnection(fd: connection, scope: scope))
         }
     }
 
     private func peerIsOwner(_ fd: Int32) -> Bool {
         dpfs_peer_uid(fd) == Int64(ownerUID)
-    }
-
-    private func serve(_ fd: Int32, scope: ControlScope) {
-        var sessions = AppSessions()
-        defer { sessions.end() }
-        let connection = SocketPolling.newConnection()
-        var timeout = timeval(tv_sec: 30, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        while true {
-            let frame: ServerFrame
-            do {
-                // Polls only while this connection is the one caller (SocketPolling):
-                // with several, a poll takes the CPU their next requests need.
-                frame = try ServerFrame.read(from: fd, polling: SocketPolling.window(forConnection: connection),
-                                             while: { SocketPolling.onlyCaller(connection) })
-            } catch FrameError.closed {
-                return
-            } catch {
-                reply(fd, .failure("\(error)"))
-                drain(fd)  // the stream is out of step after a bad frame; end it cleanly
-                return
-            }
-            SocketPolling.begin(connection: connection)
-            defer { SocketPolling.end(); served?() }
-            let request: ControlRequest
-            do {
-                request = try ControlCoding.decode(ControlRequest.self, frame.body)
-            } catch {
-                reply(fd, .failure("malformed request: not a valid dpfs control message"))
-                continue
-            }
-            if let refusal = scope.refusal(of: request) {
-                reply(fd, .failure(refusal))
-                continue
-            }
-            switch request {
-            case .events:
-                streamEvents(fd)
-                return
-            case .keychainExport:
-                KeychainExport.stream(items, device: device, to: fd)
-            case .appSession(let bundleID, let deviceControl):
-                reply(fd, sessions.open(for: bundleID, deviceControl: deviceControl, server: self))
-                // The session lasts as long as this connection, however quiet it is.
-                var forever = timeval(tv_sec: 0, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
-            default:
-                reply(fd, RequestHandler(device: device, items: items, scope: scope, sync: sync).handle(request, secrets: frame.secrets))
-            }
-        }
-    }
-
-    /// Reads and drops what the peer still sends (briefly), so closing does not reset
-    /// the connection before the peer has read the error reply.
-    private func drain(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_WR))
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        var budget = 1 << 20
-        while budget > 0 {
-            let n = recv(fd, &scratch, scratch.count, 0)
-            if n <= 0 { return }
-            budget -= n
-        }
-    }
-
-    private func reply(_ fd: Int32, _ reply: ControlReply) {
-        guard let body = try? ControlCoding.encode(reply) else { return }
-        try? ServerFrame(body: body).write(to: fd)
-    }
-
-    /// Streams events until the subscriber hangs up or is dropped for falling behind
-    /// (EventSubscription): the device posts to the subscription's queue and never
-    /// waits for this socket.
-    private func streamEvents(_ fd: Int32) {
-        let subscription = EventSubscription(fd: fd)
-        let id = device.observe { subscription.post($0) }
-        reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
-        let writerDone = DispatchSemaphore(value: 0)
-        let writer = Thread {
-            // Named from inside: Foundation does not name the system thread. Tests
-            // count a daemon's subscribers by it.
-            dpfs_name_thread("dpfs-events")
-            subscription.writeEvents()
-            writerDone.signal()
-        }
-        writer.start()
-        subscription.awaitHangUp()
-        device.stopObserving(id)
-        subscription.end()
-        // The caller closes the descriptor: the writer must be done with it first.
-        writerDone.wait()
     }
 }
 

@@ -51,10 +51,7 @@ public struct Frame<Secret: SecretBytes> {
     /// Sends the frame in one gathered write, so the peer wakes once for it, not once
     /// per part; the secrets go from their locked memory straight to the socket.
     public func write(to fd: Int32) throws {
-        let secretLength = secrets.reduce(0) { $0 + 4 + $1.bytes.count }
-        var header = ControlProtocol.magic
-        header += [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
-        header += Frame.bigEndian(UInt32(body.count)) + Frame.bigEndian(UInt32(secretLength))
+        let header = header(secretLength: secrets.reduce(0) { $0 + 4 + $1.bytes.count })
         let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.bytes.count)) }
         try header.withUnsafeBytes { headerBytes in
             try body.withUnsafeBytes { bodyBytes in
@@ -69,6 +66,31 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
+    /// Sends as much of the frame as the socket takes now, never waiting for room, and
+    /// gives back the bytes it did not take (none: all went). Only for a frame without
+    /// secrets: what is left waits in ordinary memory.
+    public func sendWithoutWaiting(to fd: Int32) throws -> ArraySlice<UInt8> {
+        guard secrets.isEmpty else { throw FrameError.malformed("a frame with secrets is sent whole") }
+        let bytes = header(secretLength: 0) + body
+        while true {
+            let n = Glibc.send(fd, bytes, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            if n >= 0 { return bytes[n...] }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return bytes[...] }
+            if errno != EINTR { throw FrameError.io(errno) }
+        }
+    }
+
+    /// Sends `rest`, what `sendWithoutWaiting` left, waiting for room as needed.
+    public static func send(rest: ArraySlice<UInt8>, to fd: Int32) throws {
+        try rest.withUnsafeBytes { try writeAll(fd, [$0]) }
+    }
+
+    private func header(secretLength: Int) -> [UInt8] {
+        ControlProtocol.magic
+            + [UInt8(ControlProtocol.version >> 8), UInt8(ControlProtocol.version & 0xff), 0, 0]
+            + Frame.bigEndian(UInt32(body.count)) + Frame.bigEndian(UInt32(secretLength))
+    }
+
     /// Reads one frame; with a `polling` window, polls first (awaitData) for as long as
     /// `worthPolling` holds, at most the window.
     public static func read(from fd: Int32, polling window: Duration = .zero,
@@ -76,13 +98,7 @@ public struct Frame<Secret: SecretBytes> {
         if window > .zero { awaitData(fd, upTo: window, while: worthPolling) }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
-        guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
-        let version = UInt16(header[4]) << 8 | UInt16(header[5])
-        guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
-        let bodyLength = Int(uint32(header, at: 8))
-        let secretLength = Int(uint32(header, at: 12))
-        guard bodyLength <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(bodyLength) }
-        guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
+        let (bodyLength, secretLength) = try lengths(inHeader: header)
         var body = [UInt8](repeating: 0, count: bodyLength)
         try body.withUnsafeMutableBytes { try readAll(fd, $0) }
         var secrets: [Secret] = []
@@ -101,19 +117,29 @@ public struct Frame<Secret: SecretBytes> {
         return Frame(body: body, secrets: secrets)
     }
 
+    /// The body's and the secret section's lengths that a frame's header gives, once it
+    /// has passed the checks of magic, version and size.
+    static func lengths(inHeader header: [UInt8]) throws -> (body: Int, secrets: Int) {
+        guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
+        let version = UInt16(header[4]) << 8 | UInt16(header[5])
+        guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
+        let bodyLength = Int(uint32(header, at: 8))
+        let secretLength = Int(uint32(header, at: 12))
+        guard bodyLength <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(bodyLength) }
+        guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
+        return (bodyLength, secretLength)
+    }
+
     /// Polls the socket for up to `limit` before the caller blocks on it. A reply (or
     /// the next request of a busy client) usually comes within tens of microseconds; a
     /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
     /// virtual machine costs more than the work it waited for (SocketPolling says when).
     /// It stops as soon as `worthPolling` fails: another caller has work for the CPU.
     static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) {
-        guard SocketPolling.startPolling() else { return }
-        defer { SocketPolling.stopPolling() }
-        let deadline = ContinuousClock.now + limit
         var byte: UInt8 = 0
-        repeat {
-            if recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR) { return }
-        } while ContinuousClock.now < deadline && worthPolling()
+        _ = SocketPolling.poll(upTo: limit, while: worthPolling) {
+            recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR)
+        }
     }
 
     static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

@@ -64,6 +64,18 @@ public enum SocketPolling {
         onlyCaller(connection) ? window : .zero
     }
 
+    /// Calls `ready` until it holds, for at most `window` and while `worthPolling` holds,
+    /// and says whether it did. Only one thread polls at a time: another gets false at once.
+    public static func poll(upTo window: Duration, while worthPolling: () -> Bool, until ready: () -> Bool) -> Bool {
+        guard startPolling() else { return false }
+        defer { stopPolling() }
+        let deadline = ContinuousClock.now + window
+        repeat {
+            if ready() { return true }
+        } while ContinuousClock.now < deadline && worthPolling()
+        return false
+    }
+
     static func startPolling() -> Bool {
         polling.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
     }

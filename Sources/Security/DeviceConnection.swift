@@ -1,7 +1,8 @@
 // The way to the device: the daemon of the mount DPFS_MOUNT names, reached through
 // Control's client, as the app DPFS_APP names (unset: the sandbox's own app, as
 // `dpfs keychain` without --app). Connections are kept in a small pool so a call
-// costs one request and one reply, not a getxattr, a connect and a daemon thread.
+// costs one request and one reply, not a getxattr and a connect; each call takes a
+// connection of its own, so calls of several threads never wait for one another.
 // Every wait is bounded: an unreachable device answers nil (errSecNotAvailable) in
 // at most `timeout`, never a hang.
 import DPFSProtocol

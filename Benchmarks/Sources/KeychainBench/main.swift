@@ -39,16 +39,36 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-/// Calls per second of `body(thread, index)` over `threadCount` threads.
-func rate(threadCount: Int, calls: Int, _ body: @Sendable (Int, Int) -> Bool) -> Double {
-    let failures = Atomic<Int>(0)
-    let start = ContinuousClock.now
-    DispatchQueue.concurrentPerform(iterations: threadCount) { thread in
-        for index in 0..<calls where !body(thread, index) { failures.add(1, ordering: .relaxed) }
+/// Calls per second of `body(thread, index)` on `threadCount` threads of its own, all
+/// started at once. Not DispatchQueue.concurrentPerform: on Linux it runs its
+/// iterations on at most as many threads as there are CPUs, so "8 threads" were 2.
+func rate(threadCount: Int, calls: Int, _ body: @escaping @Sendable (Int, Int) -> Bool) -> Double {
+    let run = BenchRun()
+    for thread in 0..<threadCount {
+        Thread {
+            run.ready.signal()
+            run.go.wait()
+            for index in 0..<calls where !body(thread, index) { run.failures.add(1, ordering: .relaxed) }
+            run.done.signal()
+        }.start()
     }
+    for _ in 0..<threadCount { run.ready.wait() }
+    let start = ContinuousClock.now
+    for _ in 0..<threadCount { run.go.signal() }
+    for _ in 0..<threadCount { run.done.wait() }
     let seconds = (ContinuousClock.now - start) / .seconds(1)
-    if failures.load(ordering: .relaxed) > 0 { fail("\(failures.load(ordering: .relaxed)) calls failed") }
+    let failures = run.failures.load(ordering: .relaxed)
+    if failures > 0 { fail("\(failures) calls failed") }
     return Double(threadCount * calls) / seconds
+}
+
+/// What the threads of one `rate` share: a barrier (every thread is up before any
+/// call starts, so all of them run at once) and their failures.
+final class BenchRun: Sendable {
+    let ready = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let done = DispatchSemaphore(value: 0)
+    let failures = Atomic<Int>(0)
 }
 
 // --- devices: one mounted (socket), one opened here (in-process) ----------------------
@@ -112,12 +132,37 @@ func line(_ what: String, _ socket: Double, _ local: Double) {
 print(column("keychain call", 18) + "  Security (socket)      ItemStore in-process    ratio")
 line("add, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secAdd("one", $0, $1) },
      rate(threadCount: 1, calls: singleThreadCalls) { storeAdd("one", $0, $1) })
-line("find, 1 thread", rate(threadCount: 1, calls: singleThreadCalls) { secFind("one", $0, $1) },
-     rate(threadCount: 1, calls: singleThreadCalls) { storeFind("one", $0, $1) })
+let socketFind = rate(threadCount: 1, calls: singleThreadCalls) { secFind("one", $0, $1) }
+line("find, 1 thread", socketFind, rate(threadCount: 1, calls: singleThreadCalls) { storeFind("one", $0, $1) })
 line("add, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secAdd("many", $0, $1) },
      rate(threadCount: threads, calls: callsPerThread) { storeAdd("many", $0, $1) })
-line("find, \(threads) threads", rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) },
-     rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+let socketFinds = rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) }
+line("find, \(threads) threads", socketFinds, rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+print(column("find, \(threads) ÷ 1 thread", 18) + String(format: "%8.2fx through the socket", socketFinds / socketFind))
+
+// On a shared machine one round says little: `KeychainBench --rounds N` then alternates
+// finds with 1 and 8 threads, in-process and through the socket, N times over the
+// items added above, and gives the medians and ranges.
+if let at = CommandLine.arguments.firstIndex(of: "--rounds"), at + 1 < CommandLine.arguments.count,
+   let rounds = Int(CommandLine.arguments[at + 1]), rounds > 0 {
+    var local1: [Double] = [], local8: [Double] = [], socket1: [Double] = [], socket8: [Double] = []
+    for _ in 0..<rounds {
+        local1.append(rate(threadCount: 1, calls: 2 * callsPerThread) { storeFind("many", $0 % threads, $1 % callsPerThread) })
+        local8.append(rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
+        socket1.append(rate(threadCount: 1, calls: 2 * callsPerThread) { secFind("many", $0 % threads, $1 % callsPerThread) })
+        socket8.append(rate(threadCount: threads, calls: callsPerThread) { secFind("many", $0, $1) })
+    }
+    func spread(_ values: [Double], _ format: String = "%.0f/s") -> String {
+        let sorted = values.sorted()
+        return String(format: "\(format) (\(format)–\(format))", sorted[sorted.count / 2], sorted[0], sorted[sorted.count - 1])
+    }
+    func ratios(_ over: [Double], _ under: [Double]) -> String { spread(zip(over, under).map { $0 / $1 }, "%.2fx") }
+    print("finds over \(rounds) rounds: median (range)")
+    print("  in-process  1 thread \(spread(local1)), \(threads) threads \(spread(local8))")
+    print("  socket      1 thread \(spread(socket1)), \(threads) threads \(spread(socket8))")
+    print("  socket \(threads) ÷ 1 thread: \(ratios(socket8, socket1))")
+    print("  1 thread, socket time ÷ in-process time: \(ratios(local1, socket1))")
+}
 
 // Where the socket's time goes, in part: a round trip that does no keychain work,
 nonisolated(unsafe) let statusClient: ControlClient

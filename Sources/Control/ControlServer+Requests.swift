@@ -1,0 +1,110 @@
+// How a worker serves one connection's turn: reads its request once the whole frame is
+// there, answers it and sends the reply without waiting for room. Whatever may wait on
+// the client or take a while is done after `workers.release()`, off the pool: a frame
+// still arriving, a reply the client is slow to take, a malformed frame's clean ending,
+// a passcode's key derivation, the sync server, and the long-lived requests (an
+// events stream, a keychain export, app sessions; ControlServer+Sessions).
+import DPFSProtocol
+import Foundation
+import Glibc
+
+extension ControlServer {
+    /// A worker's turn on `connection`, whose socket woke.
+    func serveReady(_ connection: ControlConnection) -> ControlWorkers.Disposition {
+        switch FrameArrival.peek(connection.fd) {
+        case .closed: return .close
+        case .nothing: return .keep
+        case .partial: workers.release()  // the rest may take the client any time
+        case .whole: break
+        }
+        let frame: ServerFrame
+        do { frame = try ServerFrame.read(from: connection.fd) } catch {
+            return readFailed(error, on: connection)
+        }
+        return respond(to: frame, on: connection)
+    }
+
+    /// After a frame could not be read: a closed connection ends; anything else gets an
+    /// error reply, and the connection, out of step, is ended cleanly.
+    func readFailed(_ error: any Error, on connection: ControlConnection) -> ControlWorkers.Disposition {
+        if case FrameError.closed = error { return .close }
+        workers.release()
+        _ = send(.failure("\(error)"), on: connection)
+        drain(connection.fd)
+        return .close
+    }
+
+    /// Answers the request `frame` carries.
+    func respond(to frame: ServerFrame, on connection: ControlConnection) -> ControlWorkers.Disposition {
+        defer { served?() }
+        let request: ControlRequest
+        do { request = try ControlCoding.decode(ControlRequest.self, frame.body) } catch {
+            return send(.failure("malformed request: not a valid dpfs control message"), on: connection)
+        }
+        if let refusal = connection.scope.refusal(of: request) {
+            return send(.failure(refusal), on: connection)
+        }
+        switch request {
+        case .events:
+            workers.release()
+            streamEvents(connection.fd)
+            return .close
+        case .keychainExport:
+            workers.release()
+            KeychainExport.stream(items, device: device, to: connection.fd)
+            return .keep
+        case .appSession(let bundleID, let deviceControl):
+            workers.release()
+            serveSessions(opening: (bundleID, deviceControl), on: connection)
+            return .close
+        default:
+            if request.takesAWhile { workers.release() }
+            SocketPolling.begin(connection: connection.id)
+            defer { SocketPolling.end() }
+            let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync)
+            return send(handler.handle(request, secrets: frame.secrets), on: connection)
+        }
+    }
+
+    /// Sends `reply` as far as the socket takes it at once; the rest, for a client slow
+    /// to read, off the pool.
+    func send(_ reply: ControlReply, on connection: ControlConnection) -> ControlWorkers.Disposition {
+        guard let body = try? ControlCoding.encode(reply) else { return .close }
+        do {
+            let rest = try ServerFrame(body: body).sendWithoutWaiting(to: connection.fd)
+            if !rest.isEmpty {
+                workers.release()
+                try ServerFrame.send(rest: rest, to: connection.fd)
+            }
+            return .keep
+        } catch {
+            return .close
+        }
+    }
+
+    /// Reads and drops what the peer still sends (briefly), so closing does not reset
+    /// the connection before the peer has read the error reply.
+    func drain(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        var budget = 1 << 20
+        while budget > 0 {
+            let n = recv(fd, &scratch, scratch.count, 0)
+            if n <= 0 { return }
+            budget -= n
+        }
+    }
+}
+
+extension ControlRequest {
+    /// Requests that may keep a thread for long: a passcode's key derivation, the sync
+    /// server's answers. (A prompt for the user releases its worker itself.)
+    var takesAWhile: Bool {
+        switch self {
+        case .unlock, .passcode, .sync: return true
+        default: return false
+        }
+    }
+}

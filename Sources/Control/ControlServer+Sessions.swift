@@ -1,0 +1,65 @@
+// The long-lived requests, each on the thread of the worker that took it, released from
+// the pool: app sessions, which last as long as the connection that opened them,
+// however quiet, and an events stream.
+import CLinux
+import DPFSProtocol
+import Foundation
+import Glibc
+
+extension ControlServer {
+    /// An owner's connection that opens app sessions (`dpfs run`): served on this thread
+    /// until it closes, which ends the sessions. It may open more and send other requests.
+    func serveSessions(opening first: (bundleID: String?, deviceControl: Bool), on connection: ControlConnection) {
+        var sessions = AppSessions()
+        defer { sessions.end() }
+        var forever = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+        var opening: (bundleID: String?, deviceControl: Bool)? = first
+        while true {
+            if let (bundleID, deviceControl) = opening {
+                guard send(sessions.open(for: bundleID, deviceControl: deviceControl, server: self), on: connection) == .keep
+                else { return }
+            }
+            let frame: ServerFrame
+            do { frame = try ServerFrame.read(from: connection.fd) } catch {
+                _ = readFailed(error, on: connection)
+                return
+            }
+            if case .appSession(let bundleID, let deviceControl)? = try? ControlCoding.decode(ControlRequest.self, frame.body) {
+                opening = (bundleID, deviceControl)
+                continue
+            }
+            opening = nil
+            guard respond(to: frame, on: connection) == .keep else { return }
+        }
+    }
+
+    /// Streams events until the subscriber hangs up or is dropped for falling behind
+    /// (EventSubscription): the device posts to the subscription's queue and never
+    /// waits for this socket.
+    func streamEvents(_ fd: Int32) {
+        let subscription = EventSubscription(fd: fd)
+        let id = device.observe { subscription.post($0) }
+        reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
+        let writerDone = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            // Named from inside: Foundation does not name the system thread. Tests
+            // count a daemon's subscribers by it.
+            dpfs_name_thread("dpfs-events")
+            subscription.writeEvents()
+            writerDone.signal()
+        }
+        writer.start()
+        subscription.awaitHangUp()
+        device.stopObserving(id)
+        subscription.end()
+        // The caller closes the descriptor: the writer must be done with it first.
+        writerDone.wait()
+    }
+
+    /// Sends `reply` whole, waiting for room as needed.
+    func reply(_ fd: Int32, _ reply: ControlReply) {
+        guard let body = try? ControlCoding.encode(reply) else { return }
+        try? ServerFrame(body: body).write(to: fd)
+    }
+}
