@@ -112,11 +112,14 @@ while IFS= read -r line; do
 done < <(python3 "$WORK/frames.py" "$SOCK" 2>&1)
 check "the daemon lives on" "$DPFS" status "$MNT"
 
-# Another uid is refused, even with the socket's mode opened up.
-chmod 755 "$(dirname "$SOCK")"; chmod 666 "$SOCK"
+# Another uid is refused, even with the socket's mode opened up. It reaches the socket
+# through a second link in a directory of its own: the sockets' directory is every
+# mount's, and opening it up would make the other mounts' commands refuse it.
+PEER_DIR=$(mktemp -d "$(dirname "$(dirname "$SOCK")")/dpfs-peer.XXXXXX")
+chmod 755 "$PEER_DIR"; ln "$SOCK" "$PEER_DIR/sock"; chmod 666 "$SOCK"
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c "
 import socket, struct
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect('$SOCK')
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect('$PEER_DIR/sock')
 body = b'\\x09\\x01\\x06status\\x09\\x00'
 try:
     s.sendall(b'DPFC' + struct.pack('>HHII', 2, 0, len(body), 0) + body)
@@ -132,7 +135,7 @@ while True:  # the header and the body may come in separate reads
         break
     reply += chunk
 print(reply[16:].decode(errors='replace'))" 2>&1)
-chmod 600 "$SOCK"; chmod 700 "$(dirname "$SOCK")"
+chmod 600 "$SOCK"; rm -rf "$PEER_DIR"
 case "$out" in *"permission denied"*) pass "another uid is refused by the peer check" ;;
                *) fail "another uid is refused by the peer check" "$out" ;; esac
 check "still serving its owner" "$DPFS" status "$MNT"
