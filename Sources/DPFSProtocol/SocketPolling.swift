@@ -59,11 +59,6 @@ public enum SocketPolling {
         return last >> 8 == connection && last & 0xff >= streak && busy.load(ordering: .relaxed) == 0
     }
 
-    /// How long `connection` may poll for its next request.
-    public static func window(forConnection connection: Int) -> Duration {
-        onlyCaller(connection) ? window : .zero
-    }
-
     /// Calls `ready` until it holds, for at most `window` and while `worthPolling` holds,
     /// and says whether it did. Only one thread polls at a time: another gets false at once.
     public static func poll(upTo window: Duration, while worthPolling: () -> Bool, until ready: () -> Bool) -> Bool {
