@@ -90,7 +90,7 @@ public final class ControlServer: Sendable {
                 return
             }
             guard peerIsOwner(connection) else {
-                try? ServerFrame(body: (try? ControlCoding.encode(ControlReply.failure("permission denied: this dpfs daemon serves only the user who mounted it"))) ?? []).write(to: connection)
+                reply(connection, .failure("permission denied: this dpfs daemon serves only the user who mounted it"))
                 close(connection)
                 continue
             }
