@@ -50,7 +50,7 @@ public final class SimulatedUser: Sendable {
     private let observerID = Mutex<UInt64?>(nil)
     /// Told on a call's thread before it may wait for an answer (up to the prompt
     /// timeout), so that a pool of threads serving calls puts another in its place.
-    private let waiting = Mutex<(@Sendable () -> Void)?>(nil)
+    private let waiting = LateCallback<Void>()
     /// Why biometry.json was read as nothing enrolled at mount, if it was: damaged, or
     /// not the file last written (put back from an older copy, or edited).
     public let recordProblem: String?
@@ -98,7 +98,7 @@ public final class SimulatedUser: Sendable {
 
     /// Has `handler` told on a call's thread before it may wait for the user's answer.
     public func onWaitingForAnswer(_ handler: @escaping @Sendable () -> Void) {
-        waiting.withLock { $0 = handler }
+        waiting.set(handler)
     }
 
     /// How long a prompt waits for an answer (all prompts on screen and waiting share it).
@@ -209,7 +209,7 @@ public final class SimulatedUser: Sendable {
         if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
         if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
         guard interaction == .allow else { return .notInteractive }
-        waiting.withLock { $0 }?()
+        waiting()
         // One deadline for the wait behind another prompt and for the answer, so a
         // call never waits longer than the prompt timeout in all.
         let deadline = Date().addingTimeInterval(promptTimeout)

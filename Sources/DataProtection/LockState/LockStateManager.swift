@@ -74,8 +74,8 @@ public final class LockStateManager: Sendable {
     private let transition = Mutex<Void>(())
     private let revokers = Mutex<[Revoker]>([])
     /// How many inodes the mounted filesystem holds for the kernel (status), once mounted.
-    private let mountedInodes = Mutex<(@Sendable () -> Int)?>(nil)
-    private let mountedTransport = Mutex<(@Sendable () -> String)?>(nil)
+    private let mountedInodes = LateCallback<Int>()
+    private let mountedTransport = LateCallback<String>()
     private let observers = Mutex<[UInt64: @Sendable (DeviceEvent) -> Void]>([:])
     private let nextObserver = Atomic<UInt64>(0)
     public let completeUnlessOpenPublicKey: [UInt8]
@@ -188,23 +188,23 @@ public final class LockStateManager: Sendable {
                                 defaultProtection: core.keybag.defaultProtection.name,
                                 deviceDirectory: directory.root, pid: getpid(),
                                 secretStore: secretStore.description,
-                                inodes: mountedInodes.withLock { $0 }?())
+                                inodes: mountedInodes())
         }
         status.clockAdvanced = clock.advanced > 0 ? clock.advanced : nil
         status.inactivityRebootHours = inactivityReboot.map { $0 / 3600 }
         status.userInactivePeriodHours = userInactivePeriod / 3600
-        status.transport = mountedTransport.withLock { $0 }?()
+        status.transport = mountedTransport()
         return status
     }
 
     /// Has status report the mounted filesystem's inode count, as `count` tells it.
     /// Has status name the transport the mount's requests come by, as `transport` tells it.
     public func setTransport(_ transport: @escaping @Sendable () -> String) {
-        mountedTransport.withLock { $0 = transport }
+        mountedTransport.set(transport)
     }
 
     public func setMountedInodeCount(_ count: @escaping @Sendable () -> Int) {
-        mountedInodes.withLock { $0 = count }
+        mountedInodes.set(count)
     }
 
     // MARK: Subscriptions
