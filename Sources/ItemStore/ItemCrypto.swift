@@ -10,7 +10,16 @@ struct ItemCrypto {
     let keys: ItemKeys
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
-        FieldEncoding.lengthPrefixed([Array("dpfs.keychain.secret.v2".utf8), Array(String(id).utf8), Array(digest)])
+        additionalData("dpfs.keychain.secret.v2", id: id, digest: digest)
+    }
+
+    /// What a seal of row `id` binds: `tag` (which seal), the row id and its digest.
+    static func additionalData(_ tag: String, id: Int64, digest: Data) -> [UInt8] {
+        var fields = FieldList()
+        fields.append(tag)
+        fields.append(String(id))
+        fields.append(digest)
+        return fields.bytes
     }
 
     /// Seals `plaintext`; errSecInteractionNotAllowed when the class key is not in memory.
@@ -52,7 +61,7 @@ struct ItemCrypto {
               sealed.count - AEAD.overhead == output.count else {
             throw StoredItem.damaged
         }
-        let ad = Self.additionalData(id: item.id, digest: item.columns.digest(keys))
+        let ad = Self.additionalData(id: item.id, digest: item.digest(keys))
         let opened: Bool? = device.withClassKey(accessibility.protectionClass) { key in
             sealed.withUnsafeBytes { input in
                 ad.withUnsafeBytes { AEAD.open(input, additionalData: $0, key: key.pointer, into: output) }

@@ -47,8 +47,11 @@ struct ItemKeys: Sendable {
     }
 
     private static func attributeHash(_ name: String, _ value: String, index: SecureBuffer) -> Data {
-        hash(FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attribute.v2".utf8), Array(name.utf8), Array(value.utf8)]),
-             index: index)
+        var fields = FieldList()
+        fields.append("dpfs.keychain.attribute.v2")
+        fields.append(name)
+        fields.append(value)
+        return hash(fields.bytes, index: index)
     }
 
     /// BLAKE2b-128 under the index key.
@@ -68,14 +71,9 @@ struct ItemKeys: Sendable {
 /// keychain sync's formats alike.
 public enum FieldEncoding {
     public static func lengthPrefixed(_ fields: [[UInt8]]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.count })
-        for field in fields {
-            let count = UInt32(field.count)
-            bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-            bytes += field
-        }
-        return bytes
+        var list = FieldList(capacity: fields.reduce(0) { $0 + 4 + $1.count })
+        for field in fields { list.append(field) }
+        return list.bytes
     }
 
     /// The fields of `lengthPrefixed`, or nil when the bytes are not such a list.
@@ -98,5 +96,28 @@ public enum FieldEncoding {
             offset += count
         }
         return fields
+    }
+}
+
+/// FieldEncoding's list built field by field, straight from the strings and bytes it
+/// is given: the lookups of every keychain call make several, and a list of arrays
+/// made first cost an allocation per field.
+public struct FieldList {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    public mutating func append(_ field: UnsafeRawBufferPointer) {
+        withUnsafeBytes(of: UInt32(field.count).bigEndian) { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: field)
+    }
+
+    public mutating func append(_ field: [UInt8]) { field.withUnsafeBytes { append($0) } }
+
+    public mutating func append(_ field: Data) { field.withUnsafeBytes { append($0) } }
+
+    public mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 }

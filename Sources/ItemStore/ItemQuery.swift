@@ -79,6 +79,7 @@ struct ItemQuery {
         var items: [StoredItem] = []
         while let row = try rows.next() {
             var item = try StoredItem(row: row)
+            item.keepDigest(keys)
             if let scope = wildcardScope, !exactGroupHashes.contains(item.columns.groupHash) {
                 let record = try ItemRecord(opening: item, keys: keys)
                 guard scope.allows(record.identity.accessGroup) else { continue }

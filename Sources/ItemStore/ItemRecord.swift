@@ -27,7 +27,7 @@ struct ItemRecord: Sendable {
     }
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
-        FieldEncoding.lengthPrefixed([Array("dpfs.keychain.attributes.v2".utf8), Array(String(id).utf8), Array(digest)])
+        ItemCrypto.additionalData("dpfs.keychain.attributes.v2", id: id, digest: digest)
     }
 
     /// The plaintext: length-prefixed name/value pairs (dpfs(5)). Class and
@@ -57,7 +57,7 @@ struct ItemRecord: Sendable {
     init(opening item: StoredItem, keys: ItemKeys) throws {
         let sealed = item.sealedAttributes
         guard sealed.count >= AEAD.overhead else { throw Self.unreadable }
-        let ad = Self.additionalData(id: item.id, digest: item.columns.digest(keys))
+        let ad = Self.additionalData(id: item.id, digest: item.digest(keys))
         var plaintext = [UInt8](repeating: 0, count: sealed.count - AEAD.overhead)
         let opened = sealed.withUnsafeBytes { input in
             ad.withUnsafeBytes { ad in

@@ -12,7 +12,7 @@ extension ItemStore {
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
         let query = try query(request.attributes, caller: caller)
-        var matches = try pool.read {
+        var matches = try selecting {
             try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys)
         }
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }

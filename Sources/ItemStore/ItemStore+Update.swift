@@ -18,7 +18,7 @@ extension ItemStore {
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
         // The user is asked before the write transaction: a prompt may wait seconds.
-        let asked = try pool.read { try query.fetch($0, withSecret: false, limitOne: false, keys: keys) }
+        let asked = try selecting { try query.fetch($0, withSecret: false, limitOne: false, keys: keys) }
         try checkAvailable(asked)
         try authorize(asked, request, skipping: false)
         let askedIDs = Set(asked.map(\.id))

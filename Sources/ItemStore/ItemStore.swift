@@ -138,6 +138,13 @@ public final class ItemStore: Sendable {
         }
     }
 
+    /// Runs `body`, which reads with one SELECT, on a reader. A statement is atomic on
+    /// its own, so it takes no transaction: `pool.read`'s costs four statements more
+    /// (query_only on, BEGIN, COMMIT, query_only off), each parsed anew.
+    func selecting<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.unsafeRead(body)
+    }
+
     var crypto: ItemCrypto { ItemCrypto(device: device, keys: keys) }
 
     /// An item's attributes in clear, opening them unless the query already did.

@@ -86,12 +86,15 @@ struct RowColumns: Equatable, Sendable {
     /// dpfs(5)); both seals bind it, so editing, or copying in from another row, any
     /// clear or hashed column breaks them.
     func digest(_ keys: ItemKeys) -> Data {
-        var fields: [[UInt8]] = [Array("dpfs.keychain.row.v2".utf8), Array(itemClass.rawValue.utf8),
-                                 Array((synchronizable ? "sync" : "local").utf8), Array(accessibleName.utf8)]
-        fields += hashes.map { Array($0) }
+        var fields = FieldList()
+        fields.append("dpfs.keychain.row.v2")
+        fields.append(itemClass.rawValue)
+        fields.append(synchronizable ? "sync" : "local")
+        fields.append(accessibleName)
+        for hash in hashes { fields.append(hash) }
         // A label hash is never empty (init(row:)), so an empty field means no label.
-        fields.append(labelHash.map { Array($0) } ?? [])
-        return keys.hash(FieldEncoding.lengthPrefixed(fields))
+        fields.append(labelHash ?? Data())
+        return keys.hash(fields.bytes)
     }
 }
 
@@ -100,7 +103,10 @@ struct StoredItem: Sendable {
         + ", synchronizable, label, accessible, attributes"
 
     var id: Int64
-    var columns: RowColumns
+    let columns: RowColumns
+    /// The digest of `columns`, once a step of the call computed it: a find opens
+    /// both seals, which bind it.
+    private var columnsDigest: Data?
     var sealedAttributes: Data
     /// Loaded only when the call needs the secret.
     var secret: Data?
@@ -108,6 +114,12 @@ struct StoredItem: Sendable {
     var record: ItemRecord?
 
     var accessibility: Accessibility? { Accessibility(rawValue: columns.accessibleName) }
+
+    /// RowColumns.digest of the item's columns.
+    func digest(_ keys: ItemKeys) -> Data { columnsDigest ?? columns.digest(keys) }
+
+    /// Computes the digest once for the steps to come.
+    mutating func keepDigest(_ keys: ItemKeys) { columnsDigest = columns.digest(keys) }
 
     init(id: Int64, columns: RowColumns, sealedAttributes: Data, record: ItemRecord?) {
         self.id = id; self.columns = columns; self.sealedAttributes = sealedAttributes; self.record = record
