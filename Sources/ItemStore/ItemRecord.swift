@@ -64,15 +64,8 @@ struct ItemRecord: Sendable {
                 plaintext.withUnsafeMutableBytes { AEAD.open(input, additionalData: ad, key: keys.attributes.pointer, into: $0) }
             }
         }
-        guard opened, let fields = plaintext.withUnsafeBytes(FieldEncoding.fields), fields.count % 2 == 0 else {
-            throw Self.unreadable
-        }
-        var values: [String: String] = [:]
-        for pair in stride(from: 0, to: fields.count, by: 2) {
-            guard let name = String(validating: fields[pair], as: UTF8.self),
-                  let value = String(validating: fields[pair + 1], as: UTF8.self) else { throw Self.unreadable }
-            values[name] = value
-        }
+        guard opened else { throw Self.unreadable }
+        let values = try plaintext.withUnsafeBytes(Self.pairs)
         let itemClass = item.columns.itemClass
         var keyValues: [KeyAttribute: String] = [:]
         for key in itemClass.keyAttributes {
@@ -88,6 +81,19 @@ struct ItemRecord: Sendable {
         publicKey = values["publicKey"]
         self.created = created
         self.modified = modified
+    }
+
+    /// The name/value pairs of an opened record, read in place (no copy per field).
+    private static func pairs(_ plaintext: UnsafeRawBufferPointer) throws -> [String: String] {
+        guard let fields = FieldEncoding.slices(plaintext), fields.count % 2 == 0 else { throw unreadable }
+        var values: [String: String] = [:]
+        values.reserveCapacity(fields.count / 2)
+        for pair in stride(from: 0, to: fields.count, by: 2) {
+            guard let name = String(validating: fields[pair], as: UTF8.self),
+                  let value = String(validating: fields[pair + 1], as: UTF8.self) else { throw unreadable }
+            values[name] = value
+        }
+        return values
     }
 
     static let unreadable = SecError(SecStatus.decode, "a keychain item's attributes fail their integrity check")
