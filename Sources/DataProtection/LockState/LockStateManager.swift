@@ -197,12 +197,12 @@ public final class LockStateManager: Sendable {
         return status
     }
 
-    /// Has status report the mounted filesystem's inode count, as `count` tells it.
     /// Has status name the transport the mount's requests come by, as `transport` tells it.
     public func setTransport(_ transport: @escaping @Sendable () -> String) {
         mountedTransport.set(transport)
     }
 
+    /// Has status report the mounted filesystem's inode count, as `count` tells it.
     public func setMountedInodeCount(_ count: @escaping @Sendable () -> Int) {
         mountedInodes.set(count)
     }
