@@ -57,7 +57,8 @@ let package = Package(
         .target(name: "DataProtection", dependencies: ["DPFSProtocol", "CSodium", "CLinux", "CTss"], swiftSettings: testHooks),
         .target(name: "ItemStore", dependencies: [
             "DataProtection", "DPFSProtocol",
-            .product(name: "GRDB", package: "GRDB.swift"), "SecKeyCrypto",
+            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The filesystem core's system shims: Errno (its one error type, thrown), the

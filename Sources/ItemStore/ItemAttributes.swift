@@ -19,11 +19,18 @@ enum ItemClass: String, Sendable {
     /// Apple's uniqueness key, besides access group and synchronizable.
     var keyAttributes: [KeyAttribute] {
         switch self {
-        case .genp: return [.service, .account]
-        case .inet: return [.server, .protocolType, .port, .path, .account, .securityDomain, .authenticationType]
-        case .keys: return [.keyClass, .applicationLabel, .applicationTag, .keyType, .keySizeInBits, .tokenID]
+        case .genp: return Self.genericPasswordKeys
+        case .inet: return Self.internetPasswordKeys
+        case .keys: return Self.keyKeys
         }
     }
+
+    // Stored once: every query and record asks for its class's list several times.
+    private static let genericPasswordKeys: [KeyAttribute] = [.service, .account]
+    private static let internetPasswordKeys: [KeyAttribute] = [.server, .protocolType, .port, .path, .account,
+                                                               .securityDomain, .authenticationType]
+    private static let keyKeys: [KeyAttribute] = [.keyClass, .applicationLabel, .applicationTag, .keyType,
+                                                  .keySizeInBits, .tokenID]
 }
 
 /// Attributes that are part of an item's identity; their raw value is both the request
@@ -36,6 +43,34 @@ enum KeyAttribute: String, CaseIterable, Sendable {
 
     /// The stored value of an absent attribute: Apple treats absent as empty.
     var absent: String { self == .port ? "0" : "" }
+}
+
+// Every call looks its attributes up by key dozens of times; RawRepresentable's
+// default would hash and compare the raw strings.
+extension KeyAttribute: Hashable {
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.position == rhs.position }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(position) }
+
+    /// The case's place in `allCases`.
+    var position: Int {
+        switch self {
+        case .service: 0
+        case .account: 1
+        case .server: 2
+        case .protocolType: 3
+        case .port: 4
+        case .path: 5
+        case .securityDomain: 6
+        case .authenticationType: 7
+        case .keyClass: 8
+        case .applicationLabel: 9
+        case .applicationTag: 10
+        case .keyType: 11
+        case .keySizeInBits: 12
+        case .tokenID: 13
+        }
+    }
 }
 
 enum SyncFilter: Sendable, Equatable {

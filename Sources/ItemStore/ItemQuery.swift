@@ -8,8 +8,9 @@ import GRDB
 
 struct ItemQuery {
     let itemClass: ItemClass
-    private var terms: [String] = []
-    private var arguments: [any DatabaseValueConvertible] = []
+    /// The WHERE clause's terms, joined by AND as they are added.
+    private(set) var whereClause = ""
+    private var arguments: [SQLArgument] = []
     /// Set when the caller holds wildcard groups: a `TEAMID.*` cannot be compared with
     /// a hash, so rows outside the exact groups are kept only once their sealed
     /// access group is opened and allowed.
@@ -19,48 +20,55 @@ struct ItemQuery {
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
-        add("class = ?", itemClass.rawValue)
-        for key in KeyAttribute.allCases {
+        add("class = ?", .text(itemClass.rawValue))
+        for (key, term) in Self.keyTerms {
             if let value = attributes.keys[key] {
-                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, value))
+                add(term, .blob(keys.keyHash(key, value)))
             } else if !itemClass.keyAttributes.contains(key) {
                 // Always absent in this class; saying so lets SQLite use the index prefix.
-                add("\"\(key.rawValue)\" = ?", keys.keyHash(key, key.absent))
+                add(term, .blob(keys.keyHash(key, key.absent)))
             }
         }
         if let group = attributes.accessGroup {
             guard scope.allows(group) else {
                 throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
             }
-            add("accessGroup = ?", keys.attributeHash("accessGroup", group))
+            add("accessGroup = ?", .blob(keys.attributeHash("accessGroup", group)))
         } else if scope.prefixes.isEmpty {
             let hashes = scope.exactHashes(keys)
-            terms.append("accessGroup IN (" + Array(repeating: "?", count: hashes.count).joined(separator: ",") + ")")
-            arguments += hashes
+            addTerm("accessGroup IN (" + Array(repeating: "?", count: hashes.count).joined(separator: ",") + ")")
+            arguments += hashes.map(SQLArgument.blob)
         } else {
             wildcardScope = scope
             exactGroupHashes = Set(scope.exactHashes(keys))
         }
         switch attributes.synchronizable ?? .no {
-        case .no: add("synchronizable = ?", false)
-        case .yes: add("synchronizable = ?", true)
+        case .no: add("synchronizable = ?", .integer(0))
+        case .yes: add("synchronizable = ?", .integer(1))
         case .any: break
         }
-        if let label = attributes.label { add("label = ?", keys.attributeHash("label", label)) }
-        if let accessible = attributes.accessible { add("accessible = ?", accessible.rawValue) }
+        if let label = attributes.label { add("label = ?", .blob(keys.attributeHash("label", label))) }
+        if let accessible = attributes.accessible { add("accessible = ?", .text(accessible.rawValue)) }
         if !passcodeSet {
             // Such items are destroyed when the passcode goes; never show one meanwhile.
-            add("accessible <> ?", Accessibility.whenPasscodeSetThisDeviceOnly.rawValue)
+            add("accessible <> ?", .text(Accessibility.whenPasscodeSetThisDeviceOnly.rawValue))
         }
     }
 
-    private mutating func add(_ term: String, _ argument: any DatabaseValueConvertible) {
-        terms.append(term)
+    private static let keyTerms = KeyAttribute.allCases.map { ($0, "\"\($0.rawValue)\" = ?") }
+
+    private mutating func add(_ term: String, _ argument: SQLArgument) {
+        addTerm(term)
         arguments.append(argument)
     }
 
-    var whereClause: String { terms.joined(separator: " AND ") }
-    var statementArguments: StatementArguments { StatementArguments(arguments) }
+    private mutating func addTerm(_ term: String) {
+        if !whereClause.isEmpty { whereClause += " AND " }
+        whereClause += term
+    }
+
+    /// The arguments as GRDB binds them, for an EXPLAIN QUERY PLAN of the query.
+    var statementArguments: StatementArguments { StatementArguments(arguments.map(\.databaseValue)) }
 
     /// The SELECT that `fetch` runs. A wildcard scope filters after reading, so its
     /// limit cannot be SQL's.
@@ -74,19 +82,18 @@ struct ItemQuery {
     /// to open is errSecDecode: whether it is the caller's cannot be told.
     func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys) throws -> [StoredItem] {
         // Cached: compiling the statement costs more than running it.
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne)),
-                                       arguments: statementArguments)
+        let statement = try db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne))
         var items: [StoredItem] = []
-        while let row = try rows.next() {
+        try StatementRows.rows(of: statement, arguments) { row in
             var item = try StoredItem(row: row)
             item.keepDigest(keys)
             if let scope = wildcardScope, !exactGroupHashes.contains(item.columns.groupHash) {
                 let record = try ItemRecord(opening: item, keys: keys)
-                guard scope.allows(record.identity.accessGroup) else { continue }
+                guard scope.allows(record.identity.accessGroup) else { return true }
                 item.record = record
             }
             items.append(item)
-            if limitOne { break }
+            return !limitOne
         }
         return items
     }

@@ -50,23 +50,26 @@ struct RowColumns: Equatable, Sendable {
         labelHash = label.map { keys.attributeHash("label", $0) }
     }
 
-    init(row: Row) throws {
-        guard let itemClass = String.fromDatabaseValue(row["class"]).flatMap(ItemClass.init(rawValue:)),
-              let synchronizable = Bool.fromDatabaseValue(row["synchronizable"]),
-              let accessibleName = String.fromDatabaseValue(row["accessible"]) else { throw StoredItem.damaged }
-        var hashes: [Data] = []
-        for column in Self.hashedColumns {
-            guard let hash = Data.fromDatabaseValue(row[column]) else { throw StoredItem.damaged }
-            hashes.append(hash)
+    /// Read by position (StoredItem.Position): a lookup by name lowercases and hashes
+    /// the name, for every column of every row.
+    init(row: some ColumnReader) throws {
+        typealias At = StoredItem.Position
+        do {
+            guard let itemClass = ItemClass(rawValue: try row.text(at: At.itemClass)) else { throw StoredItem.damaged }
+            var hashes: [Data] = []
+            hashes.reserveCapacity(Self.hashedColumns.count)
+            for index in At.hashes { hashes.append(try row.blob(at: index)) }
+            let label = try row.optionalBlob(at: At.label)
+            // Only a true hash, so that no stored value encodes like "no label" in the digest.
+            guard label.map({ $0.count == ItemKeys.hashSize }) ?? true else { throw StoredItem.damaged }
+            self.itemClass = itemClass
+            self.synchronizable = try row.integer(at: At.synchronizable) != 0
+            self.accessibleName = try row.text(at: At.accessible)
+            self.hashes = hashes
+            self.labelHash = label
+        } catch is ColumnMismatch {
+            throw StoredItem.damaged
         }
-        let label: DatabaseValue = row["label"]
-        // Only a true hash, so that no stored value encodes like "no label" in the digest.
-        guard label.isNull || Data.fromDatabaseValue(label)?.count == ItemKeys.hashSize else { throw StoredItem.damaged }
-        self.itemClass = itemClass
-        self.synchronizable = synchronizable
-        self.accessibleName = accessibleName
-        self.hashes = hashes
-        self.labelHash = Data.fromDatabaseValue(label)
     }
 
     var groupHash: Data { hashes[Self.groupIndex] }
@@ -99,6 +102,7 @@ struct RowColumns: Equatable, Sendable {
 }
 
 struct StoredItem: Sendable {
+    /// In the order of `Position`.
     static let columns = "id, class, " + RowColumns.hashedColumns.map { "\"\($0)\"" }.joined(separator: ", ")
         + ", synchronizable, label, accessible, attributes"
 
@@ -125,13 +129,29 @@ struct StoredItem: Sendable {
         self.id = id; self.columns = columns; self.sealedAttributes = sealedAttributes; self.record = record
     }
 
-    init(row: Row) throws {
-        guard let id = Int64.fromDatabaseValue(row["id"]),
-              let sealedAttributes = Data.fromDatabaseValue(row["attributes"]) else { throw Self.damaged }
-        self.id = id
-        self.columns = try RowColumns(row: row)
-        self.sealedAttributes = sealedAttributes
-        self.secret = row.hasColumn("secret") ? Data.fromDatabaseValue(row["secret"]) : nil
+    /// Where each of `columns` is in a row that selects them.
+    enum Position {
+        static let id = 0
+        static let itemClass = 1
+        static let hashes = 2..<(2 + RowColumns.hashedColumns.count)
+        static let synchronizable = hashes.upperBound
+        static let label = synchronizable + 1
+        static let accessible = label + 1
+        static let attributes = accessible + 1
+        /// Selected after `columns` when the call needs it.
+        static let secret = attributes + 1
+    }
+
+    /// A row that starts with `columns`, the secret after them when it was selected.
+    init(row: some ColumnReader) throws {
+        do {
+            id = try row.integer(at: Position.id)
+            sealedAttributes = try row.blob(at: Position.attributes)
+            secret = row.columnCount > Position.secret ? try row.optionalBlob(at: Position.secret) : nil
+        } catch is ColumnMismatch {
+            throw Self.damaged
+        }
+        columns = try RowColumns(row: row)
     }
 
     static let damaged = SecError(SecStatus.decode, "a keychain item is damaged")

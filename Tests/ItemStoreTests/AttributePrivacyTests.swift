@@ -105,6 +105,21 @@ import Testing
         #expect(t.secret(["service": "a"]) == "alpha")
     }
 
+    @Test func aColumnOfTheWrongTypeIsDamageNotACrash() throws {
+        // Finds read the columns by position, through SQLite's C API: a hash that is
+        // text, sealed attributes that are text, a label that is a number.
+        for damage in ["UPDATE items SET service = 'text' WHERE id = 1",
+                       "UPDATE items SET attributes = 'text' WHERE id = 1",
+                       "UPDATE items SET label = 7 WHERE id = 1"] {
+            let t = try TestDevice()
+            t.add(["service": "a", "account": "alice"], data: "alpha")
+            t.add(["service": "b", "account": "bob"], data: "bravo")
+            try t.tamper(damage)
+            #expect(t.find(["account": "alice"]).status == SecStatus.decode, "\(damage)")
+            #expect(t.secret(["account": "bob"]) == "bravo", "\(damage)")
+        }
+    }
+
     /// EXPLAIN QUERY PLAN of the SELECT a find runs.
     static func plan(_ t: TestDevice, _ attributes: [String: String], scope: AccessScope) throws -> String {
         let query = try ItemQuery(ParsedAttributes(attributes), scope: scope, passcodeSet: true, keys: t.store.keys)
