@@ -8,6 +8,7 @@ import Synchronization
 
 public final class ItemStore: Sendable {
     let pool: DatabasePool
+    private let lookups: LookupConnections
     let device: LockStateManager
     let keys: ItemKeys
     let ledger: KeychainLedger
@@ -24,6 +25,7 @@ public final class ItemStore: Sendable {
     public init(path: String, device: LockStateManager) throws {
         let pool = try Schema.open(path)
         self.pool = pool
+        self.lookups = LookupConnections(path: path)
         self.device = device
         self.keys = ItemKeys(metadataKey: device.metadataKey)
         self.user = SimulatedUser(device: device)
@@ -53,6 +55,7 @@ public final class ItemStore: Sendable {
     /// complete when `dpfs unmount` returns, whatever threads still hold the store. A
     /// request that comes later gets an error.
     public func close() throws {
+        try lookups.close()
         try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try pool.close()
     }
@@ -138,11 +141,11 @@ public final class ItemStore: Sendable {
         }
     }
 
-    /// Runs `body`, which reads with one SELECT, on a reader. A statement is atomic on
-    /// its own, so it takes no transaction: `pool.read`'s costs four statements more
-    /// (query_only on, BEGIN, COMMIT, query_only off), each parsed anew.
+    /// Runs `body`, which reads with one SELECT, on a lookup connection. A statement is
+    /// atomic on its own, so it takes no transaction: `pool.read`'s costs four
+    /// statements more (query_only on, BEGIN, COMMIT, query_only off), each parsed anew.
     func selecting<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.unsafeRead(body)
+        try lookups.read(body)
     }
 
     var crypto: ItemCrypto { ItemCrypto(device: device, keys: keys) }
