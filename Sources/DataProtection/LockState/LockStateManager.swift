@@ -66,7 +66,7 @@ public final class LockStateManager: Sendable {
     /// Seals and opens names and symlink targets (NameCipher); derived from the device
     /// secret, so names are there in every lock state, as on iOS.
     public let nameCipher: NameCipher
-    private let core: Mutex<Core>
+    private let core: ReadWriteLocked<Core>
     /// The classes whose keys `core` holds, readable without its lock.
     private let availableClasses: AvailableClasses
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
@@ -112,12 +112,12 @@ public final class LockStateManager: Sendable {
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
         self.availableClasses = keys.available
-        self.core = Mutex(Core(keys: keys, keybag: keybag, phase: phase))
+        self.core = ReadWriteLocked(Core(keys: keys, keybag: keybag, phase: phase))
     }
 
     // MARK: Queries
 
-    public var phase: LockPhase { core.withLock { $0.phase } }
+    public var phase: LockPhase { core.withReadLock { $0.phase } }
 
     public var defaultProtection: ProtectionClass { core.withLock { $0.keybag.defaultProtection } }
 
@@ -163,12 +163,12 @@ public final class LockStateManager: Sendable {
         availableClasses.contains(protectionClass)
     }
 
-    public var passcodeSet: Bool { core.withLock { $0.keybag.passcodeSet } }
+    public var passcodeSet: Bool { core.withReadLock { $0.keybag.passcodeSet } }
 
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
     public func withClassKey<R>(_ protectionClass: ProtectionClass, _ body: (SecureBuffer) throws -> R) rethrows -> R? {
-        try core.withLock { core in
+        try core.withReadLock { core in
             guard let key = core.keys.key(for: protectionClass) else { return nil }
             return try body(key)
         }
@@ -301,10 +301,11 @@ public final class LockStateManager: Sendable {
     /// class key and its files' keys go as complete's do at a lock, until the next unlock.
     private func expireIfInactive(generation: UInt64) {
         let expired = transition.withLock { _ -> Bool in
-            let due = core.withLock { core in
-                core.generation == generation && core.phase == .locked
-                    && core.keys.isAvailable(.completeWhenUserInactive)
-                    && core.lockedSince.map { $0.addingTimeInterval(userInactivePeriod) <= clock.now } == true
+            let now = clock.now
+            let due = core.withReadLock { core -> Bool in
+                guard core.generation == generation, core.phase == LockPhase.locked, core.keys.isAvailable(.completeWhenUserInactive),
+                      let since = core.lockedSince else { return false }
+                return since.addingTimeInterval(userInactivePeriod) <= now
             }
             guard due else { return false }
             // The class key first, so no open can unwrap a file key while files are revoked.
@@ -319,9 +320,10 @@ public final class LockStateManager: Sendable {
     /// and nothing happened since (`generation`).
     private func restartIfInactive(generation: UInt64) {
         guard let inactivityReboot else { return }
-        let due = core.withLock { core in
-            core.generation == generation && core.phase == .locked
-                && core.lockedSince.map { $0.addingTimeInterval(inactivityReboot) <= clock.now } == true
+        let now = clock.now
+        let due = core.withReadLock { core -> Bool in
+            guard core.generation == generation, core.phase == LockPhase.locked, let since = core.lockedSince else { return false }
+            return since.addingTimeInterval(inactivityReboot) <= now
         }
         if due { restart() }
     }
