@@ -32,17 +32,22 @@ final class ReadWriteLockedTests: XCTestCase {
         let locked = ReadWriteLocked(0)
         let stop = Atomic(false)
         let readers = DispatchGroup()
+        let started = DispatchSemaphore(value: 0)
         for _ in 0..<4 {
-            DispatchQueue.global().async(group: readers) {
+            readers.enter()
+            Thread {
+                defer { readers.leave() }
+                started.signal()
                 // Overlapping readers: with readers preferred, one is always inside.
                 while !stop.load(ordering: .relaxed) {
                     locked.withReadLock { _ in _ = usleep(200) }
                 }
-            }
+            }.start()
         }
         let wrote = DispatchSemaphore(value: 0)
         Thread {
-            usleep(20_000)
+            // The writer comes once every reader is reading.
+            for _ in 0..<4 { started.wait() }
             for _ in 0..<20 { locked.withLock { $0 += 1 } }
             wrote.signal()
         }.start()

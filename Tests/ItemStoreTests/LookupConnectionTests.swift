@@ -1,5 +1,5 @@
 // Finds run on the store's own read-only connections (LookupConnections), beside
-// GRDB's pool: they must see every committed change at once, serve many threads, and
+// GRDB's pool: they must see every committed change at once, serve several threads, and
 // stop when the store closes.
 import DPFSProtocol
 import Foundation
@@ -21,7 +21,7 @@ import Testing
         }
     }
 
-    @Test func findsOnManyThreadsWhileItemsAreAdded() throws {
+    @Test func findsOnSeveralThreadsWhileItemsAreAdded() throws {
         let t = try TestDevice()
         for index in 0..<40 { t.add(["service": "s", "account": "a\(index)"], data: "v\(index)") }
         let store = t.store
