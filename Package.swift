@@ -120,7 +120,7 @@ let package = Package(
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "TestSupport", "CLinux"]),
-        .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol"]),
+        .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),

@@ -102,6 +102,9 @@ static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct
 /// Names the calling thread (as /proc/PID/task/TID/comm shows it; 15 bytes at most).
 static inline void dpfs_name_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
 
+/// The calling thread's id (the name of its /proc/self/task entry).
+static inline pid_t dpfs_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
+
 static inline unsigned int dpfs_major(dev_t dev) { return major(dev); }
 static inline unsigned int dpfs_minor(dev_t dev) { return minor(dev); }
 

@@ -11,14 +11,15 @@ import Glibc
 extension ControlServer {
     /// A worker's turn on `connection`, whose socket woke.
     func serveReady(_ connection: ControlConnection) -> ControlWorkers.Disposition {
-        switch FrameArrival.peek(connection.fd) {
+        let arrival = FrameArrival.peek(connection.fd)
+        switch arrival {
         case .closed: return .close
         case .nothing: return .keep
         case .partial: workers.release()  // the rest may take the client any time
         case .whole: break
         }
         let frame: ServerFrame
-        do { frame = try ServerFrame.read(from: connection.fd) } catch {
+        do { frame = try ServerFrame.read(from: connection.fd, arrived: arrival == .whole) } catch {
             return readFailed(error, on: connection)
         }
         return respond(to: frame, on: connection)

@@ -92,10 +92,11 @@ public struct Frame<Secret: SecretBytes> {
     }
 
     /// Reads one frame; with a `polling` window, polls first (awaitData) for as long as
-    /// `worthPolling` holds, at most the window.
-    public static func read(from fd: Int32, polling window: Duration = .zero,
-                            while worthPolling: () -> Bool = { true }) throws -> Frame where Secret: AllocatedSecret {
-        if window > .zero { awaitData(fd, upTo: window, while: worthPolling) }
+    /// `worthPolling` holds, at most the window. Unless the frame has `arrived` (the
+    /// caller peeked), the thread then sleeps in poll(2) until it comes (awaitInput).
+    public static func read(from fd: Int32, polling window: Duration = .zero, while worthPolling: () -> Bool = { true },
+                            arrived: Bool = false) throws -> Frame where Secret: AllocatedSecret {
+        if !arrived && !(window > .zero && awaitData(fd, upTo: window, while: worthPolling)) { awaitInput(fd) }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         let (bodyLength, secretLength) = try lengths(inHeader: header)
@@ -135,11 +136,22 @@ public struct Frame<Secret: SecretBytes> {
     /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
     /// virtual machine costs more than the work it waited for (SocketPolling says when).
     /// It stops as soon as `worthPolling` fails: another caller has work for the CPU.
-    static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) {
+    /// Whether data (or an end) came while it polled.
+    static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) -> Bool {
         var byte: UInt8 = 0
-        _ = SocketPolling.poll(upTo: limit, while: worthPolling) {
+        return SocketPolling.poll(upTo: limit, while: worthPolling) {
             recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR)
         }
+    }
+
+    /// Sleeps until `fd` has input (or an end, or an error, which the read then meets).
+    /// Not in recv(2): a thread asleep there is also woken each time the peer takes in
+    /// what this side sent last (the kernel's write-space wake-up reaches every sleeper
+    /// on the socket), which is once per call, a switch in and out for nothing. poll(2)
+    /// sleeps for input alone.
+    static func awaitInput(_ fd: Int32) {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while poll(&entry, 1, -1) < 0 && errno == EINTR {}
     }
 
     static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
