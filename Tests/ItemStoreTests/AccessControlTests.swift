@@ -222,6 +222,16 @@ import Testing
         #expect(!user.isEnrolled)
     }
 
+    @Test func anUnreadableDeviceRecordReadsAsNothingEnrolled() throws {
+        let t = try TestDevice()
+        try t.store.user.enroll(type: nil)
+        let record = DeviceRecordStore.statePath(of: t.device.deviceUUID, in: t.secretStore)
+        try Data("{not json".utf8).write(to: URL(fileURLWithPath: record))
+        let user = SimulatedUser(device: t.device)
+        #expect(user.recordProblem == "the device's record in its secret store cannot be read")
+        #expect(!user.isEnrolled)
+    }
+
     @Test func anOlderRecordPutBackReadsAsNothingEnrolled() throws {
         let t = try TestDevice()
         try t.store.user.enroll(type: nil)

@@ -12,6 +12,7 @@ final class TestDevice {
     private let provisioned: ProvisionedDevice
     var root: String { provisioned.directory.root }
     var directory: DeviceDirectory { provisioned.directory }
+    var secretStore: String { provisioned.secretStore }
     let device: LockStateManager
     private(set) var store: ItemStore
 

@@ -58,11 +58,10 @@ public final class SimulatedUser: Sendable {
     public init(device: LockStateManager, promptTimeout: Double = SimulatedUser.defaultPromptTimeout) {
         self.device = device
         self.timeout = Mutex(promptTimeout)
-        let recorded: String??
-        do { recorded = .some(try device.recordedBiometryDigest()) } catch { recorded = nil }
-        let (loaded, standing) = BiometryRecord.load(from: device.directory, recordedDigest: recorded ?? nil)
+        let recorded = Result { try device.recordedBiometryDigest() }
+        let (loaded, standing) = BiometryRecord.load(from: device.directory, recordedDigest: try? recorded.get())
         switch (recorded, standing) {
-        case (nil, _):
+        case (.failure, _):
             record = Mutex(BiometryRecord())
             recordProblem = "the device's record in its secret store cannot be read"
         case (_, .damaged):
@@ -71,7 +70,7 @@ public final class SimulatedUser: Sendable {
         case (_, .notRecorded):
             record = Mutex(loaded)
             recordProblem = "biometry.json is not the one last written (put back from an older copy, or edited)"
-        case (.some(let digest), .sound):
+        case (.success(let digest), .sound):
             record = Mutex(loaded)
             recordProblem = nil
             // A device enrolled before digests were recorded: this file is the one to vouch for.
