@@ -96,7 +96,7 @@ public struct Frame<Secret: SecretBytes> {
     /// caller peeked), the thread then sleeps in poll(2) until it comes (awaitInput).
     public static func read(from fd: Int32, polling window: Duration = .zero, while worthPolling: () -> Bool = { true },
                             arrived: Bool = false) throws -> Frame where Secret: AllocatedSecret {
-        if !arrived && !(window > .zero && awaitData(fd, upTo: window, while: worthPolling)) { awaitInput(fd) }
+        if !arrived && !(window > .zero && awaitData(fd, upTo: window, while: worthPolling)) { try awaitInput(fd) }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         let (bodyLength, secretLength) = try lengths(inHeader: header)
@@ -136,7 +136,7 @@ public struct Frame<Secret: SecretBytes> {
     /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
     /// virtual machine costs more than the work it waited for (SocketPolling says when).
     /// It stops as soon as `worthPolling` fails: another caller has work for the CPU.
-    /// Whether data (or an end) came while it polled.
+    /// Says whether data (or an end) came while it polled.
     static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) -> Bool {
         var byte: UInt8 = 0
         return SocketPolling.poll(upTo: limit, while: worthPolling) {
@@ -144,14 +144,32 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
-    /// Sleeps until `fd` has input (or an end, or an error, which the read then meets).
-    /// Not in recv(2): a thread asleep there is also woken each time the peer takes in
-    /// what this side sent last (the kernel's write-space wake-up reaches every sleeper
-    /// on the socket), which is once per call, a switch in and out for nothing. poll(2)
-    /// sleeps for input alone.
-    static func awaitInput(_ fd: Int32) {
+    /// Sleeps until `fd` has input (or an end, or an error, which the read then meets);
+    /// throws FrameError.io(EAGAIN), as recv(2) would, once the socket's receive
+    /// timeout (SO_RCVTIMEO) passes without any. Not in recv(2): a thread asleep there
+    /// is also woken each time the peer takes in what this side sent last (the kernel's
+    /// write-space wake-up reaches every sleeper on the socket), which is once per
+    /// call, a switch in and out for nothing. poll(2) sleeps for input alone.
+    static func awaitInput(_ fd: Int32) throws {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while poll(&entry, 1, -1) < 0 && errno == EINTR {}
+        let deadline = receiveTimeout(fd).map { ContinuousClock.now + $0 }
+        while true {
+            let wait = deadline.map { Int32(min(max(($0 - .now) / .milliseconds(1), 0) + 1, Double(Int32.max))) } ?? -1
+            let ready = poll(&entry, 1, wait)
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { return }  // the read meets the error itself
+            if let deadline, ContinuousClock.now >= deadline { throw FrameError.io(EAGAIN) }
+        }
+    }
+
+    /// The socket's receive timeout; nil when it waits forever.
+    static func receiveTimeout(_ fd: Int32) -> Duration? {
+        var value = timeval()
+        var size = socklen_t(MemoryLayout<timeval>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, &size) == 0, value.tv_sec > 0 || value.tv_usec > 0 else {
+            return nil
+        }
+        return .seconds(value.tv_sec) + .microseconds(value.tv_usec)
     }
 
     static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {

@@ -42,6 +42,35 @@ import Testing
         #expect(waiter.reply.withLock { $0 } == Array("reply".utf8))
     }
 
+    @Test func aCallerWithAReceiveTimeoutGivesUpAfterIt() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let (caller, daemon) = (pair[0], pair[1])
+        defer { close(caller); close(daemon) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(caller, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let outcome = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let started = ContinuousClock.now
+        Thread {
+            do { _ = try TestFrame.read(from: caller) } catch { outcome.withLock { $0 = error } }
+            done.signal()
+        }.start()
+        if done.wait(timeout: .now() + 30) == .timedOut {
+            Issue.record("the read still waits 30 s after its 0.2 s timeout")
+            shutdown(caller, Int32(SHUT_RDWR))  // lets the thread go before the descriptors close
+            done.wait()
+            return
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(200))
+        let error = try #require(outcome.withLock { $0 })
+        guard case FrameError.io(let code) = error else {
+            Issue.record("expected FrameError.io(EAGAIN), got \(error)")
+            return
+        }
+        #expect(code == EAGAIN)
+    }
+
     final class Waiter: Sendable {
         let thread = Atomic<Int32>(0)
         let reply = Mutex<[UInt8]?>(nil)
