@@ -96,7 +96,10 @@ public struct Frame<Secret: SecretBytes> {
     /// caller peeked), the thread then sleeps in poll(2) until it comes (awaitInput).
     public static func read(from fd: Int32, polling window: Duration = .zero, while worthPolling: () -> Bool = { true },
                             arrived: Bool = false) throws -> Frame where Secret: AllocatedSecret {
-        if !arrived && !(window > .zero && awaitData(fd, upTo: window, while: worthPolling)) { try awaitInput(fd) }
+        if !arrived {
+            let polledIn = window > .zero && awaitData(fd, upTo: window, while: worthPolling)
+            if !polledIn { try awaitInput(fd) }
+        }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         try header.withUnsafeMutableBytes { try readAll(fd, $0) }
         let (bodyLength, secretLength) = try lengths(inHeader: header)
