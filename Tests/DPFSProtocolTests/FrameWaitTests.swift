@@ -11,9 +11,7 @@ import Testing
     typealias TestFrame = Frame<LockedSecret>
 
     @Test func aWaitingCallerSleepsWhileThePeerTakesItsRequest() throws {
-        var pair: [Int32] = [-1, -1]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        let (caller, daemon) = (pair[0], pair[1])
+        let (caller, daemon) = try connectedPair()
         defer { close(caller); close(daemon) }
         try TestFrame(body: Array("request".utf8)).write(to: caller)
 
@@ -43,9 +41,7 @@ import Testing
     }
 
     @Test func aCallerWithAReceiveTimeoutGivesUpAfterIt() throws {
-        var pair: [Int32] = [-1, -1]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        let (caller, daemon) = (pair[0], pair[1])
+        let (caller, daemon) = try connectedPair()
         defer { close(caller); close(daemon) }
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(caller, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -75,6 +71,13 @@ import Testing
         let thread = Atomic<Int32>(0)
         let reply = Mutex<[UInt8]?>(nil)
         let done = DispatchSemaphore(value: 0)
+    }
+
+    /// A caller's end and a daemon's end of one Unix stream connection.
+    func connectedPair() throws -> (Int32, Int32) {
+        var pair: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        return (pair[0], pair[1])
     }
 
     /// `condition`'s first non-nil answer, asked every millisecond until the deadline.
