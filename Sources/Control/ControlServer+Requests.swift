@@ -12,14 +12,15 @@ extension ControlServer {
     /// A worker's turn on `connection`, whose socket woke.
     func serveReady(_ connection: ControlConnection) -> ControlWorkers.Disposition {
         let arrival = FrameArrival.peek(connection.fd)
+        var lengths: FrameLengths?
         switch arrival {
         case .closed: return .close
         case .nothing: return .keep
         case .partial: workers.release()  // the rest may take the client any time
-        case .whole: break
+        case .whole(let peeked): lengths = peeked
         }
         let frame: ServerFrame
-        do { frame = try ServerFrame.read(from: connection.fd, arrived: arrival == .whole) } catch {
+        do { frame = try ServerFrame.read(from: connection.fd, arrived: arrival != .partial, lengths: lengths) } catch {
             return readFailed(error, on: connection)
         }
         return respond(to: frame, on: connection)

@@ -94,44 +94,50 @@ public struct Frame<Secret: SecretBytes> {
     /// Reads one frame; with a `polling` window, polls first (awaitData) for as long as
     /// `worthPolling` holds, at most the window. Unless the frame has `arrived` (the
     /// caller peeked), the thread then sleeps in poll(2) until it comes (awaitInput).
+    /// Header and body come in one system call when their lengths are known from a
+    /// peek (the caller's `lengths`, or the poll's).
     public static func read(from fd: Int32, polling window: Duration = .zero, while worthPolling: () -> Bool = { true },
-                            arrived: Bool = false) throws -> Frame where Secret: AllocatedSecret {
-        if !arrived {
-            let polledIn = window > .zero && awaitData(fd, upTo: window, while: worthPolling)
-            if !polledIn { try awaitInput(fd) }
+                            arrived: Bool = false, lengths peeked: FrameLengths? = nil) throws -> Frame
+    where Secret: AllocatedSecret {
+        var peeked = peeked
+        if !arrived && peeked == nil {
+            let polled = window > .zero ? awaitData(fd, upTo: window, while: worthPolling) : (came: false, lengths: nil)
+            if !polled.came { try awaitInput(fd) }
+            peeked = polled.lengths
         }
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
-        try header.withUnsafeMutableBytes { try readAll(fd, $0) }
-        let (bodyLength, secretLength) = try lengths(inHeader: header)
-        var body = [UInt8](repeating: 0, count: bodyLength)
-        try body.withUnsafeMutableBytes { try readAll(fd, $0) }
+        let lengths: FrameLengths
+        var body: [UInt8]
+        if let peeked {
+            body = [UInt8](repeating: 0, count: peeked.body)
+            try header.withUnsafeMutableBytes { header in try body.withUnsafeMutableBytes { try readAll(fd, [header, $0]) } }
+            lengths = try header.withUnsafeBytes(FrameLengths.init(header:))
+            guard lengths == peeked else { throw FrameError.malformed("the frame changed after its header was peeked") }
+        } else {
+            try header.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+            lengths = try header.withUnsafeBytes(FrameLengths.init(header:))
+            body = [UInt8](repeating: 0, count: lengths.body)
+            try body.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+        }
+        return Frame(body: body, secrets: try readSecrets(from: fd, sectionLength: lengths.secrets))
+    }
+
+    /// The secret section, each secret read straight into its own locked memory.
+    private static func readSecrets(from fd: Int32, sectionLength: Int) throws -> [Secret] where Secret: AllocatedSecret {
         var secrets: [Secret] = []
-        var remaining = secretLength
+        var remaining = sectionLength
         while remaining > 0 {
             guard remaining >= 4 else { throw FrameError.malformed("truncated secret section") }
             var lengthBytes = [UInt8](repeating: 0, count: 4)
-            try lengthBytes.withUnsafeMutableBytes { try readAll(fd, $0) }
-            let length = Int(uint32(lengthBytes, at: 0))
+            try lengthBytes.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+            let length = Int(lengthBytes.withUnsafeBytes { $0.bigEndianUInt32(at: 0) })
             guard length <= remaining - 4 else { throw FrameError.malformed("secret longer than its section") }
             let secret = Secret(count: length)
-            try readAll(fd, secret.mutableBytes)
+            try readAll(fd, [secret.mutableBytes])
             secrets.append(secret)
             remaining -= 4 + length
         }
-        return Frame(body: body, secrets: secrets)
-    }
-
-    /// The body's and the secret section's lengths that a frame's header gives, once it
-    /// has passed the checks of magic, version and size.
-    static func lengths(inHeader header: [UInt8]) throws -> (body: Int, secrets: Int) {
-        guard Array(header[0..<4]) == ControlProtocol.magic else { throw FrameError.badMagic }
-        let version = UInt16(header[4]) << 8 | UInt16(header[5])
-        guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
-        let bodyLength = Int(uint32(header, at: 8))
-        let secretLength = Int(uint32(header, at: 12))
-        guard bodyLength <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(bodyLength) }
-        guard secretLength <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secretLength) }
-        return (bodyLength, secretLength)
+        return secrets
     }
 
     /// Polls the socket for up to `limit` before the caller blocks on it. A reply (or
@@ -139,12 +145,18 @@ public struct Frame<Secret: SecretBytes> {
     /// thread that sleeps for it instead pays a wake-up from an idle CPU, which on a
     /// virtual machine costs more than the work it waited for (SocketPolling says when).
     /// It stops as soon as `worthPolling` fails: another caller has work for the CPU.
-    /// Says whether data (or an end) came while it polled.
-    static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool) -> Bool {
-        var byte: UInt8 = 0
-        return SocketPolling.poll(upTo: limit, while: worthPolling) {
-            recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR)
+    /// Says whether data (or an end) came while it polled, and the frame's lengths when
+    /// its whole header came (and passed its checks).
+    static func awaitData(_ fd: Int32, upTo limit: Duration, while worthPolling: () -> Bool)
+        -> (came: Bool, lengths: FrameLengths?) {
+        var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
+        var peeked = 0
+        let came = SocketPolling.poll(upTo: limit, while: worthPolling) {
+            peeked = recv(fd, &header, header.count, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+            return peeked >= 0 || (errno != EAGAIN && errno != EINTR)
         }
+        guard came, peeked == header.count else { return (came, nil) }
+        return (came, header.withUnsafeBytes { try? FrameLengths(header: $0) })
     }
 
     /// Sleeps until `fd` has input (or an end, or an error, which the read then meets);
@@ -173,10 +185,6 @@ public struct Frame<Secret: SecretBytes> {
             return nil
         }
         return .seconds(value.tv_sec) + .microseconds(value.tv_usec)
-    }
-
-    static func uint32(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        (0..<4).reduce(0) { $0 << 8 | UInt32(bytes[offset + $1]) }
     }
 
     static func bigEndian(_ value: UInt32) -> [UInt8] {
@@ -209,13 +217,56 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
-    static func readAll(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws {
+    /// Fills `parts` in order with recvmsg, resuming after a partial read.
+    static func readAll(_ fd: Int32, _ parts: [UnsafeMutableRawBufferPointer]) throws {
+        var vectors = parts.filter { $0.count > 0 }.map { iovec(iov_base: $0.baseAddress, iov_len: $0.count) }
+        var first = 0
         var done = 0
-        while done < buffer.count {
-            let n = recv(fd, buffer.start + done, buffer.count - done, 0)
+        while first < vectors.count {
+            let n = vectors[first...].withUnsafeMutableBufferPointer { pending -> Int in
+                var message = msghdr()
+                message.msg_iov = pending.baseAddress
+                message.msg_iovlen = pending.count
+                return recvmsg(fd, &message, 0)
+            }
             if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
-            if n == 0 { throw done == 0 && buffer.count > 0 ? FrameError.closed : FrameError.malformed("truncated frame") }
+            if n == 0 { throw done == 0 ? FrameError.closed : FrameError.malformed("truncated frame") }
             done += n
+            var received = n
+            while first < vectors.count && received >= vectors[first].iov_len {
+                received -= vectors[first].iov_len
+                first += 1
+            }
+            if received > 0 {
+                vectors[first].iov_base += received
+                vectors[first].iov_len -= received
+            }
         }
+    }
+}
+
+/// A frame's lengths, from a header that passed its checks of magic, version and size.
+public struct FrameLengths: Equatable, Sendable {
+    public let body: Int
+    public let secrets: Int
+
+    /// The whole frame, header included.
+    public var total: Int { ControlProtocol.headerSize + body + secrets }
+
+    init(header: UnsafeRawBufferPointer) throws {
+        guard header.count >= ControlProtocol.headerSize else { throw FrameError.malformed("truncated header") }
+        guard header.prefix(4).elementsEqual(ControlProtocol.magic) else { throw FrameError.badMagic }
+        let version = UInt16(header[4]) << 8 | UInt16(header[5])
+        guard version == ControlProtocol.version else { throw FrameError.unsupportedVersion(version) }
+        body = Int(header.bigEndianUInt32(at: 8))
+        secrets = Int(header.bigEndianUInt32(at: 12))
+        guard body <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(body) }
+        guard secrets <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secrets) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    fileprivate func bigEndianUInt32(at offset: Int) -> UInt32 {
+        (0..<4).reduce(0) { $0 << 8 | UInt32(self[offset + $1]) }
     }
 }

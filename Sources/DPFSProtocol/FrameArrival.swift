@@ -5,8 +5,9 @@ import CLinux
 import Glibc
 
 public enum FrameArrival: Equatable {
-    /// A whole frame, or a header that fails its checks: reading it takes no wait.
-    case whole
+    /// A whole frame, with its lengths; or a header that fails its checks (nil):
+    /// reading it takes no wait.
+    case whole(FrameLengths?)
     /// Part of a frame: the rest may take the sender any time.
     case partial
     /// Nothing (a wake-up with no data).
@@ -14,14 +15,22 @@ public enum FrameArrival: Equatable {
     /// The peer has hung up, or the socket failed.
     case closed
 
+    /// Frames up to this size are told whole or partial by the peek alone; a larger one
+    /// asks the kernel how much is queued.
+    static let peekSize = 1024
+
     /// What waits on `fd`, a stream socket.
     public static func peek(_ fd: Int32) -> FrameArrival {
-        var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
-        let n = recv(fd, &header, header.count, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
-        if n == 0 { return .closed }
-        if n < 0 { return errno == EAGAIN || errno == EINTR ? .nothing : .closed }
-        if n < header.count { return .partial }
-        guard let lengths = try? Frame<LockedSecret>.lengths(inHeader: header) else { return .whole }
-        return Int(dpfs_queued_bytes(fd)) >= header.count + lengths.body + lengths.secrets ? .whole : .partial
+        withUnsafeTemporaryAllocation(byteCount: peekSize, alignment: 1) { buffer in
+            let n = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+            if n == 0 { return .closed }
+            if n < 0 { return errno == EAGAIN || errno == EINTR ? .nothing : .closed }
+            if n < ControlProtocol.headerSize { return .partial }
+            guard let lengths = try? FrameLengths(header: UnsafeRawBufferPointer(rebasing: buffer[..<n])) else {
+                return .whole(nil)
+            }
+            let queued = n >= lengths.total ? n : Int(dpfs_queued_bytes(fd))
+            return queued >= lengths.total ? .whole(lengths) : .partial
+        }
     }
 }

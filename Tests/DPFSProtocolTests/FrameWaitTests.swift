@@ -73,13 +73,6 @@ import Testing
         let done = DispatchSemaphore(value: 0)
     }
 
-    /// A caller's end and a daemon's end of one Unix stream connection.
-    func connectedPair() throws -> (Int32, Int32) {
-        var pair: [Int32] = [-1, -1]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        return (pair[0], pair[1])
-    }
-
     /// `condition`'s first non-nil answer, asked every millisecond until the deadline.
     func waitFor<T>(upTo limit: Duration = .seconds(30), _ condition: () -> T?) -> T? {
         let deadline = ContinuousClock.now + limit

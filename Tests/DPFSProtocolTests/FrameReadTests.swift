@@ -1,0 +1,109 @@
+// Reading frames off the control socket: whole with their secrets whichever way the
+// reader learnt of them (a peek, a poll or a sleep), told whole or partial before they
+// are read, and refused, never half-read, when cut short or not dpfs frames at all.
+import DPFSProtocol
+import Foundation
+import Glibc
+import Testing
+
+@Suite struct FrameReadTests {
+    typealias TestFrame = Frame<LockedSecret>
+
+    @Test func aPeekedFrameWithSecretsComesBackWhole() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        let secrets = [secret("1234"), secret("a longer passcode")]
+        try TestFrame(body: Array("change".utf8), secrets: secrets).write(to: client)
+
+        guard case .whole(let lengths?) = FrameArrival.peek(daemon) else {
+            Issue.record("a frame sent whole was not told whole")
+            return
+        }
+        #expect(lengths.body == 6)
+        #expect(lengths.secrets == 4 + 4 + 4 + 17)
+        let frame = try TestFrame.read(from: daemon, arrived: true, lengths: lengths)
+        #expect(frame.body == Array("change".utf8))
+        #expect(frame.secrets.map { Array($0.bytes) } == [Array("1234".utf8), Array("a longer passcode".utf8)])
+        #expect(FrameArrival.peek(daemon) == .nothing, "the read took more or less than its frame")
+    }
+
+    @Test func aPolledAndASleepingReadTakeOneFrameEach() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        for body in ["first", "second"] { try TestFrame(body: Array(body.utf8)).write(to: client) }
+        #expect(try TestFrame.read(from: daemon, polling: .milliseconds(100)).body == Array("first".utf8))
+        #expect(try TestFrame.read(from: daemon).body == Array("second".utf8))
+    }
+
+    @Test func aFrameLargerThanThePeekIsWholeOnlyOnceAllOfItIsQueued() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        let body = [UInt8](repeating: 7, count: 5000)
+        let bytes = header(bodyLength: body.count) + body
+        try send(bytes[..<3000], on: client)
+        #expect(FrameArrival.peek(daemon) == .partial)
+        try send(bytes[3000...], on: client)
+        guard case .whole(let lengths?) = FrameArrival.peek(daemon) else {
+            Issue.record("a frame all queued was not told whole")
+            return
+        }
+        #expect(lengths.body == body.count && lengths.secrets == 0)
+        #expect(try TestFrame.read(from: daemon, arrived: true).body == body)
+    }
+
+    @Test func aHeaderCutShortIsPartial() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        try send(header(bodyLength: 4)[..<10], on: client)
+        #expect(FrameArrival.peek(daemon) == .partial)
+    }
+
+    @Test func aFrameThatIsNotDpfsIsToldWholeAndRefused() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        try send(Array("GET / HTTP/1.1\r\n\r\n".utf8)[...], on: client)
+        #expect(FrameArrival.peek(daemon) == .whole(nil))
+        #expect(throws: FrameError.self) { try TestFrame.read(from: daemon, arrived: true) }
+    }
+
+    @Test func aFrameCutShortIsMalformedAndAnEndBeforeOneIsClosed() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        try send((header(bodyLength: 10) + Array("abc".utf8))[...], on: client)
+        shutdown(client, Int32(SHUT_WR))
+        do {
+            _ = try TestFrame.read(from: daemon)
+            Issue.record("a frame cut short was read")
+        } catch FrameError.malformed {
+        } catch { Issue.record("expected a malformed frame, got \(error)") }
+
+        let (other, otherDaemon) = try connectedPair()
+        defer { close(other); close(otherDaemon) }
+        shutdown(other, Int32(SHUT_WR))
+        #expect(FrameArrival.peek(otherDaemon) == .closed)
+        do {
+            _ = try TestFrame.read(from: otherDaemon)
+            Issue.record("a read after the end returned a frame")
+        } catch FrameError.closed {
+        } catch { Issue.record("expected the connection closed, got \(error)") }
+    }
+
+    // MARK: Helpers
+
+    func secret(_ text: String) -> LockedSecret {
+        Array(text.utf8).withUnsafeBytes { LockedSecret.copying($0) }
+    }
+
+    /// A frame header as dpfs(5) gives it, for a body of `bodyLength` and no secrets.
+    func header(bodyLength: Int) -> [UInt8] {
+        let length = UInt32(bodyLength)
+        return ControlProtocol.magic + [0, UInt8(ControlProtocol.version), 0, 0]
+            + [UInt8(length >> 24), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff)]
+            + [0, 0, 0, 0]
+    }
+
+    func send(_ bytes: ArraySlice<UInt8>, on fd: Int32) throws {
+        let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try #require(sent == bytes.count)
+    }
+}
