@@ -84,22 +84,18 @@ public struct ControlReply: Codable, Sendable {
 public enum ControlCoding {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
         if T.self == ControlRequest.self, let request = value as? ControlRequest,
-           let direct = KeychainWireForm.value(of: request) {
-            return direct.serialized()
+           let direct = KeychainWireForm.bytes(of: request) {
+            return direct
         }
-        if T.self == ControlReply.self, let reply = value as? ControlReply, let direct = KeychainWireForm.value(of: reply) {
-            return direct.serialized()
+        if T.self == ControlReply.self, let reply = value as? ControlReply, let direct = KeychainWireForm.bytes(of: reply) {
+            return direct
         }
         return try WireEncoder.encode(value)
     }
 
     public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        if T.self == ControlRequest.self || T.self == ControlReply.self {
-            let value = try WireValue(parsing: bytes)
-            if T.self == ControlRequest.self, let request = KeychainWireForm.request(from: value) as? T { return request }
-            if T.self == ControlReply.self, let reply = KeychainWireForm.reply(from: value) as? T { return reply }
-            return try WireDecoder.decode(type, from: value, codingPath: [])
-        }
+        if T.self == ControlRequest.self, let request = KeychainWireForm.request(from: bytes) as? T { return request }
+        if T.self == ControlReply.self, let reply = KeychainWireForm.reply(from: bytes) as? T { return reply }
         return try WireDecoder.decode(type, from: bytes)
     }
 }

@@ -1,185 +1,299 @@
-// The keychain call's request and reply, the messages an app sends most, built to and
-// read from their WireValue directly: the same values the Codable conformances give
-// (field by field, in declaration order, an absent optional left out), without the
-// containers, coding paths and generic metadata lookups that made up most of a call's
-// coding. Any other message or shape (a reply with a device status, a field of an
-// unexpected kind…) goes through Codable, which also reports every error: `nil` here means
-// "not this fast form", never "malformed".
+// The keychain call's request and reply, the messages an app sends most, written to and
+// read from their bytes directly: the same bytes the Codable conformances give (field
+// by field, in declaration order, an absent optional left out) and the same messages
+// back, without a WireValue tree, coding containers or generic metadata lookups in
+// between. Any other message or shape (a reply with a device status, a field of an
+// unexpected kind…) goes through Codable, which also reports every error: `nil` here
+// means "not this fast form", never "malformed".
 import Foundation
 
 enum KeychainWireForm {
     // MARK: Writing
 
-    static func value(of request: ControlRequest) -> WireValue? {
+    static func bytes(of request: ControlRequest) -> [UInt8]? {
         guard case .keychain(let keychain) = request else { return nil }
-        return .map([("keychain", .map([("_0", value(of: keychain))]))])
+        var out = WireWriter(capacity: 160 + (keychain.data?.count ?? 0) + (keychain.newData?.count ?? 0))
+        out.map(count: 1)
+        out.key("keychain")
+        out.map(count: 1)
+        out.key("_0")
+        write(keychain, to: &out)
+        return out.bytes
     }
 
-    static func value(of request: KeychainRequest) -> WireValue {
-        var fields: [(key: String, value: WireValue)] = [("operation", .string(request.operation.rawValue))]
-        fields.reserveCapacity(8)
-        if let app = request.app { fields.append(("app", .string(app))) }
-        fields.append(("attributes", strings(request.attributes)))
-        if let data = request.data { fields.append(("data", .bytes([UInt8](data)))) }
-        fields.append(("updateAttributes", strings(request.updateAttributes)))
-        if let newData = request.newData { fields.append(("newData", .bytes([UInt8](newData)))) }
-        if let limit = request.limit { fields.append(("limit", .string(limit))) }
-        if let returning = request.returning { fields.append(("returning", .string(returning))) }
-        if let authentication = request.authentication { fields.append(("authentication", value(of: authentication))) }
-        return .map(fields)
+    static func write(_ request: KeychainRequest, to out: inout WireWriter) {
+        let present = [request.app != nil, request.data != nil, request.newData != nil, request.limit != nil,
+                       request.returning != nil, request.authentication != nil]
+        out.map(count: 3 + present.count { $0 })
+        out.key("operation")
+        out.string(request.operation.rawValue)
+        if let app = request.app { out.key("app"); out.string(app) }
+        out.key("attributes")
+        out.strings(request.attributes)
+        if let data = request.data { out.key("data"); out.bytes(data) }
+        out.key("updateAttributes")
+        out.strings(request.updateAttributes)
+        if let newData = request.newData { out.key("newData"); out.bytes(newData) }
+        if let limit = request.limit { out.key("limit"); out.string(limit) }
+        if let returning = request.returning { out.key("returning"); out.string(returning) }
+        if let authentication = request.authentication { out.key("authentication"); write(authentication, to: &out) }
     }
 
-    static func value(of authentication: KeychainAuthentication) -> WireValue {
-        var fields: [(key: String, value: WireValue)] = [("interaction", .string(authentication.interaction.rawValue))]
-        if let prompt = authentication.prompt { fields.append(("prompt", .string(prompt))) }
-        if let context = authentication.context { fields.append(("context", .string(context))) }
-        return .map(fields)
+    static func write(_ authentication: KeychainAuthentication, to out: inout WireWriter) {
+        out.map(count: 1 + (authentication.prompt == nil ? 0 : 1) + (authentication.context == nil ? 0 : 1))
+        out.key("interaction")
+        out.string(authentication.interaction.rawValue)
+        if let prompt = authentication.prompt { out.key("prompt"); out.string(prompt) }
+        if let context = authentication.context { out.key("context"); out.string(context) }
     }
 
-    static func value(of reply: ControlReply) -> WireValue? {
+    static func bytes(of reply: ControlReply) -> [UInt8]? {
         guard reply.status == nil, reply.event == nil, reply.app == nil, reply.socket == nil, reply.failure == nil,
               reply.biometry == nil, reply.key == nil, reply.entitlements == nil, reply.sandboxApp == nil,
               reply.sync == nil else { return nil }
-        var fields: [(key: String, value: WireValue)] = [("ok", .bool(reply.ok))]
-        if let error = reply.error { fields.append(("error", .string(error))) }
-        if let message = reply.message { fields.append(("message", .string(message))) }
-        if let keychain = reply.keychain { fields.append(("keychain", value(of: keychain))) }
-        return .map(fields)
+        let dataSize = reply.keychain?.items.reduce(0) { $0 + ($1.data?.count ?? 0) } ?? 0
+        var out = WireWriter(capacity: 128 + dataSize)
+        out.map(count: 1 + [reply.error != nil, reply.message != nil, reply.keychain != nil].count { $0 })
+        out.key("ok")
+        out.bool(reply.ok)
+        if let error = reply.error { out.key("error"); out.string(error) }
+        if let message = reply.message { out.key("message"); out.string(message) }
+        if let keychain = reply.keychain { out.key("keychain"); write(keychain, to: &out) }
+        return out.bytes
     }
 
-    static func value(of response: KeychainResponse) -> WireValue {
-        let items: [WireValue] = response.items.map { item in
-            var fields: [(key: String, value: WireValue)] = []
-            if let attributes = item.attributes { fields.append(("attributes", strings(attributes))) }
-            if let data = item.data { fields.append(("data", .bytes([UInt8](data)))) }
-            return .map(fields)
+    static func write(_ response: KeychainResponse, to out: inout WireWriter) {
+        out.map(count: response.message == nil ? 2 : 3)
+        out.key("status")
+        out.int(Int64(response.status))
+        out.key("items")
+        out.list(count: response.items.count)
+        for item in response.items {
+            out.map(count: (item.attributes == nil ? 0 : 1) + (item.data == nil ? 0 : 1))
+            if let attributes = item.attributes { out.key("attributes"); out.strings(attributes) }
+            if let data = item.data { out.key("data"); out.bytes(data) }
         }
-        var fields: [(key: String, value: WireValue)] = [("status", .int(Int64(response.status))), ("items", .list(items))]
-        if let message = response.message { fields.append(("message", .string(message))) }
-        return .map(fields)
-    }
-
-    private static func strings(_ dictionary: [String: String]) -> WireValue {
-        .map(dictionary.map { ($0.key, .string($0.value)) })
+        if let message = response.message { out.key("message"); out.string(message) }
     }
 
     // MARK: Reading
 
-    static func request(from value: WireValue) -> ControlRequest? {
-        guard case .map(let outer) = value, outer.count == 1, outer[0].key == "keychain",
-              case .map(let payload) = outer[0].value,
-              let fields = first(payload)["_0"], let keychain = keychainRequest(from: fields) else { return nil }
-        return .keychain(keychain)
+    static func request(from bytes: [UInt8]) -> ControlRequest? {
+        var reader = FieldReader(bytes: bytes)
+        guard let request = try? reader.keychainEnvelope(), reader.atEnd else { return nil }
+        return .keychain(request)
     }
 
-    static func keychainRequest(from value: WireValue) -> KeychainRequest? {
-        guard case .map(let entries) = value else { return nil }
-        let fields = first(entries)
-        guard case .string(let name)? = fields["operation"], let operation = KeychainRequest.Operation(rawValue: name),
-              let attributes = strings(fields["attributes"]), let updateAttributes = strings(fields["updateAttributes"]),
-              let app = optionalString(fields["app"]), let limit = optionalString(fields["limit"]),
-              let returning = optionalString(fields["returning"]),
-              let data = optionalData(fields["data"]), let newData = optionalData(fields["newData"]) else { return nil }
-        var request = KeychainRequest(operation: operation, app: app.value, attributes: attributes, data: data.value,
-                                      updateAttributes: updateAttributes, newData: newData.value,
-                                      limit: limit.value, returning: returning.value)
-        if let value = fields["authentication"], value != .null {
-            guard let asked = authentication(from: value) else { return nil }
-            request.authentication = asked
+    static func reply(from bytes: [UInt8]) -> ControlReply? {
+        var reader = FieldReader(bytes: bytes)
+        guard let reply = try? reader.reply(), reader.atEnd else { return nil }
+        return reply
+    }
+}
+
+/// Reads the keychain messages' fields off the bytes. Each map's entries may come in any
+/// order; a key's first entry wins and a later one is skipped, as the Codable reader
+/// does. Anything else it does not expect throws `NotFastForm`.
+private struct FieldReader {
+    struct NotFastForm: Error {}
+
+    var reader: WireValue.Reader
+
+    init(bytes: [UInt8]) { reader = WireValue.Reader(bytes: bytes) }
+
+    var atEnd: Bool { reader.offset == reader.bytes.count }
+
+    // The request: {"keychain": {"_0": {…}}}.
+    mutating func keychainEnvelope() throws -> KeychainRequest {
+        guard try mapCount() == 1, try key() == .keychain else { throw NotFastForm() }
+        var request: KeychainRequest?
+        for _ in 0..<(try mapCount()) {
+            if try key() == ._0 && request == nil { request = try keychainRequest() } else { try skip() }
         }
+        guard let request else { throw NotFastForm() }
         return request
     }
 
-    static func authentication(from value: WireValue) -> KeychainAuthentication? {
-        guard case .map(let entries) = value else { return nil }
-        let fields = first(entries)
-        guard case .string(let name)? = fields["interaction"],
-              let interaction = KeychainAuthentication.Interaction(rawValue: name),
-              let prompt = optionalString(fields["prompt"]), let context = optionalString(fields["context"]) else { return nil }
-        return KeychainAuthentication(interaction: interaction, prompt: prompt.value, context: context.value)
-    }
-
-    static func reply(from value: WireValue) -> ControlReply? {
-        guard case .map(let entries) = value,
-              entries.allSatisfy({ ["ok", "error", "message", "keychain"].contains($0.key) }) else { return nil }
-        let fields = first(entries)
-        guard case .bool(let ok)? = fields["ok"], let error = optionalString(fields["error"]),
-              let message = optionalString(fields["message"]) else { return nil }
-        var keychain: KeychainResponse?
-        if let value = fields["keychain"], value != .null {
-            guard let response = keychainResponse(from: value) else { return nil }
-            keychain = response
-        }
-        return ControlReply(ok: ok, error: error.value, message: message.value, keychain: keychain)
-    }
-
-    static func keychainResponse(from value: WireValue) -> KeychainResponse? {
-        guard case .map(let entries) = value else { return nil }
-        let fields = first(entries)
-        guard let status = int32(fields["status"]), case .list(let listed)? = fields["items"],
-              let message = optionalString(fields["message"]) else { return nil }
-        var items: [KeychainResponse.Item] = []
-        items.reserveCapacity(listed.count)
-        for entry in listed {
-            guard case .map(let itemEntries) = entry else { return nil }
-            let itemFields = first(itemEntries)
-            guard let data = optionalData(itemFields["data"]) else { return nil }
-            var attributes: [String: String]?
-            if let value = itemFields["attributes"], value != .null {
-                guard let decoded = strings(value) else { return nil }
-                attributes = decoded
+    mutating func keychainRequest() throws -> KeychainRequest {
+        var operation: KeychainRequest.Operation?
+        var attributes: [String: String]?, updateAttributes: [String: String]?
+        var app: String??, limit: String??, returning: String??
+        var data: Data??, newData: Data??
+        var authentication: KeychainAuthentication??
+        for _ in 0..<(try mapCount()) {
+            switch try key() {
+            case .operation where operation == nil:
+                guard let named = KeychainRequest.Operation(rawValue: try string()) else { throw NotFastForm() }
+                operation = named
+            case .app where app == nil: app = try optionalString()
+            case .attributes where attributes == nil: attributes = try strings()
+            case .data where data == nil: data = try optionalData()
+            case .updateAttributes where updateAttributes == nil: updateAttributes = try strings()
+            case .newData where newData == nil: newData = try optionalData()
+            case .limit where limit == nil: limit = try optionalString()
+            case .returning where returning == nil: returning = try optionalString()
+            case .authentication where authentication == nil: authentication = try nullOr { try $0.authentication() }
+            default: try skip()
             }
-            items.append(KeychainResponse.Item(attributes: attributes, data: data.value))
         }
-        return KeychainResponse(status: status, items: items, message: message.value)
+        guard let operation, let attributes, let updateAttributes else { throw NotFastForm() }
+        var request = KeychainRequest(operation: operation, app: app ?? nil, attributes: attributes, data: data ?? nil,
+                                      updateAttributes: updateAttributes, newData: newData ?? nil,
+                                      limit: limit ?? nil, returning: returning ?? nil)
+        request.authentication = authentication ?? nil
+        return request
     }
 
-    /// Each key's first entry, as the Codable reader takes it. Messages have a handful
-    /// of fields: a linear list beats hashing.
-    private static func first(_ entries: [(key: String, value: WireValue)]) -> Fields { Fields(entries: entries) }
-
-    struct Fields {
-        let entries: [(key: String, value: WireValue)]
-        subscript(key: String) -> WireValue? { entries.first { $0.key == key }?.value }
+    mutating func authentication() throws -> KeychainAuthentication {
+        var interaction: KeychainAuthentication.Interaction?
+        var prompt: String??, context: String??
+        for _ in 0..<(try mapCount()) {
+            switch try key() {
+            case .interaction where interaction == nil:
+                guard let named = KeychainAuthentication.Interaction(rawValue: try string()) else { throw NotFastForm() }
+                interaction = named
+            case .prompt where prompt == nil: prompt = try optionalString()
+            case .context where context == nil: context = try optionalString()
+            default: try skip()
+            }
+        }
+        guard let interaction else { throw NotFastForm() }
+        return KeychainAuthentication(interaction: interaction, prompt: prompt ?? nil, context: context ?? nil)
     }
 
-    /// A [String: String] as the Codable reader makes it: first entry of a key wins.
-    private static func strings(_ value: WireValue?) -> [String: String]? {
-        guard case .map(let entries)? = value else { return nil }
+    // The reply: {"ok", "error", "message", "keychain"} and no other field.
+    mutating func reply() throws -> ControlReply {
+        var ok: Bool?
+        var error: String??, message: String??
+        var keychain: KeychainResponse??
+        for _ in 0..<(try mapCount()) {
+            switch try key() {
+            case .ok where ok == nil: ok = try bool()
+            case .error where error == nil: error = try optionalString()
+            case .message where message == nil: message = try optionalString()
+            case .keychain where keychain == nil: keychain = try nullOr { try $0.keychainResponse() }
+            case .ok, .error, .message, .keychain: try skip()
+            default: throw NotFastForm()
+            }
+        }
+        guard let ok else { throw NotFastForm() }
+        return ControlReply(ok: ok, error: error ?? nil, message: message ?? nil, keychain: keychain ?? nil)
+    }
+
+    mutating func keychainResponse() throws -> KeychainResponse {
+        var status: Int32?
+        var items: [KeychainResponse.Item]?
+        var message: String??
+        for _ in 0..<(try mapCount()) {
+            switch try key() {
+            case .status where status == nil: status = try int32()
+            case .items where items == nil:
+                guard try reader.byte() == WireValue.Tag.list.rawValue else { throw NotFastForm() }
+                let count = try reader.length()
+                var listed: [KeychainResponse.Item] = []
+                listed.reserveCapacity(count)
+                for _ in 0..<count { listed.append(try item()) }
+                items = listed
+            case .message where message == nil: message = try optionalString()
+            default: try skip()
+            }
+        }
+        guard let status, let items else { throw NotFastForm() }
+        return KeychainResponse(status: status, items: items, message: message ?? nil)
+    }
+
+    mutating func item() throws -> KeychainResponse.Item {
+        var attributes: [String: String]??
+        var data: Data??
+        for _ in 0..<(try mapCount()) {
+            switch try key() {
+            case .attributes where attributes == nil: attributes = try nullOr { try $0.strings() }
+            case .data where data == nil: data = try optionalData()
+            default: try skip()
+            }
+        }
+        return KeychainResponse.Item(attributes: attributes ?? nil, data: data ?? nil)
+    }
+
+    // MARK: Values
+
+    /// The field names of the keychain messages; any other key reads as `.other`.
+    enum Key: String, CaseIterable {
+        case keychain, _0, operation, app, attributes, data, updateAttributes, newData, limit, returning
+        case authentication, interaction, prompt, context, ok, error, message, status, items, other
+
+        /// Each name's bytes, matched without making a String of the key.
+        static let names = allCases.map { ($0, Array($0.rawValue.utf8)) }
+    }
+
+    mutating func key() throws -> Key {
+        let raw = try reader.take(try reader.length())
+        return Key.names.first { $0.1.count == raw.count && $0.1.elementsEqual(raw) }?.0 ?? .other
+    }
+
+    mutating func mapCount() throws -> Int {
+        guard try reader.byte() == WireValue.Tag.map.rawValue else { throw NotFastForm() }
+        return try reader.length()
+    }
+
+    mutating func string() throws -> String {
+        guard try reader.byte() == WireValue.Tag.string.rawValue else { throw NotFastForm() }
+        return try reader.text()
+    }
+
+    mutating func bool() throws -> Bool {
+        switch try reader.byte() {
+        case WireValue.Tag.true.rawValue: return true
+        case WireValue.Tag.false.rawValue: return false
+        default: throw NotFastForm()
+        }
+    }
+
+    mutating func int32() throws -> Int32 {
+        let tag = try reader.byte()
+        let raw = try reader.varint()
+        let number: Int32?
+        switch tag {
+        case WireValue.Tag.int.rawValue: number = Int32(exactly: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+        case WireValue.Tag.unsigned.rawValue: number = Int32(exactly: raw)
+        default: number = nil
+        }
+        guard let number else { throw NotFastForm() }
+        return number
+    }
+
+    /// A map of text to text; a key's first entry wins.
+    mutating func strings() throws -> [String: String] {
+        let count = try mapCount()
         var result: [String: String] = [:]
-        result.reserveCapacity(entries.count)
-        for entry in entries where result[entry.key] == nil {
-            guard case .string(let text) = entry.value else { return nil }
-            result[entry.key] = text
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            let key = try reader.text()
+            let value = try string()
+            if result[key] == nil { result[key] = value }
         }
         return result
     }
 
-    /// An optional field read as decodeIfPresent does: absent or null is nil; a value
-    /// of another kind is no fast form (Codable then reports it).
-    private struct Present<T> { let value: T? }
+    /// An optional field read as decodeIfPresent does: null is nil (absent is left to
+    /// the caller); a value of another kind is no fast form.
+    mutating func nullOr<T>(_ read: (inout FieldReader) throws -> T) throws -> T? {
+        if reader.offset < reader.bytes.count && reader.bytes[reader.offset] == WireValue.Tag.null.rawValue {
+            reader.offset += 1
+            return nil
+        }
+        return try read(&self)
+    }
 
-    private static func optionalString(_ value: WireValue?) -> Present<String>? {
-        switch value {
-        case nil, .null?: return Present(value: nil)
-        case .string(let text)?: return Present(value: text)
-        default: return nil
+    mutating func optionalString() throws -> String? { try nullOr { try $0.string() } }
+
+    mutating func optionalData() throws -> Data? {
+        try nullOr { field in
+            guard try field.reader.byte() == WireValue.Tag.bytes.rawValue else { throw NotFastForm() }
+            return Data(try field.reader.take(try field.reader.length()))
         }
     }
 
-    private static func optionalData(_ value: WireValue?) -> Present<Data>? {
-        switch value {
-        case nil, .null?: return Present(value: nil)
-        case .bytes(let bytes)?: return Present(value: Data(bytes))
-        default: return nil
-        }
-    }
-
-    private static func int32(_ value: WireValue?) -> Int32? {
-        switch value {
-        case .int(let number)?: return Int32(exactly: number)
-        case .unsigned(let number)?: return Int32(exactly: number)
-        default: return nil
-        }
-    }
+    /// Passes over one value of any kind, as a reader passes over a field it does not know.
+    mutating func skip() throws { _ = try reader.value(depth: 1) }
 }

@@ -43,62 +43,30 @@ public enum WireValue: Equatable, Sendable {
 
 extension WireValue {
     public func serialized() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(128)
+        var out = WireWriter()
         write(to: &out)
-        return out
+        return out.bytes
     }
 
-    func write(to out: inout [UInt8]) {
+    func write(to out: inout WireWriter) {
         switch self {
-        case .null: out.append(Tag.null.rawValue)
-        case .bool(let value): out.append(value ? Tag.true.rawValue : Tag.false.rawValue)
-        case .int(let value):
-            out.append(Tag.int.rawValue)
-            Self.writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)), to: &out)
-        case .unsigned(let value):
-            out.append(Tag.unsigned.rawValue)
-            Self.writeVarint(value, to: &out)
-        case .double(let value):
-            out.append(Tag.double.rawValue)
-            let bits = value.bitPattern
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        case .string(let value):
-            out.append(Tag.string.rawValue)
-            Self.writeText(value, to: &out)
-        case .bytes(let value):
-            out.append(Tag.bytes.rawValue)
-            Self.writeVarint(UInt64(value.count), to: &out)
-            out += value
+        case .null: out.null()
+        case .bool(let value): out.bool(value)
+        case .int(let value): out.int(value)
+        case .unsigned(let value): out.unsigned(value)
+        case .double(let value): out.double(value)
+        case .string(let value): out.string(value)
+        case .bytes(let value): out.bytes(value)
         case .list(let values):
-            out.append(Tag.list.rawValue)
-            Self.writeVarint(UInt64(values.count), to: &out)
+            out.list(count: values.count)
             for value in values { value.write(to: &out) }
         case .map(let entries):
-            out.append(Tag.map.rawValue)
-            Self.writeVarint(UInt64(entries.count), to: &out)
+            out.map(count: entries.count)
             for entry in entries {
-                Self.writeText(entry.key, to: &out)
+                out.key(entry.key)
                 entry.value.write(to: &out)
             }
         }
-    }
-
-    static func writeText(_ text: String, to out: inout [UInt8]) {
-        var text = text
-        text.withUTF8 { utf8 in
-            writeVarint(UInt64(utf8.count), to: &out)
-            out.append(contentsOf: utf8)
-        }
-    }
-
-    static func writeVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var value = value
-        while value >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: value) | 0x80)
-            value >>= 7
-        }
-        out.append(UInt8(value))
     }
 }
 
@@ -180,8 +148,13 @@ extension WireValue {
 
         mutating func text() throws -> String {
             let raw = try take(try length())
-            guard let text = String(validating: raw, as: UTF8.self) else { throw FrameError.malformed("text is not UTF-8") }
-            return text
+            return try raw.withUnsafeBufferPointer { utf8 in
+                // ASCII, almost every text here, needs no validation; the generic validating
+                // initialiser cost more than the rest of a keychain request's reading.
+                if utf8.allSatisfy({ $0 < 0x80 }) { return String(decoding: utf8, as: UTF8.self) }
+                guard let text = String(validating: utf8, as: UTF8.self) else { throw FrameError.malformed("text is not UTF-8") }
+                return text
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 // The control protocol's body: every message comes back as it was sent, numbers keep
 // their range, and a malformed or hostile body is an error, never a crash or a hang.
-import DPFSProtocol
+@testable import DPFSProtocol
 import Foundation
 import Testing
 
@@ -168,11 +168,7 @@ import Testing
                 continue
             }
             // Not compared as bytes: a dictionary's order differs from one instance to the next.
-            #expect(back.operation == request.operation && back.app == request.app)
-            #expect(back.attributes == request.attributes && back.updateAttributes == request.updateAttributes)
-            #expect(back.data == request.data && back.newData == request.newData)
-            #expect(back.limit == request.limit && back.returning == request.returning)
-            #expect(back.authentication == request.authentication)
+            #expect(Self.same(back, request))
         }
     }
 
@@ -180,12 +176,58 @@ import Testing
         for reply in Self.replies {
             let direct = try ControlCoding.encode(reply)
             #expect(direct == (try WireEncoder.encode(reply)))
-            let back = try ControlCoding.decode(ControlReply.self, direct)
-            #expect(back.ok == reply.ok && back.error == reply.error && back.message == reply.message)
-            #expect(back.keychain?.status == reply.keychain?.status && back.keychain?.message == reply.keychain?.message)
-            #expect(back.keychain?.items.map(\.attributes) == reply.keychain?.items.map(\.attributes))
-            #expect(back.keychain?.items.map(\.data) == reply.keychain?.items.map(\.data))
+            #expect(Self.same(try ControlCoding.decode(ControlReply.self, direct), reply))
         }
+    }
+
+    /// Bodies a Codable writer could make that the direct writer never does: fields out
+    /// of order, nulls for absent optionals, fields no message has, a key twice, an
+    /// unsigned status. The direct reader gives what Codable gives.
+    @Test func bodiesInAnyFormReadAsThroughCodable() throws {
+        let keychain = { (fields: [(key: String, value: WireValue)]) in
+            WireValue.map([("keychain", .map([("other", .int(1)), ("_0", .map(fields))]))]).serialized()
+        }
+        let requests = [
+            keychain([("returning", .string("data")), ("updateAttributes", .map([])), ("operation", .string("find")),
+                      ("attributes", .map([("service", .string("s")), ("service", .string("later"))]))]),
+            keychain([("operation", .string("add")), ("app", .null), ("attributes", .map([])), ("data", .bytes([9])),
+                      ("updateAttributes", .map([])), ("newData", .null), ("authentication", .null), ("future", .list([]))]),
+            keychain([("operation", .string("delete")), ("attributes", .map([])), ("updateAttributes", .map([])),
+                      ("authentication", .map([("context", .null), ("interaction", .string("fail")), ("prompt", .string("p"))])),
+                      ("operation", .string("add"))]),
+        ]
+        for body in requests {
+            guard case .keychain(let direct) = try ControlCoding.decode(ControlRequest.self, body),
+                  case .keychain(let codable) = try WireDecoder.decode(ControlRequest.self, from: body) else {
+                Issue.record("not a keychain request")
+                continue
+            }
+            #expect(Self.same(direct, codable))
+            #expect(KeychainWireForm.request(from: body) != nil, "the direct reader left it to Codable")
+        }
+        let replies = [
+            WireValue.map([("keychain", .map([("items", .list([.map([("data", .null), ("attributes", .map([]))])])),
+                                              ("status", .unsigned(0)), ("message", .null)])),
+                           ("ok", .bool(true)), ("error", .null)]),
+            WireValue.map([("ok", .bool(false)), ("ok", .bool(true)), ("keychain", .null), ("message", .string("m"))]),
+        ].map { $0.serialized() }
+        for body in replies {
+            #expect(Self.same(try ControlCoding.decode(ControlReply.self, body), try WireDecoder.decode(ControlReply.self, from: body)))
+            #expect(KeychainWireForm.reply(from: body) != nil, "the direct reader left it to Codable")
+        }
+    }
+
+    static func same(_ a: KeychainRequest, _ b: KeychainRequest) -> Bool {
+        a.operation == b.operation && a.app == b.app && a.attributes == b.attributes
+            && a.updateAttributes == b.updateAttributes && a.data == b.data && a.newData == b.newData
+            && a.limit == b.limit && a.returning == b.returning && a.authentication == b.authentication
+    }
+
+    static func same(_ a: ControlReply, _ b: ControlReply) -> Bool {
+        a.ok == b.ok && a.error == b.error && a.message == b.message
+            && a.keychain?.status == b.keychain?.status && a.keychain?.message == b.keychain?.message
+            && a.keychain?.items.map(\.attributes) == b.keychain?.items.map(\.attributes)
+            && a.keychain?.items.map(\.data) == b.keychain?.items.map(\.data)
     }
 
     @Test func otherShapesTakeCodable() throws {
