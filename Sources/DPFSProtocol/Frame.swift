@@ -193,54 +193,59 @@ public struct Frame<Secret: SecretBytes> {
 
     /// Writes `parts` in order with sendmsg, resuming after a partial write.
     static func writeAll(_ fd: Int32, _ parts: [UnsafeRawBufferPointer]) throws {
-        var vectors = parts.filter { $0.count > 0 }.map {
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.start), iov_len: $0.count)
-        }
-        var first = 0
-        while first < vectors.count {
-            let n = vectors[first...].withUnsafeMutableBufferPointer { pending -> Int in
-                var message = msghdr()
-                message.msg_iov = pending.baseAddress
-                message.msg_iovlen = pending.count
-                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-            }
+        var pending = IOVectors(parts.map { UnsafeMutableRawBufferPointer(mutating: $0) })
+        while !pending.isEmpty {
+            let n = pending.withMessage { sendmsg(fd, &$0, Int32(MSG_NOSIGNAL)) }
             if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
-            var sent = n
-            while first < vectors.count && sent >= vectors[first].iov_len {
-                sent -= vectors[first].iov_len
-                first += 1
-            }
-            if sent > 0 {
-                vectors[first].iov_base += sent
-                vectors[first].iov_len -= sent
-            }
+            pending.consume(n)
         }
     }
 
     /// Fills `parts` in order with recvmsg, resuming after a partial read.
     static func readAll(_ fd: Int32, _ parts: [UnsafeMutableRawBufferPointer]) throws {
-        var vectors = parts.filter { $0.count > 0 }.map { iovec(iov_base: $0.baseAddress, iov_len: $0.count) }
-        var first = 0
+        var pending = IOVectors(parts)
         var done = 0
-        while first < vectors.count {
-            let n = vectors[first...].withUnsafeMutableBufferPointer { pending -> Int in
-                var message = msghdr()
-                message.msg_iov = pending.baseAddress
-                message.msg_iovlen = pending.count
-                return recvmsg(fd, &message, 0)
-            }
+        while !pending.isEmpty {
+            let n = pending.withMessage { recvmsg(fd, &$0, 0) }
             if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
             if n == 0 { throw done == 0 ? FrameError.closed : FrameError.malformed("truncated frame") }
             done += n
-            var received = n
-            while first < vectors.count && received >= vectors[first].iov_len {
-                received -= vectors[first].iov_len
-                first += 1
-            }
-            if received > 0 {
-                vectors[first].iov_base += received
-                vectors[first].iov_len -= received
-            }
+            pending.consume(n)
+        }
+    }
+}
+
+/// The buffers a gathered write or a scattered read has still to do, as iovecs.
+private struct IOVectors {
+    private var vectors: [iovec]
+    private var first = 0
+
+    init(_ parts: [UnsafeMutableRawBufferPointer]) {
+        vectors = parts.filter { $0.count > 0 }.map { iovec(iov_base: $0.baseAddress, iov_len: $0.count) }
+    }
+
+    var isEmpty: Bool { first == vectors.count }
+
+    /// Calls `body` with a message whose iovecs are the pending ones.
+    mutating func withMessage(_ body: (inout msghdr) -> Int) -> Int {
+        vectors[first...].withUnsafeMutableBufferPointer { pending in
+            var message = msghdr()
+            message.msg_iov = pending.baseAddress
+            message.msg_iovlen = pending.count
+            return body(&message)
+        }
+    }
+
+    /// Marks the first `count` pending bytes done.
+    mutating func consume(_ count: Int) {
+        var left = count
+        while first < vectors.count && left >= vectors[first].iov_len {
+            left -= vectors[first].iov_len
+            first += 1
+        }
+        if left > 0 {
+            vectors[first].iov_base += left
+            vectors[first].iov_len -= left
         }
     }
 }
