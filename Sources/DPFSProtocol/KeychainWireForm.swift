@@ -254,7 +254,7 @@ private struct FieldReader {
         let raw = try reader.varint()
         let number: Int32?
         switch tag {
-        case WireValue.Tag.int.rawValue: number = Int32(exactly: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+        case WireValue.Tag.int.rawValue: number = Int32(exactly: WireValue.Reader.unzigzag(raw))
         case WireValue.Tag.unsigned.rawValue: number = Int32(exactly: raw)
         default: number = nil
         }

@@ -91,9 +91,7 @@ extension WireValue {
             case .null: return .null
             case .false: return .bool(false)
             case .true: return .bool(true)
-            case .int:
-                let raw = try varint()
-                return .int(Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+            case .int: return .int(Self.unzigzag(try varint()))
             case .unsigned: return .unsigned(try varint())
             case .double:
                 let raw = try take(8)
@@ -116,6 +114,9 @@ extension WireValue {
                 return .map(entries)
             }
         }
+
+        /// A signed integer from its zigzag form (WireWriter.int).
+        static func unzigzag(_ raw: UInt64) -> Int64 { Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1) }
 
         mutating func byte() throws -> UInt8 {
             guard offset < bytes.count else { throw FrameError.malformed("message cut short") }
