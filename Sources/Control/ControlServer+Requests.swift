@@ -11,7 +11,7 @@ import Glibc
 extension ControlServer {
     /// A worker's turn on `connection`, whose socket woke.
     func serveReady(_ connection: ControlConnection) -> ControlWorkers.Disposition {
-        let arrival = FrameArrival.peek(connection.fd)
+        let arrival = FrameArrival.peek(connection.fd, into: connection.peekBuffer)
         var lengths: FrameLengths?
         switch arrival {
         case .closed: return .close

@@ -17,20 +17,22 @@ public enum FrameArrival: Equatable {
 
     /// Frames up to this size are told whole or partial by the peek alone; a larger one
     /// asks the kernel how much is queued.
-    static let peekSize = 1024
+    public static let peekSize = 1024
 
-    /// What waits on `fd`, a stream socket.
-    public static func peek(_ fd: Int32) -> FrameArrival {
-        withUnsafeTemporaryAllocation(byteCount: peekSize, alignment: 1) { buffer in
-            let n = recv(fd, buffer.baseAddress, buffer.count, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
-            if n == 0 { return .closed }
-            if n < 0 { return errno == EAGAIN || errno == EINTR ? .nothing : .closed }
-            if n < ControlProtocol.headerSize { return .partial }
-            guard let lengths = try? FrameLengths(header: UnsafeRawBufferPointer(rebasing: buffer[..<n])) else {
-                return .whole(nil)
-            }
-            let queued = n >= lengths.total ? n : Int(dpfs_queued_bytes(fd))
-            return queued >= lengths.total ? .whole(lengths) : .partial
+    /// What waits on `fd`, a stream socket, peeked into `scratch` (at least `peekSize`
+    /// bytes). A peek may copy a frame's secrets (a passcode), so `scratch` is locked
+    /// memory, and it is wiped again once it has held any.
+    public static func peek(_ fd: Int32, into scratch: LockedSecret) -> FrameArrival {
+        let buffer = scratch.mutableBytes
+        let n = recv(fd, buffer.baseAddress, min(buffer.count, peekSize), Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        if n == 0 { return .closed }
+        if n < 0 { return errno == EAGAIN || errno == EINTR ? .nothing : .closed }
+        if n < ControlProtocol.headerSize { return .partial }
+        guard let lengths = try? FrameLengths(header: UnsafeRawBufferPointer(rebasing: buffer[..<n])) else {
+            return .whole(nil)
         }
+        if lengths.secrets > 0 && n > ControlProtocol.headerSize + lengths.body { scratch.wipe() }
+        let queued = n >= lengths.total ? n : Int(dpfs_queued_bytes(fd))
+        return queued >= lengths.total ? .whole(lengths) : .partial
     }
 }

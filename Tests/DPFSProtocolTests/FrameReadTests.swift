@@ -8,6 +8,7 @@ import Testing
 
 @Suite struct FrameReadTests {
     typealias TestFrame = Frame<LockedSecret>
+    let scratch = LockedSecret(count: FrameArrival.peekSize)
 
     @Test func aPeekedFrameWithSecretsComesBackWhole() throws {
         let (client, daemon) = try connectedPair()
@@ -15,16 +16,17 @@ import Testing
         let secrets = [secret("1234"), secret("a longer passcode")]
         try TestFrame(body: Array("change".utf8), secrets: secrets).write(to: client)
 
-        guard case .whole(let lengths?) = FrameArrival.peek(daemon) else {
+        guard case .whole(let lengths?) = peek(daemon) else {
             Issue.record("a frame sent whole was not told whole")
             return
         }
         #expect(lengths.body == 6)
         #expect(lengths.secrets == 4 + 4 + 4 + 17)
+        #expect(scratch.bytes.allSatisfy { $0 == 0 }, "the peek left the secrets it copied in its buffer")
         let frame = try TestFrame.read(from: daemon, arrived: true, lengths: lengths)
         #expect(frame.body == Array("change".utf8))
         #expect(frame.secrets.map { Array($0.bytes) } == [Array("1234".utf8), Array("a longer passcode".utf8)])
-        #expect(FrameArrival.peek(daemon) == .nothing, "the read took more or less than its frame")
+        #expect(peek(daemon) == .nothing, "the read took more or less than its frame")
     }
 
     @Test func aPolledAndASleepingReadTakeOneFrameEach() throws {
@@ -41,9 +43,9 @@ import Testing
         let body = [UInt8](repeating: 7, count: 5000)
         let bytes = header(bodyLength: body.count) + body
         try send(bytes[..<3000], on: client)
-        #expect(FrameArrival.peek(daemon) == .partial)
+        #expect(peek(daemon) == .partial)
         try send(bytes[3000...], on: client)
-        guard case .whole(let lengths?) = FrameArrival.peek(daemon) else {
+        guard case .whole(let lengths?) = peek(daemon) else {
             Issue.record("a frame all queued was not told whole")
             return
         }
@@ -55,14 +57,14 @@ import Testing
         let (client, daemon) = try connectedPair()
         defer { close(client); close(daemon) }
         try send(header(bodyLength: 4)[..<10], on: client)
-        #expect(FrameArrival.peek(daemon) == .partial)
+        #expect(peek(daemon) == .partial)
     }
 
     @Test func aFrameThatIsNotDpfsIsToldWholeAndRefused() throws {
         let (client, daemon) = try connectedPair()
         defer { close(client); close(daemon) }
         try send(Array("GET / HTTP/1.1\r\n\r\n".utf8)[...], on: client)
-        #expect(FrameArrival.peek(daemon) == .whole(nil))
+        #expect(peek(daemon) == .whole(nil))
         #expect(throws: FrameError.self) { try TestFrame.read(from: daemon, arrived: true) }
     }
 
@@ -80,7 +82,7 @@ import Testing
         let (other, otherDaemon) = try connectedPair()
         defer { close(other); close(otherDaemon) }
         shutdown(other, Int32(SHUT_WR))
-        #expect(FrameArrival.peek(otherDaemon) == .closed)
+        #expect(peek(otherDaemon) == .closed)
         do {
             _ = try TestFrame.read(from: otherDaemon)
             Issue.record("a read after the end returned a frame")
@@ -89,6 +91,8 @@ import Testing
     }
 
     // MARK: Helpers
+
+    func peek(_ fd: Int32) -> FrameArrival { FrameArrival.peek(fd, into: scratch) }
 
     func secret(_ text: String) -> LockedSecret {
         Array(text.utf8).withUnsafeBytes { LockedSecret.copying($0) }
