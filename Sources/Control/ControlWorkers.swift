@@ -17,7 +17,6 @@ import DataProtection
 import DPFSProtocol
 import Foundation
 import Glibc
-import Synchronization
 
 final class ControlWorkers: Sendable {
     static let idleLimit: Duration = .seconds(30)
@@ -43,7 +42,7 @@ final class ControlWorkers: Sendable {
 
     private let epoll: Int32
     private let timer: Int32
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     init() throws {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))

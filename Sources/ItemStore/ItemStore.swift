@@ -2,9 +2,9 @@
 // secrets are sealed under the class key of each item's accessibility. This file is
 // the entry point; each operation lives in its own file.
 import DataProtection
+import DPFSProtocol
 import Foundation
 import GRDB
-import Synchronization
 
 public final class ItemStore: Sendable {
     let pool: DatabasePool
@@ -17,7 +17,7 @@ public final class ItemStore: Sendable {
     private let observerID: UInt64
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
-    private let callers = Mutex<[String?: AccessScope]>([:])
+    private let callers = PosixMutex<[String?: AccessScope]>([:])
     /// Told of every change an app makes (keychain sync pushes them).
     public let changeObservers = KeychainChangeObservers()
 

@@ -3,9 +3,9 @@
 // first runs `PRAGMA schema_version` (a statement and a read lock of its own) to notice
 // schema changes. The store's schema is fixed once it is open, so a lookup takes an
 // idle connection here and runs on it directly.
+import DPFSProtocol
 import Foundation
 import GRDB
-import Synchronization
 
 final class LookupConnections: Sendable {
     private let path: String
@@ -16,7 +16,7 @@ final class LookupConnections: Sendable {
         var idle: [DatabaseQueue] = []
         var closed = false
     }
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     init(path: String) {
         self.path = path

@@ -17,7 +17,7 @@ final class DeviceConnection: Sendable {
     static let idleLimit: Duration = .seconds(20)
     static let maxIdle = 16
 
-    private let idle = Mutex<[PooledClient]>([])
+    private let idle = PosixMutex<[PooledClient]>([])
 
     /// One keychain request as the calling app; nil when no device answers.
     func send(_ request: KeychainRequest) -> KeychainResponse? {
