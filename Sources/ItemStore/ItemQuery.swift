@@ -8,8 +8,8 @@ import GRDB
 
 struct ItemQuery {
     let itemClass: ItemClass
-    /// The WHERE clause's terms, joined by AND as they are added.
-    private(set) var whereClause = ""
+    /// Which terms the WHERE clause has; its text follows from them (QueryText).
+    private var shape = QueryShape()
     private var arguments: [SQLArgument] = []
     /// Set when the caller holds wildcard groups: a `TEAMID.*` cannot be compared with
     /// a hash, so rows outside the exact groups are kept only once their sealed
@@ -20,51 +20,45 @@ struct ItemQuery {
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
-        add("class = ?", .text(itemClass.rawValue))
-        for (key, term) in Self.keyTerms {
+        add(.itemClass, .text(itemClass.rawValue))
+        for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
-                add(term, .blob(keys.keyHash(key, value)))
+                add(.key(key), .blob(keys.keyHash(key, value)))
             } else if !itemClass.keyAttributes.contains(key) {
                 // Always absent in this class; saying so lets SQLite use the index prefix.
-                add(term, .blob(keys.keyHash(key, key.absent)))
+                add(.key(key), .blob(keys.keyHash(key, key.absent)))
             }
         }
         if let group = attributes.accessGroup {
             guard scope.allows(group) else {
                 throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
             }
-            add("accessGroup = ?", .blob(keys.attributeHash("accessGroup", group)))
+            add(.accessGroup, .blob(keys.attributeHash("accessGroup", group)))
         } else if scope.prefixes.isEmpty {
             let hashes = scope.exactHashes(keys)
-            addTerm("accessGroup IN (" + Array(repeating: "?", count: hashes.count).joined(separator: ",") + ")")
+            shape.add(.accessGroupIn)
+            shape.groupCount = hashes.count
             arguments += hashes.map(SQLArgument.blob)
         } else {
             wildcardScope = scope
             exactGroupHashes = Set(scope.exactHashes(keys))
         }
         switch attributes.synchronizable ?? .no {
-        case .no: add("synchronizable = ?", .integer(0))
-        case .yes: add("synchronizable = ?", .integer(1))
+        case .no: add(.synchronizable, .integer(0))
+        case .yes: add(.synchronizable, .integer(1))
         case .any: break
         }
-        if let label = attributes.label { add("label = ?", .blob(keys.attributeHash("label", label))) }
-        if let accessible = attributes.accessible { add("accessible = ?", .text(accessible.rawValue)) }
+        if let label = attributes.label { add(.label, .blob(keys.attributeHash("label", label))) }
+        if let accessible = attributes.accessible { add(.accessible, .text(accessible.rawValue)) }
         if !passcodeSet {
             // Such items are destroyed when the passcode goes; never show one meanwhile.
-            add("accessible <> ?", .text(Accessibility.whenPasscodeSetThisDeviceOnly.rawValue))
+            add(.notAccessible, .text(Accessibility.whenPasscodeSetThisDeviceOnly.rawValue))
         }
     }
 
-    private static let keyTerms = KeyAttribute.allCases.map { ($0, "\"\($0.rawValue)\" = ?") }
-
-    private mutating func add(_ term: String, _ argument: SQLArgument) {
-        addTerm(term)
+    private mutating func add(_ term: QueryTerm, _ argument: SQLArgument) {
+        shape.add(term)
         arguments.append(argument)
-    }
-
-    private mutating func addTerm(_ term: String) {
-        if !whereClause.isEmpty { whereClause += " AND " }
-        whereClause += term
     }
 
     /// The arguments as GRDB binds them, for an EXPLAIN QUERY PLAN of the query.
@@ -73,8 +67,10 @@ struct ItemQuery {
     /// The SELECT that `fetch` runs. A wildcard scope filters after reading, so its
     /// limit cannot be SQL's.
     func sql(withSecret: Bool, limitOne: Bool) -> String {
-        "SELECT \(StoredItem.columns)\(withSecret ? ", secret" : "") FROM items WHERE \(whereClause) "
-            + "ORDER BY id\(limitOne && wildcardScope == nil ? " LIMIT 1" : "")"
+        var shape = shape
+        shape.withSecret = withSecret
+        shape.limitOne = limitOne && wildcardScope == nil
+        return QueryText.select(shape)
     }
 
     /// Matching items in creation order; the sealed secret only when asked for.
