@@ -55,17 +55,7 @@ struct ItemRecord: Sendable {
 
     /// The attributes of a stored item; errSecDecode when they fail their seal or parse.
     init(opening item: StoredItem, keys: ItemKeys) throws {
-        let sealed = item.sealedAttributes
-        guard sealed.count >= AEAD.overhead else { throw Self.unreadable }
-        let ad = Self.additionalData(id: item.id, digest: item.digest(keys))
-        var plaintext = [UInt8](repeating: 0, count: sealed.count - AEAD.overhead)
-        let opened = sealed.withUnsafeBytes { input in
-            ad.withUnsafeBytes { ad in
-                plaintext.withUnsafeMutableBytes { AEAD.open(input, additionalData: ad, key: keys.attributes.pointer, into: $0) }
-            }
-        }
-        guard opened else { throw Self.unreadable }
-        let values = try plaintext.withUnsafeBytes(Self.pairs)
+        let values = try Self.opened(item, keys: keys).withUnsafeBytes(Self.pairs)
         let itemClass = item.columns.itemClass
         var keyValues: [KeyAttribute: String] = [:]
         for key in itemClass.keyAttributes {
@@ -83,6 +73,50 @@ struct ItemRecord: Sendable {
         self.modified = modified
     }
 
+    /// The plaintext of a stored item's sealed attributes; errSecDecode when they fail
+    /// their seal.
+    private static func opened(_ item: StoredItem, keys: ItemKeys) throws -> [UInt8] {
+        let sealed = item.sealedAttributes
+        guard sealed.count >= AEAD.overhead else { throw unreadable }
+        let ad = additionalData(id: item.id, digest: item.digest(keys))
+        var plaintext = [UInt8](repeating: 0, count: sealed.count - AEAD.overhead)
+        let opened = sealed.withUnsafeBytes { input in
+            ad.withUnsafeBytes { ad in
+                plaintext.withUnsafeMutableBytes { AEAD.open(input, additionalData: ad, key: keys.attributes.pointer, into: $0) }
+            }
+        }
+        guard opened else { throw unreadable }
+        return plaintext
+    }
+
+    /// What reading a stored item's data must check first, opened as `init(opening:)`
+    /// opens the whole record (the seal checked, the pairs well formed) but with only
+    /// these fields made into values: a find of data needs nothing else from them.
+    static func gate(opening item: StoredItem, keys: ItemKeys) throws -> AccessGate {
+        try opened(item, keys: keys).withUnsafeBytes { plaintext in
+            guard let fields = FieldEncoding.slices(plaintext), fields.count % 2 == 0 else { throw unreadable }
+            func text(_ field: UnsafeRawBufferPointer) throws -> String {
+                guard let text = String(validating: field, as: UTF8.self) else { throw unreadable }
+                return text
+            }
+            var flags: String?, domain: String?, token: String?
+            for pair in stride(from: 0, to: fields.count, by: 2) {
+                let name = fields[pair]
+                if name.elementsEqual("accessControl".utf8) {
+                    flags = try text(fields[pair + 1])
+                } else if name.elementsEqual("accessControlDomain".utf8) {
+                    domain = try text(fields[pair + 1])
+                } else if name.elementsEqual(KeyAttribute.tokenID.rawValue.utf8) {
+                    token = try text(fields[pair + 1])
+                }
+            }
+            var values: [String: String] = [:]
+            if let flags { values["accessControl"] = flags }
+            if let domain { values["accessControlDomain"] = domain }
+            return AccessGate(accessControl: try StoredAccessControl(values), isEnclaveKey: token == SecureEnclaveKeys.tokenID)
+        }
+    }
+
     /// The name/value pairs of an opened record, read in place (no copy per field).
     private static func pairs(_ plaintext: UnsafeRawBufferPointer) throws -> [String: String] {
         guard let fields = FieldEncoding.slices(plaintext), fields.count % 2 == 0 else { throw unreadable }
@@ -97,4 +131,19 @@ struct ItemRecord: Sendable {
     }
 
     static let unreadable = SecError(SecStatus.decode, "a keychain item's attributes fail their integrity check")
+}
+
+/// An item's access control and whether it is a Secure Enclave key, which asks at each
+/// use of its key instead (ItemStore+AccessControl).
+struct AccessGate {
+    var accessControl: StoredAccessControl?
+    var isEnclaveKey: Bool
+
+    init(accessControl: StoredAccessControl?, isEnclaveKey: Bool) {
+        self.accessControl = accessControl; self.isEnclaveKey = isEnclaveKey
+    }
+
+    init(_ record: ItemRecord) {
+        self.init(accessControl: record.accessControl, isEnclaveKey: record.identity.keys[.tokenID] == SecureEnclaveKeys.tokenID)
+    }
 }

@@ -54,11 +54,9 @@ extension ItemStore {
     func authorize(_ items: [StoredItem], _ request: KeychainRequest, skipping: Bool) throws -> [StoredItem] {
         let authentication = request.authentication ?? KeychainAuthentication()
         var allowed: [StoredItem] = []
-        for var item in items {
-            let record = try record(of: item)
-            item.record = record
-            guard let accessControl = record.accessControl, accessControl.requirement.asksUser,
-                  record.identity.keys[.tokenID] != SecureEnclaveKeys.tokenID else {
+        for item in items {
+            let gate = try item.record.map(AccessGate.init) ?? ItemRecord.gate(opening: item, keys: keys)
+            guard let accessControl = gate.accessControl, accessControl.requirement.asksUser, !gate.isEnclaveKey else {
                 allowed.append(item)
                 continue
             }

@@ -38,6 +38,29 @@ import Testing
         #expect(t.store.user.state().queued == 0)
     }
 
+    @Test func aDataFindReadsTheAccessControlTheRecordHolds() throws {
+        // A find of data opens only an item's access control (ItemRecord.gate), not the
+        // whole record: both must read the same from every item.
+        let t = try device()
+        let presence = String(AccessControlFlags.userPresence.rawValue)
+        for (service, flags) in [("plain", nil), ("presence", presence), ("bound", Self.currentSet)] as [(String, String?)] {
+            #expect(t.add(["service": service].merging(flags.map { ["accessControl": $0] } ?? [:]) { $1 }).status == 0)
+        }
+        let query = try ItemQuery(ParsedAttributes([:]), scope: AccessScope(try t.store.entitlements(of: nil)),
+                                  passcodeSet: true, keys: t.store.keys)
+        let items = try t.store.selecting { try query.fetch($0, withSecret: false, limitOne: false, keys: t.store.keys) }
+        #expect(items.count == 3)
+        for item in items {
+            let gate = try ItemRecord.gate(opening: item, keys: t.store.keys)
+            #expect(gate.accessControl == (try ItemRecord(opening: item, keys: t.store.keys)).accessControl)
+            #expect(!gate.isEnclaveKey)
+        }
+        let gates = try items.map { try ItemRecord.gate(opening: $0, keys: t.store.keys) }
+        #expect(gates.compactMap(\.accessControl?.flags.rawValue).sorted()
+                == [AccessControlFlags.userPresence.rawValue, AccessControlFlags.biometryCurrentSet.rawValue].sorted())
+        #expect(gates.compactMap(\.accessControl?.boundDomain).count == 1)
+    }
+
     @Test func eachAnswerGetsItsStatus() throws {
         let t = try device()
         #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "token").status == 0)
