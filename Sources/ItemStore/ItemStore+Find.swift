@@ -18,6 +18,8 @@ extension ItemStore {
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         try checkAvailable(matches)
         if shape.includesData {
+            // Returned with their attributes: each record opened once, for the check too.
+            if shape.includesAttributes { matches = try matches.map(opened) }
             matches = try authorize(matches, request, skipping: true)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         }
@@ -28,6 +30,12 @@ extension ItemStore {
                                   data: shape.includesData ? try replyData(for: item) : nil)
         }
         return KeychainResponse(status: SecStatus.success, items: items)
+    }
+
+    private func opened(_ item: StoredItem) throws -> StoredItem {
+        var item = item
+        item.record = try record(of: item)
+        return item
     }
 
     /// Fails with errSecInteractionNotAllowed if any item's class is unavailable,

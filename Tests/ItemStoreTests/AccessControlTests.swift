@@ -61,6 +61,21 @@ import Testing
         #expect(gates.compactMap(\.accessControl?.boundDomain).count == 1)
     }
 
+    @Test func aFindOfDataWithAttributesAsksToo() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "token").status == 0)
+        var request = KeychainRequest(operation: .find, attributes: ["service": "bank"], returning: "both")
+        request.authentication = KeychainAuthentication(interaction: .fail)
+        #expect(t.store.perform(request).status == SecStatus.interactionNotAllowed)
+        try answer(t, .match)
+        request.authentication = KeychainAuthentication(interaction: .allow)
+        let found = t.store.perform(request)
+        #expect(found.status == 0)
+        #expect(found.items.first?.data == Data("token".utf8))
+        #expect(found.items.first?.attributes?["accessControl"] == Self.currentSet)
+        #expect(t.store.user.state().queued == 0)
+    }
+
     @Test func eachAnswerGetsItsStatus() throws {
         let t = try device()
         #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "token").status == 0)

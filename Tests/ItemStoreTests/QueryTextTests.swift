@@ -48,6 +48,11 @@ import Testing
         #expect(t.find(["service": "s", "account": "a", "label": "other"]).status == SecStatus.itemNotFound)
     }
 
+    @Test func termsTakeTheirBitsInTheOrderTheyAreListed() {
+        #expect(QueryTerm.all.map(\.bit) == Array(0..<QueryTerm.all.count))
+        #expect(QueryTerm.all.count <= UInt32.bitWidth)
+    }
+
     @Test func aKeptTextServesItsShapeOnly() throws {
         let t = try TestDevice()
         let scope = AccessScope(try t.store.entitlements(of: nil))
