@@ -7,12 +7,11 @@
 // lets a running thread take a lock just released, spins briefly, and then sleeps.
 import Glibc
 
-public final class PosixMutex<Value: ~Copyable>: @unchecked Sendable {
-    // @unchecked: `value` is only touched between lock and unlock in `withLock`.
+public final class PosixMutex<Value> {
     private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    public init(_ value: consuming Value) {
+    public init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         var attributes = pthread_mutexattr_t()
@@ -33,3 +32,7 @@ public final class PosixMutex<Value: ~Copyable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+// @unchecked: `value` is only touched between lock and unlock in `withLock`, and only
+// a Sendable value may be shared so.
+extension PosixMutex: @unchecked Sendable where Value: Sendable {}
