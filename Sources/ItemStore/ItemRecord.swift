@@ -90,7 +90,7 @@ struct ItemRecord: Sendable {
     }
 
     /// What reading a stored item's data must check first, opened as `init(opening:)`
-    /// opens the whole record (the seal checked, the pairs well formed) but with only
+    /// opens the whole record (the seal checked, the pairs' framing too) but with only
     /// these fields made into values: a find of data needs nothing else from them.
     static func gate(opening item: StoredItem, keys: ItemKeys) throws -> AccessGate {
         try opened(item, keys: keys).withUnsafeBytes { plaintext in

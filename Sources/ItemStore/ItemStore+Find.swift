@@ -18,8 +18,11 @@ extension ItemStore {
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         try checkAvailable(matches)
         if shape.includesData {
-            // Returned with their attributes: each record opened once, for the check too.
-            if shape.includesAttributes { matches = try matches.map(opened) }
+            // Records the reply reads too (attributes; a key's, for its token): each
+            // opened once, the check reading it.
+            matches = try matches.map { item in
+                shape.includesAttributes || item.columns.itemClass == .keys ? try opened(item) : item
+            }
             matches = try authorize(matches, request, skipping: true)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         }

@@ -35,6 +35,22 @@ import Testing
         try t.store.user.respond(answer, times: times, passcode: nil)
     }
 
+    @Test func theGateTellsAnEnclaveKeyAsTheRecordDoes() throws {
+        let t = try device()
+        _ = try #require(generate(t, tag: "01", Self.currentSet).token)
+        let query = try ItemQuery(ParsedAttributes(["class": "keys"]), scope: AccessScope(try t.store.entitlements(of: nil)),
+                                  passcodeSet: true, keys: t.store.keys)
+        let items = try t.store.selecting { try query.fetch($0, withSecret: false, limitOne: false, keys: t.store.keys) }
+        #expect(!items.isEmpty)
+        for item in items {
+            let gate = try ItemRecord.gate(opening: item, keys: t.store.keys)
+            let whole = AccessGate(try ItemRecord(opening: item, keys: t.store.keys))
+            #expect(gate.isEnclaveKey == whole.isEnclaveKey)
+            #expect(gate.accessControl == whole.accessControl)
+        }
+        #expect(try items.contains { try ItemRecord.gate(opening: $0, keys: t.store.keys).isEnclaveKey })
+    }
+
     @Test func eachUseAsksAndFindingAsksNothing() throws {
         let t = try device()
         let token = try #require(generate(t, tag: "01", Self.currentSet).token)
