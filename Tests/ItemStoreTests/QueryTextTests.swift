@@ -48,6 +48,20 @@ import Testing
         #expect(t.find(["service": "s", "account": "a", "label": "other"]).status == SecStatus.itemNotFound)
     }
 
+    @Test func aWildcardScopeNamesNoGroupAndLimitsAfterReading() throws {
+        let t = try TestDevice(sandboxApp: "com.example.mail", entitlements: entitlementsPlist(
+            appID: "\(Self.team).com.example.mail", groups: ["\(Self.team).*"]))
+        let query = try ItemQuery(ParsedAttributes(["service": "s"]), scope: AccessScope(try t.store.entitlements(of: nil)),
+                                  passcodeSet: true, keys: t.store.keys)
+        let sql = query.sql(withSecret: false, limitOne: true)
+        #expect(!sql.contains("accessGroup ="), "\(sql)")
+        #expect(!sql.contains("accessGroup IN"), "\(sql)")
+        #expect(sql.hasSuffix("ORDER BY id"), "a wildcard scope filters after reading: \(sql)")
+        #expect(throws: Never.self) {
+            try t.store.pool.read { try Row.fetchAll($0, sql: sql, arguments: query.statementArguments) }
+        }
+    }
+
     @Test func termsTakeTheirBitsInTheOrderTheyAreListed() {
         #expect(QueryTerm.all.map(\.bit) == Array(0..<QueryTerm.all.count))
         #expect(QueryTerm.all.count <= UInt32.bitWidth)
