@@ -166,13 +166,25 @@ final class Inode: @unchecked Sendable {
         try withDescriptor { (fd) throws(Errno) in try Errno.check(call(fd)) }
     }
 
-    private func pin() throws(Errno) -> Int32 {
-        if let fd = descriptor.withLock({ state -> Int32? in
+    /// Runs `body` with the node's descriptor if it is open now, never reopening it;
+    /// nil when it is closed.
+    func withOpenDescriptor<T>(_ body: (Int32) throws(Errno) -> T) throws(Errno) -> T? {
+        guard let fd = pinIfOpen() else { return nil }
+        defer { unpin() }
+        return try body(fd)
+    }
+
+    private func pinIfOpen() -> Int32? {
+        descriptor.withLock { state -> Int32? in
             guard state.fd >= 0 else { return nil }
             state.users += 1
             state.referenced = true
             return state.fd
-        }) { return fd }
+        }
+    }
+
+    private func pin() throws(Errno) -> Int32 {
+        if let fd = pinIfOpen() { return fd }
         guard let handle, let cache else { throw Errno.badDescriptor }  // never: such descriptors stay open
         let fresh = handle.open(on: cache.mountFD)
         guard fresh >= 0 else { throw Errno.current }
@@ -294,10 +306,9 @@ final class Inode: @unchecked Sendable {
     /// kernel forgets the inode. Later opens fail with ENOENT, as if they had come after
     /// the unlink.
     func discardIfUnlinked() {
-        // An entry whose descriptor is closed (made from a handle, or evicted) holds no
-        // blocks: reopening it would only meet ESTALE.
-        guard holdsDescriptor else { return }
-        _ = try? withDescriptor { (fd) throws(Errno) in
+        // An entry whose descriptor is closed (made from a handle, evicted, or forgotten
+        // meanwhile) holds no blocks: reopening it would only meet ESTALE.
+        _ = try? withOpenDescriptor { (fd) throws(Errno) in
             try open.withLock { (state) throws(Errno) in
                 guard state.handles == 0, state.opening == 0, !state.discarded else { return }
                 var st = stat()
