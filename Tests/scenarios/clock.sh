@@ -16,6 +16,7 @@ check "and one more" "$DPFS" clock advance "$MNT" 60s
 expect_eq "the grace period has ended: locked" "$(state_of)" locked
 check_fails "a complete file is unreadable" cat "$MNT/Documents/note.txt"
 expect_eq "status says how far the clock moved" "$("$DPFS" status "$MNT" --json | json_field clockAdvanced)" "3600"
+expect_eq "and so does its plain form" "$("$DPFS" status "$MNT" | sed -n 's/^clock advanced: //p')" "3600.0 s"
 
 for i in 1 2 3 4 5; do
     printf '999%s\n' "$i" > "$WORK/wrong"; chmod 600 "$WORK/wrong"

@@ -63,6 +63,7 @@ DPFS_IO_URING=0 MOUNT_ARGS="-o allow_other" mount_device
 expect_eq "with it but DPFS_IO_URING=0, none either" "$(ring_fds "$(daemon_pid)")" "0"
 check "it serves through /dev/fuse" ls "$MNT/Documents"
 expect_eq "status says /dev/fuse" "$("$DPFS" status "$MNT" --json | sed -n 's/.*"transport":"\([^"]*\)".*/\1/p')" '\/dev\/fuse'
+expect_eq "and so does its plain form" "$("$DPFS" status "$MNT" | sed -n 's/^transport: //p')" "/dev/fuse"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 DPFS_IO_URING= MOUNT_ARGS="-o allow_other" mount_device
@@ -70,6 +71,7 @@ check "without the variable: io_uring, taken as the kernel offers it" test "$(ri
 unlock_device
 echo through > "$MNT/Documents/auto.txt"
 expect_eq "status says io_uring" "$("$DPFS" status "$MNT" --json | sed -n 's/.*"transport":"\([^"]*\)".*/\1/p')" "io_uring"
+expect_eq "and so does its plain form" "$("$DPFS" status "$MNT" | sed -n 's/^transport: //p')" "io_uring"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
 MOUNT_ARGS="-o allow_other" mount_device

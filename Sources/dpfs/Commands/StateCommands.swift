@@ -75,8 +75,12 @@ struct Status: ParsableCommand {
         print("default class: \(status.defaultProtection)")
         print("grace period: \(status.gracePeriod) s")
         if let hours = status.userInactivePeriodHours { print("user-inactive period: \(hours) h") }
+        if let hours = status.inactivityRebootHours { print("inactivity restart after: \(hours) h locked") }
+        if let seconds = status.clockAdvanced { print("clock advanced: \(seconds) s") }
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
         if let store = status.secretStore { print("secret store: \(store)") }
+        if let transport = status.transport { print("transport: \(transport)") }
+        if let inodes = status.inodes { print("inodes held for the kernel: \(inodes)") }
         if let sync = status.sync { print("keychain sync: \(sync)") }
     }
 }
