@@ -14,7 +14,7 @@ final class PostgresConnection {
     private let pq: UnsafePointer<dpfs_libpq>
     private let connection: OpaquePointer
 
-    /// Connects to `url` (a postgres:// URL or a libpq connection string), giving up
+    /// Connects to `url` (a postgresql:// URL or a libpq connection string), giving up
     /// after `timeout` seconds.
     init(url: String, timeout: Int = 3) throws {
         guard let pq = dpfs_libpq() else {

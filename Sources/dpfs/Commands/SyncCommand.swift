@@ -19,7 +19,7 @@ extension Sync {
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a new account; this device is its first member.")
         @Argument(help: "The mountpoint.") var mountpoint: String
-        @Option(help: "The PostgreSQL server: a postgres:// URL or a libpq connection string.") var server: String
+        @Option(help: "The PostgreSQL server: a postgresql:// URL or a libpq connection string.") var server: String
 
         func run() throws {
             if let message = try Sync.send(.create(server: server), to: mountpoint).message { print(message) }
