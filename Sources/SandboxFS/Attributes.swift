@@ -206,30 +206,48 @@ extension SandboxFileSystem {
         defer { node.releaseOpen() }
         let content = file.content
         try file.writing { () throws(Errno) in
-            guard let key = content.key, let current = content.header.current else { throw Errno.notPermitted }
-            if current.protectionClass == newClass { return }
-            if newClass.strength > current.protectionClass.strength {
-                return try raiseClass(content, key: key, current: current, to: newClass)
+            try keepingModificationTime(content.fd) { () throws(Errno) in
+                guard let key = content.key, let current = content.header.current else { throw Errno.notPermitted }
+                if current.protectionClass == newClass { return }
+                if newClass.strength > current.protectionClass.strength {
+                    return try raiseClass(content, key: key, current: current, to: newClass)
+                }
+                guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
+                    throw Errno.notPermitted
+                }
+                let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
+                let index = content.header.spareSlotIndex
+                let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
+                try bytes.withBytes { (slotBytes) throws(Errno) in
+                    try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
+                }
+                try Errno.check(fdatasync(content.fd))
+                content.header.slots[index] = slot
+                content.protectionClass = newClass
+                // The new slot is durable: the old one, wrapped under the old class,
+                // must not outlive it (it would open the file under the old class).
+                let stale = 1 - index
+                content.header.slots[stale] = nil
+                try HeaderIO.eraseSlot(content.fd, index: stale)
             }
-            guard let wrapped = FileKeyWrap.wrap(key, fileID: content.fileID, as: newClass, device: device) else {
-                throw Errno.notPermitted
-            }
-            let slot = FileHeader.KeySlot(generation: current.generation + 1, protectionClass: newClass, wrappedKey: wrapped)
-            let index = content.header.spareSlotIndex
-            let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
-            try bytes.withBytes { (slotBytes) throws(Errno) in
-                try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
-            }
-            try Errno.check(fdatasync(content.fd))
-            content.header.slots[index] = slot
-            content.protectionClass = newClass
-            // The new slot is durable: the old one, wrapped under the old class,
-            // must not outlive it (it would open the file under the old class).
-            let stale = 1 - index
-            content.header.slots[stale] = nil
-            try HeaderIO.eraseSlot(content.fd, index: stale)
         }
         node.noteCachedClass(newClass)
+    }
+
+    /// Runs `change`, a rewrite of the backing file `fd` (its header, or its blocks under
+    /// a new key) that leaves its content as it was, and puts the modification time back:
+    /// a class change shows in the change time only, as any extended attribute's does.
+    /// `cp -a` sets the times before it copies the class, and must not lose them.
+    func keepingModificationTime<T>(_ fd: Int32, _ change: () throws(Errno) -> T) throws(Errno) -> T {
+        var before = stat()
+        try Errno.check(fstat(fd, &before))
+        defer {
+            let times = [timespec(tv_sec: 0, tv_nsec: TimeSpecial.omit), before.st_mtim]
+            if futimens(fd, times) != 0 {
+                logger.error("a class change could not keep the file's modification time (errno \(errno))")
+            }
+        }
+        return try change()
     }
 
     // MARK: Requests

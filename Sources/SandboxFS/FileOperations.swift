@@ -161,7 +161,9 @@ extension SandboxFileSystem {
         if file.reading({ file.key != nil }) { return }
         try file.writing { () throws(Errno) in
             if file.content.key != nil { return }
-            if file.content.header.isRekeying { return try finishRekey(file.content) }
+            if file.content.header.isRekeying {
+                return try keepingModificationTime(file.content.fd) { () throws(Errno) in try finishRekey(file.content) }
+            }
             file.content.key = try unwrapKey(file.content.header)
         }
     }

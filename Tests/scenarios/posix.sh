@@ -153,6 +153,19 @@ dpfs_case "removing user.dpfs.protection gives a file the class of its directory
     setfattr -x user.dpfs.protection d && getfattr --only-values -n user.dpfs.protection d; echo; cat d/f' "none
 untilFirstAuth
 1"
+# The chmod brings the kernel the times the daemon holds (a setxattr leaves its cached
+# ones as they were).
+dpfs_case "a class change, up or down, leaves the modification time" '
+    head -c 20000 "$SRC" > f && echo small > s && touch -d "2001-02-03 04:05:06.5" f s
+    for c in complete none completeUnlessOpen untilFirstAuth; do
+        setfattr -n user.dpfs.protection -v $c f && setfattr -n user.dpfs.protection -v $c s || echo "set $c failed"
+    done
+    chmod 600 f s && stat -c "%y" f s' "2001-02-03 04:05:06.500000000 +0000
+2001-02-03 04:05:06.500000000 +0000"
+dpfs_case "cp -a of a file of another class than its new directory keeps its times" '
+    head -c 20000 "$SRC" > f && setfattr -n user.dpfs.protection -v complete f && touch -d "2001-02-03 04:05:06" f
+    cp -a f g && stat -c "%y" g && getfattr --only-values -n user.dpfs.protection g' "2001-02-03 04:05:06.000000000 +0000
+complete"
 dpfs_case "cp --preserve=xattr into another class directory keeps the file class" '
     mkdir d && setfattr -n user.dpfs.protection -v complete d && cp "$SRC" d/f
     getfattr --only-values -n user.dpfs.protection d/f; echo; cp --preserve=xattr d/f g && getfattr --only-values -n user.dpfs.protection g' "complete

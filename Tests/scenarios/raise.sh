@@ -83,6 +83,7 @@ expect_eq "the blocks around it read" "$(dd if="$D/dmg" bs=4096 count=1 status=n
 # under way once its slot (class byte 0x81: complete, replacing the key) is on disk.
 head -c 400000000 /dev/urandom > "$WORK/large"
 cp "$WORK/large" "$D/large"; sync "$D/large"
+touch -d "2001-02-03 04:05:06" "$D/large"
 LB2=$(backing "$D/large")
 slot_class() { od -A n -t x1 -j $((24 + 128 * $1 + 8)) -N 1 "$LB2" | tr -d ' '; }
 "$DPFS" protection set complete "$D/large" 2> "$WORK/raise.err" &
@@ -101,6 +102,9 @@ check_error "the file is refused while locked" "Operation not permitted" cat "$D
 unlock_device
 check "after the unlock it reads whole" cmp "$WORK/large" "$D/large"
 expect_eq "with the raised class" "$("$DPFS" protection get "$D/large" | awk '{print $NF}')" "complete"
+# The backing file's own time: what the daemon reports.
+expect_eq "and its modification time, stopped and finished alike" "$(TZ=UTC stat -c %y "$LB2")" \
+    "2001-02-03 04:05:06.000000000 +0000"
 rm -f "$D/large" "$WORK/large"
 "$DPFS" unmount "$MNT"
 
