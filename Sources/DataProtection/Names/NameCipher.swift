@@ -52,10 +52,13 @@ public struct NameCipher: Sendable {
                 let encoded = Base64URL.encode(raw)
                 return (Array(LongName.standIn(for: encoded).utf8CString), encoded, place)
             }
-            let stored = [CChar](unsafeUninitializedCapacity: count + 1) { out, initialized in
-                out.withMemoryRebound(to: UInt8.self) { _ = Base64URL.encode(raw, into: $0) }
+            // Encoded on the stack, then copied: an array made uninitialized or filled
+            // goes through the standard library's unspecialized code, which looks the
+            // array's type up at run time (a few percent of a lookup's CPU).
+            let stored = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count + 1) { out in
+                _ = Base64URL.encode(raw, into: out)
                 out[count] = 0
-                initialized = count + 1
+                return out.withMemoryRebound(to: CChar.self) { Array($0) }
             }
             return (stored, nil, place)
         }
