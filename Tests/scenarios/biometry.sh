@@ -6,7 +6,6 @@
 # survives a remount, but an older copy of it put back does not; a prompt with no answer
 # fails as cancelled after its timeout.
 source "$(dirname "$0")/lib.sh"
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 find_token() { "$DPFS" keychain find "$MNT" --service bank --account "$1" "${@:2}"; }
 

@@ -3,7 +3,6 @@
 # delay passes and a device locked for 72 hours restarts (iOS 18's inactivity reboot),
 # each in a second, and what is not yet due does not happen.
 source "$(dirname "$0")/lib.sh"
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 
 MOUNT_ARGS="--grace-period 3600" setup_device --default-protection complete
 check "unlock" unlock_device

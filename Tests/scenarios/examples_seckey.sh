@@ -50,7 +50,6 @@ third=$(run_example) && pass "after restart and unlock the key signs again" \
 expect_eq "it is still the same key" "$(public_key_of "$third")" "$key"
 
 # A payment-approval key behind Face ID: found without asking, each signature asks.
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 # approve ANSWER EXPECTED: queues ANSWER (none for "-"), runs the example expecting EXPECTED.
 approve() {

@@ -15,7 +15,6 @@ exits_with() {
     elif [ "$want" -ne 64 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then fail "$what" "not one line: $out"
     else pass "$what"; fi
 }
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 
 version=$("$DPFS" --version)
 case "$version" in [0-9]*.[0-9]*.[0-9]*) pass "dpfs --version prints a version" ;;

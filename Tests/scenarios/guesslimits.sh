@@ -5,7 +5,6 @@
 # (An old copy of the keybag put back is refused: rollback.sh.)
 source "$(dirname "$0")/lib.sh"
 
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 
 hits=$(grep -c DPFS_TEST_DELAY_SCALE "$DPFS")
 expect_eq "the release binary does not even contain the hook's name" "$hits" 0

@@ -4,7 +4,6 @@
 # (mount --user-inactive-period, default 24 h); then it is unreadable, open handles
 # included, until the next unlock. The clock is moved with `dpfs clock advance`.
 source "$(dirname "$0")/lib.sh"
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 READER=""
 scenario_cleanup() { [ -n "$READER" ] && kill "$READER" 2>/dev/null; }
 class_available() { "$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["classes"]["completeWhenUserInactive"])'; }

@@ -142,6 +142,9 @@ state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }
 
+# The top-level field $1 of the JSON object on stdin ("" when absent or null).
+json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
+
 # The debug build beside the release one DPFS names (or DPFS_DEBUG): only it has the
 # test hooks (dpfs(1), ENVIRONMENT). Sets DEBUG; a scenario without it fails at once.
 require_debug_build() {

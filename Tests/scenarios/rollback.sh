@@ -5,7 +5,6 @@
 # device's record in the secret store ($SECRETS/UUID.state, dpfs(5)).
 source "$(dirname "$0")/lib.sh"
 
-json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
 OLD="older than the device's record in secret store file:$SECRETS"
 
