@@ -133,7 +133,7 @@ extension ControlFailure {
         case .mustWait: self = .passcodeDelay
         case .unavailable: self = .deviceLocked
         case .erased: self = .erased
-        case .noPasscode, .passcodeAlreadySet: return nil
+        case .noPasscode, .passcodeAlreadySet, .failureNotSaved: return nil
         }
     }
 }

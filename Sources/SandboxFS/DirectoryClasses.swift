@@ -105,6 +105,10 @@ extension SandboxFileSystem {
         if raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
         do { try device.recordDirectoryClass(directoryID, newClass) } catch {
             logger.error("a directory's new class could not be recorded in the keybag: \(error)")
+            // A full disk is the caller's to know and mend; anything else is damage.
+            if let system = error as? SystemError, system.code == ENOSPC || system.code == EDQUOT {
+                throw Errno(system.code)
+            }
             throw Errno.io
         }
         if !raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }

@@ -155,4 +155,30 @@ final class RollbackTests: XCTestCase {
         XCTAssertThrowsError(try manager.checkKeychainState(KeychainState(generation: 9, digest: "aa")),
                              "a counter raised past the record")
     }
+
+    /// A full disk, played by a directory where the keybag's temporary file goes: each
+    /// keybag write fails after its record's.
+    func testFailedSavesLeaveTheDeviceMountableAndTheFailureCounted() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        let blocker = device.directory.keybagPath + ".tmp-\(getpid())"
+        try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: blocker) }
+
+        XCTAssertThrowsError(try manager.unlock(passcode: TestDevice.secret("0000"))) {
+            XCTAssertEqual($0 as? LockError, .wrongPasscode(failedAttempts: 1, wait: nil))
+        }
+        XCTAssertEqual(manager.status().failedAttempts, 1, "counted though unsaved")
+        XCTAssertThrowsError(try manager.unlock(passcode: TestDevice.secret("1234")), "no passcode is tried") {
+            guard case .failureNotSaved = $0 as? LockError else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(manager.phase, .beforeFirstUnlock)
+        XCTAssertThrowsError(try manager.recordDirectoryClass([1, 2, 3], .complete), "another save fails")
+
+        try FileManager.default.removeItem(atPath: blocker)
+        let rebooted = try device.boot()
+        XCTAssertEqual(rebooted.status().failedAttempts, 1, "the record kept the count for the next boot")
+        XCTAssertNoThrow(try manager.unlock(passcode: TestDevice.secret("1234")))
+        XCTAssertEqual(manager.status().failedAttempts, 0)
+    }
 }

@@ -102,13 +102,18 @@ public struct KeybagFile: Codable, Sendable {
     /// The save is done twice ("settled"), so the keybag one generation behind the
     /// record always has the same contents as the newest: putting back the keybag from
     /// before the last save — an old passcode, keys an erase destroyed — is refused.
+    /// A save whose keybag write failed (a full disk) leaves the record one ahead as
+    /// that crash does, and the next save from the keybag on disk (`generation`
+    /// unchanged, as a caller that keeps only saved keybags has it) takes that same
+    /// generation: failed saves never leave the record two ahead, which would read
+    /// as an old copy put back.
     public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer) throws {
         let location = try storeLocation()
         for _ in 0..<2 {
             let current = generation
             let policy = self.policy
             let record = try DeviceRecordStore.update(for: deviceUUID, in: location) { record in
-                record.keybagGeneration = max(record.keybagGeneration, current) + 1
+                record.keybagGeneration = max(record.keybagGeneration, current + 1)
                 record.failedAttempts = policy.failedAttempts
                 record.erased = policy.erased
             }

@@ -14,6 +14,8 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
     case noPasscode
     case passcodeAlreadySet
     case unavailable
+    /// A failed attempt could not be saved (a full disk): no passcode is tried until it is.
+    case failureNotSaved(String)
 
     public var description: String {
         switch self {
@@ -27,6 +29,9 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
         case .noPasscode: return "no passcode is set on this device"
         case .passcodeAlreadySet: return "a passcode is already set; use dpfs passcode change"
         case .unavailable: return "the device must be unlocked first"
+        case .failureNotSaved(let reason):
+            return "an earlier failed attempt could not be saved (\(reason)); no passcode is tried until it is: "
+                + "free space where the device and its secret store are"
         }
     }
 }
@@ -45,6 +50,8 @@ public final class LockStateManager: Sendable {
         var graceEnds: Date?
         /// Since when the device is locked, on its clock (the inactivity reboot).
         var lockedSince: Date?
+        /// `keybag` holds a failed attempt its save could not write (a full disk).
+        var failureUnsaved = false
     }
 
     public let directory: DeviceDirectory
@@ -353,6 +360,7 @@ public final class LockStateManager: Sendable {
     public func unlock(passcode: SecureBuffer) throws {
         // An unlock of an unlocked device changes nothing a listener must hear of.
         let wasUnlocked = try transition.withLock { _ -> Bool in
+            try saveUnsavedFailure()
             let keybag = core.withLock { $0.keybag }
             if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
             guard keybag.passcodeSet else { throw LockError.noPasscode }
@@ -400,16 +408,37 @@ public final class LockStateManager: Sendable {
         if outcome == .erase {
             try eraseKeyMaterial(&keybag)
         }
-        try keybag.save(in: directory, deviceSecret: deviceSecret)
+        let onDisk = keybag.generation
+        var unsaved = false
+        do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
+            // The failure counts all the same, with its delay: kept here, and saved
+            // before any passcode is tried again (saveUnsavedFailure), so that a full
+            // disk and a restart open no way to more guesses.
+            keybag.generation = onDisk
+            unsaved = true
+        }
         let attempts = keybag.policy.failedAttempts
         let wait = keybag.policy.waitRemaining(now: now)
-        core.withLock { $0.keybag = keybag }
+        let kept = keybag
+        core.withLock { $0.keybag = kept; $0.failureUnsaved = unsaved }
         emit(.attemptFailed, failedAttempts: attempts)
         if outcome == .erase {
             emit(.erased, failedAttempts: attempts)
             throw LockError.erased
         }
         throw LockError.wrongPasscode(failedAttempts: attempts, wait: wait)
+    }
+
+    /// Saves a failed attempt whose own save failed; until that succeeds, every
+    /// passcode attempt is refused untried (failureNotSaved). Caller holds `transition`.
+    private func saveUnsavedFailure() throws {
+        guard core.withLock({ $0.failureUnsaved }) else { return }
+        var keybag = core.withLock { $0.keybag }
+        do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
+            throw LockError.failureNotSaved("\(error)")
+        }
+        let saved = keybag
+        core.withLock { $0.keybag = saved; $0.failureUnsaved = false }
     }
 
     /// Crypto-shred: fresh class keys replace the old ones, so every file and item
@@ -437,6 +466,7 @@ public final class LockStateManager: Sendable {
     /// `current` is required whenever a passcode is set now.
     public func changePasscode(current: SecureBuffer?, new: SecureBuffer?) throws {
         try transition.withLock { _ in
+            try saveUnsavedFailure()
             var keybag = core.withLock { $0.keybag }
             if keybag.passcodeSet {
                 guard let current else { throw LockError.wrongPasscode(failedAttempts: keybag.policy.failedAttempts, wait: nil) }
