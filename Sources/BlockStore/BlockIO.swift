@@ -303,6 +303,11 @@ public enum BlockIO {
         let last = BlockLayout.lastBlock(plainSize: file.plainSize)
         if file.plainSize == 0 || file.plainSize % blockSize != 0 {
             try resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
+        } else {
+            // A full last block needs no padding, but must open as the last all the same:
+            // a file cut short by whole blocks ends in one sealed as an ordinary block,
+            // and sealing it as one again below would hide the cut (EIO, as reads say).
+            try checkBlock(file, key: key, block: last, pool: pool)
         }
         let result = try body()
         try resealBlock(file, key: key, block: last, newLength: blockSize, last: false, pool: pool)
@@ -435,6 +440,17 @@ public enum BlockIO {
         // fails halfway would leave a size that no longer matches the blocks.
         if fallocate(file.fd, FallocateMode.keepSize, off_t(current), off_t(needed - current)) != 0 {
             if errno == ENOSPC || errno == EDQUOT { throw Errno.current }
+        }
+    }
+
+    /// Reads block `block` where the file's size places it (its last block or not) and
+    /// forgets the plaintext; EIO when it does not open there.
+    static func checkBlock(_ file: SealedFile, key: SecureBuffer, block: Int, pool: BufferPool) throws(Errno) {
+        try pool.withBuffer { (buffer) throws(Errno) in
+            let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<blockSize])
+            defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
+            let sealedScratch = UnsafeMutableRawBufferPointer(rebasing: buffer[blockSize..<blockSize + cipherSize])
+            try readBlock(file, key: key, block: block, size: file.plainSize, sealedScratch: sealedScratch, into: plain)
         }
     }
 

@@ -49,6 +49,23 @@ final class ScratchFile {
 @Suite struct BlockIOTests {
     static func pattern(_ count: Int, seed: UInt8 = 1) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
 
+    /// A backing file cut short by whole blocks ends in a block sealed as an ordinary one:
+    /// it reads as EIO, and a write past it must not seal it again as one and hide the cut.
+    @Test func growingAFileCutByWholeBlocksFailsAndChangesNothing() throws {
+        let scratch = try ScratchFile()
+        let block = BlockLayout.plainBlockSize
+        try scratch.write(Self.pattern(5 * block), at: 0)
+        let cut = BlockLayout.backingSize(plainSize: 3 * block)
+        #expect(ftruncate(scratch.file.fd, off_t(cut)) == 0)
+        scratch.file.plainSize = 3 * block
+        #expect(throws: Errno.io) { try scratch.readAll() }
+        #expect(throws: Errno.io) { try scratch.write(Array("more".utf8), at: 3 * block) }
+        #expect(throws: Errno.io) { try scratch.write(Array("far".utf8), at: 7 * block) }
+        #expect(scratch.backingSize == cut)
+        #expect(scratch.file.plainSize == 3 * block)
+        #expect(throws: Errno.io) { try scratch.readAll() }
+    }
+
     @Test(arguments: [BlockCipher.xchacha20Poly1305, .aes256GCM])
     func writesAcrossBlockBoundariesReadBack(cipher: BlockCipher) throws {
         guard cipher != .aes256GCM || BlockCipher.forNewFiles == .aes256GCM else { return }  // no AES-NI here

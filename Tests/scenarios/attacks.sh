@@ -91,6 +91,9 @@ fsck_out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS"); fsck_rc=$?
 mount_device
 unlock_device
 check_error "the last block cut off: EIO" "Input/output error" cat "$D/cut.bin"
+check_error "an append to it fails too, so as not to hide the cut" "I/O error" \
+    sh -c "echo more >> '$D/cut.bin'"
+check_error "and it still reads as EIO" "Input/output error" cat "$D/cut.bin"
 check_error "a backing file cut to zero bytes: EIO" "Input/output error" cat "$D/empty.bin"
 check_error "a backing file cut to its header: EIO" "Input/output error" cat "$D/headeronly.bin"
 check_error "an empty file whose block was altered: EIO" "Input/output error" cat "$D/really-empty.bin"
