@@ -81,7 +81,7 @@ let package = Package(
         // shared by the app's Security library and the daemon's item store.
         .target(name: "SecKeyCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // The backup file: Argon2id-stretched key, secretstream chunks, records (dpfs backup/restore).
-        .target(name: "Backup", dependencies: ["DataProtection", "DPFSProtocol", "CSodium", "CLinux"]),
+        .target(name: "Backup", dependencies: ["DataProtection", "DPFSProtocol", "CSodium", "CLinux", "SystemCalls"]),
         .target(name: "Security", dependencies: ["DPFSProtocol", "CLinux", "SecKeyCrypto"]),
         .executableTarget(name: "dpfs", dependencies: [
             "DPFSProtocol", "DataProtection", "BlockStore", "SandboxFS", "Control", "ItemStore", "KeychainSync", "CSystemd", "Backup",

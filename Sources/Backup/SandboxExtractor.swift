@@ -9,56 +9,94 @@ import DataProtection
 import DPFSProtocol
 import CLinux
 import Glibc
+import SystemCalls
 
 public final class SandboxExtractor {
     public typealias Failure = SandboxArchiver.Failure
 
     private let root: String
     private var directories: [(path: [UInt8], mode: mode_t, times: [timespec])] = []
+    /// The directory of the last record's parent path, open: the next record is most
+    /// often beside it.
+    private var parent: (path: [UInt8], fd: Int32)?
     /// Called after each piece written; what it throws (an interruption) ends the restore.
     public var progress: (() throws -> Void)?
 
     public init(root: String) { self.root = root }
 
-    private func full(_ path: [UInt8]) -> [UInt8] {
-        path.isEmpty ? Array(root.utf8) : Array(root.utf8) + [UInt8(ascii: "/")] + path
-    }
+    deinit { if let parent { close(parent.fd) } }
 
     private func display(_ path: [UInt8]) -> String { root + "/" + String(decoding: path, as: UTF8.self) }
+
+    /// The directory at `path`, opened one name at a time from the sandbox root, so that
+    /// no path the kernel is given passes PATH_MAX however deep the tree a backup holds
+    /// (a full path of a deep tree did, and the restore failed). The caller closes it.
+    private func openDirectory(_ path: [UInt8]) throws -> Int32 {
+        var fd = root.withCString { open($0, OpenFlag.path | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw Failure(operation: "open", path: root, code: errno) }
+        guard !path.isEmpty else { return fd }
+        for name in path.split(separator: UInt8(ascii: "/")) {
+            let next = Array(name).withCString { openat(fd, $0, OpenFlag.path | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            let code = errno
+            close(fd)
+            guard next >= 0 else { throw Failure(operation: "open", path: display(path), code: code) }
+            fd = next
+        }
+        return fd
+    }
+
+    /// The open directory `path`'s last name is in, and that name.
+    private func place(_ path: [UInt8]) throws -> (directory: Int32, name: [UInt8]) {
+        let parentPath = SandboxPath.parent(path) ?? []
+        let name = Array(path[(path.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0)...])
+        if let parent, parent.path == parentPath { return (parent.fd, name) }
+        let fd = try openDirectory(parentPath)
+        if let parent { close(parent.fd) }
+        parent = (parentPath, fd)
+        return (fd, name)
+    }
 
     /// Applies one tree record (checked by BackupCheck); a file's content is read from `stream`.
     public func apply(_ record: BackupRecord, content stream: OpeningStream) throws {
         guard let path = record.fields["path"] else { throw BackupError.damaged("a record has no path") }
-        let target = full(path)
         switch record.kind {
         case .directory:
-            if !path.isEmpty {
-                let rc = target.withCString { mkdir($0, 0o700) }
+            if path.isEmpty {
+                try setDirectoryClass(record, path)
+            } else {
+                let (directory, name) = try place(path)
+                let rc = name.withCString { mkdirat(directory, $0, 0o700) }
                 // The layout directories (Documents, Library, …) are there already.
                 guard rc == 0 || errno == EEXIST else { throw Failure(operation: "mkdir", path: display(path), code: errno) }
+                try setDirectoryClass(record, path)
             }
-            try setClass(record, target, path)
             directories.append((path, mode(record), times(record)))
         case .file:
-            let fd = target.withCString { open($0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+            let (directory, name) = try place(path)
+            let fd = name.withCString { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             guard fd >= 0 else { throw Failure(operation: "create", path: display(path), code: errno) }
             do {
-                try setClass(record, target, path)
+                try setClass(record, fd, path)
                 try stream.readContent { piece in try Self.writeAll(fd, piece, self.display(path)); try self.progress?() }
             } catch {
                 close(fd)
                 throw error
             }
             guard close(fd) == 0 else { throw Failure(operation: "close", path: display(path), code: errno) }
-            try finish(target, path, mode: mode(record), times: times(record))
+            try finish(path, mode: mode(record), times: times(record))
         case .symlink:
             guard let link = record.fields["target"] else { throw BackupError.damaged("a symbolic link has no target") }
-            let rc = link.withCString { linkTarget in target.withCString { symlink(linkTarget, $0) } }
+            let (directory, name) = try place(path)
+            let rc = link.withCString { linkTarget in name.withCString { symlinkat(linkTarget, directory, $0) } }
             guard rc == 0 else { throw Failure(operation: "symlink", path: display(path), code: errno) }
-            try setTimes(target, path, times(record))
+            try setTimes(path, times(record))
         case .hardLink:
             guard let first = record.fields["target"] else { throw BackupError.damaged("a hard link has no target") }
-            let rc = full(first).withCString { existing in target.withCString { link(existing, $0) } }
+            let firstDirectory = try openDirectory(SandboxPath.parent(first) ?? [])
+            defer { close(firstDirectory) }
+            let firstName = Array(first[(first.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0)...])
+            let (directory, name) = try place(path)
+            let rc = firstName.withCString { existing in name.withCString { linkat(firstDirectory, existing, directory, $0, 0) } }
             guard rc == 0 else { throw Failure(operation: "link", path: display(path), code: errno) }
         default:
             throw BackupError.damaged("a tree record of kind \(record.kind) is not a tree record")
@@ -68,7 +106,7 @@ public final class SandboxExtractor {
     /// Gives every directory its mode and times, deepest first.
     public func finishDirectories() throws {
         for directory in directories.reversed() {
-            try finish(full(directory.path), directory.path, mode: directory.mode, times: directory.times)
+            try finish(directory.path, mode: directory.mode, times: directory.times)
         }
         directories = []
     }
@@ -81,19 +119,43 @@ public final class SandboxExtractor {
         return [atime, mtime]
     }
 
-    private func setClass(_ record: BackupRecord, _ target: [UInt8], _ path: [UInt8]) throws {
+    private func setClass(_ record: BackupRecord, _ fd: Int32, _ path: [UInt8]) throws {
         guard let name = record.fields["class"] else { return }
-        let rc = target.withCString { setxattr($0, MountAttributes.protection, name, name.count, 0) }
+        let rc = fsetxattr(fd, MountAttributes.protection, name, name.count, 0)
         guard rc == 0 else { throw Failure(operation: "set the protection class of", path: display(path), code: errno) }
     }
 
-    private func finish(_ target: [UInt8], _ path: [UInt8], mode: mode_t, times: [timespec]) throws {
-        guard target.withCString({ chmod($0, mode) }) == 0 else { throw Failure(operation: "chmod", path: display(path), code: errno) }
-        try setTimes(target, path, times)
+    private func setDirectoryClass(_ record: BackupRecord, _ path: [UInt8]) throws {
+        guard record.fields["class"] != nil else { return }
+        let fd = try openDirectory(path)
+        defer { close(fd) }
+        // An O_PATH descriptor takes no attribute: the directory, opened for reading.
+        let readable = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard readable >= 0 else { throw Failure(operation: "open", path: display(path), code: errno) }
+        defer { close(readable) }
+        try setClass(record, readable, path)
     }
 
-    private func setTimes(_ target: [UInt8], _ path: [UInt8], _ times: [timespec]) throws {
-        let rc = target.withCString { utimensat(AT_FDCWD, $0, times, AT_SYMLINK_NOFOLLOW) }
+    private func finish(_ path: [UInt8], mode: mode_t, times: [timespec]) throws {
+        if path.isEmpty {
+            guard root.withCString({ chmod($0, mode) }) == 0 else { throw Failure(operation: "chmod", path: display(path), code: errno) }
+        } else {
+            let (directory, name) = try place(path)
+            guard name.withCString({ fchmodat(directory, $0, mode, 0) }) == 0 else {
+                throw Failure(operation: "chmod", path: display(path), code: errno)
+            }
+        }
+        try setTimes(path, times)
+    }
+
+    private func setTimes(_ path: [UInt8], _ times: [timespec]) throws {
+        let rc: Int32
+        if path.isEmpty {
+            rc = root.withCString { utimensat(AT_FDCWD, $0, times, AT_SYMLINK_NOFOLLOW) }
+        } else {
+            let (directory, name) = try place(path)
+            rc = name.withCString { utimensat(directory, $0, times, AT_SYMLINK_NOFOLLOW) }
+        }
         guard rc == 0 else { throw Failure(operation: "set the times of", path: display(path), code: errno) }
     }
 

@@ -69,6 +69,13 @@ touch -d '2001-02-03 04:05:06.123456789' "$D/untilFirstAuth.txt"
 touch -d '1999-12-31 23:59:59' "$D/nested/deeper"
 chmod 0700 "$D/nested"
 printf 'scratch\n' > "$MNT/tmp/scratch"
+# A tree whose paths pass PATH_MAX (25 names of 200 bytes), with a link of each kind at
+# the bottom: made, and later read, one directory at a time.
+LONG=$(printf 'd%.0s' $(seq 200))
+deep_cd() { cd "$1/deep" && for i in $(seq 25); do cd "$LONG$i" || return 1; done; }
+(mkdir "$D/deep" && cd "$D/deep" && for i in $(seq 25); do mkdir "$LONG$i" && cd "$LONG$i" || exit 1; done
+ printf 'at the bottom\n' > leaf.txt && ln -s leaf.txt leaf.link && ln leaf.txt leaf.hard) \
+    || fail "a tree deeper than PATH_MAX"
 printf 'cached\n' > "$MNT/Library/Caches/cached"
 
 # --- keychain items of the sandbox's app and of a second app -------------------------
@@ -101,7 +108,7 @@ created=$(kc find "$MNT" --service MARKERSERVICEp3 --return attributes | sed -n 
 
 # What the restored tree must show: path, mode, mtime to the nanosecond, type.
 tree_listing() {
-    (cd "$1" && find . ! -path ./tmp/scratch ! -path ./Library/Caches/cached -print0 | sort -z \
+    (cd "$1" && find . ! -path ./tmp/scratch ! -path ./Library/Caches/cached ! -path './Documents/deep/*' -print0 | sort -z \
         | xargs -0 stat -c '%n %a %y %F %h')
 }
 before=$(tree_listing "$MNT")
@@ -168,7 +175,7 @@ for class in none complete completeUnlessOpen untilFirstAuth; do
 done
 expect_eq "a directory keeps its class" "$("$DPFS" protection get "$R/nested")" "complete"
 # Every file and directory: the class it had.
-classes_of() { (cd "$1" && find . ! -type l ! -path ./tmp/scratch ! -path ./Library/Caches/cached -print0 | sort -z \
+classes_of() { (cd "$1" && find . ! -type l ! -path ./tmp/scratch ! -path ./Library/Caches/cached ! -path './Documents/deep/*' -print0 | sort -z \
     | xargs -0 "$DPFS" protection get); }
 expect_eq "every file and directory keeps its class" "$(classes_of "$MNT2")" "$(classes_of "$MNT")"
 check "a multi-chunk file is byte-exact" cmp "$D/nested/big.bin" "$R/nested/big.bin"
@@ -176,6 +183,10 @@ expect_eq "a non-ASCII name" "$(cat "$R/naïve ✓.txt")" "accents"
 expect_eq "the symlink keeps its target" "$(readlink "$R/link")" "nested/deeper/MARKERNAMEq7x.txt"
 expect_eq "the symlink resolves" "$(cat "$R/link")" "MARKERCONTENTz9k"
 expect_eq "the hard link is one file" "$(stat -c %i "$R/hardlink")" "$(stat -c %i "$R/none.txt")"
+expect_eq "a tree deeper than PATH_MAX is restored, its links too" \
+    "$(deep_cd "$R" && cat leaf.txt && readlink leaf.link && stat -c %h leaf.hard)" "at the bottom
+leaf.txt
+2"
 [ ! -e "$MNT2/tmp/scratch" ] && pass "tmp/ contents are not backed up" || fail "tmp/ contents are not backed up"
 [ ! -e "$MNT2/Library/Caches/cached" ] && pass "Library/Caches contents are not backed up" || fail "Library/Caches contents are not backed up"
 
