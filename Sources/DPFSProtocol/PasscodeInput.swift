@@ -11,7 +11,7 @@ public enum PasscodeInput {
     public static func read<Secret: AllocatedSecret>(file path: String, what: String = "passcode file") throws(SecretInputError) -> Secret {
         let fd = try SecretInput.openFile(path, what: what)
         defer { close(fd) }
-        return try firstLine(of: fd, source: path)
+        return try firstLine(of: fd, source: path, secret: what.hasSuffix(" file") ? String(what.dropLast(5)) : what)
     }
 
     /// From stdin when it is not a terminal, else from a prompt with echo off.
@@ -33,7 +33,9 @@ public enum PasscodeInput {
     }
 
     /// Reads byte by byte so nothing past the first line is consumed or copied.
-    static func firstLine<Secret: AllocatedSecret>(of fd: Int32, source: String) throws(SecretInputError) -> Secret {
+    /// `secret` names what is read in errors ("passcode", a backup's "password").
+    static func firstLine<Secret: AllocatedSecret>(of fd: Int32, source: String,
+                                                   secret: String = "passcode") throws(SecretInputError) -> Secret {
         let scratch = Secret(count: maxLength + 1)
         let bytes = scratch.mutableBytes
         var length = 0
@@ -45,9 +47,9 @@ public enum PasscodeInput {
             if n == 0 || bytes[length] == UInt8(ascii: "\n") || bytes[length] == 0 { break }
             length += 1
         }
-        guard length <= maxLength else { throw .tooLong(what: "passcode", source: source, limit: maxLength) }
+        guard length <= maxLength else { throw .tooLong(what: secret, source: source, limit: maxLength) }
         if length > 0 && bytes[length - 1] == UInt8(ascii: "\r") { length -= 1 }
-        guard length > 0 else { throw .empty(source: source) }
+        guard length > 0 else { throw .empty(what: secret, source: source) }
         return Secret.copying(UnsafeRawBufferPointer(rebasing: scratch.bytes[0..<length]))
     }
 }

@@ -10,7 +10,7 @@ public enum SecretInputError: Error, CustomStringConvertible {
     case accessibleByOthers(what: String, path: String, mode: mode_t)
     case notFileOrPipe(what: String, path: String)
     case readFailed(source: String, reason: String)
-    case empty(source: String)
+    case empty(what: String, source: String)
     case tooLong(what: String, source: String, limit: Int)
 
     public var description: String {
@@ -20,7 +20,7 @@ public enum SecretInputError: Error, CustomStringConvertible {
             return "\(what) \(path) has mode \(String(format: "%04o", mode)); it must not be accessible by group or others (chmod 600 \(path))"
         case .notFileOrPipe(let what, let path): return "\(what) \(path) is neither a regular file nor a pipe; refusing it"
         case .readFailed(let source, let reason): return "cannot read from \(source): \(reason)"
-        case .empty(let source): return "the passcode from \(source) is empty"
+        case .empty(let what, let source): return "the \(what) from \(source) is empty"
         case .tooLong(let what, let source, let limit): return "the \(what) from \(source) is longer than \(limit) bytes"
         }
     }
