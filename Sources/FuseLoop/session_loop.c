@@ -28,6 +28,8 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,12 @@
 #define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
 
 struct dpfs_loop;
+
+/// The loop running now (one session per process), for dpfs_loop_stop.
+static struct dpfs_loop *_Atomic dpfs_running_loop;
+
+/// Where the signal handler writes the number of a stopping signal.
+static volatile sig_atomic_t dpfs_signal_fd = -1;
 
 /// Requests answered outside the session (the control socket's): they touch code and
 /// heap too, and count as activity the trimmer gives memory back after.
@@ -261,8 +269,10 @@ int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
         trimming = dpfs_loop_create_thread(&loop->trimmer, dpfs_loop_trimmer, loop) == 0;
     }
     if (err == 0) {
-        // sem_wait returns early on a signal, whose handler has exited the session.
+        atomic_store(&dpfs_running_loop, loop);
+        // sem_wait returns early on a signal, and when dpfs_loop_stop posts.
         while (!fuse_session_exited(se)) sem_wait(&loop->finished);
+        atomic_store(&dpfs_running_loop, NULL);
         pthread_mutex_lock(&loop->lock);
         for (unsigned int i = 0; i < loop->count; i++) pthread_cancel(loop->workers[i].thread);
         loop->exiting = 1;
@@ -285,4 +295,46 @@ int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
     free(loop);
     fuse_session_reset(se);
     return err;
+}
+
+void dpfs_loop_stop(struct fuse_session *se) {
+    fuse_session_exit(se);
+    struct dpfs_loop *loop = atomic_load(&dpfs_running_loop);
+    if (loop != NULL) sem_post(&loop->finished);
+}
+
+static void dpfs_note_signal(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    if (dpfs_signal_fd >= 0) (void)!write(dpfs_signal_fd, &byte, 1);
+    errno = saved;
+}
+
+int dpfs_loop_catch_signals(int notify_fd) {
+    dpfs_signal_fd = notify_fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = dpfs_note_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof(ignore));
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    if (sigaction(SIGPIPE, &ignore, NULL) != 0) return -errno;
+    const int stopping[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof(stopping) / sizeof(stopping[0]); i++) {
+        if (sigaction(stopping[i], &action, NULL) != 0) return -errno;
+    }
+    return 0;
+}
+
+void dpfs_loop_release_signals(void) {
+    struct sigaction fallback;
+    memset(&fallback, 0, sizeof(fallback));
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    const int stopping[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof(stopping) / sizeof(stopping[0]); i++) sigaction(stopping[i], &fallback, NULL);
+    dpfs_signal_fd = -1;
 }

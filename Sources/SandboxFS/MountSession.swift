@@ -99,7 +99,6 @@ public final class MountSession {
             fileSystem.reaper.start()
             startSealHelpers()
         }
-        _ = fuse_set_signal_handlers(made)
         Self.raiseReadAhead(connection.mount.device)
     }
 
@@ -188,8 +187,14 @@ public final class MountSession {
     /// socket's): the session gives memory back once idle after it, as after its own.
     public static func noteOutsideRequest() { dpfs_loop_note_outside_request() }
 
+    /// Run when SIGTERM, SIGINT or SIGHUP arrives, with its number, while the session
+    /// still serves; the session ends after it (SignalWatch).
+    public var beforeStop: @Sendable (Int32) -> Void = { _ in }
+
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
+        let signals = SignalWatch(session: session, beforeStop: beforeStop)
+        if signals == nil { _ = fuse_set_signal_handlers(session) }
         // When the session falls idle, the idle I/O buffers give their pages back (they
         // may also hold plaintext of partial blocks).
         let context = Unmanaged.passUnretained(fileSystem).toOpaque()
@@ -197,10 +202,11 @@ public final class MountSession {
             guard let context else { return }
             Unmanaged<SandboxFileSystem>.fromOpaque(context).takeUnretainedValue().pool.scrub()
         }, context, rings)
+        signals?.finish()
         KernelChannel.forgetRings()
         dpfs_rings_free(rings)
         fileSystem.finishRemovals()
-        fuse_remove_signal_handlers(session)
+        if signals == nil { fuse_remove_signal_handlers(session) }
         fuse_session_unmount(session)
         // libfuse leaves a mount whose connection was aborted (and one it could not
         // unmount) in place, dead: the watch records it.

@@ -91,6 +91,13 @@ struct Daemon {
             defer { logind?.stop() }
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
+            // Stopped by a signal (a service's stop, a shutdown): as a phone powering off,
+            // every protected class goes first, with what the kernel cached of it, while
+            // the mount still serves; then the unmount, lazy if files are busy.
+            session.beforeStop = { [logger] signal in
+                logger.notice("signal \(signal): the device restarts (every protected class is taken away) before the unmount")
+                device.restart()
+            }
             server.start()
             sync.start()
             logind?.start()

@@ -119,4 +119,49 @@ case "$out" in *"had died; its dead mount is taken down"*) pass "and says so" ;;
 check_fails "the mount is gone" mounted
 expect_eq "and the directory beneath is empty" "$(ls -A "$MNT")" ""
 check_error "dpfs unmount again: nothing is mounted" "not a mounted dpfs sandbox" "$DPFS" unmount "$MNT"
+
+# A daemon stopped by a signal (a service's stop, a shutdown) with a complete file held
+# open and mapped: it restarts the device first, taking every protected class and what
+# the kernel cached of it away while it still serves; then it unmounts (lazily, the file
+# being busy) and exits. The holder reads no plaintext after: its descriptor is dead,
+# its mapping revoked (SIGBUS), whichever signal it was.
+for sig in TERM INT HUP; do
+    mount_device
+    unlock_device >/dev/null
+    printf 'STOPPED-BY-%s\n' "$sig" > "$D/stop.txt"
+    setfattr -n user.dpfs.protection -v complete "$D/stop.txt"
+    rm -f "$WORK/stop.out" "$WORK/stop.go" "$WORK/events.$sig"
+    "$DPFS" events "$MNT" > "$WORK/events.$sig" 2>&1 &
+    watcher=$!
+    holders="$holders $watcher"
+    python3 - "$D/stop.txt" "$WORK/stop.go" <<'PY' > "$WORK/stop.out" 2>&1 &
+import mmap, os, sys, time
+path, go = sys.argv[1:]
+fd = os.open(path, os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+print("before:", os.pread(fd, 20, 0), m[:20], flush=True)
+while not os.path.exists(go): time.sleep(0.05)
+try: print("read after:", os.pread(fd, 20, 0), flush=True)
+except OSError as e: print("read after failed:", e.strerror, flush=True)
+# A revoked mapping ends the process with SIGBUS here.
+print("mapping after:", m[:20], flush=True)
+PY
+    holder=$!
+    holders="$holders $holder"
+    check "SIG$sig: the holder read the file" within 60 has_line "^before: b'STOPPED" "$WORK/stop.out"
+    daemon=$(daemon_pid)
+    kill -"$sig" "$daemon"
+    check "SIG$sig: the daemon exits" within 60 dead "$daemon"
+    touch "$WORK/stop.go"
+    check "SIG$sig: the holder is done" within 60 dead "$holder"
+    wait "$holder" 2>/dev/null
+    expect_eq "SIG$sig: its mapping is revoked (SIGBUS)" "$?" "$((128 + 7))"
+    check "SIG$sig: its descriptor was read after" has_line "^read after" "$WORK/stop.out"
+    check_fails "SIG$sig: and gave no plaintext" grep -q "^read after: b'STOPPED" "$WORK/stop.out"
+    log "SIG$sig holder: $(tr '\n' ';' < "$WORK/stop.out")"
+    check "SIG$sig: subscribers heard the restart" within 60 has_line '"event":"restart"' "$WORK/events.$sig"
+    check "SIG$sig: daemon.log says why" has_line "signal .*: the device restarts" "$DEV/daemon.log"
+    check_fails "SIG$sig: the mount is gone" mounted
+    kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+done
 finish

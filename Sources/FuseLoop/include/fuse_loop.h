@@ -30,6 +30,18 @@ struct dpfs_rings;
 int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
                          dpfs_idle_callback idle, void *idle_context, struct dpfs_rings *rings);
 
+/// Ends the loop serving `se` from any thread (as a signal would have): its workers
+/// stop and dpfs_session_loop_mt returns.
+void dpfs_loop_stop(struct fuse_session *se);
+
+/// In place of libfuse's signal handlers: SIGTERM, SIGINT and SIGHUP write their number
+/// as one byte to `notify_fd` (a pipe) and do nothing else, so that whoever reads it
+/// acts before the loop ends (dpfs_loop_stop); SIGPIPE is ignored. 0 or a negative errno.
+int dpfs_loop_catch_signals(int notify_fd);
+
+/// Puts the default actions of those signals back.
+void dpfs_loop_release_signals(void);
+
 /// Counts a request served outside the session (the control socket's), so that the
 /// loop gives memory back once the daemon is idle after it too.
 void dpfs_loop_note_outside_request(void);
