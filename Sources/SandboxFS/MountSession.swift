@@ -191,10 +191,16 @@ public final class MountSession {
     /// still serves; the session ends after it (SignalWatch).
     public var beforeStop: @Sendable (Int32) -> Void = { _ in }
 
+    /// Run when the mount was taken from its mount point while its session goes on
+    /// (DetachWatch): no dpfs command can reach the daemon any more.
+    public var onDetached: @Sendable () -> Void = {}
+
     /// Serves requests until the filesystem is unmounted or the daemon is signalled.
     public func serve() -> Int32 {
         let signals = SignalWatch(session: session, beforeStop: beforeStop)
         if signals == nil { _ = fuse_set_signal_handlers(session) }
+        let shown = mounted
+        let detach = DetachWatch(isShown: { shown.map { $0.mount.isShown(at: $0.path) } ?? true }, onDetached: onDetached)
         // When the session falls idle, the idle I/O buffers give their pages back (they
         // may also hold plaintext of partial blocks).
         let context = Unmanaged.passUnretained(fileSystem).toOpaque()
@@ -203,6 +209,7 @@ public final class MountSession {
             Unmanaged<SandboxFileSystem>.fromOpaque(context).takeUnretainedValue().pool.scrub()
         }, context, rings)
         signals?.finish()
+        detach?.finish()
         KernelChannel.forgetRings()
         dpfs_rings_free(rings)
         fileSystem.finishRemovals()

@@ -98,6 +98,10 @@ struct Daemon {
                 logger.notice("signal \(signal): the device restarts (every protected class is taken away) before the unmount")
                 device.restart()
             }
+            session.onDetached = { [logger] in
+                logger.notice("the mount was taken from \(mountpoint) with files in it busy: no dpfs command can lock it now, so the device restarts (every protected class is taken away)")
+                device.restart()
+            }
             server.start()
             sync.start()
             logind?.start()

@@ -164,4 +164,32 @@ PY
     check_fails "SIG$sig: the mount is gone" mounted
     kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
 done
+
+# The mount taken from its mount point by another hand (fusermount3 -u -z) while a file
+# is held open: no dpfs command can find the daemon to lock it any more, so it restarts
+# the device: the holder's reads of a complete file fail (EPERM) instead of going on.
+mount_device
+unlock_device >/dev/null
+printf 'DETACHED-SECRET\n' > "$D/detached.txt"
+setfattr -n user.dpfs.protection -v complete "$D/detached.txt"
+rm -f "$WORK/detach.out" "$WORK/detach.stop"
+python3 - "$D/detached.txt" "$WORK/detach.stop" <<'PY' > "$WORK/detach.out" 2>&1 &
+import os, sys, time
+path, stop = sys.argv[1:]
+fd = os.open(path, os.O_RDONLY)
+while not os.path.exists(stop):
+    try: print("read:", os.pread(fd, 15, 0), flush=True)
+    except OSError as e: print("read failed:", e.strerror, flush=True)
+    time.sleep(0.1)
+PY
+holder=$!
+holders="$holders $holder"
+check "the holder reads the file" within 60 has_line "^read: b'DETACHED" "$WORK/detach.out"
+daemon=$(daemon_pid)
+check "fusermount3 -u -z takes the busy mount away" fusermount3 -u -z "$MNT"
+check "the holder's reads then fail" within 60 has_line "^read failed: Operation not permitted" "$WORK/detach.out"
+check "daemon.log says why" has_line "no dpfs command can lock it now" "$DEV/daemon.log"
+check "the daemon is still there for the holder" kill -0 "$daemon"
+touch "$WORK/detach.stop"; wait "$holder" 2>/dev/null
+check "once the file is closed the daemon ends" within 60 dead "$daemon"
 finish

@@ -1,0 +1,56 @@
+// A mount taken from its mount point by another hand (umount -l, fusermount3 -u -z)
+// while files in it are busy: the kernel keeps the filesystem alive for them and the
+// daemon goes on serving it, but no dpfs command finds the mount any more, so none can
+// lock it. Once the mount table no longer shows the mount and the session has not
+// ended within a moment (an ordinary unmount ends it), the device restarts, as a phone
+// powering off: every protected class goes, with what the kernel cached of it.
+import Foundation
+import Glibc
+
+final class DetachWatch: @unchecked Sendable {
+    private let stopRead: Int32
+    private let stopWrite: Int32
+    private let done = DispatchSemaphore(value: 0)
+
+    /// How long a mount gone from the table may take to end its session on its own.
+    static let endingGrace: Int32 = 2000
+
+    /// Nil when the mount table cannot be watched (nothing is then done on a detach).
+    init?(isShown: @escaping @Sendable () -> Bool, onDetached: @escaping @Sendable () -> Void) {
+        let table = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
+        guard table >= 0 else { return nil }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { close(table); return nil }
+        stopRead = ends[0]
+        stopWrite = ends[1]
+        _ = fcntl(stopRead, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(stopWrite, F_SETFD, FD_CLOEXEC)
+        let stopRead = stopRead, done = done
+        Thread.detachNewThread {
+            defer { close(table); done.signal() }
+            // The kernel flags the table's descriptor (POLLPRI) at each change of it.
+            var fds = [pollfd(fd: table, events: Int16(POLLPRI), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+            while true {
+                fds[0].revents = 0
+                fds[1].revents = 0
+                let ready = poll(&fds, 2, -1)
+                if ready < 0 && errno == EINTR { continue }
+                guard ready > 0, fds[1].revents == 0 else { return }
+                guard fds[0].revents & Int16(POLLPRI) != 0, !isShown() else { continue }
+                var stop = pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)
+                if poll(&stop, 1, Self.endingGrace) != 0 { return }
+                onDetached()
+                return
+            }
+        }
+    }
+
+    /// After the session: the thread ended.
+    func finish() {
+        var byte: UInt8 = 0
+        _ = write(stopWrite, &byte, 1)
+        done.wait()
+        close(stopRead)
+        close(stopWrite)
+    }
+}
