@@ -4,13 +4,10 @@
 // lock it. Once the mount table no longer shows the mount and the session has not
 // ended within a moment (an ordinary unmount ends it), the device restarts, as a phone
 // powering off: every protected class goes, with what the kernel cached of it.
-import Foundation
 import Glibc
 
-final class DetachWatch: @unchecked Sendable {
-    private let stopRead: Int32
-    private let stopWrite: Int32
-    private let done = DispatchSemaphore(value: 0)
+final class DetachWatch {
+    private let thread: WakeableThread
 
     /// How long a mount gone from the table may take to end its session on its own.
     static let endingGrace: Int32 = 2000
@@ -19,17 +16,12 @@ final class DetachWatch: @unchecked Sendable {
     init?(isShown: @escaping @Sendable () -> Bool, onDetached: @escaping @Sendable () -> Void) {
         let table = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
         guard table >= 0 else { return nil }
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { close(table); return nil }
-        stopRead = ends[0]
-        stopWrite = ends[1]
-        _ = fcntl(stopRead, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(stopWrite, F_SETFD, FD_CLOEXEC)
-        let stopRead = stopRead, done = done
-        Thread.detachNewThread {
-            defer { close(table); done.signal() }
+        guard let thread = WakeableThread() else { close(table); return nil }
+        self.thread = thread
+        thread.start { stop in
+            defer { close(table) }
             // The kernel flags the table's descriptor (POLLPRI) at each change of it.
-            var fds = [pollfd(fd: table, events: Int16(POLLPRI), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: table, events: Int16(POLLPRI), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
             while true {
                 fds[0].revents = 0
                 fds[1].revents = 0
@@ -37,8 +29,8 @@ final class DetachWatch: @unchecked Sendable {
                 if ready < 0 && errno == EINTR { continue }
                 guard ready > 0, fds[1].revents == 0 else { return }
                 guard fds[0].revents & Int16(POLLPRI) != 0, !isShown() else { continue }
-                var stop = pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)
-                if poll(&stop, 1, Self.endingGrace) != 0 { return }
+                var ending = pollfd(fd: stop, events: Int16(POLLIN), revents: 0)
+                if poll(&ending, 1, Self.endingGrace) != 0 { return }
                 onDetached()
                 return
             }
@@ -46,11 +38,5 @@ final class DetachWatch: @unchecked Sendable {
     }
 
     /// After the session: the thread ended.
-    func finish() {
-        var byte: UInt8 = 0
-        _ = write(stopWrite, &byte, 1)
-        done.wait()
-        close(stopRead)
-        close(stopWrite)
-    }
+    func finish() { thread.finish() }
 }
