@@ -62,10 +62,17 @@ holders="$holders $!"
 check "the holders are ready" within 60 has_line ready "$WORK/holder.out"
 check "the shell is inside the mount" within 60 test -e "$WORK/shell.ready"
 
+"$DPFS" events "$MNT" > "$WORK/events.out" 2> "$WORK/events.err" &
+subscriber=$!
+holders="$holders $subscriber"
 daemon=$(daemon_pid)
 check "kill -9 of the daemon" kill -KILL "$daemon"
 check "the daemon is gone" within 60 dead "$daemon"
 touch "$GO"
+check "a subscriber's dpfs events ends" within 60 dead "$subscriber"
+wait "$subscriber"
+expect_eq "with status 1, not as at an unmount" "$?" "1"
+check "saying the daemon died" grep -q "the daemon died" "$WORK/events.err"
 
 check "the mount stays in place" mounted
 check_error "a write by path fails" "Transport endpoint is not connected" sh -c "echo secret > '$D/new.txt'"

@@ -20,11 +20,15 @@ struct Events: ParsableCommand {
         } catch FrameError.malformed, FrameError.io {
             // A subscriber dropped mid-frame sees the stream cut: the end, as below.
         }
-        // The stream ends when the mount goes away, or when the daemon drops a
-        // subscriber that fell behind; a daemon that still answers says which.
+        // The stream ends when the mount goes away, when the daemon dies, or when the
+        // daemon drops a subscriber that fell behind; a daemon that still answers says
+        // the last, a dead mount left in place the second.
         if (try? ControlClient(mountpoint: mountpoint).send(.status)) != nil {
             throw CLIError("the daemon dropped this event stream: its events were not read in time "
                            + "(a subscriber that falls behind is dropped, so that it never delays a lock)")
+        }
+        if DeadMount.shown(at: mountpoint) != nil {
+            throw CLIError("the daemon died; its mount fails closed until dpfs unmount or the next dpfs mount")
         }
     }
 }
