@@ -97,6 +97,7 @@ struct ParsedAttributes {
     var synchronizable: SyncFilter?
     /// kSecAttrAccessControl's flags (add and update only; a query ignores them).
     var accessControl: AccessControlFlags?
+    var descriptive: [DescriptiveAttribute: String] = [:]
 
     /// `classContext` is the class the attributes apply to when they carry none
     /// (update's new attributes apply to the query's class).
@@ -126,13 +127,19 @@ struct ParsedAttributes {
                 if let problem = flags.problem { throw SecError(SecStatus.param, problem) }
                 accessControl = flags
             default:
+                if let attribute = DescriptiveAttribute(rawValue: name) {
+                    descriptive[attribute] = try attribute.canonical(value)
+                    continue
+                }
                 guard let key = KeyAttribute(rawValue: name) else { throw SecError(SecStatus.param, "unknown attribute \(name)") }
                 keys[key] = try Self.canonical(key, value)
             }
         }
         let effectiveClass = itemClass ?? classContext ?? .genp
-        for key in keys.keys where !effectiveClass.keyAttributes.contains(key) {
-            throw SecError(SecStatus.param, "\(key.rawValue) is not an attribute of \(effectiveClass.rawValue) items")
+        let foreign = keys.keys.filter { !effectiveClass.keyAttributes.contains($0) }.map(\.rawValue)
+            + descriptive.keys.filter { !$0.applies(to: effectiveClass) }.map(\.rawValue)
+        if let name = foreign.first {
+            throw SecError(SecStatus.param, "\(name) is not an attribute of \(effectiveClass.rawValue) items")
         }
     }
 

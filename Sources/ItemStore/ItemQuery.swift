@@ -16,10 +16,14 @@ struct ItemQuery {
     /// access group is opened and allowed.
     private var wildcardScope: AccessScope?
     private var exactGroupHashes: Set<Data> = []
+    /// Descriptive attributes the query names: compared in the opened record, so a
+    /// query naming any cannot take SQL's limit either.
+    private let descriptiveTerms: [DescriptiveAttribute: String]
 
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
+        descriptiveTerms = attributes.descriptive
         add(.itemClass, .text(itemClass.rawValue))
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
@@ -64,18 +68,19 @@ struct ItemQuery {
     /// The arguments as GRDB binds them, for an EXPLAIN QUERY PLAN of the query.
     var statementArguments: StatementArguments { StatementArguments(arguments.map(\.databaseValue)) }
 
-    /// The SELECT that `fetch` runs. A wildcard scope filters after reading, so its
-    /// limit cannot be SQL's.
+    /// The SELECT that `fetch` runs. A wildcard scope and descriptive terms filter
+    /// after reading, so their limit cannot be SQL's.
     func sql(withSecret: Bool, limitOne: Bool) -> String {
         var shape = shape
         shape.withSecret = withSecret
-        shape.limitOne = limitOne && wildcardScope == nil
+        shape.limitOne = limitOne && wildcardScope == nil && descriptiveTerms.isEmpty
         return QueryText.select(shape)
     }
 
     /// Matching items in creation order; the sealed secret only when asked for.
     /// Under a wildcard scope, a row outside the exact groups whose attributes fail
-    /// to open is errSecDecode: whether it is the caller's cannot be told.
+    /// to open is errSecDecode: whether it is the caller's cannot be told; so is any
+    /// candidate's under descriptive terms.
     func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys) throws -> [StoredItem] {
         // Cached: compiling the statement costs more than running it.
         let statement = try db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne))
@@ -86,6 +91,11 @@ struct ItemQuery {
             if let scope = wildcardScope, !exactGroupHashes.contains(item.columns.groupHash) {
                 let record = try ItemRecord(opening: item, keys: keys)
                 guard scope.allows(record.identity.accessGroup) else { return true }
+                item.record = record
+            }
+            if !descriptiveTerms.isEmpty {
+                let record = try item.record ?? ItemRecord(opening: item, keys: keys)
+                guard descriptiveTerms.allSatisfy({ record.descriptive[$0.key] == $0.value }) else { return true }
                 item.record = record
             }
             items.append(item)

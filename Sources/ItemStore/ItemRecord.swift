@@ -18,12 +18,15 @@ struct ItemRecord: Sendable {
     var modified: Double
     /// kSecAttrAccessControl, sealed with the other attributes; nil for an item without.
     var accessControl: StoredAccessControl?
+    /// Canonical values (DescriptiveAttribute.canonical).
+    var descriptive: [DescriptiveAttribute: String]
 
     init(identity: ItemIdentity, label: String?, publicKey: String? = nil, created: Double, modified: Double,
-         accessControl: StoredAccessControl? = nil) {
+         accessControl: StoredAccessControl? = nil, descriptive: [DescriptiveAttribute: String] = [:]) {
         self.identity = identity; self.label = label; self.publicKey = publicKey
         self.created = created; self.modified = modified
         self.accessControl = accessControl
+        self.descriptive = descriptive
     }
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
@@ -38,6 +41,9 @@ struct ItemRecord: Sendable {
         if let label { pairs.append(("label", label)) }
         if let accessControl { pairs += accessControl.pairs }
         if let publicKey { pairs.append(("publicKey", publicKey)) }
+        for attribute in DescriptiveAttribute.allCases {
+            if let value = descriptive[attribute] { pairs.append((attribute.rawValue, value)) }
+        }
         return FieldEncoding.lengthPrefixed(pairs.flatMap { [Array($0.0.utf8), Array($0.1.utf8)] })
     }
 
@@ -69,6 +75,9 @@ struct ItemRecord: Sendable {
         label = values["label"]
         accessControl = try StoredAccessControl(values)
         publicKey = values["publicKey"]
+        var descriptive: [DescriptiveAttribute: String] = [:]
+        for attribute in DescriptiveAttribute.allCases { descriptive[attribute] = values[attribute.rawValue] }
+        self.descriptive = descriptive
         self.created = created
         self.modified = modified
     }

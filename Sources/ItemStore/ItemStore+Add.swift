@@ -40,7 +40,8 @@ extension ItemStore {
         let now = Date().timeIntervalSince1970
         let accessControl = try boundAccessControl ?? attributes.accessControl.map { try bind($0) }
         let record = ItemRecord(identity: identity, label: attributes.label, publicKey: attributes.publicKey,
-                                created: now, modified: now, accessControl: accessControl)
+                                created: now, modified: now, accessControl: accessControl,
+                                descriptive: attributes.descriptive)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
         try commit { db in
             try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }

@@ -17,8 +17,8 @@ public struct SyncItemVersion: Sendable {
 }
 
 /// A synchronizable item in full: attributes by the names requests use (`class`, the
-/// key attributes, `accessGroup`, `label`, `accessible`, `created`, `modified`), and
-/// its secret in locked memory.
+/// key attributes, `accessGroup`, `label`, the descriptive attributes, `accessible`,
+/// `created`, `modified`), and its secret in locked memory.
 public struct SyncedItem: Sendable {
     public var attributes: [String: String]
     public var secret: SecureBuffer
@@ -90,7 +90,9 @@ extension ItemStore {
         }
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let label = item.attributes["label"]
-        let record = ItemRecord(identity: identity, label: label, created: created, modified: modified)
+        let descriptive = try DescriptiveAttribute.values(in: item.attributes, of: identity.itemClass)
+        let record = ItemRecord(identity: identity, label: label, created: created, modified: modified,
+                                descriptive: descriptive)
         let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
         try commit { db in
             let id: Int64

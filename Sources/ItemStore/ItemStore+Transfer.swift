@@ -83,7 +83,8 @@ extension ItemStore {
                                         synchronizable: synchronizable == .yes)
             let accessControl = try parsed.accessControl.map { try bind($0) }
             let record = ItemRecord(identity: identity, label: parsed.label, publicKey: parsed.publicKey,
-                                    created: created, modified: modified, accessControl: accessControl)
+                                    created: created, modified: modified, accessControl: accessControl,
+                                    descriptive: parsed.descriptive)
             guard Self.mayLeave(record) else {
                 throw SecError(SecStatus.param, "Secure Enclave keys and .biometryCurrentSet items never move between devices")
             }

@@ -80,7 +80,8 @@ extension ItemStore {
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let accessControl = try changes.accessControl.map { try bind($0) } ?? old.accessControl
         let record = ItemRecord(identity: identity, label: changes.label ?? old.label, publicKey: old.publicKey,
-                                created: old.created, modified: now, accessControl: accessControl)
+                                created: old.created, modified: now, accessControl: accessControl,
+                                descriptive: old.descriptive.merging(changes.descriptive) { $1 })
         let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
         var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
         if newData != nil || columns != item.columns {

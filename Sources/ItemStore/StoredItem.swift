@@ -173,6 +173,7 @@ struct StoredItem: Sendable {
         if let label = record.label { attributes["label"] = label }
         if let accessControl = record.accessControl { attributes["accessControl"] = String(accessControl.flags.rawValue) }
         if let publicKey = record.publicKey { attributes["publicKey"] = publicKey }
+        for (attribute, value) in record.descriptive { attributes[attribute.rawValue] = value }
         return attributes
     }
 }

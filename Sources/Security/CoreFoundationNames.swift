@@ -17,6 +17,8 @@ public typealias CFBoolean = NSNumber
 
 public typealias CFIndex = Int
 public typealias CFOptionFlags = UInt
+/// MacTypes' four-character code, the type of kSecAttrCreator and kSecAttrType.
+public typealias FourCharCode = UInt32
 /// There are no allocators here: code passes kCFAllocatorDefault (nil), as it may on Apple's.
 public typealias CFAllocator = AnyObject
 public var kCFAllocatorDefault: CFAllocator? { nil }

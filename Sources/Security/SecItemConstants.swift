@@ -26,6 +26,13 @@ public let kSecAttrSynchronizable: CFString = "sync"
 public let kSecAttrSynchronizableAny: CFString = "syna"
 public let kSecAttrCreationDate: CFString = "cdat"
 public let kSecAttrModificationDate: CFString = "mdat"
+public let kSecAttrDescription: CFString = "desc"
+public let kSecAttrComment: CFString = "icmt"
+public let kSecAttrGeneric: CFString = "gena"
+public let kSecAttrCreator: CFString = "crtr"
+public let kSecAttrType: CFString = "type"
+public let kSecAttrIsInvisible: CFString = "invi"
+public let kSecAttrIsNegative: CFString = "nega"
 
 // Accessibility
 public let kSecAttrAccessible: CFString = "pdmn"

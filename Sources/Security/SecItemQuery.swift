@@ -55,6 +55,13 @@ struct SecItemQuery {
             case kSecAttrPort:
                 guard let port = value as? Int else { throw SecItemRefusal.param }
                 attributes["port"] = String(port)
+            case kSecAttrGeneric:
+                guard let bytes = value as? Data else { throw SecItemRefusal.param }
+                attributes["generic"] = bytes.hexString
+            case kSecAttrCreator, kSecAttrType:
+                attributes[key == kSecAttrCreator ? "creator" : "type"] = String(try Self.fourCharCode(value))
+            case kSecAttrIsInvisible, kSecAttrIsNegative:
+                attributes[key == kSecAttrIsInvisible ? "isInvisible" : "isNegative"] = try Self.bool(value) ? "yes" : "no"
             case kSecAttrAccessible:
                 guard let name = Self.accessibility[try Self.string(value)] else { throw SecItemRefusal.param }
                 attributes["accessible"] = name
@@ -153,6 +160,14 @@ struct SecItemQuery {
         return string
     }
 
+    /// A FourCharCode (UInt32), or any integer or NSNumber in its range.
+    private static func fourCharCode(_ value: Any) throws -> UInt32 {
+        if let code = value as? UInt32 { return code }
+        if let number = value as? Int, let code = UInt32(exactly: number) { return code }
+        if let number = value as? NSNumber, let code = UInt32(exactly: number.int64Value) { return code }
+        throw SecItemRefusal.param
+    }
+
     /// true/false, kCFBooleanTrue/False, or an NSNumber 0 or 1, as CFBoolean accepts.
     private static func bool(_ value: Any) throws -> Bool {
         guard let flag = value as? Bool else { throw SecItemRefusal.param }
@@ -164,6 +179,7 @@ struct SecItemQuery {
         kSecAttrService: "service", kSecAttrAccount: "account", kSecAttrServer: "server",
         kSecAttrProtocol: "protocol", kSecAttrPath: "path", kSecAttrSecurityDomain: "securityDomain",
         kSecAttrAuthenticationType: "authenticationType", kSecAttrLabel: "label", kSecAttrAccessGroup: "accessGroup",
+        kSecAttrDescription: "description", kSecAttrComment: "comment",
     ]
 
     /// kSecAttrAccessible values and the store's names for them.

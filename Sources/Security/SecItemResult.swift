@@ -48,8 +48,9 @@ enum SecItemResult {
     private static let appleNames = Dictionary(
         uniqueKeysWithValues: SecItemQuery.stringAttributes.map { ($0.value, $0.key) })
 
-    /// Apple's keys and value types: String, Int for the port, NSNumber (a CFBoolean
-    /// on Apple) for sync, Date for cdat and mdat, "ak"… for pdmn.
+    /// Apple's keys and value types: String, Int for the port, creator and type,
+    /// NSNumber (a CFBoolean on Apple) for sync and the two flags, Data for generic,
+    /// Date for cdat and mdat, "ak"… for pdmn.
     static func appleAttributes(_ store: [String: String]) -> [String: Any] {
         var apple: [String: Any] = [:]
         for (name, value) in store {
@@ -62,6 +63,11 @@ enum SecItemResult {
                 if let flags = CFOptionFlags(value), let protection = store["accessible"].flatMap({ accessibilityCodes[$0] }) {
                     apple[kSecAttrAccessControl] = SecAccessControl(protection: protection, flags: SecAccessControlCreateFlags(rawValue: flags))
                 }
+            case "generic": apple[kSecAttrGeneric] = Data(hexString: value) ?? Data()
+            case "creator": apple[kSecAttrCreator] = Int(value) ?? 0
+            case "type": apple[kSecAttrType] = Int(value) ?? 0
+            case "isInvisible": apple[kSecAttrIsInvisible] = NSNumber(value: value == "yes")
+            case "isNegative": apple[kSecAttrIsNegative] = NSNumber(value: value == "yes")
             case "creationDate": apple[kSecAttrCreationDate] = try? Date(value, strategy: dateStyle)
             case "modificationDate": apple[kSecAttrModificationDate] = try? Date(value, strategy: dateStyle)
             case _ where KeyItemAttributes.storeNames.contains(name):

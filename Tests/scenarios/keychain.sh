@@ -63,6 +63,20 @@ check_error "update of nothing" "errSecItemNotFound (-25300)" kc update "$MNT" -
 check "delete every match" kc delete "$MNT" --service web
 check_error "deleted items are gone" "errSecItemNotFound (-25300)" kc find "$MNT" --service web
 
+# --- descriptive attributes (kSecAttrComment…) ----------------------------------------
+check "add with a comment and a generic" kc add "$MNT" --service notes --account a --comment "first one" \
+    --generic 00ff --is-invisible yes --data-file <(printf %s note-a)
+kc add "$MNT" --service notes --account b --comment "second one" --data-file <(printf %s note-b)
+expect_eq "a find by comment picks its item" "$(kc find "$MNT" --service notes --comment "second one")" "note-b"
+described=$(kc find "$MNT" --service notes --account a --return attributes)
+for line in "comment: first one" "generic: 00ff" "isInvisible: yes"; do
+    case "$described" in *"$line"*) pass "attributes show $line" ;; *) fail "attributes show $line" "$described" ;; esac
+done
+check "update a comment" kc update "$MNT" --service notes --comment "first one" --new-comment renamed
+expect_eq "found by the new comment" "$(kc find "$MNT" --service notes --comment renamed)" "note-a"
+check_error "a generic that is not hex" "generic must be bytes in hex" kc find "$MNT" --service notes --generic xyz
+check_error "a comment on a key item" "comment is not an attribute of keys items" kc find "$MNT" --class keys --comment x
+
 # --- internet passwords ---------------------------------------------------------------
 check "add an internet password" kc add "$MNT" --class inet --server example.com --protocol htps --port 443 \
     --path /login --account alice --data-file <(printf %s web-pw)

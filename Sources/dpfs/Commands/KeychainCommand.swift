@@ -185,6 +185,7 @@ struct ItemAttributeOptions: ParsableArguments {
     @Option(help: "yes, no (default) or any.") var synchronizable: String?
     @Option(help: "A new item's access control: flags such as biometryCurrentSet, userPresence, devicePasscode, joined by commas with or/and.")
     var accessControl: String?
+    @OptionGroup var descriptive: DescriptiveOptions
 
     func validate() throws {
         if let problem = KeychainAttributes.problem(in: attributes) { throw ValidationError(problem) }
@@ -195,6 +196,24 @@ struct ItemAttributeOptions: ParsableArguments {
          ("protocol", protocolName), ("port", port), ("path", path), ("securityDomain", securityDomain),
          ("authenticationType", authenticationType), ("label", label), ("accessGroup", accessGroup),
          ("accessible", accessible), ("synchronizable", synchronizable), ("accessControl", accessControl)]
+            .reduce(into: descriptive.attributes) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
+    }
+}
+
+/// kSecAttrDescription, Comment, Generic, Creator, Type, IsInvisible and IsNegative,
+/// of a new item or a query (update's new ones are NewAttributeOptions').
+struct DescriptiveOptions: ParsableArguments {
+    @Option(help: "genp, inet: a description.") var description: String?
+    @Option(help: "genp, inet: a comment.") var comment: String?
+    @Option(help: "genp: application-defined bytes, in hex.") var generic: String?
+    @Option(help: "genp, inet: the creator code, a number (a FourCharCode).") var creator: String?
+    @Option(help: "genp, inet: the type code, a number (a FourCharCode).") var type: String?
+    @Option(help: "genp, inet: yes or no.") var isInvisible: String?
+    @Option(help: "genp, inet: yes or no.") var isNegative: String?
+
+    var attributes: [String: String] {
+        [("description", description), ("comment", comment), ("generic", generic), ("creator", creator),
+         ("type", type), ("isInvisible", isInvisible), ("isNegative", isNegative)]
             .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
     }
 }
@@ -213,12 +232,21 @@ struct NewAttributeOptions: ParsableArguments {
     @Option var newAccessGroup: String?
     @Option var newAccessible: String?
     @Option var newSynchronizable: String?
+    @Option var newDescription: String?
+    @Option var newComment: String?
+    @Option var newGeneric: String?
+    @Option var newCreator: String?
+    @Option var newType: String?
+    @Option var newIsInvisible: String?
+    @Option var newIsNegative: String?
 
     var attributes: [String: String] {
         [("service", newService), ("account", newAccount), ("server", newServer), ("protocol", newProtocolName),
          ("port", newPort), ("path", newPath), ("securityDomain", newSecurityDomain),
          ("authenticationType", newAuthenticationType), ("label", newLabel), ("accessGroup", newAccessGroup),
-         ("accessible", newAccessible), ("synchronizable", newSynchronizable)]
+         ("accessible", newAccessible), ("synchronizable", newSynchronizable), ("description", newDescription),
+         ("comment", newComment), ("generic", newGeneric), ("creator", newCreator), ("type", newType),
+         ("isInvisible", newIsInvisible), ("isNegative", newIsNegative)]
             .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
     }
 }
