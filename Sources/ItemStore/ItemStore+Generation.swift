@@ -23,7 +23,7 @@ extension ItemStore {
                           _ body: (Database) throws -> T) throws -> T {
         var recorded: (before: KeychainState, after: KeychainState)?
         do {
-            return try pool.write { db -> T in
+            let result = try pool.write { db -> T in
                 var digest = try ledger.take(db)
                 let before = try state(db, digest)
                 let result = try body(db)
@@ -35,6 +35,13 @@ extension ItemStore {
                 ledger.keep(digest)
                 return result
             }
+            // Committed: the state before is no longer one a crash can leave, so a copy
+            // taken before this write is refused from now on, not only after the
+            // daemon's clean end. A later write's record in between is left alone
+            // (settleKeychainRecord compares), and a settle that fails only leaves the
+            // window a crash would have.
+            if let recorded { try? device.settleKeychainRecord(at: recorded.after) }
+            return result
         } catch {
             // The kept digest may be ahead of the database now: the next write scans.
             ledger.forget()

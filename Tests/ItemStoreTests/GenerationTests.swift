@@ -69,6 +69,23 @@ import Testing
         try t.reopenStore()
     }
 
+    @Test func aCommittedWriteCannotBeUndoneByACopyFromBeforeIt() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "bank"], data: "TOPSECRET").status == 0)
+        let files = ["", "-wal", "-shm"].map { t.directory.itemStorePath + $0 }
+        let copies = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(t.delete(["service": "bank"]).status == 0)
+        #expect(try t.device.deviceRecord()?.keychainPrevious == nil, "settled as soon as the delete committed")
+        // The daemon killed after the delete (no clean end), the copy put back.
+        for (path, bytes) in zip(files, copies) {
+            if let bytes { try bytes.write(to: URL(fileURLWithPath: path)) } else { unlink(path) }
+        }
+        #expect(throws: DeviceRecordError.self) {
+            try ItemStore.checkGeneration(path: t.directory.itemStorePath, device: t.device)
+        }
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+    }
+
     @Test func theRecordNamesTheDatabasesStateAfterEveryWrite() throws {
         let t = try TestDevice()
         func recordMatchesAScan() throws -> Bool {
