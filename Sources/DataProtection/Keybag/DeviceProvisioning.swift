@@ -49,6 +49,7 @@ public enum DeviceProvisioning {
         case .tpm2(let tcti):
             TPMSecretStore.discard(deviceUUID, tcti: tcti)
         }
+        if let lock = RecordFileLock.path(of: deviceUUID, in: store) { _ = lock.withCString { unlink($0) } }
     }
 }
 

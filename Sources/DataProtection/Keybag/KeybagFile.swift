@@ -107,14 +107,19 @@ public struct KeybagFile: Codable, Sendable {
     /// unchanged, as a caller that keeps only saved keybags has it) takes that same
     /// generation: failed saves never leave the record two ahead, which would read
     /// as an old copy put back.
-    public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer) throws {
+    /// The record's failure count only grows here (attempts another copy of the
+    /// directory counted stay counted), unless `resettingFailures`: a passcode
+    /// verified, which clears it as on iOS.
+    public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer,
+                              resettingFailures: Bool = false) throws {
         let location = try storeLocation()
         for _ in 0..<2 {
             let current = generation
             let policy = self.policy
             let record = try DeviceRecordStore.update(for: deviceUUID, in: location) { record in
                 record.keybagGeneration = max(record.keybagGeneration, current + 1)
-                record.failedAttempts = policy.failedAttempts
+                record.failedAttempts = resettingFailures ? policy.failedAttempts
+                    : max(record.failedAttempts, policy.failedAttempts)
                 record.erased = policy.erased
             }
             generation = record.keybagGeneration

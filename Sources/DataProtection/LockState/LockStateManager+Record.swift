@@ -35,8 +35,11 @@ extension LockStateManager {
                 + "(generation \(record.keybagGeneration) < \(keybag.generation)); it is brought up to date"
         }
         var changed = keybag.generation != record.keybagGeneration
-        if record.erased && !keybag.policy.erased {
-            // The save of an erase was cut short after the record said so: finish it.
+        let limitReached = keybag.passcodeSet && keybag.policy.eraseAfter.map { record.failedAttempts >= $0 } ?? false
+        if (record.erased || limitReached) && !keybag.policy.erased {
+            // The save of an erase was cut short after the record said so, or the
+            // attempt that reached the limit was counted and its process died before
+            // the erase (an attempt is counted before it is tried): finish it.
             keybag = try Keybag.erased(keybag, deviceSecret: deviceSecret)
             changed = true
             notice = "the record in secret store \(location) says the device was erased; the erase is completed"

@@ -65,7 +65,7 @@ public final class LockStateManager: Sendable {
     public static let defaultUserInactivePeriod: TimeInterval = 24 * 3600
     public let clock = DeviceClock()
     /// Debug builds only carry anything here (TestHooks).
-    private let testHooks: TestHooks
+    let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
     /// Authenticates file headers and directory classes (MetadataKey.swift). Derived
     /// from the device secret alone, so it is there in every lock state, as metadata is.
@@ -365,18 +365,22 @@ public final class LockStateManager: Sendable {
             if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
             guard keybag.passcodeSet else { throw LockError.noPasscode }
             if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
-            var opened = keybag
+            let reserved = try countAttempt()
+            let adopted = core.withLock { $0.keybag }
+            var opened = adopted
             switch try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) {
             case .wrongPasscode(let fingerprint):
-                try recordFailure(fingerprint: fingerprint)
+                try recordFailure(fingerprint: fingerprint, reserved: reserved)
             case .unlocked(let keys):
-                var policy = keybag.policy
+                var policy = adopted.policy
                 policy.recordSuccess()
                 var saved = opened
                 // A class key the unlock added (Keybag.addedClasses) is saved with it.
                 if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
                     saved.policy = policy
-                    try saved.save(in: directory, deviceSecret: deviceSecret)
+                    try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
+                } else {
+                    try clearReservation()
                 }
                 let before = core.withLock { core -> LockPhase in
                     for protectionClass in ProtectionClass.allCases {
@@ -398,10 +402,21 @@ public final class LockStateManager: Sendable {
         if !wasUnlocked { emit(.didBecomeAvailable) }
     }
 
-    private func recordFailure(fingerprint: [UInt8]) throws -> Never {
+    /// reserveAttempt, keeping in memory the count it adopted, refused or not.
+    private func countAttempt() throws -> Int {
+        var policy = core.withLock { $0.keybag.policy }
+        defer {
+            let adopted = policy
+            core.withLock { $0.keybag.policy = adopted }
+        }
+        return try reserveAttempt(&policy)
+    }
+
+    private func recordFailure(fingerprint: [UInt8], reserved: Int) throws -> Never {
         var keybag = core.withLock { $0.keybag }
         let now = clock.now
         let outcome = keybag.policy.recordFailure(fingerprint: fingerprint, now: now)
+        if outcome == .repeated { try? releaseReservation(reserved) }
         #if DPFS_TEST_HOOKS
         testHooks.scaleWait(&keybag.policy, now: now)
         #endif
@@ -471,9 +486,11 @@ public final class LockStateManager: Sendable {
             if keybag.passcodeSet {
                 guard let current else { throw LockError.wrongPasscode(failedAttempts: keybag.policy.failedAttempts, wait: nil) }
                 if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
+                let reserved = try countAttempt()
+                keybag = core.withLock { $0.keybag }
                 switch try Keybag.unlock(&keybag, passcode: current, deviceSecret: deviceSecret) {
                 case .wrongPasscode(let fingerprint):
-                    try recordFailure(fingerprint: fingerprint)
+                    try recordFailure(fingerprint: fingerprint, reserved: reserved)
                 case .unlocked(let keys):
                     try Keybag.rewrap(&keybag, keys: keys, newPasscode: new, deviceSecret: deviceSecret)
                 }
@@ -485,7 +502,7 @@ public final class LockStateManager: Sendable {
             }
             keybag.policy.recordSuccess()
             keybag.policy.erased = false
-            try keybag.save(in: directory, deviceSecret: deviceSecret)
+            try keybag.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
             let saved = keybag
             core.withLock { core in
                 core.keybag = saved

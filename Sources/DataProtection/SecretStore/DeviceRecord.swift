@@ -68,9 +68,10 @@ public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// Reads and updates a device's record. One process at a time holds a device (the
-/// mount lock); within it, every read-modify-write goes through `serial`, so a keybag
-/// save and a keychain commit never lose each other's update.
+/// Reads and updates a device's record. Every read-modify-write goes through `serial`
+/// within a process, so a keybag save and a keychain commit never lose each other's
+/// update, and holds the record's file lock across processes (RecordFileLock), so
+/// two copies of the device directory in use at once do not either.
 public enum DeviceRecordStore {
     private static let serial = Mutex<Void>(())
 
@@ -85,11 +86,13 @@ public enum DeviceRecordStore {
     public static func update(for deviceUUID: String, in location: SecretStoreLocation,
                               _ change: (inout DeviceRecord) throws -> Void) throws -> DeviceRecord {
         try serial.withLock { _ in
-            var record = try read(deviceUUID, location) ?? DeviceRecord()
-            let before = record
-            try change(&record)
-            if record != before { try write(record, deviceUUID, location) }
-            return record
+            try RecordFileLock.holding(RecordFileLock.path(of: deviceUUID, in: location), store: location, device: deviceUUID) {
+                var record = try read(deviceUUID, location) ?? DeviceRecord()
+                let before = record
+                try change(&record)
+                if record != before { try write(record, deviceUUID, location) }
+                return record
+            }
         }
     }
 

@@ -1,0 +1,38 @@
+// An exclusive flock(2) held for each read-modify-write of a device's record. The
+// mount lock is the device directory's, and every copy of that directory has its
+// own; the record is shared by all of them, so without this lock two processes
+// holding different copies could each read the same failure count and write it back
+// one higher, and attempts made at once would count as one.
+import Glibc
+
+enum RecordFileLock {
+    /// A file store's lock sits beside its record. A tpm2 store's NV index has no
+    /// directory, so its lock is under /run/lock when this process may create one
+    /// there; otherwise updates go unlocked and the TPM's own lockout bounds
+    /// attempts made at once.
+    static func path(of deviceUUID: String, in location: SecretStoreLocation) -> String? {
+        switch location {
+        case .file(let directory):
+            return directory + "/" + deviceUUID + ".lock"
+        case .tpm2:
+            return access("/run/lock", W_OK) == 0 ? "/run/lock/dpfs-" + deviceUUID + ".lock" : nil
+        }
+    }
+
+    static func holding<T>(_ path: String?, store: SecretStoreLocation, device: String, _ body: () throws -> T) throws -> T {
+        guard let path else { return try body() }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw DeviceRecordError.unreadable(store: store.description, device: device,
+                                               reason: "its lock file \(path) cannot be opened: \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw DeviceRecordError.unreadable(store: store.description, device: device,
+                                                   reason: "its lock file \(path) cannot be locked: \(String(cString: strerror(errno)))")
+            }
+        }
+        return try body()
+    }
+}
