@@ -6,6 +6,7 @@ import GRDB
 
 enum AppRegistry {
     static func register(_ app: Entitlements, plist: Data?, isSandboxApp: Bool, in db: Database) throws {
+        try checkApplicationGroups(of: app, in: db)
         let groups = String(decoding: try JSONEncoder().encode(app.accessGroups), as: UTF8.self)
         if isSandboxApp {
             try db.execute(sql: "UPDATE apps SET isSandboxApp = 0")
@@ -17,6 +18,25 @@ enum AppRegistry {
                 defaultDataProtection = excluded.defaultDataProtection,
                 isSandboxApp = max(isSandboxApp, excluded.isSandboxApp), entitlements = excluded.entitlements
             """, arguments: [app.bundleID, app.teamID, groups, app.defaultDataProtection?.name, isSandboxApp, plist])
+    }
+
+    /// An application group belongs to the team whose app first registered it, as
+    /// Apple's developer portal gives each group identifier to one team: an app of
+    /// another team naming it would reach that team's shared items.
+    private static func checkApplicationGroups(of app: Entitlements, in db: Database) throws {
+        let appGroups = Set(app.accessGroups.filter { $0.hasPrefix("group.") })
+        guard !appGroups.isEmpty else { return }
+        let rows = try Row.fetchAll(db, sql: "SELECT bundleID, teamID, accessGroups FROM apps WHERE bundleID != ? AND teamID != ?",
+                                    arguments: [app.bundleID, app.teamID])
+        for row in rows {
+            let json = String.fromDatabaseValue(row["accessGroups"]) ?? "[]"
+            let groups = (try? JSONDecoder().decode([String].self, from: Data(json.utf8))) ?? []
+            if let shared = groups.first(where: appGroups.contains) {
+                let owner = String.fromDatabaseValue(row["teamID"]) ?? "?"
+                let bundle = String.fromDatabaseValue(row["bundleID"]) ?? "?"
+                throw EntitlementsError("application group \(shared) belongs to team \(owner) (app \(bundle)), not \(app.teamID)")
+            }
+        }
     }
 
     /// The calling app; an app that was never registered holds no keychain

@@ -68,6 +68,11 @@ public struct Entitlements: Sendable, Equatable {
         for group in appGroups where !group.hasPrefix("group.") {
             throw EntitlementsError("application group \(group) does not start with group.")
         }
+        for group in appGroups where group.contains("*") {
+            // Apple grants application groups by exact name only; a wildcard here would
+            // reach every app group on the device.
+            throw EntitlementsError("application group \(group) is a wildcard; application groups are named exactly")
+        }
         var protection: ProtectionClass?
         if let value = plist["com.apple.developer.default-data-protection"] {
             guard let name = value as? String, let parsed = ProtectionClass(name: name) else {

@@ -34,11 +34,28 @@ import Testing
             entitlementsPlist(appID: "ABCDE12345.com.x", groups: ["OTHER12345.group"]),
             entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], protection: "NSFileProtectionSometimes"),
             entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], appGroups: ["com.x"]),
+            entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], appGroups: ["group.*"]),
+            entitlementsPlist(appID: "ABCDE12345.com.x", groups: [], appGroups: ["group.com.bank.*"]),
         ]
         for text in bad {
             #expect(throws: EntitlementsError.self) { try Entitlements(plist: Data(text.utf8)) }
         }
         let plist = entitlementsPlist(appID: "ABCDE12345.com.x", groups: [])
         #expect(throws: EntitlementsError.self) { try Entitlements(plist: Data(plist.utf8), bundleID: "com.y") }
+    }
+
+    @Test func anApplicationGroupBelongsToTheTeamThatRegisteredItFirst() throws {
+        let t = try TestDevice()
+        let bank = try t.registerApp(entitlementsPlist(appID: "AAAAAAAAAA.com.bank.app", groups: [],
+                                                       appGroups: ["group.com.bank.shared"]))
+        #expect(t.add(["service": "bank", "accessGroup": "group.com.bank.shared"], data: "BANK-TOKEN", app: bank).status == 0)
+        let intruder = entitlementsPlist(appID: "DDDDDDDDDD.com.evil.d", groups: [], appGroups: ["group.com.bank.shared"])
+        #expect(throws: EntitlementsError.self) { _ = try t.registerApp(intruder) }
+        #expect(t.find(["service": "bank", "accessGroup": "group.com.bank.shared"], app: "com.evil.d").status
+                    == SecStatus.missingEntitlement)
+        // The same team's other app shares it, as on iOS.
+        let widget = try t.registerApp(entitlementsPlist(appID: "AAAAAAAAAA.com.bank.widget", groups: [],
+                                                         appGroups: ["group.com.bank.shared"]))
+        #expect(t.secret(["service": "bank", "accessGroup": "group.com.bank.shared"], app: widget) == "BANK-TOKEN")
     }
 }
