@@ -32,8 +32,9 @@ public let kSecAccessControlOr = SecAccessControlCreateFlags.or
 public let kSecAccessControlAnd = SecAccessControlCreateFlags.and
 public let kSecAccessControlPrivateKeyUsage = SecAccessControlCreateFlags.privateKeyUsage
 
-/// An access control object, the value of kSecAttrAccessControl.
-public final class SecAccessControl: Sendable, CustomStringConvertible, Equatable {
+/// An access control object, the value of kSecAttrAccessControl. Hashable, as every
+/// CF object is on Apple's, so it can be stored as AnyHashable or in a Set.
+public final class SecAccessControl: Sendable, CustomStringConvertible, Hashable {
     /// The kSecAttrAccessible value it was made with ("ak", "cku", …).
     public let protection: String
     public let flags: SecAccessControlCreateFlags
@@ -49,6 +50,11 @@ public final class SecAccessControl: Sendable, CustomStringConvertible, Equatabl
 
     public static func == (lhs: SecAccessControl, rhs: SecAccessControl) -> Bool {
         lhs.protection == rhs.protection && lhs.flags == rhs.flags
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(protection)
+        hasher.combine(flags)
     }
 
     /// The store's accessibility name, or nil for a protection that is none of Apple's.

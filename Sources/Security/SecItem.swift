@@ -2,26 +2,31 @@
 // signatures. Each translates its dictionaries, sends one keychain request to the
 // daemon of the mount in DPFS_MOUNT as the app in DPFS_APP, and answers the store's
 // OSStatus. No semantics live here: the daemon's item store decides every outcome.
+// Each is @discardableResult, as Apple's C functions are when Swift imports them.
 import DPFSProtocol
 import Foundation
 
 /// Adds an item; with kSecReturnData/Attributes/PersistentRef, `result` receives it.
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     SecItemCall.run(.add, attributes, changes: nil, result: result)
 }
 
 /// Finds the first match (or every match with kSecMatchLimitAll) and returns what the
 /// kSecReturn keys ask for in `result`.
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     SecItemCall.run(.find, query, changes: nil, result: result)
 }
 
 /// Changes the attributes and/or data (kSecValueData) of every match.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     SecItemCall.run(.update, query, changes: attributesToUpdate, result: nil)
 }
 
 /// Removes every match.
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     SecItemCall.run(.delete, query, changes: nil, result: nil)
 }
@@ -44,8 +49,10 @@ enum SecItemCall {
         } catch {
             return errSecParam
         }
+        // Apple's securityd reads kSecValueData of a query only when adding: a wrapper
+        // that deletes with the dictionary it adds with must not fail for it.
         var request = KeychainRequest(
-            operation: operation, attributes: query.attributes, data: query.valueData,
+            operation: operation, attributes: query.attributes, data: operation == .add ? query.valueData : nil,
             updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
             limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
         request.authentication = query.authentication

@@ -58,8 +58,11 @@ struct SecItemQuery {
             case kSecAttrGeneric:
                 guard let bytes = value as? Data else { throw SecItemRefusal.param }
                 attributes["generic"] = bytes.hexString
-            case kSecAttrCreator, kSecAttrType:
-                attributes[key == kSecAttrCreator ? "creator" : "type"] = String(try Self.fourCharCode(value))
+            case kSecAttrCreator:
+                attributes["creator"] = String(try Self.fourCharCode(value))
+            case kSecAttrType where !(value is String):
+                // Apple spells kSecAttrKeyType with the same key, its values CFStrings.
+                attributes["type"] = String(try Self.fourCharCode(value))
             case kSecAttrIsInvisible, kSecAttrIsNegative:
                 attributes[key == kSecAttrIsInvisible ? "isInvisible" : "isNegative"] = try Self.bool(value) ? "yes" : "no"
             case kSecAttrAccessible:
@@ -105,7 +108,9 @@ struct SecItemQuery {
         }
         if let key = valueRef { KeyItemAttributes.identify(key, in: &attributes) }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
-        if returnRef && attributes["class"] != kSecClassKey { throw SecItemRefusal.param }
+        // A password has no ref object (Apple's SecItemCreateFromAttributeDictionary
+        // makes none for it): kSecReturnRef asks nothing more of the call.
+        if attributes["class"] != kSecClassKey { returnRef = false }
         if let accessControl {
             // The access control carries the accessibility: a kSecAttrAccessible beside
             // it must say the same (as an attribute dictionary read back and reused does).

@@ -196,7 +196,6 @@ final class SecItemTests: MountedDeviceTestCase {
             [kSecClass as String: genp, kSecReturnData as String: "yes"],
             [kSecClass as String: genp, kSecMatchLimit as String: "lots"],
             [kSecClass as String: genp, kSecMatchLimit as String: 0],
-            [kSecClass as String: genp, kSecReturnRef as String: true],
             [kSecClass as String: genp, kSecValuePersistentRef as String: Data("not a ref".utf8)],
         ]
         for query in badFinds {
@@ -234,6 +233,33 @@ final class SecItemTests: MountedDeviceTestCase {
         XCTAssertNotEqual(first, second)
         XCTAssertNotEqual(first, [UInt8](repeating: 0, count: 32))
         XCTAssertNil(kCFAllocatorDefault)
+        XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)
+            .map { AnyHashable($0) }, "an access control is Hashable, as a CF object is")
+    }
+
+    /// What wrappers send that Apple's keychain accepts: kSecValueData in a query (read
+    /// only by an add), kSecReturnRef of a password (it has no ref; nothing more is
+    /// returned), and calls whose status is not used.
+    func testWhatAppleAcceptsAndIgnores() throws {
+        var item = password(service: "ignored", account: "i")
+        item[kSecValueData as String] = Data("v".utf8)
+        SecItemDelete(item as CFDictionary)
+        XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
+        var find = item
+        find[kSecReturnData as String] = true
+        find[kSecReturnRef as String] = true
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(find as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(result as? Data, Data("v".utf8))
+        find[kSecReturnData as String] = nil
+        result = nil
+        XCTAssertEqual(SecItemCopyMatching(find as CFDictionary, &result), errSecSuccess, "kSecReturnRef alone")
+        XCTAssertNil(result)
+        let changes: [String: Any] = [kSecValueData as String: Data("w".utf8)]
+        XCTAssertEqual(SecItemUpdate(item as CFDictionary, changes as CFDictionary), errSecSuccess)
+        XCTAssertEqual(findData(password(service: "ignored", account: "i")).1, "w")
+        XCTAssertEqual(SecItemDelete(item as CFDictionary), errSecSuccess, "the query's data is not a match term")
+        XCTAssertEqual(findData(password(service: "ignored", account: "i")).0, errSecItemNotFound)
         XCTAssertEqual(errSecUserCanceled, -128)
         XCTAssertEqual(errSecNoSuchAttr, -25303)
     }
