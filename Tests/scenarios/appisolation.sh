@@ -81,6 +81,32 @@ check_fails "nor has planted a file in another app's container" test -e "$MNT/.c
 other=$(mktemp -d "$WORK/other.XXXXXX")
 "$DPFS" init "$other/device" --no-passcode --secret-store "file:$WORK/secrets2" --create >/dev/null
 mkdir "$other/mnt"
+
+# A mount point inside the device directory or the secret store's directory would be
+# shown in the view with them; one over the device directory covers it from its daemon.
+# mount_refused WHAT MESSAGE MOUNTPOINT [OPTION...]: mounting the second device there
+# fails with status 1 and MESSAGE and mounts nothing (a mount made anyway is taken down).
+mount_refused() {
+    local what=$1 message=$2 target=$3 resolved out status
+    shift 3
+    resolved=$(realpath "$target")
+    out=$("$DPFS" mount "$other/device" "$target" "$@" 2>&1)
+    status=$?
+    if grep -qs " $resolved fuse" /proc/mounts; then
+        "$DPFS" unmount "$resolved" >/dev/null 2>&1 || fusermount3 -uz "$resolved"
+        fail "$what" "mounted: $out"
+    elif [ "$status" = 1 ] && printf '%s' "$out" | grep -q -e "$message"; then pass "$what"
+    else fail "$what" "exit $status: $out"; fi
+}
+mkdir "$other/device/m" "$WORK/secrets2/m"
+mount_refused "a mount point inside the device directory is refused" "is inside the device directory" "$other/device/m"
+mount_refused "also by another spelling of it" "is inside the device directory" "$other/mnt/../device/m"
+ln -s "$other/device" "$WORK/device-link"
+mount_refused "or through a symbolic link" "is inside the device directory" "$WORK/device-link/m"
+mount_refused "a mount point inside the secret store's directory is refused" \
+    "is inside the secret store's directory" "$WORK/secrets2/m"
+mount_refused "a mount point over the device directory is refused" "holds the device directory" "$other" -o nonempty
+rmdir "$other/device/m" "$WORK/secrets2/m"
 "$DPFS" mount "$other/device" "$other/mnt" >/dev/null || fail "mount a second device"
 echo theirs > "$other/mnt/Documents/theirs.txt"
 expect_eq "another dpfs mount is empty in the view" "$(as_app ls -A "$other/mnt" | wc -l)" "0"

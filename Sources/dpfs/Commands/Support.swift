@@ -1,4 +1,4 @@
-// What the subcommands share: the one-line error type and passcode sources.
+// What the subcommands share: the one-line error type, passcode sources and paths.
 import DataProtection
 import Foundation
 
@@ -47,6 +47,18 @@ enum PasscodeSource {
 func absolutePath(_ path: String) -> String {
     let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
     return (absolute as NSString).standardizingPath
+}
+
+/// `path` with symbolic links, `.` and `..` resolved, or as given when it cannot be.
+func resolvedPath(_ path: String) -> String {
+    guard let pointer = realpath(path, nil) else { return path }
+    defer { free(pointer) }
+    return String(cString: pointer)
+}
+
+/// Whether `path` is `directory` or inside it, both resolved alike (resolvedPath).
+func isPath(_ path: String, within directory: String) -> Bool {
+    path == directory || path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
 }
 
 func printJSON<T: Encodable>(_ value: T) throws {
