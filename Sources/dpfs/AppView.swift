@@ -2,7 +2,9 @@
 // its own mount and PID namespaces and no capabilities, in which
 //  - the owner's control socket, the device directory, the file secret store and
 //    other dpfs mounts are empty directories, so the program can neither reach the
-//    device as its owner nor copy what is at rest;
+//    device as its owner nor copy what is at rest — also when one of them holds the
+//    caller's working directory (the program then starts in its container) or the
+//    mount (shown again on its own);
 //  - the mountpoint shows the app's own container only (another app's container,
 //    .containers/BUNDLE_ID of the mount, is bound over it; the sandbox's own app does
 //    not see .containers);
@@ -47,22 +49,33 @@ struct AppView {
     }
 
     /// bwrap's command line for `command`, writing the sandbox's PID 1 to `infoFD`.
-    func command(_ command: [String], infoFD: Int32, dpfsBinary: String) -> [String] {
+    func command(_ command: [String], infoFD: Int32, dpfsBinary: String, workingDirectory: String) -> [String] {
         var arguments = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
                          "--cap-drop", "ALL", "--die-with-parent", "--as-pid-1", "--info-fd", String(infoFD)]
-        for path in hiddenPaths() { arguments += ["--tmpfs", path] }
+        let hidden = hiddenPaths()
+        for path in hidden { arguments += ["--tmpfs", path] }
+        // bwrap takes a bind's source from the machine's own view, so what a hidden
+        // directory holds and the program needs comes back alone, the rest still hidden.
+        if Self.isInside(dpfsBinary, anyOf: hidden) { arguments += ["--ro-bind", dpfsBinary, dpfsBinary] }
         arguments += ["--bind", session.socket, session.socket]
         if session.isSandboxApp {
+            if Self.isInside(mount, anyOf: hidden) { arguments += ["--bind", mount, mount] }
             arguments += ["--tmpfs", "\(mount)/\(Self.containersDirectory)"]
         } else {
             arguments += ["--bind", container, mount]
+        }
+        // A working directory the view hides is no place to start (bwrap alone would
+        // start the program in the empty directory laid over it, or in HOME when that
+        // has no such path): the program starts in its container, as it would anywhere.
+        if Self.isInside(resolvedPath(workingDirectory), anyOf: hidden + ["\(mount)/\(Self.containersDirectory)"]) {
+            arguments += ["--chdir", mount]
         }
         arguments += ["--", dpfsBinary, "sandbox-init", "--"] + command
         return arguments
     }
 
-    /// What holds the device's secrets or another device's files, less anything the
-    /// program needs to reach (the mount, its working directory, dpfs itself).
+    /// What holds the device's secrets or another device's files, with symbolic links
+    /// resolved, as the working directory and the mount are when compared with them.
     private func hiddenPaths() -> [String] {
         var paths = [(session.socket as NSString).deletingLastPathComponent, session.status.deviceDirectory]
         if let store = session.status.secretStore, store.hasPrefix("file:") { paths.append(String(store.dropFirst(5))) }
@@ -70,10 +83,11 @@ struct AppView {
             var info = stat()
             if stat(entry.mountPoint, &info) == 0 { paths.append(entry.mountPoint) }  // a dead mount hides itself
         }
-        let needed = [mount, FileManager.default.currentDirectoryPath, Bundle.main.executablePath ?? ""]
-        return Array(Set(paths)).sorted().filter { path in
-            isDirectory(path) && !needed.contains { $0 == path || $0.hasPrefix(path + "/") }
-        }
+        return Array(Set(paths.filter(isDirectory).map(resolvedPath))).sorted()
+    }
+
+    private static func isInside(_ path: String, anyOf directories: [String]) -> Bool {
+        directories.contains { isPath(path, within: $0) }
     }
 
     private func isDirectory(_ path: String) -> Bool {

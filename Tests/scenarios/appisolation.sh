@@ -64,6 +64,14 @@ expect_eq "the owner's socket directory holds only the app's socket" \
     "$(as_app sh -c 'ls -A "$(dirname "$DPFS_CONTROL_SOCKET")" | grep -vc "\.app-"')" "0"
 expect_eq "the device directory is empty" "$(as_app ls -A "$DEV" | wc -l)" "0"
 expect_eq "the secret store is empty" "$(as_app ls -A "$SECRETS" | wc -l)" "0"
+# Also when the caller's working directory is inside them: the program starts in its
+# container instead, not in a directory the view lays an empty one over.
+expect_eq "the device directory is empty from a working directory inside it" \
+    "$(cd "$DEV/sandbox" && as_evil ls -A "$DEV" | wc -l)" "0"
+expect_eq "which the program does not start in" "$(cd "$DEV/sandbox" && as_evil pwd)" "$(realpath "$MNT")"
+expect_eq "the secret store is empty from a working directory inside it" \
+    "$(cd "$SECRETS" && as_evil ls -A "$SECRETS" | wc -l)" "0"
+expect_eq "nor is its secret file there as ." "$(cd "$SECRETS" && as_evil ls -A . | grep -c '\.secret$')" "0"
 check_fails "no root capability takes the view apart" as_app umount "$DEV"
 daemon=$(daemon_pid)
 check_fails "the daemon is not in its /proc" as_app test -e "/proc/$daemon"

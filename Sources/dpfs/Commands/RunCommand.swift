@@ -78,8 +78,9 @@ struct Run: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, nil, &blocked)
         let bwrap: pid_t
         do {
-            bwrap = try spawnReporting(view.command(command, infoFD: info[1], dpfsBinary: dpfs),
-                                       environment: environment, mask: blocked)
+            let arguments = view.command(command, infoFD: info[1], dpfsBinary: dpfs,
+                                         workingDirectory: FileManager.default.currentDirectoryPath)
+            bwrap = try spawnReporting(arguments, environment: environment, mask: blocked)
         } catch {
             close(info[1])
             throw error
@@ -96,12 +97,6 @@ struct Run: ParsableCommand {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)
         }
-    }
-
-    private func resolvedPath(_ path: String) -> String {
-        guard let pointer = realpath(path, nil) else { return path }
-        defer { free(pointer) }
-        return String(cString: pointer)
     }
 }
 
