@@ -45,8 +45,10 @@ struct SwiftTestRunner {
         let arguments = Array(command.prefix(split)) + ["--toolset", toolset] + command.dropFirst(split)
         let child: pid_t
         do {
+            // SwiftPM is the developer's tool, not the app: it keeps the caller's
+            // descriptors; the test bundle it starts through dpfs run gets none of them.
             child = try ChildProcess.spawn(arguments, environment: ProcessInfo.processInfo.environment,
-                                           signalMask: signals.previous)
+                                           signalMask: signals.previous, descriptors: .inherited)
         } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)

@@ -72,6 +72,20 @@ expect_eq "which the program does not start in" "$(cd "$DEV/sandbox" && as_evil 
 expect_eq "the secret store is empty from a working directory inside it" \
     "$(cd "$SECRETS" && as_evil ls -A "$SECRETS" | wc -l)" "0"
 expect_eq "nor is its secret file there as ." "$(cd "$SECRETS" && as_evil ls -A . | grep -c '\.secret$')" "0"
+# Descriptors the caller holds open do not reach the program: one of the mount's root
+# is the sandbox's app's container and .containers, one of the device directory its
+# keychain, seen from outside the view.
+# with_fd7 PATH COMMAND...: COMMAND with descriptor 7 open on PATH.
+with_fd7() { local path=$1; shift; "$@" 7<"$path"; }
+expect_eq "only standard input, output and error reach the program" \
+    "$( (exec 7<"$MNT" 8<"$DEV"; as_evil sh -c 'ls /proc/$$/fd' | tr '\n' ' ') )" "0 1 2 "
+check_fails "another app reads no document through an inherited descriptor" \
+    with_fd7 "$MNT" as_evil cat /proc/self/fd/7/Documents/private.txt
+with_fd7 "$MNT" as_evil sh -c 'echo planted > /proc/self/fd/7/Documents/planted.txt' 2>/dev/null
+check_fails "nor writes one there" test -e "$MNT/Documents/planted.txt"
+check_fails "nor lists other containers" with_fd7 "$MNT" as_evil ls /proc/self/fd/7/.containers
+check_fails "nor reads the keychain through one of the device directory" \
+    with_fd7 "$DEV" as_evil test -r /proc/self/fd/7/keychain.sqlite
 check_fails "no root capability takes the view apart" as_app umount "$DEV"
 daemon=$(daemon_pid)
 check_fails "the daemon is not in its /proc" as_app test -e "/proc/$daemon"

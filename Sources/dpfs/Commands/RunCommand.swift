@@ -2,7 +2,8 @@
 // makes Foundation's directories land in the iOS layout of the mount. The program is
 // only that app: its requests go to an app socket that acts as it alone, and in its
 // own view of the machine (AppView) the device's owner socket, the device directory
-// and other apps' containers are not there.
+// and other apps' containers are not there, nor is any descriptor its caller held
+// open but 0, 1 and 2 (ChildProcess.Descriptors).
 import ArgumentParser
 import DPFSProtocol
 import Foundation
@@ -16,7 +17,8 @@ struct Run: ParsableCommand {
             directories (as Foundation finds them) are the mount's, or another app's own \
             container with --app. It acts only as its app: it cannot name another app, \
             and runs in a view of its own (bubblewrap) without the device directory, the \
-            secret store, the device's control socket or other apps' containers. \
+            secret store, the device's control socket or other apps' containers, and \
+            of the caller's open descriptors it gets standard input, output and error only. \
             `swift test` is run as `dpfs test` runs it: built outside the device, only its \
             test bundle inside. dpfs run \
             exits with the program's status, or 128+N when a signal N ended it, and passes \
@@ -61,7 +63,8 @@ struct Run: ParsableCommand {
 
     private static func runDirectly(_ command: [String], environment: [String: String],
                                     signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
-        let child = try spawnReporting(command, environment: environment, mask: signals.previous)
+        let child = try spawnReporting(command, environment: environment, mask: signals.previous,
+                                       descriptors: .standard(passing: nil))
         return ChildSignals.forwardUntilExit(of: child, signals: signals.set)
     }
 
@@ -78,9 +81,10 @@ struct Run: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, nil, &blocked)
         let bwrap: pid_t
         do {
-            let arguments = view.command(command, infoFD: info[1], dpfsBinary: dpfs,
+            let arguments = view.command(command, infoFD: ChildProcess.passedDescriptor, dpfsBinary: dpfs,
                                          workingDirectory: FileManager.default.currentDirectoryPath)
-            bwrap = try spawnReporting(arguments, environment: environment, mask: blocked)
+            bwrap = try spawnReporting(arguments, environment: environment, mask: blocked,
+                                       descriptors: .standard(passing: info[1]))
         } catch {
             close(info[1])
             throw error
@@ -90,9 +94,10 @@ struct Run: ParsableCommand {
         return ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
     }
 
-    private static func spawnReporting(_ command: [String], environment: [String: String], mask: sigset_t) throws -> pid_t {
+    private static func spawnReporting(_ command: [String], environment: [String: String], mask: sigset_t,
+                                       descriptors: ChildProcess.Descriptors) throws -> pid_t {
         do {
-            return try ChildProcess.spawn(command, environment: environment, signalMask: mask)
+            return try ChildProcess.spawn(command, environment: environment, signalMask: mask, descriptors: descriptors)
         } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)

@@ -21,7 +21,9 @@ struct SandboxInit: ParsableCommand {
         for signal in ChildSignals.forwarded + [SIGCHLD] { sigdelset(&mask, signal) }
         let child: pid_t
         do {
-            child = try ChildProcess.spawn(command, environment: ProcessInfo.processInfo.environment, signalMask: mask)
+            // Whatever bwrap left open stays here: the program gets 0, 1 and 2 only.
+            child = try ChildProcess.spawn(command, environment: ProcessInfo.processInfo.environment, signalMask: mask,
+                                           descriptors: .standard(passing: nil))
         } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)
