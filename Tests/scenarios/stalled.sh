@@ -2,13 +2,16 @@
 # The lock never waits (docs/security.md, "Events never hold the lock"): an event subscriber that
 # stops reading (stopped with Ctrl-Z, paused in a debugger) fills its socket and its
 # queue and is then dropped; the lock, its grace expiry, restarts and unlocks never wait
-# for it. A subscriber that reads keeps every event meanwhile.
+# for it. A subscriber that reads keeps every event meanwhile. And lock, restart and
+# status come back, with one line naming it, when the daemon itself is stopped.
 source "$(dirname "$0")/lib.sh"
 
 stalled=""
 reader=""
+stopped_daemon=""
 scenario_cleanup() {
     local pid
+    [ -n "$stopped_daemon" ] && kill -CONT "$stopped_daemon" 2>/dev/null
     for pid in $stalled $reader; do
         kill "$pid" 2>/dev/null; kill -CONT "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
@@ -21,6 +24,7 @@ event_writers() { grep -lx dpfs-events /proc/"$1"/task/*/comm 2>/dev/null | wc -
 writers_are() { [ "$(event_writers "$daemon")" -eq "$1" ]; }
 lines_in() { [ "$(wc -l < "$1")" -ge "$2" ]; }
 state_is() { [ "$(state_of)" = "$1" ]; }
+has_line() { grep -q "$1" "$2" 2>/dev/null; }
 
 MOUNT_ARGS="--grace-period 1" setup_device
 unlock_device
@@ -86,4 +90,19 @@ unlock_device > /dev/null
 for _ in $(seq 50); do "$DPFS" restart "$MNT" > /dev/null; "$DPFS" unlock "$MNT" --passcode-file "$PASS" > /dev/null; done
 check "status, unlock and lock answer with a stopped subscriber" timeout 60 "$DPFS" lock "$MNT" --now
 expect_eq "locked" "$(state_of)" "locked"
+
+# The daemon stopped (Ctrl-Z in its terminal, a debugger): every touch of the mount
+# blocks until it resumes; the state commands give up after their 15 s deadline.
+unlock_device > /dev/null
+stopped_daemon=$daemon
+kill -STOP "$daemon"
+for command in "lock --now" restart status; do
+    # shellcheck disable=SC2086 # the command's words
+    status=0; timeout -s KILL 120 "$DPFS" $command "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
+    expect_eq "$command gives up on a stopped daemon with status 1" "$status" "1"
+    check "and says the daemon is stopped" has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
+done
+kill -CONT "$daemon"; stopped_daemon=""
+check "resumed, it locks" timeout 60 "$DPFS" lock "$MNT" --now
+expect_eq "locked after the resume" "$(state_of)" "locked"
 finish

@@ -11,7 +11,8 @@ struct Lock: ParsableCommand {
     @Flag(help: "Skip the grace period: wipe the keys now.") var now = false
 
     func run() throws {
-        let reply = try ControlClient(mountpoint: mountpoint).send(.lock(now: now))
+        let (mountpoint, now) = (mountpoint, now)
+        let reply = try DaemonDeadline.run(mountpoint) { try ControlClient(mountpoint: mountpoint).send(.lock(now: now)) }
         if let message = reply.message { print(message) }
     }
 }
@@ -35,7 +36,8 @@ struct Restart: ParsableCommand {
     @Argument(help: "The mountpoint.") var mountpoint: String
 
     func run() throws {
-        _ = try ControlClient(mountpoint: mountpoint).send(.restart)
+        let mountpoint = mountpoint
+        _ = try DaemonDeadline.run(mountpoint) { try ControlClient(mountpoint: mountpoint).send(.restart) }
     }
 }
 
@@ -53,7 +55,8 @@ struct Status: ParsableCommand {
     func run() throws {
         let status: DeviceStatus
         do {
-            guard let answered = try ControlClient(mountpoint: mountpoint).send(.status).status else {
+            let mountpoint = mountpoint
+            guard let answered = try DaemonDeadline.run(mountpoint, { try ControlClient(mountpoint: mountpoint).send(.status) }).status else {
                 throw CLIError("the daemon sent no status")
             }
             status = answered

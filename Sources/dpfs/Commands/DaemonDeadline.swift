@@ -1,0 +1,87 @@
+// lock, restart and status must come back even when the daemon cannot answer: one
+// stopped by a signal or a debugger blocks every touch of its mount (the CLI asks the
+// mount's root for its control socket) for as long as it stays stopped. The request
+// runs on a thread of its own and the command gives up after a deadline, naming the
+// daemon's state when it can read it. Exiting ends the blocked thread: a fatal signal
+// interrupts a FUSE request's wait.
+import CLinux
+import DataProtection
+import DPFSProtocol
+import Foundation
+import Synchronization
+
+enum DaemonDeadline {
+    static let seconds = 15.0
+
+    /// `request`'s result, or a CLIError once `seconds` pass without one.
+    static func run<T: Sendable>(_ mountpoint: String, _ request: @escaping @Sendable () throws -> T) throws -> T {
+        let outcome = Mutex<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let result = Result { try request() }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }.start()
+        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
+            throw CLIError(silence(of: mountpoint))
+        }
+        return try result.get()
+    }
+
+    private static func silence(of mountpoint: String) -> String {
+        let waited = "the dpfs daemon of \(mountpoint) did not answer within \(Int(seconds)) s"
+        guard let (pid, state) = DaemonProcess.find(mountpoint: lexicalPath(mountpoint)) else { return waited }
+        switch state {
+        case "T", "t":
+            return waited + ": its process (pid \(pid)) is stopped, by a signal or a debugger; `kill -CONT \(pid)` resumes it"
+        default:
+            return waited + " (its process, pid \(pid), is in state \(state))"
+        }
+    }
+}
+
+/// `path` made absolute, with "." and ".." taken out by their spelling alone: the
+/// usual ways (realpath, Foundation's standardizingPath) stat the path, which on the
+/// stopped mount blocks as the request did.
+private func lexicalPath(_ path: String) -> String {
+    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    var parts: [Substring] = []
+    for part in absolute.split(separator: "/") where part != "." {
+        if part == ".." { _ = parts.popLast() } else { parts.append(part) }
+    }
+    return "/" + parts.joined(separator: "/")
+}
+
+/// The daemon serving a mountpoint: the process holding its device's mount lock, as
+/// /proc/locks lists it. Nothing here reads another process's memory (its command
+/// line would): a process blocked on the stopped mount could hold that up too.
+enum DaemonProcess {
+    /// Its pid and /proc state letter (R, S, D, T…), or nil when it cannot be told.
+    static func find(mountpoint: String) -> (pid: Int32, state: String)? {
+        guard let entry = MountTable.topmost(at: mountpoint), entry.source.hasPrefix("dpfs:"),
+              let pid = lockHolder(of: DeviceDirectory(String(entry.source.dropFirst(5))).lockPath),
+              let state = state(of: pid) else { return nil }
+        return (pid, state)
+    }
+
+    /// The pid of the flock on `path`: /proc/locks names it by MAJ:MIN:INODE, in hex.
+    private static func lockHolder(of path: String) -> Int32? {
+        var info = stat()
+        guard stat(path, &info) == 0, let locks = FileManager.default.contents(atPath: "/proc/locks") else { return nil }
+        let file = String(format: "%02x:%02x:%lu", dpfs_major(info.st_dev), dpfs_minor(info.st_dev), UInt(info.st_ino))
+        for line in String(decoding: locks, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count > 5, fields[1] == "FLOCK", fields[5] == file { return Int32(fields[4]) }
+        }
+        return nil
+    }
+
+    /// The state letter after the command name in /proc/PID/stat.
+    private static func state(of pid: Int32) -> String? {
+        guard let stat = FileManager.default.contents(atPath: "/proc/\(pid)/stat"),
+              let text = String(data: stat, encoding: .utf8), let close = text.range(of: ") ", options: .backwards) else {
+            return nil
+        }
+        return text[close.upperBound...].first.map(String.init)
+    }
+}
