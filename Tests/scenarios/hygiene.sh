@@ -7,7 +7,14 @@
 source "$(dirname "$0")/lib.sh"
 SCAN="$(dirname "$0")/../tools/memscan.py"
 
+# A descriptor the caller of dpfs mount holds open does not live on in the daemon.
+mkdir "$WORK/caller-marker"
+exec 7< "$WORK/caller-marker"
 setup_device
+exec 7<&-
+if find /proc/"$(daemon_pid)"/fd -type l -printf '%l\n' 2>/dev/null | grep -q caller-marker; then
+    fail "the daemon holds none of its caller's descriptors"
+else pass "the daemon holds none of its caller's descriptors"; fi
 unlock_device
 D="$MNT/Documents"
 MARK="HYGIENE-$$-$RANDOM-PLAINTEXT"

@@ -125,14 +125,14 @@ struct Mount: ParsableCommand {
         let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
         var arguments = ["dpfs", "mount", directory.root, mountpoint, "--foreground",
-                         "--grace-period", String(gracePeriod), "--ready-fd", String(writeEnd)]
+                         "--grace-period", String(gracePeriod), "--ready-fd", String(DaemonSpawner.readyDescriptor)]
         for option in options { arguments += ["-o", option] }
         if let lockOn { arguments += ["--lock-on", lockOn] }
         arguments += ["--inactivity-reboot", String(inactivityReboot), "--log-level", logLevel]
         arguments += ["--user-inactive-period", String(userInactivePeriod)]
         let logPath = directory.root + "/daemon.log"
         Self.rotate(logPath)
-        let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath)
+        let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath, readyPipe: writeEnd)
         close(writeEnd)
         var reply = [UInt8]()
         var byte: UInt8 = 0
