@@ -30,6 +30,18 @@ extension LockStateManager {
         return record.failedAttempts
     }
 
+    /// The verdict of `attempt`, or its error after taking its reservation back: an
+    /// attempt that ends in an error (a TPM in dictionary-attack lockout, which judges
+    /// no passcode) was never judged, so it is no failure.
+    func tried(_ reserved: Int, _ attempt: () throws -> UnwrapResult) throws -> UnwrapResult {
+        do {
+            return try attempt()
+        } catch {
+            try? releaseReservation(reserved)
+            throw error
+        }
+    }
+
     /// The attempt was the last wrong passcode again, which counts once: its
     /// reservation is taken back unless another attempt counted since.
     func releaseReservation(_ reserved: Int) throws {

@@ -368,7 +368,7 @@ public final class LockStateManager: Sendable {
             let reserved = try countAttempt()
             let adopted = core.withLock { $0.keybag }
             var opened = adopted
-            switch try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) {
+            switch try tried(reserved, { try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) }) {
             case .wrongPasscode(let fingerprint):
                 try recordFailure(fingerprint: fingerprint, reserved: reserved)
             case .unlocked(let keys):
@@ -488,7 +488,7 @@ public final class LockStateManager: Sendable {
                 if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
                 let reserved = try countAttempt()
                 keybag = core.withLock { $0.keybag }
-                switch try Keybag.unlock(&keybag, passcode: current, deviceSecret: deviceSecret) {
+                switch try tried(reserved, { try Keybag.unlock(&keybag, passcode: current, deviceSecret: deviceSecret) }) {
                 case .wrongPasscode(let fingerprint):
                     try recordFailure(fingerprint: fingerprint, reserved: reserved)
                 case .unlocked(let keys):
