@@ -7,6 +7,8 @@
 # and nothing created; a restore onto a new device (new passcode, new keys) keeps the
 # files with their classes, modes and times and the migratable items, and not the
 # ThisDeviceOnly ones.
+# --to refuses what a rename would replace (a device node, FIFO, socket, directory, or
+# a link to one) and follows a link to a regular file.
 source "$(dirname "$0")/lib.sh"
 
 kc() { "$DPFS" keychain "$@"; }
@@ -223,6 +225,52 @@ check_error "an app cannot back up the device" "only the device's owner may expo
 # --- a backup written into the sandbox itself leaves itself out -----------------------------
 check "a backup into the sandbox itself ends" timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD"
 [ -s "$D/self.dpfsbackup" ] && pass "and is there" || fail "and is there"
+
+# --- --to: a regular file or a new name, nothing else ------------------------------------
+# The backup is renamed over its target, and a rename over a device node, FIFO or socket
+# would leave a regular file where it was: those, a directory, and a symbolic link to
+# any of them or to nothing are refused with one line before anything is written. A
+# link to a regular file is followed: that file is replaced, the link kept.
+TO="$WORK/targets"
+mkdir "$TO" "$TO/dir"
+mkfifo "$TO/fifo"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$TO/socket"
+ln -s fifo "$TO/to-fifo"
+ln -s dir "$TO/to-dir"
+ln -s missing "$TO/dangling"
+refused="fifo socket dir to-fifo to-dir dangling"
+# A character device of our own (the numbers of /dev/null), never a real one.
+if mknod -m 666 "$TO/char" c 1 3 2>/dev/null; then
+    ln -s char "$TO/to-char"
+    refused="char to-char $refused"
+else
+    log "mknod needs root: --to a character device is not checked"
+fi
+nodes() { find "$TO" -mindepth 1 -exec stat -c '%n %F %a %t:%T %i %s %Y' {} + | sort; }
+nodes_before=$(nodes)
+for name in $refused; do
+    out=$("$DPFS" backup "$MNT" --to "$TO/$name" --password-file "$PASSWORD" 2>&1)
+    status=$?
+    if [ "$status" -ne 0 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] \
+        && printf '%s' "$out" | grep -q "not a regular file or a new name"; then
+        pass "--to $name is refused with one line"
+    else
+        fail "--to $name is refused with one line" "exit $status: $out"
+    fi
+done
+expect_eq "the refused targets are as they were, nothing beside them" "$(nodes)" "$nodes_before"
+printf 'an older file\n' > "$TO/regular"
+ln -s regular "$TO/to-regular"
+check "--to a link to a regular file" "$DPFS" backup "$MNT" --to "$TO/to-regular" --password-file "$PASSWORD"
+expect_eq "the link is kept" "$(stat -c %F "$TO/to-regular") -> $(readlink "$TO/to-regular")" "symbolic link -> regular"
+expect_eq "the file it names is the backup" "$(stat -c %a "$TO/regular") $(head -c 8 "$TO/regular")" "600 DPFSBKUP"
+# A relative link resolves from its own directory, whatever the working directory holds.
+mkdir -p "$WORK/elsewhere/dir"
+check "--to a new name through a linked directory" \
+    sh -c "cd '$WORK/elsewhere' && '$DPFS' backup '$MNT' --to '$TO/to-dir/new.dpfsbackup' --password-file '$PASSWORD'"
+[ -s "$TO/dir/new.dpfsbackup" ] && [ -z "$(ls -A "$WORK/elsewhere/dir")" ] \
+    && pass "it is written where the link leads, not in the working directory's dir" \
+    || fail "it is written where the link leads, not in the working directory's dir" "$(ls -A "$TO/dir" "$WORK/elsewhere/dir")"
 
 # --- an interrupted restore leaves nothing ------------------------------------------------
 # Stopped once its temporary mount is up, sent SIGTERM, let go: it stops at its next

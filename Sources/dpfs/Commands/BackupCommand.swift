@@ -2,7 +2,7 @@
 // leave the device (from the daemon) into one file sealed under a backup password
 // (Backup module; dpfs(5), "Backup file"). The device must be unlocked, as for an iOS
 // backup. The file appears whole or not at all: written beside its target, synced,
-// then renamed over it.
+// then renamed over it (BackupTarget says what the target may be).
 import ArgumentParser
 import Backup
 import DataProtection
@@ -20,6 +20,7 @@ struct BackupCommand: ParsableCommand {
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
 
     func run() throws {
+        let target = try BackupTarget.resolve(to)
         let root = absolutePath(mountpoint)
         let client = try ControlClient(mountpoint: root)
         guard let status = try client.send(.status).status else { throw CLIError("the daemon sent no status") }
@@ -29,7 +30,6 @@ struct BackupCommand: ParsableCommand {
         }
         let password = try BackupPassword.read(file: passwordFile, confirm: true)
         Interruption.catchSignals()
-        let target = absolutePath(to)
         let output = try TemporaryOutput(beside: target)
         do {
             let counts = try write(into: output.fd, password: password, root: root, client: client, status: status)
@@ -107,6 +107,7 @@ final class TemporaryOutput {
     let fd: Int32
     let path: String
     let target: String
+    private var isOpen = true
 
     init(beside target: String) throws {
         self.target = target
@@ -120,18 +121,22 @@ final class TemporaryOutput {
     }
 
     /// The file is synced already (SealingStream.finish); rename, then sync the directory.
+    /// On failure the caller discards it.
     func commit() throws {
-        close(fd)
-        guard rename(path, target) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(path)
-            throw CLIError("cannot write \(target): \(reason)")
-        }
+        closeOnce()
+        try BackupTarget.checkUnchanged(target)
+        guard rename(path, target) == 0 else { throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))") }
         try? AtomicFile.syncDirectory(of: target)
     }
 
     func discard() {
-        close(fd)
+        closeOnce()
         unlink(path)
+    }
+
+    /// A second close could close a descriptor opened since under the same number.
+    private func closeOnce() {
+        if isOpen { close(fd) }
+        isOpen = false
     }
 }
