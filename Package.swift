@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),
-        .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection"]),
+        .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection", "DPFSProtocol", "CLinux"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "dpfs"]),

@@ -4,7 +4,7 @@
 // further name of a hard-linked file as a link to the first, and each file's bytes
 // read through the mount. tmp/ and Library/Caches/ keep their directory but not their
 // contents, as in an iOS backup. Other node types (FIFOs, sockets, devices) are counted
-// and left out.
+// and left out, and so are entries removed while the backup runs.
 import DataProtection
 import DPFSProtocol
 import CLinux
@@ -30,6 +30,9 @@ public final class SandboxArchiver {
     public private(set) var records = 0
     public private(set) var files = 0
     public private(set) var skipped = 0
+    /// Files, directories and links removed while the backup ran, between the listing
+    /// of their directory and their own reading: left out, as files removed before it.
+    public private(set) var vanished = 0
     /// Called after each piece and file; what it throws (an interruption) ends the archive.
     public var progress: (() throws -> Void)?
 
@@ -47,44 +50,61 @@ public final class SandboxArchiver {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(operation: "open", path: root, code: errno) }
         defer { close(fd) }
-        try directory([], fd: fd)
+        guard try directory([], fd: fd) else { throw Failure(operation: "read", path: root, code: ENOENT) }
     }
 
     private func display(_ path: [UInt8]) -> String { root + "/" + String(decoding: path, as: UTF8.self) }
 
-    private func directory(_ path: [UInt8], fd: Int32) throws {
+    /// Writes the directory open at `fd` and its tree; false when it was removed before
+    /// its record was written (then nothing of it is).
+    private func directory(_ path: [UInt8], fd: Int32) throws -> Bool {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Failure(operation: "stat", path: display(path), code: errno) }
-        try write(.directory, path, info, protection: try protection(fd, path))
-        if SandboxPath.contentsExcluded.contains(path) { return }
+        guard let protection = try protection(fd, path) else { return false }
+        try write(.directory, path, info, protection: protection)
+        if SandboxPath.contentsExcluded.contains(path) { return true }
         for name in try names(in: fd, path) {
-            let child = SandboxPath.join(path, name)
-            var childInfo = stat()
-            guard name.withCString({ fstatat(fd, $0, &childInfo, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-                throw Failure(operation: "stat", path: display(child), code: errno)
+            if try !child(name, in: fd, path) { vanished += 1 }
+        }
+        return true
+    }
+
+    /// Writes one entry of a directory; false when it was removed (ENOENT) since the
+    /// directory was listed, before anything of it was written: it is left out, as if
+    /// removed before the backup began. A file's name is recorded as the first of its
+    /// inode only once its record is written, so that no link points at a vanished name.
+    private func child(_ name: [UInt8], in fd: Int32, _ parent: [UInt8]) throws -> Bool {
+        let path = SandboxPath.join(parent, name)
+        var info = stat()
+        guard name.withCString({ fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            if errno == ENOENT { return false }
+            throw Failure(operation: "stat", path: display(path), code: errno)
+        }
+        if let output, output.device == UInt64(info.st_dev), output.inode == UInt64(info.st_ino) { return true }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR:
+            let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            guard childFD >= 0 else {
+                if errno == ENOENT { return false }
+                throw Failure(operation: "open", path: display(path), code: errno)
             }
-            if let output, output.device == UInt64(childInfo.st_dev), output.inode == UInt64(childInfo.st_ino) { continue }
-            switch childInfo.st_mode & S_IFMT {
-            case S_IFDIR:
-                let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-                guard childFD >= 0 else { throw Failure(operation: "open", path: display(child), code: errno) }
-                defer { close(childFD) }
-                try directory(child, fd: childFD)
-            case S_IFREG:
-                if childInfo.st_nlink > 1 {
-                    if let first = firstNames[UInt64(childInfo.st_ino)] {
-                        try stream.writeRecord(BackupRecord(.hardLink, ["path": child, "target": first]))
-                        records += 1
-                        continue
-                    }
-                    firstNames[UInt64(childInfo.st_ino)] = child
-                }
-                try file(child, name: name, in: fd, childInfo)
-            case S_IFLNK:
-                try symlink(child, name: name, in: fd, childInfo)
-            default:
-                skipped += 1
+            defer { close(childFD) }
+            return try directory(path, fd: childFD)
+        case S_IFREG:
+            let inode = UInt64(info.st_ino)
+            if info.st_nlink > 1, let first = firstNames[inode] {
+                try stream.writeRecord(BackupRecord(.hardLink, ["path": path, "target": first]))
+                records += 1
+                return true
             }
+            guard try file(path, name: name, in: fd, info) else { return false }
+            if info.st_nlink > 1 { firstNames[inode] = path }
+            return true
+        case S_IFLNK:
+            return try symlink(path, name: name, in: fd, info)
+        default:
+            skipped += 1
+            return true
         }
     }
 
@@ -100,7 +120,9 @@ public final class SandboxArchiver {
         while true {
             errno = 0
             guard let entry = readdir(stream) else {
-                if errno != 0 { throw Failure(operation: "readdir", path: display(path), code: errno) }
+                // A directory removed since it was opened lists nothing (ENOENT): its
+                // record is written already, and it ends up empty in the backup.
+                if errno != 0 && errno != ENOENT { throw Failure(operation: "readdir", path: display(path), code: errno) }
                 break
             }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
@@ -110,10 +132,14 @@ public final class SandboxArchiver {
         return names.sorted { $0.lexicographicallyPrecedes($1) }
     }
 
-    private func protection(_ fd: Int32, _ path: [UInt8]) throws -> [UInt8] {
+    /// The class of the node open at `fd`; nil when the node was removed (ENOENT).
+    private func protection(_ fd: Int32, _ path: [UInt8]) throws -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 64)
         let n = fgetxattr(fd, MountAttributes.protection, &buffer, buffer.count)
-        guard n > 0 else { throw Failure(operation: "read the protection class of", path: display(path), code: errno) }
+        guard n > 0 else {
+            if n < 0 && errno == ENOENT { return nil }
+            throw Failure(operation: "read the protection class of", path: display(path), code: errno)
+        }
         return Array(buffer[0..<n])
     }
 
@@ -129,11 +155,16 @@ public final class SandboxArchiver {
         records += 1
     }
 
-    private func file(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {
+    /// Writes a file's record and content; false when it was removed before its record.
+    private func file(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws -> Bool {
         let fd = name.withCString { openat(directory, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard fd >= 0 else { throw Failure(operation: "open", path: display(path), code: errno) }
+        guard fd >= 0 else {
+            if errno == ENOENT { return false }
+            throw Failure(operation: "open", path: display(path), code: errno)
+        }
         defer { close(fd) }
-        try write(.file, path, info, protection: try protection(fd, path))
+        guard let protection = try protection(fd, path) else { return false }
+        try write(.file, path, info, protection: protection)
         let buffer = scratch.mutableBytes
         while true {
             let n = read(fd, buffer.start, buffer.count)
@@ -146,13 +177,17 @@ public final class SandboxArchiver {
         try stream.endContent()
         files += 1
         try progress?()
+        return true
     }
 
-    private func symlink(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws {
+    /// Writes a link's record; false when it was removed before it could be read.
+    private func symlink(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws -> Bool {
         var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = name.withCString { readlinkat(directory, $0, &target, target.count) }
+        if n < 0 && errno == ENOENT { return false }
         guard n >= 0, n < target.count else { throw Failure(operation: "readlink", path: display(path), code: n < 0 ? errno : ENAMETOOLONG) }
         try write(.symlink, path, info, protection: nil, extra: ["target": Array(target[0..<n])])
+        return true
     }
 }
 

@@ -88,6 +88,10 @@ struct BackupCommand: ParsableCommand {
         if archiver.skipped > 0 {
             FileHandle.standardError.write(Data("note: \(archiver.skipped) FIFOs, sockets or device nodes were left out\n".utf8))
         }
+        if archiver.vanished > 0 {
+            let note = "note: \(archiver.vanished) files, directories or links removed during the backup were left out\n"
+            FileHandle.standardError.write(Data(note.utf8))
+        }
         return (archiver.files, items)
     }
 
