@@ -9,6 +9,7 @@
 # ThisDeviceOnly ones.
 # --to refuses what a rename would replace (a device node, FIFO, socket, directory, or
 # a link to one) and follows a link to a regular file.
+# A restore into an empty mount point makes the device there; interrupted, leaves it empty.
 source "$(dirname "$0")/lib.sh"
 
 kc() { "$DPFS" keychain "$@"; }
@@ -22,10 +23,19 @@ printf 'correct horse battery staple\n' > "$PASSWORD"
 printf '5678\n' > "$PASS2"
 chmod 600 "$PASSWORD" "$PASS2"
 
+MOUNTPOINT="$WORK/mountpoint"
 scenario_cleanup() {
     if grep -qs " $MNT2 fuse" /proc/mounts; then
         "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
     fi
+    # After the device on it is unmounted: the tmpfs the mount point checks mount.
+    if grep -qs " $MOUNTPOINT tmpfs" /proc/mounts; then umount "$MOUNTPOINT" 2>/dev/null || umount -l "$MOUNTPOINT"; fi
+}
+
+# mount_tmpfs: an empty filesystem on $MOUNTPOINT, as one mounted for a device (mode
+# 1777, a tmpfs's own); fails where mounting needs the root this is not.
+mount_tmpfs() {
+    mkdir -p "$MOUNTPOINT" && mount -t tmpfs -o size=128m,mode=1777 dpfs-backup-test "$MOUNTPOINT" 2>/dev/null
 }
 
 # restore_refused WHAT BACKUP_FILE MESSAGE: restore fails with one line naming MESSAGE,
@@ -216,6 +226,24 @@ check_error "restored WhenUnlocked item is refused while locked" "errSecInteract
     kc find "$MNT2" --service MARKERSERVICEp3
 check "unmount the restored device" "$DPFS" unmount "$MNT2"
 
+# --- a restore into an empty mount point --------------------------------------------------
+# A filesystem mounted for the device, as init takes one: no rename can replace a mount
+# point, so the device is made inside it and moved up, the keybag last.
+if mount_tmpfs; then
+    check "restore into an empty mount point" "$DPFS" restore "$MOUNTPOINT" --from "$BACKUP" \
+        --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
+    grep -qs " $MOUNTPOINT tmpfs" /proc/mounts && pass "the mount point is still mounted" || fail "the mount point is still mounted"
+    expect_eq "it has a device directory's mode and no hidden build directory" \
+        "$(stat -c %a "$MOUNTPOINT") $(ls -A "$MOUNTPOINT" | grep -c '^\.')" "700 0"
+    check "the device there mounts" "$DPFS" mount "$MOUNTPOINT" "$MNT2"
+    check "and unlocks with the new passcode" "$DPFS" unlock "$MNT2" --passcode-file "$PASS2"
+    expect_eq "and holds the backup's files" "$(cat "$MNT2/Documents/complete.txt")" "content of a complete file"
+    check "unmount it" "$DPFS" unmount "$MNT2"
+    umount "$MOUNTPOINT"
+else
+    log "mounting a tmpfs needs root: the restore into a mount point is not checked"
+fi
+
 # --- an app (a program under dpfs run) may not export the device's keychain ----------
 check_error "an app cannot back up the device" "only the device's owner may export" \
     sh -c "'$DPFS' run '$MNT' -- '$DPFS' backup '$MNT' --to '$MNT/Documents/app.dpfsbackup' < '$PASSWORD'"
@@ -293,5 +321,23 @@ if within 60 grep -q "\.interrupted\.restore-" /proc/mounts; then
 else
     wait "$restore_pid"
     fail "the restore's temporary mount appears" "$(cat "$WORK/interrupted.err")"
+fi
+# Into a mount point, the half-made device is inside it: it goes, the mount point stays.
+if mount_tmpfs; then
+    "$DPFS" restore "$MOUNTPOINT" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \
+        --passcode-file "$PASS2" --secret-store "file:$SECRETS" >/dev/null 2>"$WORK/interrupted.err" &
+    restore_pid=$!
+    if within 60 grep -q "$MOUNTPOINT/\.restore-" /proc/mounts; then
+        kill -STOP "$restore_pid"; kill -TERM "$restore_pid"; kill -CONT "$restore_pid"
+        wait "$restore_pid"; status=$?
+        [ "$status" -ne 0 ] && [ -z "$(ls -A "$MOUNTPOINT")" ] && ! grep -q "$MOUNTPOINT/\.restore-" /proc/mounts \
+            && [ "$(ls "$SECRETS" | wc -l)" = "$secrets_before" ] \
+            && pass "an interrupted restore into a mount point leaves it empty" \
+            || fail "an interrupted restore into a mount point leaves it empty" "exit $status: $(ls -A "$MOUNTPOINT")"
+    else
+        wait "$restore_pid"
+        fail "the restore's temporary mount appears" "$(cat "$WORK/interrupted.err")"
+    fi
+    umount "$MOUNTPOINT"
 fi
 finish
