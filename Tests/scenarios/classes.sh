@@ -100,4 +100,18 @@ expect_eq "letter alias canonicalised" "$("$DPFS" protection get "$D/none.txt")"
 check_error "invalid class → EINVAL" "Invalid argument" setfattr -n user.dpfs.protection -v bogus "$D/none.txt"
 expect_eq "invalid class changes nothing" "$("$DPFS" protection get "$D/none.txt")" "untilFirstAuth"
 check_fails "dpfs protection set rejects an unknown class" "$DPFS" protection set bogus "$D/none.txt"
+
+# A name is bytes, not text: dpfs protection takes each path as the bytes it was given,
+# and prints them back as they are, so names that show alike stay apart.
+BAD="$D/bad"$'\xff\xfe'"name"
+BAD2="$D/bad"$'\xfe\xff'"name"
+printf 'bytes\n' > "$BAD"
+printf 'bytes\n' > "$BAD2"
+check "protection set on a name that is not UTF-8" "$DPFS" protection set complete "$BAD"
+check "and on a second that shows alike" "$DPFS" protection set none "$BAD2"
+expect_eq "protection get on a name that is not UTF-8" "$("$DPFS" protection get "$BAD")" "complete"
+expect_eq "setfattr's view agrees" "$(getfattr --only-values -n user.dpfs.protection "$BAD")" "complete"
+expect_eq "each of two names that show alike, by its own bytes" "$("$DPFS" protection get "$BAD" -- "$BAD2")" \
+    "$BAD: complete
+$BAD2: none"
 finish

@@ -1,5 +1,6 @@
 // dpfs protection get|set: the class of files and directories, through the same
-// extended attribute ordinary tools use.
+// extended attribute ordinary tools use. Paths are used as the bytes they were given
+// (RawArguments), for a name need not be UTF-8.
 import ArgumentParser
 import CLinux
 import DataProtection
@@ -18,19 +19,21 @@ struct Protection: ParsableCommand {
         func run() throws {
             var failed = false
             let mounts = Protection.dpfsDevices()
-            for path in paths {
+            for path in RawArguments.paths(paths) {
                 if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
                 var buffer = [UInt8](repeating: 0, count: 64)
-                let n = getxattr(path, MountAttributes.protection, &buffer, buffer.count)
+                let n = getxattr(path.bytes, MountAttributes.protection, &buffer, buffer.count)
                 if n < 0 {
                     failed = true
                     let reason = errno == ENODATA || errno == ENOTSUP ? "has no protection class (not in a dpfs mount?)"
                                                                       : String(cString: strerror(errno))
-                    FileHandle.standardError.write(Data("Error: \(path): \(reason)\n".utf8))
+                    FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
                     continue
                 }
-                let name = String(decoding: buffer[0..<n], as: UTF8.self)
-                print(paths.count == 1 ? name : "\(path): \(name)")
+                // Before the class, the path's own bytes: two names that show alike are
+                // still two names to a script.
+                let line = (paths.count == 1 ? [] : path.unterminated + Array(": ".utf8)) + buffer[0..<n] + [UInt8(ascii: "\n")]
+                FileHandle.standardOutput.write(Data(line))
             }
             if failed { throw ExitCode.failure }
         }
@@ -48,14 +51,14 @@ struct Protection: ParsableCommand {
             }
             var failed = false
             let mounts = Protection.dpfsDevices()
-            for path in paths {
+            for path in RawArguments.paths(paths) {
                 if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
-                let rc = name.withCString { setxattr(path, MountAttributes.protection, $0, strlen($0), 0) }
+                let rc = name.withCString { setxattr(path.bytes, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
                 failed = true
                 let reason = errno == EPERM ? "the key of its class or of the new class is not available (device locked?)"
                                             : String(cString: strerror(errno))
-                FileHandle.standardError.write(Data("Error: \(path): \(reason)\n".utf8))
+                FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
             }
             if failed { throw ExitCode.failure }
         }
@@ -70,11 +73,11 @@ struct Protection: ParsableCommand {
     /// Refuses `path`, saying so on stderr, if it is not a node of a dpfs mount (its
     /// device is none of `dpfsDevices`): the attribute would be written on a plain file
     /// and protect nothing. False when it is, or cannot be looked at (the call then says why).
-    static func refuseOutsideMount(_ path: String, dpfsDevices: Swift.Set<String>) -> Bool {
+    static func refuseOutsideMount(_ path: RawPath, dpfsDevices: Swift.Set<String>) -> Bool {
         var st = stat()
-        guard stat(path, &st) == 0 else { return false }
+        guard stat(path.bytes, &st) == 0 else { return false }
         if dpfsDevices.contains("\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))") { return false }
-        FileHandle.standardError.write(Data("Error: \(path): not in a dpfs mount\n".utf8))
+        FileHandle.standardError.write(Data("Error: \(path.display): not in a dpfs mount\n".utf8))
         return true
     }
 }
