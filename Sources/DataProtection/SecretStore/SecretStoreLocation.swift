@@ -34,7 +34,7 @@ public enum SecretStoreLocation: Sendable, Equatable, CustomStringConvertible {
         if text.hasPrefix("file:") {
             let directory = String(text.dropFirst(5))
             guard directory.hasPrefix("/") else { throw .relative(directory) }
-            self = .file(directory: (directory as NSString).standardizingPath)
+            self = .file(directory: AbsolutePath.of(directory))
             return
         }
         if text == "tpm2" {

@@ -6,8 +6,7 @@ public struct DeviceDirectory: Sendable {
     public let root: String
 
     public init(_ path: String) {
-        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        self.root = (absolute as NSString).standardizingPath
+        self.root = AbsolutePath.of(path)
     }
 
     public var keybagPath: String { root + "/keybag.json" }

@@ -45,8 +45,7 @@ enum PasscodeSource {
 }
 
 func absolutePath(_ path: String) -> String {
-    let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-    return (absolute as NSString).standardizingPath
+    AbsolutePath.of(path)
 }
 
 /// `path` with symbolic links, `.` and `..` resolved, or as given when it cannot be.
