@@ -23,6 +23,10 @@ public typealias FourCharCode = UInt32
 public typealias CFAllocator = AnyObject
 public var kCFAllocatorDefault: CFAllocator? { nil }
 
+/// The Info.plist key keychain wrappers read their default service from
+/// (`Bundle.main.infoDictionary?[kCFBundleIdentifierKey as String]`).
+public let kCFBundleIdentifierKey: CFString = "CFBundleIdentifier"
+
 /// Implicitly unwrapped, as Apple declares them, so `kCFBooleanTrue!` compiles too.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)

@@ -233,6 +233,7 @@ final class SecItemTests: MountedDeviceTestCase {
         XCTAssertNotEqual(first, second)
         XCTAssertNotEqual(first, [UInt8](repeating: 0, count: 32))
         XCTAssertNil(kCFAllocatorDefault)
+        XCTAssertEqual(kCFBundleIdentifierKey as String, "CFBundleIdentifier")
         XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)
             .map { AnyHashable($0) }, "an access control is Hashable, as a CF object is")
     }
