@@ -88,6 +88,15 @@ final class AttemptCountTests: XCTestCase {
         XCTAssertEqual(try device.boot().status().failedAttempts, 0)
     }
 
+    func testTheRightPasscodeThroughAnotherCopyClearsItsAdoptedCount() throws {
+        let device = try TestDevice()
+        let managers = try bootCopies(device, 2, delayScale: 0)
+        for guess in ["1", "2"] { XCTAssertThrowsError(try managers[0].unlock(passcode: TestDevice.secret(guess))) }
+        XCTAssertNoThrow(try managers[1].unlock(passcode: TestDevice.secret("1234")))
+        XCTAssertEqual(managers[1].status().failedAttempts, 0, "the count it took from the record is cleared")
+        XCTAssertEqual(try XCTUnwrap(try managers[1].deviceRecord()).failedAttempts, 0)
+    }
+
     func testARepeatedWrongPasscodeCountsOnce() throws {
         let device = try TestDevice()
         let manager = try device.boot()

@@ -375,9 +375,9 @@ public final class LockStateManager: Sendable {
                 var policy = adopted.policy
                 policy.recordSuccess()
                 var saved = opened
+                saved.policy = policy
                 // A class key the unlock added (Keybag.addedClasses) is saved with it.
                 if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
-                    saved.policy = policy
                     try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
                 } else {
                     try clearReservation()
