@@ -28,9 +28,7 @@ enum BackupTarget {
         return String(cString: real)
     }
 
-    /// A new name in its directory, resolved by realpath(3): NSString's standardizingPath
-    /// (absolutePath) resolves a relative link against the working directory, not the
-    /// link's own, and could name another directory.
+    /// A new name in its directory, the directory resolved by realpath(3).
     private static func newName(_ path: String) throws -> String {
         let name = (path as NSString).lastPathComponent
         let parent = path.contains("/") ? String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]) : "."
