@@ -13,22 +13,23 @@ import Glibc
 final class PostgresConnection {
     private let pq: UnsafePointer<dpfs_libpq>
     private let connection: OpaquePointer
+    private let server: ConnectionString
 
-    /// Connects to `url` (a postgresql:// URL or a libpq connection string), giving up
-    /// after `timeout` seconds.
-    init(url: String, timeout: Int = 3) throws {
-        guard let pq = dpfs_libpq() else {
-            throw SyncError("keychain sync needs libpq (Debian's libpq5): \(String(cString: dpfs_libpq_error()))")
-        }
+    /// Connects to `server`, giving up after `timeout` seconds.
+    init(server: ConnectionString, timeout: Int = 3) throws {
+        let pq = try ConnectionString.libpq()
         self.pq = pq
-        let keywords = ["dbname", "connect_timeout", "application_name"]
-        let values = [url, String(timeout), "dpfs-sync"]
-        let made = Self.withCStrings(keywords) { keys in
-            Self.withCStrings(values) { vals in pq.pointee.connectdbParams(keys, vals, 1) }
+        self.server = server
+        // The parsed options, not the string: libpq reads no string a second time, and
+        // the deadline and name given here win over any in the string.
+        let settings = server.options.map { ($0.keyword, $0.value) }
+            + [("connect_timeout", String(timeout)), ("application_name", "dpfs-sync")]
+        let made = Self.withCStrings(settings.map(\.0)) { keys in
+            Self.withCStrings(settings.map(\.1)) { values in pq.pointee.connectdbParams(keys, values, 0) }
         }
         guard let made else { throw SyncError("cannot reach the sync server: out of memory") }
         guard pq.pointee.status(made) == CONNECTION_OK else {
-            let message = Self.oneLine(pq.pointee.errorMessage(made))
+            let message = server.redacting(Self.oneLine(pq.pointee.errorMessage(made)))
             pq.pointee.finish(made)
             throw SyncError.unreachable(message)
         }
@@ -49,16 +50,21 @@ final class PostgresConnection {
         let result = Self.withOptionalCStrings(texts) { values in
             pq.pointee.execParams(connection, sql, Int32(texts.count), nil, values, nil, nil, 0)
         }
-        guard let result else { throw SyncError.unreachable(Self.oneLine(pq.pointee.errorMessage(connection))) }
+        guard let result else { throw unreachable() }
         let status = pq.pointee.resultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = Self.oneLine(pq.pointee.resultErrorMessage(result))
+            let message = server.redacting(Self.oneLine(pq.pointee.resultErrorMessage(result)))
             let state = pq.pointee.resultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             pq.pointee.clear(result)
             if isBroken { throw SyncError.unreachable(message) }
             throw SyncError.server(message, state: state)
         }
         return PostgresRows(result, pq)
+    }
+
+    /// libpq's last word on the connection, as an unreachable server.
+    private func unreachable() -> SyncError {
+        SyncError.unreachable(server.redacting(Self.oneLine(pq.pointee.errorMessage(connection))))
     }
 
     /// Runs `body` in one transaction, rolled back if it throws.
@@ -76,9 +82,7 @@ final class PostgresConnection {
 
     /// The channels of the notifications that arrived, reading what the socket holds.
     func takeNotifications() throws -> [String] {
-        guard pq.pointee.consumeInput(connection) == 1 else {
-            throw SyncError.unreachable(Self.oneLine(pq.pointee.errorMessage(connection)))
-        }
+        guard pq.pointee.consumeInput(connection) == 1 else { throw unreachable() }
         var channels: [String] = []
         while let notice = pq.pointee.notifies(connection) {
             channels.append(String(cString: notice.pointee.relname))

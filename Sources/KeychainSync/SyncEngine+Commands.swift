@@ -42,12 +42,13 @@ extension SyncEngine {
 
     private func create(server: String) throws -> String {
         try refuseMember()
+        let parsed = try ConnectionString(server)
         let (publicKey, privateKey) = SealedBox.makeKeyPair()
         let crypto = AccountCrypto(accountID: Hex.encode(Sodium.randomBytes(16)), epoch: 1,
                                    key: SecureBuffer.random(count: AEAD.keySize), idKey: SecureBuffer.random(count: AEAD.keySize))
         let deviceID = Hex.encode(Sodium.randomBytes(16))
         let state = try newState(server: server, crypto: crypto, deviceID: deviceID, publicKey: publicKey, privateKey: privateKey)
-        let connection = try PostgresConnection(url: server)
+        let connection = try PostgresConnection(server: parsed)
         try ServerSchema.ensure(connection)
         try connection.transaction {
             try connection.execute("INSERT INTO dpfs_sync_accounts (account_id, epoch) VALUES ($1, 1)", [.text(crypto.accountID)])
@@ -64,7 +65,7 @@ extension SyncEngine {
         }
         let invitation = Invitation(accountID: state.accountID, server: state.server, epoch: state.epoch,
                                     token: SecureBuffer.random(count: 32), keyPair: keys)
-        let connection = try PostgresConnection(url: state.server)
+        let connection = try PostgresConnection(server: ConnectionString(state.server))
         let epoch = try connection.execute("SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1", [.text(state.accountID)])
         guard epoch.int(0, 0) == state.epoch else {
             throw SyncError("this device has not yet caught up with the account's keys; try again in a moment")
@@ -77,6 +78,7 @@ extension SyncEngine {
 
     private func join(server: String, invitationFile: String) throws -> String {
         try refuseMember()
+        let parsed = try ConnectionString(server)
         let invitation = try Invitation.read(from: invitationFile)
         guard let crypto = AccountCrypto(accountID: invitation.accountID, epoch: invitation.epoch, keyPair: invitation.keyPair) else {
             throw SyncError("\(invitationFile) is not a dpfs sync invitation")
@@ -84,7 +86,7 @@ extension SyncEngine {
         let (publicKey, privateKey) = SealedBox.makeKeyPair()
         let deviceID = Hex.encode(Sodium.randomBytes(16))
         let state = try newState(server: server, crypto: crypto, deviceID: deviceID, publicKey: publicKey, privateKey: privateKey)
-        let connection = try PostgresConnection(url: server)
+        let connection = try PostgresConnection(server: parsed)
         try connection.transaction {
             let account = try connection.execute(
                 "SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(crypto.accountID)])
@@ -110,7 +112,7 @@ extension SyncEngine {
     /// removed. The items stay on this device, no longer updated.
     private func leave() throws -> String {
         guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
-        let connection = try PostgresConnection(url: state.server)
+        let connection = try PostgresConnection(server: ConnectionString(state.server))
         try connection.transaction {
             try connection.execute("DELETE FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
                                    [.text(state.accountID), .text(state.deviceID)])

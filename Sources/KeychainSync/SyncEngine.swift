@@ -157,7 +157,7 @@ public final class SyncEngine: Sendable {
             saved = state
         }
         if connection == nil || connection?.isBroken == true {
-            let made = try PostgresConnection(url: state.server)
+            let made = try PostgresConnection(server: ConnectionString(state.server))
             try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
             connection = made
         }

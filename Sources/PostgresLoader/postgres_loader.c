@@ -38,6 +38,7 @@ static void dpfs_libpq_load(void) {
     int found = DPFS_FIND(connectdbParams, PQconnectdbParams) && DPFS_FIND(status, PQstatus) &&
         DPFS_FIND(errorMessage, PQerrorMessage) && DPFS_FIND(finish, PQfinish) &&
         DPFS_FIND(socket, PQsocket) && DPFS_FIND(execParams, PQexecParams) &&
+        DPFS_FIND(conninfoParse, PQconninfoParse) && DPFS_FIND(conninfoFree, PQconninfoFree) &&
         DPFS_FIND(resultStatus, PQresultStatus) && DPFS_FIND(resultErrorMessage, PQresultErrorMessage) &&
         DPFS_FIND(resultErrorField, PQresultErrorField) && DPFS_FIND(clear, PQclear) &&
         DPFS_FIND(consumeInput, PQconsumeInput) && DPFS_FIND(notifies, PQnotifies) &&

@@ -58,10 +58,26 @@ maps_libpq() { daemon_maps "$1" | grep -q '/libpq\.so'; }
 lacks_libpq() { local maps; maps=$(daemon_maps "$1") && grep -q '/libsqlite3\.so' <<< "$maps" && ! grep -q '/libpq\.so' <<< "$maps"; }
 check "a daemon in no account has not loaded libpq" lacks_libpq a
 check_error "sync needs an account first" "in no sync account" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/inv"
+printf 'not an invitation' > "$WORK/garbage"; chmod 600 "$WORK/garbage"
+cp "$WORK/garbage" "$WORK/inv-none"
 check_error "an unreachable server is one clear line" "unreachable" \
     "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs@127.0.0.1:1/sync"
 check "and leaves the device in no account" sh -c "'$DPFS' sync status '$(mnt a)' | grep -q 'in no account'"
-printf 'not an invitation' > "$WORK/garbage"; chmod 600 "$WORK/garbage"
+# A malformed string fails libpq's parse, whose message repeats the string: refused
+# with one line of dpfs's own, before any connection.
+refused_unrepeated() {
+    local out
+    out=$("$@" 2>&1) && return 1
+    grep -q "not a connection string libpq can read" <<< "$out" && ! grep -q -e LeakMe123 -e unreachable <<< "$out"
+}
+check "a URL with an empty IPv6 host is refused without its password" refused_unrepeated \
+    "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs:LeakMe123@[]/sync"
+check "and one with text after the IPv6 host" refused_unrepeated \
+    "$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs:LeakMe123@[::1]x/sync"
+check "and a key=value string that does not parse" refused_unrepeated \
+    "$DPFS" sync create "$(mnt a)" --server "host=127.0.0.1 password='LeakMe123"
+check "join refuses it the same" refused_unrepeated \
+    "$DPFS" sync join "$(mnt b)" --server "postgresql://dpfs:LeakMe123@[::1]x/sync" --invitation-file "$WORK/inv-none"
 check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
     "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
 check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"

@@ -19,6 +19,8 @@ struct dpfs_libpq {
     __typeof__(PQfinish) *_Nonnull finish;
     __typeof__(PQsocket) *_Nonnull socket;
     __typeof__(PQexecParams) *_Nonnull execParams;
+    __typeof__(PQconninfoParse) *_Nonnull conninfoParse;
+    __typeof__(PQconninfoFree) *_Nonnull conninfoFree;
     __typeof__(PQresultStatus) *_Nonnull resultStatus;
     __typeof__(PQresultErrorMessage) *_Nonnull resultErrorMessage;
     __typeof__(PQresultErrorField) *_Nonnull resultErrorField;
