@@ -14,7 +14,7 @@ public struct SyncReport: Codable, Sendable {
     public var member: Bool
     public var account: String?
     public var device: String?
-    /// The server's URL without a password.
+    /// The server as libpq reads it, without any password (ConnectionString).
     public var server: String?
     /// The account key's epoch (it grows at every rotation).
     public var epoch: Int?

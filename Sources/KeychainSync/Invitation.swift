@@ -1,5 +1,5 @@
 // An invitation for one more device (dpfs(5)): a 0600 file written by a member,
-// holding the account id, the server's URL, the epoch, the current account key and id
+// holding the account id, the server's URL without its password, the epoch, the current account key and id
 // key, and a one-time token whose hash the member registered on the server. Built and
 // read in locked memory: it is as secret as the account key. The server alone cannot
 // join anyone (it never sees the keys); the invitation alone joins once.

@@ -29,7 +29,7 @@ extension SyncEngine {
         var report = SyncReport(member: true)
         report.account = state.accountID
         report.device = state.deviceID
-        report.server = Self.withoutPassword(state.server)
+        report.server = Self.displayed(state.server)
         report.epoch = state.epoch
         report.pending = state.entries.values.filter(\.pending).count
         report.lastSequence = state.lastSequence
@@ -63,7 +63,9 @@ extension SyncEngine {
         guard let keys = try SyncState.open(state.sealedKeys, purpose: "account-keys", accountID: state.accountID, device: device) else {
             throw Self.beforeFirstUnlock
         }
-        let invitation = Invitation(accountID: state.accountID, server: state.server, epoch: state.epoch,
+        // The server for the reader's reference only (join takes its own --server): the
+        // invitation is the account's secret, not the server's, so its password stays out.
+        let invitation = Invitation(accountID: state.accountID, server: Self.displayed(state.server), epoch: state.epoch,
                                     token: SecureBuffer.random(count: 32), keyPair: keys)
         let connection = try PostgresConnection(server: ConnectionString(state.server))
         let epoch = try connection.execute("SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1", [.text(state.accountID)])
@@ -90,7 +92,7 @@ extension SyncEngine {
         try connection.transaction {
             let account = try connection.execute(
                 "SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(crypto.accountID)])
-            guard account.count == 1 else { throw SyncError("the server at \(Self.withoutPassword(server)) has no such account") }
+            guard account.count == 1 else { throw SyncError("the server at \(parsed.displayed) has no such account") }
             guard account.int(0, 0) == crypto.epoch else {
                 throw SyncError("the invitation is out of date (the account's keys changed since); ask a member for a new one")
             }
@@ -159,11 +161,8 @@ extension SyncEngine {
     static let notMember = SyncError("this device is in no sync account (dpfs sync create, or join with an invitation)")
     static let beforeFirstUnlock = SyncError("keychain sync needs the device unlocked once since it started (dpfs unlock)")
 
-    /// A URL with its password, if any, replaced by "***".
-    static func withoutPassword(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else { return url }
-        let credentials = url[scheme.upperBound..<at]
-        guard let colon = credentials.firstIndex(of: ":") else { return url }
-        return String(url[..<colon]) + ":***" + String(url[at...])
+    /// The server as status shows it: without any password (ConnectionString).
+    static func displayed(_ server: String) -> String {
+        (try? ConnectionString(server).displayed) ?? "(not shown: libpq cannot read it)"
     }
 }

@@ -95,10 +95,4 @@ import Testing
         chmod(path, 0o600)
         #expect(throws: SyncError.self) { try Invitation.read(from: path) }
     }
-
-    @Test func urlsLoseTheirPassword() {
-        #expect(SyncEngine.withoutPassword("postgresql://u:pw@h:5432/db") == "postgresql://u:***@h:5432/db")
-        #expect(SyncEngine.withoutPassword("postgresql://u@h/db") == "postgresql://u@h/db")
-        #expect(SyncEngine.withoutPassword("host=h dbname=d") == "host=h dbname=d")
-    }
 }

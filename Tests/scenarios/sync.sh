@@ -4,7 +4,8 @@
 # conflict and an offline period; ThisDeviceOnly and non-synchronizable items never
 # reach the server; the server's tables hold no plaintext; a device that left reads
 # nothing added after (the keys rotated); an app sees synced items through its own
-# access group. Every wait is a condition with a deadline.
+# access group; the server's password, in each of its forms, is never shown, logged
+# or passed on. Every wait is a condition with a deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
 require_tools runuser
@@ -39,6 +40,12 @@ server_epoch_above() { [ "$(pg_psql -c 'SELECT epoch FROM dpfs_sync_accounts')" 
 
 pg_start || { fail "start PostgreSQL" "$(cat "$PGWORK"/*.log 2>/dev/null | tail -3)"; finish; }
 log "PostgreSQL on port $PGPORT"
+# Each device names the server with the password in another of libpq's forms (the
+# server trusts local connections, so any password does).
+SECRET=Sup3rS3cretPW
+SERVER_A="host=127.0.0.1 port=$PGPORT user=dpfs password=$SECRET dbname=sync"
+SERVER_B="$PGURL?password=$SECRET"
+SERVER_C="postgresql://dpfs:$SECRET@127.0.0.1:$PGPORT/sync"
 
 for d in $DEVICES; do
     mkdir -p "$(mnt "$d")"
@@ -80,7 +87,7 @@ check "join refuses it the same" refused_unrepeated \
     "$DPFS" sync join "$(mnt b)" --server "postgresql://dpfs:LeakMe123@[::1]x/sync" --invitation-file "$WORK/inv-none"
 check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
     "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
-check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
+check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$SERVER_A"
 check "and its daemon has loaded libpq since" maps_libpq a
 check_error "a is in one account at a time" "already in sync account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
 check "a invites b" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b"
@@ -89,12 +96,23 @@ cp "$WORK/invite-b" "$WORK/invite-b-copy"
 cp "$WORK/invite-b" "$WORK/invite-b-open"; chmod 644 "$WORK/invite-b-open"
 check_error "an invitation others can read is refused" "readable by others" \
     "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b-open"
-check "b joins" "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b"
+check_fails "the invitation holds no server password" grep -q "$SECRET" "$WORK/invite-b"
+check "b joins" "$DPFS" sync join "$(mnt b)" --server "$SERVER_B" --invitation-file "$WORK/invite-b"
 check_error "an invitation joins once" "used already" \
     "$DPFS" sync join "$(mnt c)" --server "$PGURL" --invitation-file "$WORK/invite-b-copy"
 check "a invites c" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-c"
-check "c joins" "$DPFS" sync join "$(mnt c)" --server "$PGURL" --invitation-file "$WORK/invite-c"
+check "c joins" "$DPFS" sync join "$(mnt c)" --server "$SERVER_C" --invitation-file "$WORK/invite-c"
 check "b is connected" within 20 connection_is b connected
+check "c is connected" within 20 connection_is c connected
+# status shows the server as libpq reads it, every password form left out.
+server_shown() { "$DPFS" sync status "$(mnt "$1")" --json | json_field server; }
+expect_eq "status shows a's key=value server without its password" "$(server_shown a)" \
+    "user=dpfs dbname=sync host=127.0.0.1 port=$PGPORT"
+expect_eq "and b's URL without its ?password=" "$(server_shown b)" "$PGURL"
+expect_eq "and c's URL without its user:password@" "$(server_shown c)" "$PGURL"
+for d in $DEVICES; do
+    check_fails "sync status on $d names no password" sh -c "'$DPFS' sync status '$(mnt "$d")' | grep -q '$SECRET'"
+done
 check "status names the sync" sh -c "'$DPFS' status '$(mnt a)' | grep -q 'keychain sync: connected'"
 
 # --- add, update, delete
@@ -211,4 +229,7 @@ check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
 
 check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
 check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
+check_fails "no daemon log names the server's password" grep -q "$SECRET" "$WORK"/dev-*/daemon.log
+daemon_argv() { local d; for d in $DEVICES; do tr '\0' ' ' < "/proc/$(daemon_pid "$(mnt "$d")")/cmdline"; echo; done; }
+check_fails "nor any daemon's arguments" grep -q "$SECRET" <(daemon_argv)
 finish
