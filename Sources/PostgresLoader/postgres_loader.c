@@ -37,8 +37,10 @@ static void dpfs_libpq_load(void) {
 #define DPFS_FIND(field, name) dpfs_libpq_find(library, #name, (void **)&t->field)
     int found = DPFS_FIND(connectdbParams, PQconnectdbParams) && DPFS_FIND(status, PQstatus) &&
         DPFS_FIND(errorMessage, PQerrorMessage) && DPFS_FIND(finish, PQfinish) &&
-        DPFS_FIND(socket, PQsocket) && DPFS_FIND(execParams, PQexecParams) &&
-        DPFS_FIND(conninfoParse, PQconninfoParse) && DPFS_FIND(conninfoFree, PQconninfoFree) &&
+        DPFS_FIND(socket, PQsocket) && DPFS_FIND(conninfoParse, PQconninfoParse) &&
+        DPFS_FIND(conninfoFree, PQconninfoFree) && DPFS_FIND(setnonblocking, PQsetnonblocking) &&
+        DPFS_FIND(sendQueryParams, PQsendQueryParams) && DPFS_FIND(flush, PQflush) &&
+        DPFS_FIND(isBusy, PQisBusy) && DPFS_FIND(getResult, PQgetResult) &&
         DPFS_FIND(resultStatus, PQresultStatus) && DPFS_FIND(resultErrorMessage, PQresultErrorMessage) &&
         DPFS_FIND(resultErrorField, PQresultErrorField) && DPFS_FIND(clear, PQclear) &&
         DPFS_FIND(consumeInput, PQconsumeInput) && DPFS_FIND(notifies, PQnotifies) &&

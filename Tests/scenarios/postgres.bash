@@ -2,8 +2,9 @@
 # on a temporary directory, a port of its own on 127.0.0.1 and its socket in that
 # directory. PostgreSQL refuses to run as root, so as root the server runs as the
 # postgres user Debian's package makes. Sourced; pg_start sets PGURL, pg_stop and
-# pg_restart act on the one server, pg_remove (for a cleanup hook) stops it and
-# removes its directory.
+# pg_restart act on the one server, pg_freeze and pg_thaw stop and continue its
+# processes (SIGSTOP: a stalled server, its connections open), pg_remove (for a
+# cleanup hook) continues and stops it and removes its directory.
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 PGWORK=""
 PGPORT=""
@@ -36,6 +37,31 @@ pg_stop() {
 
 pg_restart() { pg_up; }
 
+# The postmaster's pid (postmaster.pid's first line).
+pg_postmaster() { head -1 "$PGWORK/data/postmaster.pid" 2>/dev/null; }
+
+# Stops the server's processes, the postmaster first: stopped, it forks no more, so
+# the children listed then are all there are.
+pg_freeze() {
+    local postmaster children
+    postmaster=$(pg_postmaster)
+    [ -n "$postmaster" ] && kill -STOP "$postmaster" || return 1
+    children=$(pgrep -P "$postmaster")
+    # shellcheck disable=SC2086  # one pid a word
+    [ -z "$children" ] || kill -STOP $children
+}
+
+# Continues them (a running process ignores SIGCONT), the postmaster last.
+pg_thaw() {
+    local postmaster children
+    postmaster=$(pg_postmaster)
+    [ -n "$postmaster" ] || return 0
+    children=$(pgrep -P "$postmaster")
+    # shellcheck disable=SC2086
+    [ -z "$children" ] || kill -CONT $children
+    kill -CONT "$postmaster"
+}
+
 pg_psql() {
     "$PGBIN/psql" -h "$PGWORK" -p "$PGPORT" -U dpfs -d sync -X -q -A -t "$@"
 }
@@ -46,6 +72,7 @@ pg_dump_all() {
 
 pg_remove() {
     [ -n "$PGWORK" ] || return 0
+    pg_thaw 2>/dev/null
     if [ -f "$PGWORK/data/postmaster.pid" ]; then pg_stop 2>/dev/null; fi
     rm -rf "$PGWORK"
     PGWORK=""

@@ -18,9 +18,13 @@ struct dpfs_libpq {
     __typeof__(PQerrorMessage) *_Nonnull errorMessage;
     __typeof__(PQfinish) *_Nonnull finish;
     __typeof__(PQsocket) *_Nonnull socket;
-    __typeof__(PQexecParams) *_Nonnull execParams;
     __typeof__(PQconninfoParse) *_Nonnull conninfoParse;
     __typeof__(PQconninfoFree) *_Nonnull conninfoFree;
+    __typeof__(PQsetnonblocking) *_Nonnull setnonblocking;
+    __typeof__(PQsendQueryParams) *_Nonnull sendQueryParams;
+    __typeof__(PQflush) *_Nonnull flush;
+    __typeof__(PQisBusy) *_Nonnull isBusy;
+    __typeof__(PQgetResult) *_Nonnull getResult;
     __typeof__(PQresultStatus) *_Nonnull resultStatus;
     __typeof__(PQresultErrorMessage) *_Nonnull resultErrorMessage;
     __typeof__(PQresultErrorField) *_Nonnull resultErrorField;
