@@ -63,7 +63,9 @@ extension ControlServer {
             if request.takesAWhile { workers.release() }
             SocketPolling.begin(connection: connection.id)
             defer { SocketPolling.end() }
-            let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync)
+            let fd = connection.fd
+            let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync,
+                                         requesterGone: { Self.hungUp(fd) })
             return send(handler.handle(request, secrets: frame.secrets), on: connection)
         }
     }
@@ -82,6 +84,14 @@ extension ControlServer {
         } catch {
             return .close
         }
+    }
+
+    /// Whether the client closed its end: a client waits for its reply and sends
+    /// nothing meanwhile, so only its exit or interruption makes the socket hang up.
+    static func hungUp(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        let peeked = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return peeked == 0 || (peeked < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
     }
 
     /// Reads and drops what the peer still sends (briefly), so closing does not reset

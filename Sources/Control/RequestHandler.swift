@@ -9,6 +9,8 @@ struct RequestHandler {
     let items: ItemStore
     var scope: ControlScope = .owner
     var sync: SyncEngine?
+    /// Whether the client that sent the request has hung up (a sync command then drops).
+    var requesterGone: () -> Bool = { false }
 
     func handle(_ request: ControlRequest, secrets: [SecureBuffer]) -> ControlReply {
         do {
@@ -84,7 +86,7 @@ struct RequestHandler {
                 return ControlReply(ok: response.status == 0, keychain: response)
             case .sync(let command):
                 guard let sync else { return .failure("this daemon runs no keychain sync") }
-                let (message, report) = try sync.perform(command)
+                let (message, report) = try sync.perform(command, requesterGone: requesterGone)
                 var reply = ControlReply(ok: true, message: message)
                 reply.sync = report
                 return reply

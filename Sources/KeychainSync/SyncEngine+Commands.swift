@@ -1,22 +1,33 @@
 // dpfs sync create | invite | join | leave | status, run by the daemon: each opens a
 // connection of its own, holds the engine's round lock so that no push races it, and
-// wakes the engine when done.
+// wakes the engine when done. A command whose requester has gone (interrupted while
+// the command waited for the lock or the server) is dropped rather than committed:
+// nobody would learn its outcome, and an invitation nobody asked for any more is a
+// secret left lying about.
 import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc
 
 extension SyncEngine {
-    public func perform(_ command: SyncCommand) throws -> (message: String?, report: SyncReport) {
+    /// Runs `command`; `requesterGone` says whether the one who asked has hung up.
+    public func perform(_ command: SyncCommand, requesterGone: () -> Bool = { false }) throws
+        -> (message: String?, report: SyncReport) {
         // Status reads the state file and the engine's last word: it never waits for a
         // round, which may be waiting for an unreachable server.
         if case .status = command { return (nil, try report()) }
+        func stillWanted() throws {
+            guard requesterGone() else { return }
+            logger.notice("keychain sync: dropped a sync \(Self.name(of: command)): its requester hung up")
+            throw Self.withdrawn
+        }
         let message: String? = try work.withLock { _ in
+            try stillWanted()
             switch command {
-            case .create(let server): return try create(server: server)
-            case .invite(let file): return try invite(to: file)
-            case .join(let server, let file): return try join(server: server, invitationFile: file)
-            case .leave: return try leave()
+            case .create(let server): return try create(server: server, stillWanted)
+            case .invite(let file): return try invite(to: file, stillWanted)
+            case .join(let server, let file): return try join(server: server, invitationFile: file, stillWanted)
+            case .leave: return try leave(stillWanted)
             case .status: return nil
             }
         }
@@ -40,7 +51,7 @@ extension SyncEngine {
         return report
     }
 
-    private func create(server: String) throws -> String {
+    private func create(server: String, _ stillWanted: () throws -> Void) throws -> String {
         try refuseMember()
         let parsed = try ConnectionString(server)
         let (publicKey, privateKey) = SealedBox.makeKeyPair()
@@ -53,12 +64,13 @@ extension SyncEngine {
         try connection.transaction {
             try connection.execute("INSERT INTO dpfs_sync_accounts (account_id, epoch) VALUES ($1, 1)", [.text(crypto.accountID)])
             try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
+            try stillWanted()
         }
         try state.save(in: directory)
         return "created sync account \(crypto.accountID); this device is its first member"
     }
 
-    private func invite(to file: String) throws -> String {
+    private func invite(to file: String, _ stillWanted: () throws -> Void) throws -> String {
         guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
         guard let keys = try SyncState.open(state.sealedKeys, purpose: "account-keys", accountID: state.accountID, device: device) else {
             throw Self.beforeFirstUnlock
@@ -72,13 +84,14 @@ extension SyncEngine {
         guard epoch.int(0, 0) == state.epoch else {
             throw SyncError("this device has not yet caught up with the account's keys; try again in a moment")
         }
+        try stillWanted()
         try connection.execute("INSERT INTO dpfs_sync_invitations (account_id, token_hash) VALUES ($1, $2)",
                                [.text(state.accountID), .bytes(invitation.tokenHash)])
         try invitation.write(to: file)
         return "wrote an invitation for one device to \(file); it joins with dpfs sync join"
     }
 
-    private func join(server: String, invitationFile: String) throws -> String {
+    private func join(server: String, invitationFile: String, _ stillWanted: () throws -> Void) throws -> String {
         try refuseMember()
         let parsed = try ConnectionString(server)
         let invitation = try Invitation.read(from: invitationFile)
@@ -102,6 +115,7 @@ extension SyncEngine {
             try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
             // The members take the new device into their rosters at once.
             try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(crypto.accountID))])
+            try stillWanted()
         }
         try state.save(in: directory)
         // Used once: the file would join nobody else, and it holds the account key.
@@ -112,7 +126,7 @@ extension SyncEngine {
     /// Leaves the account: this device's membership goes, a rotation is asked for (the
     /// next member to notice makes it), and the local sync state with its keys is
     /// removed. The items stay on this device, no longer updated.
-    private func leave() throws -> String {
+    private func leave(_ stillWanted: () throws -> Void) throws -> String {
         guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
         let connection = try PostgresConnection(server: ConnectionString(state.server))
         try connection.transaction {
@@ -128,6 +142,7 @@ extension SyncEngine {
                 try connection.execute("UPDATE dpfs_sync_accounts SET rotate = true WHERE account_id = $1", [.text(state.accountID)])
                 try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(state.accountID))])
             }
+            try stillWanted()
         }
         try SyncState.remove(from: directory)
         shared.withLock { $0 = Shared(stopping: $0.stopping) }
@@ -160,6 +175,17 @@ extension SyncEngine {
 
     static let notMember = SyncError("this device is in no sync account (dpfs sync create, or join with an invitation)")
     static let beforeFirstUnlock = SyncError("keychain sync needs the device unlocked once since it started (dpfs unlock)")
+    static let withdrawn = SyncError("dropped: the requester hung up before the command was committed")
+
+    private static func name(of command: SyncCommand) -> String {
+        switch command {
+        case .create: return "create"
+        case .invite: return "invite"
+        case .join: return "join"
+        case .leave: return "leave"
+        case .status: return "status"
+        }
+    }
 
     /// The server as status shows it: without any password (ConnectionString).
     static func displayed(_ server: String) -> String {

@@ -24,7 +24,7 @@ public final class SyncEngine: Sendable {
     let work = Mutex<Void>(())
     private let wakePipe: (read: Int32, write: Int32)
     private let observerID = Mutex<UInt64?>(nil)
-    private let logger = Logger(label: "dpfs.sync")
+    let logger = Logger(label: "dpfs.sync")
 
     struct Shared: Sendable {
         var connection: String?

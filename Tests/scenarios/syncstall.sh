@@ -3,18 +3,20 @@
 # (dpfs(1) "Keychain sync"): the server's processes stopped by SIGSTOP, then a
 # statement that waits on a lock the test holds. Status turns to "server unreachable",
 # commands fail with one line in bounded time, the keychain works meanwhile, and what a
-# command left unfinished is not done later, when the server answers again: a
-# transaction it abandoned is rolled back. Every wait is a condition with a deadline;
-# the deadlines leave room for a busy machine.
+# command left unfinished is not done later, when the server answers again: neither a
+# transaction it abandoned nor a command whose requester was interrupted. Every wait
+# is a condition with a deadline; the deadlines leave room for a busy machine.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
 require_tools runuser pgrep timeout
 
 DEVICES="a b"
+cli=""
 locker=""
 
 scenario_cleanup() {
     local d
+    [ -n "$cli" ] && kill "$cli" 2>/dev/null
     if [ -n "$locker" ]; then exec 3>&- 2>/dev/null; kill "$locker" 2>/dev/null; fi
     for d in $DEVICES; do
         if grep -qs " $WORK/mnt-$d fuse" /proc/mounts; then
@@ -67,11 +69,21 @@ check_error "a leave fails with one line" "the sync server is unreachable" timeo
 log "in $((SECONDS - started)) s"
 check "and b is still in the account" "$DPFS" sync status "$(mnt b)" --json
 
+# An invite whose requester is interrupted while the daemon waits for the server is
+# dropped, though the server answers again before the daemon gets to it.
+waiting_for_reply() { grep -q poll "/proc/$1/wchan"; }
+"$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-interrupted" >/dev/null 2>&1 &
+cli=$!
+check "an invite is sent and waits for its reply" within 30 waiting_for_reply "$cli"
+kill "$cli"; wait "$cli" 2>/dev/null; cli=""
 check "the server's processes continue" pg_thaw
+check "a's daemon drops the invite whose requester hung up" \
+    within 60 grep -q "dropped a sync invite: its requester hung up" "$WORK/dev-a/daemon.log"
 check "a is connected again" within 60 connection_is a connected
 check "b is connected again" within 60 connection_is b connected
 check "what a added meanwhile reaches b" within 30 has_value b MARK-stalled stalled
 expect_eq "nothing waits on a" "$(status_field a pending)" "0"
+check "the dropped invite wrote no file" test ! -e "$WORK/invite-interrupted"
 expect_eq "and no invitation is on the server" "$(pg_psql -c 'SELECT count(*) FROM dpfs_sync_invitations')" "0"
 expect_eq "b is still a member" "$(members_on_server)" "2"
 check "the daemon logged the stall" grep -q "keychain sync: the sync server is unreachable: it did not answer" \
