@@ -8,28 +8,18 @@
 # or passed on. Every wait is a condition with a deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
+source "$(dirname "$0")/syncdevices.bash"
 require_tools runuser
 
 DEVICES="a b c"
 
 scenario_cleanup() {
-    local d
-    for d in $DEVICES; do
-        if grep -qs " $WORK/mnt-$d fuse" /proc/mounts; then
-            "$DPFS" unmount "$WORK/mnt-$d" >/dev/null 2>&1 || umount -l "$WORK/mnt-$d" 2>/dev/null
-        fi
-    done
+    unmount_devices
     pg_remove
     return 0
 }
 
-mnt() { printf '%s' "$WORK/mnt-$1"; }
-
-# value DEVICE SERVICE: the item's data on DEVICE (synchronizable or not), or nothing.
-value() { "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any 2>/dev/null; }
-has_value() { [ "$(value "$1" "$2")" = "$3" ]; }
 absent() { ! "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any >/dev/null 2>&1; }
-add() { printf '%s' "$3" | "$DPFS" keychain add "$(mnt "$1")" --service "$2" --account user --synchronizable yes --accessible AfterFirstUnlock --data-file - "${@:4}"; }
 update() { printf '%s' "$3" | "$DPFS" keychain update "$(mnt "$1")" --service "$2" --synchronizable yes --new-data-file -; }
 connection() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"connection":"\([^"]*\)".*/\1/p'; }
 epoch() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"epoch":\([0-9]*\).*/\1/p'; }

@@ -8,6 +8,7 @@
 # is a condition with a deadline; the deadlines leave room for a busy machine.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
+source "$(dirname "$0")/syncdevices.bash"
 require_tools runuser pgrep timeout
 
 DEVICES="a b"
@@ -15,22 +16,13 @@ cli=""
 locker=""
 
 scenario_cleanup() {
-    local d
     [ -n "$cli" ] && kill "$cli" 2>/dev/null
     if [ -n "$locker" ]; then exec 3>&- 2>/dev/null; kill "$locker" 2>/dev/null; fi
-    for d in $DEVICES; do
-        if grep -qs " $WORK/mnt-$d fuse" /proc/mounts; then
-            "$DPFS" unmount "$WORK/mnt-$d" >/dev/null 2>&1 || umount -l "$WORK/mnt-$d" 2>/dev/null
-        fi
-    done
+    unmount_devices
     pg_remove
     return 0
 }
 
-mnt() { printf '%s' "$WORK/mnt-$1"; }
-value() { "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable yes 2>/dev/null; }
-has_value() { [ "$(value "$1" "$2")" = "$3" ]; }
-add() { printf '%s' "$3" | "$DPFS" keychain add "$(mnt "$1")" --service "$2" --account user --synchronizable yes --accessible AfterFirstUnlock --data-file -; }
 status_field() { "$DPFS" sync status "$(mnt "$1")" --json | json_field "$2"; }
 connection_is() { [ "$(status_field "$1" connection)" = "$2" ]; }
 members_on_server() { pg_psql -c 'SELECT count(*) FROM dpfs_sync_members'; }
