@@ -8,8 +8,8 @@ import Glibc
 enum RecordFileLock {
     /// A file store's lock sits beside its record. A tpm2 store's NV index has no
     /// directory, so its lock is under /run/lock when this process may create one
-    /// there; otherwise updates go unlocked and the TPM's own lockout bounds
-    /// attempts made at once.
+    /// there (and owns it: `holding`); otherwise updates go unlocked and the TPM's own
+    /// lockout bounds attempts made at once.
     static func path(of deviceUUID: String, in location: SecretStoreLocation) -> String? {
         switch location {
         case .file(let directory):
@@ -22,6 +22,13 @@ enum RecordFileLock {
     static func holding<T>(_ path: String?, store: SecretStoreLocation, device: String, _ body: () throws -> T) throws -> T {
         guard let path else { return try body() }
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        var info = stat()
+        if case .tpm2 = store, fd < 0 || fstat(fd, &info) != 0 || info.st_uid != geteuid() {
+            // /run/lock is shared by every user: one who made this name first could
+            // refuse it to us or hold it for ever. The TPM's lockout still counts.
+            if fd >= 0 { close(fd) }
+            return try body()
+        }
         guard fd >= 0 else {
             throw DeviceRecordError.unreadable(store: store.description, device: device,
                                                reason: "its lock file \(path) cannot be opened: \(String(cString: strerror(errno)))")
