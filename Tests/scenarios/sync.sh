@@ -37,12 +37,7 @@ SERVER_A="host=127.0.0.1 port=$PGPORT user=dpfs password=$SECRET dbname=sync"
 SERVER_B="$PGURL?password=$SECRET"
 SERVER_C="postgresql://dpfs:$SECRET@127.0.0.1:$PGPORT/sync"
 
-for d in $DEVICES; do
-    mkdir -p "$(mnt "$d")"
-    "$DPFS" init "$WORK/dev-$d" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null \
-        && "$DPFS" mount "$WORK/dev-$d" "$(mnt "$d")" >/dev/null \
-        && "$DPFS" unlock "$(mnt "$d")" --passcode-file "$PASS" >/dev/null || { fail "device $d"; finish; }
-done
+setup_devices
 
 # --- create, invite, join
 # libpq is loaded at the first connection, not at mount: a daemon in no account maps

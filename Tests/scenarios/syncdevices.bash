@@ -3,6 +3,17 @@
 
 mnt() { printf '%s' "$WORK/mnt-$1"; }
 
+# Makes, mounts and unlocks every device, or ends the scenario failed.
+setup_devices() {
+    local d
+    for d in $DEVICES; do
+        mkdir -p "$(mnt "$d")"
+        "$DPFS" init "$WORK/dev-$d" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null \
+            && "$DPFS" mount "$WORK/dev-$d" "$(mnt "$d")" >/dev/null \
+            && "$DPFS" unlock "$(mnt "$d")" --passcode-file "$PASS" >/dev/null || { fail "device $d"; finish; }
+    done
+}
+
 # Unmounts every device still mounted (a scenario's cleanup).
 unmount_devices() {
     local d

@@ -28,12 +28,7 @@ connection_is() { [ "$(status_field "$1" connection)" = "$2" ]; }
 members_on_server() { pg_psql -c 'SELECT count(*) FROM dpfs_sync_members'; }
 
 pg_start || { fail "start PostgreSQL" "$(cat "$PGWORK"/*.log 2>/dev/null | tail -3)"; finish; }
-for d in $DEVICES; do
-    mkdir -p "$(mnt "$d")"
-    "$DPFS" init "$WORK/dev-$d" --passcode-file "$PASS" --secret-store "file:$SECRETS" >/dev/null \
-        && "$DPFS" mount "$WORK/dev-$d" "$(mnt "$d")" >/dev/null \
-        && "$DPFS" unlock "$(mnt "$d")" --passcode-file "$PASS" >/dev/null || { fail "device $d"; finish; }
-done
+setup_devices
 check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"
 check "a invites b" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b"
 check "b joins" "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/invite-b"
