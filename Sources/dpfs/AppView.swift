@@ -67,7 +67,7 @@ struct AppView {
         // A working directory the view hides is no place to start (bwrap alone would
         // start the program in the empty directory laid over it, or in HOME when that
         // has no such path): the program starts in its container, as it would anywhere.
-        if Self.isInside(resolvedPath(workingDirectory), anyOf: hidden + ["\(mount)/\(Self.containersDirectory)"]) {
+        if Self.isInside(AbsolutePath.of(workingDirectory), anyOf: hidden + ["\(mount)/\(Self.containersDirectory)"]) {
             arguments += ["--chdir", mount]
         }
         arguments += ["--", dpfsBinary, "sandbox-init", "--"] + command
@@ -83,7 +83,7 @@ struct AppView {
             var info = stat()
             if stat(entry.mountPoint, &info) == 0 { paths.append(entry.mountPoint) }  // a dead mount hides itself
         }
-        return Array(Set(paths.filter(isDirectory).map(resolvedPath))).sorted()
+        return Array(Set(paths.filter(isDirectory).map(AbsolutePath.of))).sorted()
     }
 
     private static func isInside(_ path: String, anyOf directories: [String]) -> Bool {

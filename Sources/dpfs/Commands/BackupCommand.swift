@@ -21,7 +21,7 @@ struct BackupCommand: ParsableCommand {
 
     func run() throws {
         let target = try BackupTarget.resolve(to)
-        let root = absolutePath(mountpoint)
+        let root = AbsolutePath.of(mountpoint)
         let client = try ControlClient(mountpoint: root)
         guard let status = try client.send(.status).status else { throw CLIError("the daemon sent no status") }
         guard status.state == .unlocked || !status.passcodeSet else {

@@ -42,7 +42,7 @@ struct Forget: ParsableCommand {
     /// The UUID and the stores to look in: a directory's own store, or for a bare UUID
     /// the default ones (this user's file store, and the TPM where there is one).
     private func resolve() throws -> (String, [SecretStoreLocation]) {
-        let directory = DeviceDirectory(absolutePath(device))
+        let directory = DeviceDirectory(AbsolutePath.of(device))
         if directory.isInitialised {
             let lock: Int32
             do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }

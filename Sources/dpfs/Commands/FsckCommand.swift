@@ -32,7 +32,7 @@ struct Fsck: ParsableCommand {
             do { try device.unlock(passcode: passcode) } catch { throw CLIError(error) }
         }
         if let salvage {
-            let target = absolutePath(salvage)
+            let target = AbsolutePath.of(salvage)
             if let contents = try? FileManager.default.contentsOfDirectory(atPath: target), !contents.isEmpty {
                 throw CLIError("salvage directory \(target) is not empty")
             }
@@ -53,11 +53,11 @@ struct Fsck: ParsableCommand {
             }
         }
         print("secret store: \(device.secretStore)")
-        let report = DeviceCheck(device: device).run(salvageInto: salvage.map(absolutePath))
+        let report = DeviceCheck(device: device).run(salvageInto: salvage.map(AbsolutePath.of))
         for damage in report.damage { print(damage) }
         let verdict = report.damage.isEmpty ? "clean" : "\(report.damage.count) problem\(report.damage.count == 1 ? "" : "s")"
         print("checked \(report.files) files, \(report.blocks) blocks: \(verdict)"
-              + (salvage != nil ? "; salvaged \(report.salvaged) files into \(absolutePath(salvage ?? ""))" : ""))
+              + (salvage != nil ? "; salvaged \(report.salvaged) files into \(AbsolutePath.of(salvage ?? ""))" : ""))
         if !report.damage.isEmpty { throw ExitCode.failure }
     }
 }

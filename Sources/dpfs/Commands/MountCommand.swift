@@ -58,7 +58,7 @@ struct Mount: ParsableCommand {
 
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
-        let target = absolutePath(mountpoint)
+        let target = AbsolutePath.of(mountpoint)
         guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
         if let dead = DeadMount.shown(at: target) {
             // A mount left failing closed by a daemon that died: this mount takes its place.
@@ -96,10 +96,10 @@ struct Mount: ParsableCommand {
     /// a mount over them covers (its first keybag save would fail). Paths are compared
     /// with symbolic links resolved, so that no other spelling of them gets by.
     static func refuseNesting(of directory: DeviceDirectory, and mountpoint: String) throws {
-        let target = resolvedPath(mountpoint)
-        var kept = [(resolvedPath(directory.root), "the device directory")]
+        let target = AbsolutePath.of(mountpoint)
+        var kept = [(AbsolutePath.of(directory.root), "the device directory")]
         if case .file(let store)? = try? KeybagFile.storeEntry(of: directory).store {
-            kept.append((resolvedPath(store), "the secret store's directory"))
+            kept.append((AbsolutePath.of(store), "the secret store's directory"))
         }
         for (path, what) in kept {
             if isPath(target, within: path) {

@@ -85,7 +85,7 @@ struct NewDeviceOptions: ParsableArguments {
                                          entitlements: defaults.entitlements)
             } else {
                 try ItemStore.initialize(path: directory.itemStorePath, appBundleID: app,
-                                         entitlementsPlist: entitlements.map(absolutePath))
+                                         entitlementsPlist: entitlements.map(AbsolutePath.of))
             }
             // The keybag last: its presence is what marks a device as initialised.
             try keybag.save(in: directory, deviceSecret: device.secret)

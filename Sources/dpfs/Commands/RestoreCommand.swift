@@ -32,7 +32,7 @@ struct RestoreCommand: ParsableCommand {
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
         try Self.checkTarget(directory.root)
-        let fd = open(absolutePath(from), O_RDONLY | O_CLOEXEC)
+        let fd = open(AbsolutePath.of(from), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError("cannot open the backup \(from): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         let progress = ProgressLine()

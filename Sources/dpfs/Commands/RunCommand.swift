@@ -5,6 +5,7 @@
 // and other apps' containers are not there, nor is any descriptor its caller held
 // open but 0, 1 and 2 (ChildProcess.Descriptors).
 import ArgumentParser
+import DataProtection
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -40,7 +41,7 @@ struct Run: ParsableCommand {
     func run() throws {
         // Blocked before anything else so a signal that arrives early is forwarded, not fatal.
         let forwarded = ChildSignals.blockForwardedSignals()
-        let mount = absolutePath(mountpoint)
+        let mount = AbsolutePath.of(mountpoint)
         let session = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
         // SwiftPM and the compilers are not the app: `swift test` builds outside the
         // device and runs only its test bundle in here (SwiftTestRunner).
@@ -48,7 +49,7 @@ struct Run: ParsableCommand {
             let runner = SwiftTestRunner(mount: mount, app: app, deviceControl: deviceControl, noIsolation: noIsolation)
             throw ExitCode(try runner.run(command, signals: forwarded))
         }
-        let view = AppView(mount: resolvedPath(mount), session: session)
+        let view = AppView(mount: AbsolutePath.of(mount), session: session)
         try view.makeContainer()
         let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,
                                                   app: session.bundleID, socket: session.socket,

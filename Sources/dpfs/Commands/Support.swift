@@ -44,18 +44,9 @@ enum PasscodeSource {
     }
 }
 
-func absolutePath(_ path: String) -> String {
-    AbsolutePath.of(path)
-}
 
-/// `path` with symbolic links, `.` and `..` resolved, or as given when it cannot be.
-func resolvedPath(_ path: String) -> String {
-    guard let pointer = realpath(path, nil) else { return path }
-    defer { free(pointer) }
-    return String(cString: pointer)
-}
 
-/// Whether `path` is `directory` or inside it, both resolved alike (resolvedPath).
+/// Whether `path` is `directory` or inside it, both resolved alike (AbsolutePath).
 func isPath(_ path: String, within directory: String) -> Bool {
     path == directory || path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
 }

@@ -2,6 +2,7 @@
 // through a PostgreSQL server (dpfs(1) "Keychain sync"). The daemon does the work: it
 // holds the keys, reads and writes the invitation files, and runs the engine.
 import ArgumentParser
+import DataProtection
 import DPFSProtocol
 import Foundation
 
@@ -33,7 +34,7 @@ extension Sync {
         @Option(name: .customLong("to-file"), help: "Where to write the invitation.") var file: String
 
         func run() throws {
-            if let message = try Sync.send(.invite(file: absolutePath(file)), to: mountpoint).message { print(message) }
+            if let message = try Sync.send(.invite(file: AbsolutePath.of(file)), to: mountpoint).message { print(message) }
         }
     }
 
@@ -50,7 +51,7 @@ extension Sync {
         }
 
         func run() throws {
-            let reply = try Sync.send(.join(server: server, invitationFile: absolutePath(invitationFile)), to: mountpoint)
+            let reply = try Sync.send(.join(server: server, invitationFile: AbsolutePath.of(invitationFile)), to: mountpoint)
             if let message = reply.message { print(message) }
         }
     }

@@ -2,6 +2,7 @@
 // app's tests on a simulator — built outside the device, the test bundle run as the
 // app inside the sandbox (SwiftTestRunner). `dpfs run MNT -- swift test …` does the same.
 import ArgumentParser
+import DataProtection
 import Foundation
 
 struct Test: ParsableCommand {
@@ -26,7 +27,7 @@ struct Test: ParsableCommand {
 
     func run() throws {
         let signals = ChildSignals.blockForwardedSignals()
-        let mount = absolutePath(mountpoint)
+        let mount = AbsolutePath.of(mountpoint)
         // Refused here, before a build: a path that is no sandbox, an app not registered.
         _ = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
         let runner = SwiftTestRunner(mount: mount, app: app, deviceControl: deviceControl, noIsolation: noIsolation)

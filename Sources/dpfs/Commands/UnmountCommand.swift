@@ -30,7 +30,7 @@ struct Unmount: ParsableCommand {
             print("the daemon of \(dead) had died; its dead mount is taken down")
             return
         }
-        let target = absolutePath(mountpoint)
+        let target = AbsolutePath.of(mountpoint)
         let pid = (try? ControlClient(mountpoint: target).send(.status))?.status?.pid
         guard pid != nil || isMountpoint(target) else { throw CLIError("\(target) is not a mounted dpfs sandbox") }
         if Self.fusermountUnmount(target, lazily: false) != 0 && umount(target) != 0 {
