@@ -100,6 +100,22 @@ check "lock" "$DPFS" lock "$MNT" --now
 check "unlock with the passcode" unlock_device
 expect_eq "an unlock ends the lockout" "$(bio lockedOut)" "False"
 
+# A passcode answer proves the user to the prompt; it does not unlock the device.
+printf 'token-3' > "$WORK/token3"; chmod 600 "$WORK/token3"
+check "add one behind devicePasscode, available after the first unlock" \
+    "$DPFS" keychain add "$MNT" --service bank --account afterfirst --access-control devicePasscode \
+    --accessible AfterFirstUnlock --data-file "$WORK/token3"
+check "lock" "$DPFS" lock "$MNT" --now
+check "queue the passcode" "$DPFS" biometry respond "$MNT" passcode --passcode-file "$PASS"
+expect_eq "the passcode answer reads it while locked" "$(find_token afterfirst)" "token-3"
+expect_eq "the device stays locked" "$(state_of)" "locked"
+check "restart" "$DPFS" restart "$MNT"
+check "queue the passcode" "$DPFS" biometry respond "$MNT" passcode --passcode-file "$PASS"
+check_error "before the first unlock the item is out of reach" "errSecInteractionNotAllowed (-25308)" \
+    find_token afterfirst
+expect_eq "and the device is still before its first unlock" "$(state_of)" "beforeFirstUnlock"
+check "unlock" unlock_device
+
 # --- the enrollment survives a remount; re-enrollment invalidates ---------------------
 check "unmount" "$DPFS" unmount "$MNT"
 mount_device

@@ -307,11 +307,11 @@ public final class SimulatedUser: Sendable {
         return usable ? domain : nil
     }
 
-    /// Checks a passcode answer as the device's unlock does: a wrong one counts as a
-    /// failed passcode attempt, a right one ends a biometry lockout.
+    /// Checks a passcode answer as the device's unlock does, without unlocking it: a
+    /// wrong one counts as a failed passcode attempt, a right one ends a biometry lockout.
     private func verify(_ passcode: SecureBuffer) -> Bool {
         do {
-            try device.unlock(passcode: passcode)
+            try device.verifyPasscode(passcode)
         } catch {
             return false
         }

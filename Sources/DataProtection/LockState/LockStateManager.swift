@@ -360,46 +360,60 @@ public final class LockStateManager: Sendable {
     public func unlock(passcode: SecureBuffer) throws {
         // An unlock of an unlocked device changes nothing a listener must hear of.
         let wasUnlocked = try transition.withLock { _ -> Bool in
-            try saveUnsavedFailure()
-            let keybag = core.withLock { $0.keybag }
-            if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
-            guard keybag.passcodeSet else { throw LockError.noPasscode }
-            if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
-            let reserved = try countAttempt()
-            let adopted = core.withLock { $0.keybag }
-            var opened = adopted
-            switch try tried(reserved, { try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) }) {
-            case .wrongPasscode(let fingerprint):
-                try recordFailure(fingerprint: fingerprint, reserved: reserved)
-            case .unlocked(let keys):
-                var policy = adopted.policy
-                policy.recordSuccess()
-                var saved = opened
-                saved.policy = policy
-                // A class key the unlock added (Keybag.addedClasses) is saved with it.
-                if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
-                    try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
-                } else {
-                    try clearReservation()
-                }
-                let before = core.withLock { core -> LockPhase in
+            try acceptPasscode(passcode) { keys in
+                core.withLock { core -> LockPhase in
                     for protectionClass in ProtectionClass.allCases {
                         if let key = keys.key(for: protectionClass) {
                             core.keys.insert(key, for: protectionClass)
                         }
                     }
-                    core.keybag = saved
                     defer { core.phase = .unlocked }
                     core.generation += 1
                     core.graceEnds = nil
                     core.lockedSince = nil
                     return core.phase
-                }
-                _ = consume keys
-                return before == .unlocked
+                } == .unlocked
             }
         }
         if !wasUnlocked { emit(.didBecomeAvailable) }
+    }
+
+    /// Checks the passcode as an unlock does (counted, delayed, erasing at the limit)
+    /// and leaves the lock state as it is: on iOS a passcode typed into an app's prompt
+    /// proves the user to that prompt; it does not unlock the device.
+    public func verifyPasscode(_ passcode: SecureBuffer) throws {
+        try transition.withLock { _ in try acceptPasscode(passcode) { _ in } }
+    }
+
+    /// Tries `passcode` against the keybag and, when it is right, hands `body` the class
+    /// keys it opens, with the keybag as now saved. Caller holds `transition`.
+    private func acceptPasscode<R>(_ passcode: SecureBuffer, _ body: (borrowing ClassKeySet) -> R) throws -> R {
+        try saveUnsavedFailure()
+        let keybag = core.withLock { $0.keybag }
+        if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
+        guard keybag.passcodeSet else { throw LockError.noPasscode }
+        if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
+        let reserved = try countAttempt()
+        let adopted = core.withLock { $0.keybag }
+        var opened = adopted
+        switch try tried(reserved, { try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) }) {
+        case .wrongPasscode(let fingerprint):
+            try recordFailure(fingerprint: fingerprint, reserved: reserved)
+        case .unlocked(let keys):
+            var policy = adopted.policy
+            policy.recordSuccess()
+            var saved = opened
+            saved.policy = policy
+            // A class key the unlock added (Keybag.addedClasses) is saved with it.
+            if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
+                try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
+            } else {
+                try clearReservation()
+            }
+            let kept = saved
+            core.withLock { $0.keybag = kept }
+            return body(keys)
+        }
     }
 
     /// reserveAttempt, keeping in memory the count it adopted, refused or not.
