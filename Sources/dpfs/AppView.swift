@@ -49,7 +49,7 @@ struct AppView {
     }
 
     /// bwrap's command line for `command`, writing the sandbox's PID 1 to `infoFD`.
-    func command(_ command: [String], infoFD: Int32, dpfsBinary: String, workingDirectory: String) -> [String] {
+    func command(_ command: [RawArgument], infoFD: Int32, dpfsBinary: String, workingDirectory: String) -> [RawArgument] {
         var arguments = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
                          "--cap-drop", "ALL", "--die-with-parent", "--as-pid-1", "--info-fd", String(infoFD)]
         let hidden = hiddenPaths()
@@ -70,8 +70,8 @@ struct AppView {
         if Self.isInside(AbsolutePath.of(workingDirectory), anyOf: hidden + ["\(mount)/\(Self.containersDirectory)"]) {
             arguments += ["--chdir", mount]
         }
-        arguments += ["--", dpfsBinary, "sandbox-init", "--"] + command
-        return arguments
+        arguments += ["--", dpfsBinary, "sandbox-init", "--"]
+        return arguments.map(RawArgument.init) + command
     }
 
     /// What holds the device's secrets or another device's files, with symbolic links

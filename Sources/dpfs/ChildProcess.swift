@@ -27,6 +27,11 @@ enum ChildProcess {
 
     static func spawn(_ command: [String], environment: [String: String], signalMask: sigset_t,
                       descriptors: Descriptors) throws -> pid_t {
+        try spawn(command.map(RawArgument.init), environment: environment, signalMask: signalMask, descriptors: descriptors)
+    }
+
+    static func spawn(_ command: [RawArgument], environment: [String: String], signalMask: sigset_t,
+                      descriptors: Descriptors) throws -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -42,7 +47,7 @@ enum ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         addActions(for: descriptors, to: &actions)
 
-        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0.bytes) }
         argv.append(nil)
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") }
         envp.append(nil)
@@ -51,8 +56,8 @@ enum ChildProcess {
             for pointer in envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, command[0], &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw SpawnError(program: command[0], code: rc) }
+        let rc = posix_spawnp(&pid, command[0].bytes, &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw SpawnError(program: command[0].display, code: rc) }
         return pid
     }
 

@@ -45,6 +45,10 @@ expect_eq "death by SIGKILL is 128+9" "$?" "137"
 "$DPFS" run "$MNT" -- "$WORK/no-such-program" 2>"$WORK/err"
 expect_eq "a missing program is 127" "$?" "127"
 check "a missing program is named" grep -q "cannot run $WORK/no-such-program" "$WORK/err"
+# Arguments reach the program as bytes: a name need not be UTF-8.
+raw_args() { "$DPFS" run "$MNT" "$@" -- printf '%s|' $'caf\xe9' $'\xff' 'plain' | od -An -tx1 | tr -d ' \n'; }
+expect_eq "non-UTF-8 arguments pass unchanged" "$(raw_args)" "636166e97cff7c706c61696e7c"
+expect_eq "and without isolation" "$(raw_args --no-isolation)" "636166e97cff7c706c61696e7c"
 check "the program sees the mount's files" "$DPFS" run "$MNT" -- sh -c 'echo hi > "$HOME/Documents/from-run.txt" && test -f "$TMPDIR/../Documents/from-run.txt"'
 
 # Signals sent to dpfs run reach the program. A script's background job starts with

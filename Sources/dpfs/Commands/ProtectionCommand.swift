@@ -19,7 +19,7 @@ struct Protection: ParsableCommand {
         func run() throws {
             var failed = false
             let mounts = Protection.dpfsDevices()
-            for path in RawArguments.paths(paths) {
+            for path in RawArguments.trailing(paths) {
                 if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
                 var buffer = [UInt8](repeating: 0, count: 64)
                 let n = getxattr(path.bytes, MountAttributes.protection, &buffer, buffer.count)
@@ -51,7 +51,7 @@ struct Protection: ParsableCommand {
             }
             var failed = false
             let mounts = Protection.dpfsDevices()
-            for path in RawArguments.paths(paths) {
+            for path in RawArguments.trailing(paths) {
                 if Protection.refuseOutsideMount(path, dpfsDevices: mounts) { failed = true; continue }
                 let rc = name.withCString { setxattr(path.bytes, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
@@ -73,7 +73,7 @@ struct Protection: ParsableCommand {
     /// Refuses `path`, saying so on stderr, if it is not a node of a dpfs mount (its
     /// device is none of `dpfsDevices`): the attribute would be written on a plain file
     /// and protect nothing. False when it is, or cannot be looked at (the call then says why).
-    static func refuseOutsideMount(_ path: RawPath, dpfsDevices: Swift.Set<String>) -> Bool {
+    static func refuseOutsideMount(_ path: RawArgument, dpfsDevices: Swift.Set<String>) -> Bool {
         var st = stat()
         guard stat(path.bytes, &st) == 0 else { return false }
         if dpfsDevices.contains("\(dpfs_major(st.st_dev)):\(dpfs_minor(st.st_dev))") { return false }

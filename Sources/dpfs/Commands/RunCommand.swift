@@ -54,15 +54,16 @@ struct Run: ParsableCommand {
         let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,
                                                   app: session.bundleID, socket: session.socket,
                                                   inherited: ProcessInfo.processInfo.environment)
+        let program = RawArguments.trailing(command)
         let status = try session.hold {
             noIsolation
-                ? try Self.runDirectly(command, environment: environment, signals: forwarded)
-                : try Self.runIsolated(command, in: view, environment: environment, signals: forwarded)
+                ? try Self.runDirectly(program, environment: environment, signals: forwarded)
+                : try Self.runIsolated(program, in: view, environment: environment, signals: forwarded)
         }
         throw ExitCode(status)
     }
 
-    private static func runDirectly(_ command: [String], environment: [String: String],
+    private static func runDirectly(_ command: [RawArgument], environment: [String: String],
                                     signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
         let child = try spawnReporting(command, environment: environment, mask: signals.previous,
                                        descriptors: .standard(passing: nil))
@@ -71,7 +72,7 @@ struct Run: ParsableCommand {
 
     /// bwrap keeps the forwarded signals blocked (it forwards none, and must outlive a
     /// terminal's Ctrl-C to report the status); they go to the sandbox's PID 1 instead.
-    private static func runIsolated(_ command: [String], in view: AppView, environment: [String: String],
+    private static func runIsolated(_ command: [RawArgument], in view: AppView, environment: [String: String],
                                     signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
         guard let dpfs = Bundle.main.executablePath else { throw CLIError("cannot find the dpfs binary to start the sandbox") }
         var info: [Int32] = [0, 0]
@@ -95,7 +96,7 @@ struct Run: ParsableCommand {
         return ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
     }
 
-    private static func spawnReporting(_ command: [String], environment: [String: String], mask: sigset_t,
+    private static func spawnReporting(_ command: [RawArgument], environment: [String: String], mask: sigset_t,
                                        descriptors: ChildProcess.Descriptors) throws -> pid_t {
         do {
             return try ChildProcess.spawn(command, environment: environment, signalMask: mask, descriptors: descriptors)

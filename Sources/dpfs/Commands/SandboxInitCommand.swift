@@ -22,7 +22,7 @@ struct SandboxInit: ParsableCommand {
         let child: pid_t
         do {
             // Whatever bwrap left open stays here: the program gets 0, 1 and 2 only.
-            child = try ChildProcess.spawn(command, environment: ProcessInfo.processInfo.environment, signalMask: mask,
+            child = try ChildProcess.spawn(RawArguments.trailing(command), environment: ProcessInfo.processInfo.environment, signalMask: mask,
                                            descriptors: .standard(passing: nil))
         } catch let error as ChildProcess.SpawnError {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
