@@ -163,6 +163,42 @@ import Testing
         #expect(find(t, "bank", .fail, context: token).status == SecStatus.interactionNotAllowed)
     }
 
+    @Test func aContextsMatchEndsWithItsEnrollment() throws {
+        let t = try device()
+        let any = String(AccessControlFlags.biometryAny.rawValue)
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        #expect(t.add(["service": "any", "accessControl": any]).status == 0)
+        #expect(t.add(["service": "pin", "accessControl": String(AccessControlFlags.devicePasscode.rawValue)]).status == 0)
+        let token = String(repeating: "ef", count: 16)
+        try t.store.user.respond(.passcode, times: 1, passcode: TestDevice.secret(TestDevice.passcode))
+        #expect(t.store.user.evaluate(.deviceOwner, context: token, reuse: 0, interactive: true) == .granted)
+        try answer(t, .match)
+        #expect(t.store.user.evaluate(.biometrics, context: token, reuse: 0, interactive: true) == .granted)
+        #expect(find(t, "bank", .fail, context: token).status == 0)
+
+        try t.store.user.reenroll(type: nil)
+        #expect(find(t, "bank", .fail, context: token).status == SecStatus.itemNotFound,
+                "a match of the old enrollment opens nothing bound to it")
+        #expect(find(t, "any", .fail, context: token).status == SecStatus.interactionNotAllowed,
+                "nor a .biometryAny item: the match was of a face no longer enrolled")
+        #expect(t.add(["service": "new", "accessControl": Self.currentSet]).status == 0)
+        #expect(find(t, "new", .fail, context: token).status == SecStatus.interactionNotAllowed)
+        #expect(find(t, "pin", .fail, context: token).status == 0, "the context's passcode still counts")
+        try answer(t, .match)
+        #expect(find(t, "new", context: token).status == 0, "a match of the new enrollment does")
+        #expect(find(t, "any", .fail, context: token).status == 0)
+    }
+
+    @Test func aContextsMatchEndsWhenNothingIsEnrolled() throws {
+        let t = try device()
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        let token = String(repeating: "fe", count: 16)
+        try answer(t, .match)
+        #expect(t.store.user.evaluate(.biometrics, context: token, reuse: 0, interactive: true) == .granted)
+        try t.store.user.unenroll()
+        #expect(find(t, "bank", .fail, context: token).status == SecStatus.itemNotFound)
+    }
+
     @Test func updatingAProtectedItemAsksToo() throws {
         let t = try device()
         #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "old").status == 0)

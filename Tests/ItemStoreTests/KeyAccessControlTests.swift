@@ -88,6 +88,21 @@ import Testing
         #expect(generate(t, tag: "03", Self.currentSet).status == SecStatus.authFailed, "no set to bind to")
     }
 
+    @Test func aContextsMatchSignsNoMoreAfterAReenrollment() throws {
+        let t = try device()
+        let token = try #require(generate(t, tag: "01", Self.currentSet).token)
+        let context = String(repeating: "c4", count: 16)
+        try answer(t, .match)
+        #expect(t.store.user.evaluate(.biometrics, context: context, reuse: 0, interactive: true) == .granted)
+        let withContext = KeychainAuthentication(interaction: .fail, context: context)
+        let request = KeyRequest(operation: .sign, token: token,
+                                 algorithm: KeyAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue,
+                                 input: Data("message".utf8), authentication: withContext)
+        #expect(t.store.performKey(request).status == 0)
+        try t.store.user.reenroll(type: nil)
+        #expect(t.store.performKey(request).status == SecStatus.authFailed)
+    }
+
     @Test func flagsAreSealedWithTheKey() throws {
         let t = try device()
         let token = try #require(generate(t, tag: "01", Self.currentSet).token)

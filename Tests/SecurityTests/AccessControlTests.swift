@@ -140,4 +140,18 @@ final class AccessControlTests: MountedDeviceTestCase {
         _ = after.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil)
         XCTAssertNotEqual(after.evaluatedPolicyDomainState, domain)
     }
+    func testAContextEvaluatedBeforeAReenrollmentOpensNothingAfter() async throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        XCTAssertEqual(try storeToken(.biometryCurrentSet), errSecSuccess)
+        let context = LAContext()
+        try respond("match")
+        let evaluated = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+        XCTAssertTrue(evaluated)
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context]).1, "s3ss10n")
+        try device.dpfs("biometry", "reenroll", device.mountpoint)
+        XCTAssertEqual(readToken().0, errSecItemNotFound)
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context]).0, errSecItemNotFound,
+                       "the context's match was of the old enrollment")
+    }
+
 }

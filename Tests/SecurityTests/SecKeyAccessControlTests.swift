@@ -209,6 +209,19 @@ final class SecKeyAccessControlTests: MountedDeviceTestCase {
                        Int(errSecInteractionNotAllowed), "an invalidated context proves nothing")
     }
 
+    func testAContextEvaluatedBeforeAReenrollmentSignsNothingAfter() async throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        _ = try makeKey(tag: "ctx.current", [.privateKeyUsage, .biometryCurrentSet])
+        let context = LAContext()
+        try respond("match")
+        let evaluated = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+        XCTAssertTrue(evaluated)
+        let key = try XCTUnwrap(find(tag: "ctx.current", [kSecUseAuthenticationContext as String: context]).1)
+        XCTAssertNil(sign(key).1)
+        try device.dpfs("biometry", "reenroll", device.mountpoint)
+        XCTAssertEqual(sign(key).1, Int(errSecAuthFailed), "the context's match was of the old enrollment")
+    }
+
     func testFlagsCannotBeStripped() throws {
         try device.dpfs("biometry", "enroll", device.mountpoint)
         let key = try makeKey(tag: "strip.me", [.privateKeyUsage, .biometryCurrentSet])

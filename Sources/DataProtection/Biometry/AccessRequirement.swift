@@ -58,6 +58,15 @@ struct AuthenticationProof: Sendable, Equatable {
         return requirement.anyOne ? met.contains(true) : !met.contains(false)
     }
 
+    /// This proof with its match left out unless the match was of `enrollment` (the
+    /// domain state enrolled now): a face or finger no longer enrolled proves nothing,
+    /// whatever it was stored under.
+    func keepingMatch(of enrollment: String?) -> AuthenticationProof {
+        var kept = self
+        if biometryDomain != enrollment { kept.biometryDomain = nil }
+        return kept
+    }
+
     mutating func merge(_ other: AuthenticationProof) {
         if other.biometryDomain != nil { biometryDomain = other.biometryDomain }
         passcode = passcode || other.passcode

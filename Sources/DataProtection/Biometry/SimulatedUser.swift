@@ -204,7 +204,10 @@ public final class SimulatedUser: Sendable {
                           interaction: KeychainAuthentication.Interaction) -> AuthorizationOutcome {
         guard requirement.asksUser else { return .granted }
         let key = context
-        var proof = key.flatMap { key in contexts.withLock { $0[key] } } ?? AuthenticationProof()
+        // A context's match counts only while its enrollment is the current one: after a
+        // re-enrollment it opens neither what was bound to the old one nor anything else.
+        var proof = (key.flatMap { key in contexts.withLock { $0[key] } } ?? AuthenticationProof())
+            .keepingMatch(of: domainState)
         if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
         if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
         guard interaction == .allow else { return .notInteractive }
