@@ -44,8 +44,8 @@ public final class SimulatedUser: Sendable {
     /// Proofs of LAContexts by token (128 random bits only its process knows), until
     /// invalidated or the mount ends.
     private let contexts = Mutex<[String: AuthenticationProof]>([:])
-    /// When the last biometric match happened (device clock), for the reuse duration.
-    private let lastMatch = Mutex<Date?>(nil)
+    /// The last biometric match (device clock), for the reuse duration.
+    private let lastMatch = Mutex<RecentMatch?>(nil)
     private let onScreen = NSLock()
     private let observerID = Mutex<UInt64?>(nil)
     /// Told on a call's thread before it may wait for an answer (up to the prompt
@@ -228,7 +228,7 @@ public final class SimulatedUser: Sendable {
             case .match:
                 guard let domain = usableDomain(for: pending, boundDomain: boundDomain) else { return .failed }
                 try? change { $0.failedMatches = 0 }
-                lastMatch.withLock { $0 = device.clock.now }
+                lastMatch.withLock { $0 = RecentMatch(at: device.clock.now, domain: domain) }
                 proof.biometryDomain = domain
             case .nomatch:
                 if usableDomain(for: pending, boundDomain: boundDomain) != nil {
@@ -245,13 +245,15 @@ public final class SimulatedUser: Sendable {
     }
 
     /// LAContext.evaluatePolicy: a success is remembered under the context. With a
-    /// reuse duration, a biometric match that recent succeeds without asking.
+    /// reuse duration, a biometric match that recent succeeds without asking, if it
+    /// was a match of the enrollment of now.
     public func evaluate(_ policy: AuthenticationPolicy, context: String, reuse: Double,
                          interactive: Bool) -> AuthorizationOutcome {
         let requirement = AccessRequirement(policy)
         let reuse = min(max(reuse, 0), Self.maximumReuseDuration)
-        if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last) <= reuse,
-           let domain = record.withLock({ $0.failedMatches < Self.lockoutThreshold ? $0.domainState : nil }) {
+        if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last.at) <= reuse,
+           let domain = record.withLock({ $0.failedMatches < Self.lockoutThreshold ? $0.domainState : nil }),
+           domain == last.domain {
             remember(AuthenticationProof(biometryDomain: domain), context)
             return .granted
         }
@@ -329,4 +331,10 @@ public final class SimulatedUser: Sendable {
         }
     }
 
+}
+
+/// A biometric match: when (on the device's clock) and of which enrollment.
+private struct RecentMatch: Sendable {
+    let at: Date
+    let domain: String
 }
