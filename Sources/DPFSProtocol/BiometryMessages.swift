@@ -42,12 +42,24 @@ public enum BiometryRequest: Codable, Sendable {
     case promptTimeout(seconds: Double)
 }
 
+/// Why biometry waits for the passcode (a lockout: biometric prompts fail at once).
+public enum BiometryLockout: String, Codable, Sendable {
+    /// Five failed matches in a row.
+    case failedMatches
+    /// The device restarted, and the passcode has not been entered since.
+    case restart
+    /// The passcode has not been entered for more than 48 hours (device clock).
+    case passcodeUnused
+}
+
 public struct BiometryReply: Codable, Sendable {
     public var enrolled: Bool
     public var type: BiometryType
     /// Hex; changes at every enrollment; nil when nothing is enrolled.
     public var domainState: String?
     public var lockedOut: Bool
+    /// Why, when `lockedOut`.
+    public var lockout: BiometryLockout?
     public var failedMatches: Int
     /// Answers waiting for a prompt.
     public var queued: Int
@@ -57,10 +69,10 @@ public struct BiometryReply: Codable, Sendable {
     /// Seconds a prompt waits for an answer before it fails as cancelled.
     public var promptTimeout: Double
 
-    public init(enrolled: Bool, type: BiometryType, domainState: String?, lockedOut: Bool, failedMatches: Int,
-                queued: Int, passcodeSet: Bool, errorCode: Int? = nil, promptTimeout: Double) {
+    public init(enrolled: Bool, type: BiometryType, domainState: String?, lockedOut: Bool, lockout: BiometryLockout? = nil,
+                failedMatches: Int, queued: Int, passcodeSet: Bool, errorCode: Int? = nil, promptTimeout: Double) {
         self.enrolled = enrolled; self.type = type; self.domainState = domainState
-        self.lockedOut = lockedOut; self.failedMatches = failedMatches; self.queued = queued
+        self.lockedOut = lockedOut; self.lockout = lockout; self.failedMatches = failedMatches; self.queued = queued
         self.passcodeSet = passcodeSet; self.errorCode = errorCode; self.promptTimeout = promptTimeout
     }
 }

@@ -107,7 +107,8 @@ extension ItemStore {
         case .cancelled: return "the simulated user cancelled, or no answer was queued in time (dpfs biometry respond)"
         case .notInteractive: return "the item needs the user's authentication, and the call forbids asking"
         case .invalidated: return "the item or key was bound to a biometry enrollment that is gone (dpfs biometry reenroll)"
-        case .lockedOut: return "biometry is locked out after too many failed matches; enter the passcode"
+        case .lockedOut:
+            return "biometry is locked out (five failed matches, a restart, or 48 hours without the passcode); enter the passcode"
         case .notEnrolled: return "no biometry is enrolled (dpfs biometry enroll)"
         case .passcodeNotSet: return "the device has no passcode"
         }

@@ -26,10 +26,11 @@ import Testing
     @Test func theReplyCarriesTheState() throws {
         var reply = ControlReply(ok: true)
         reply.biometry = BiometryReply(enrolled: true, type: .faceID, domainState: "00ff", lockedOut: true,
-                                       failedMatches: 5, queued: 2, passcodeSet: true,
+                                       lockout: .failedMatches, failedMatches: 5, queued: 2, passcodeSet: true,
                                        errorCode: LocalAuthenticationCode.biometryLockout, promptTimeout: 5)
         let back = try roundTrip(reply).biometry
         #expect(back?.domainState == "00ff" && back?.lockedOut == true && back?.failedMatches == 5)
+        #expect(back?.lockout == .failedMatches)
         #expect(back?.errorCode == -8 && back?.queued == 2 && back?.type == .faceID)
     }
 

@@ -220,6 +220,48 @@ import Testing
                                       interactive: false) == .granted, "a match of this enrollment is reused")
     }
 
+    @Test func biometryNeedsThePasscodeAfterARestart() throws {
+        let t = try device()
+        let any = String(AccessControlFlags.biometryAny.rawValue)
+        #expect(t.add(["service": "face", "accessControl": any, "accessible": "Always"]).status == 0)
+        t.restart()
+        #expect(t.store.user.state().lockedOut)
+        try answer(t, .match)
+        #expect(find(t, "face").status == SecStatus.authFailed)
+        #expect(t.store.user.state().queued == 1, "the prompt fails without taking the answer")
+        #expect(t.store.user.evaluate(.biometrics, context: String(repeating: "b1", count: 16), reuse: 0,
+                                      interactive: true) == .lockedOut)
+        try t.unlock()
+        #expect(!t.store.user.state().lockedOut)
+        #expect(find(t, "face").status == 0, "after the unlock the queued match is taken")
+
+        t.restart()
+        try t.store.user.respond(.passcode, times: 1, passcode: TestDevice.secret(TestDevice.passcode))
+        #expect(t.store.user.evaluate(.deviceOwner, context: String(repeating: "b2", count: 16), reuse: 0,
+                                      interactive: true) == .granted)
+        #expect(!t.store.user.state().lockedOut, "a passcode answer lifts it too")
+        #expect(t.device.phase == .beforeFirstUnlock)
+        try answer(t, .match)
+        #expect(find(t, "face").status == 0)
+    }
+
+    @Test func biometryNeedsThePasscodeAfter48HoursWithoutIt() throws {
+        let t = try device()
+        let any = String(AccessControlFlags.biometryAny.rawValue)
+        #expect(t.add(["service": "face", "accessControl": any, "accessible": "Always"]).status == 0)
+        t.device.advanceClock(by: 47 * 3600)
+        try answer(t, .match)
+        #expect(find(t, "face").status == 0, "47 hours: biometry still answers")
+        t.device.advanceClock(by: 3600 + 1)
+        #expect(t.store.user.state().lockedOut)
+        try answer(t, .match)
+        #expect(find(t, "face").status == SecStatus.authFailed)
+        #expect(t.store.user.state().queued == 1)
+        t.lock()
+        try t.unlock()
+        #expect(find(t, "face").status == 0)
+    }
+
     @Test func updatingAProtectedItemAsksToo() throws {
         let t = try device()
         #expect(t.add(["service": "bank", "accessControl": Self.currentSet], data: "old").status == 0)

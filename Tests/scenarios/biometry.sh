@@ -2,9 +2,10 @@
 # The simulated user's biometry (dpfs biometry) and items behind an access control
 # (dpfs keychain --access-control): a read asks the user and takes the queued answer;
 # nomatch and cancel fail as iOS answers; five failed matches lock biometry out until
-# the passcode; re-enrollment invalidates .biometryCurrentSet items; the enrollment
-# survives a remount, but an older copy of it put back does not; a prompt with no answer
-# fails as cancelled after its timeout.
+# the passcode, as do a restart and 48 hours without the passcode; re-enrollment
+# invalidates .biometryCurrentSet items; the enrollment survives a remount, but an
+# older copy of it put back does not; a prompt with no answer fails as cancelled after
+# its timeout.
 source "$(dirname "$0")/lib.sh"
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 find_token() { "$DPFS" keychain find "$MNT" --service bank --account "$1" "${@:2}"; }
@@ -76,6 +77,7 @@ for i in 1 2 3 4; do find_token current >/dev/null 2>&1; done
 expect_eq "four failed matches: not yet locked out" "$(bio lockedOut)" "False"
 find_token current >/dev/null 2>&1
 expect_eq "five failed matches lock biometry out" "$(bio lockedOut)" "True"
+expect_eq "status says why" "$(bio lockout)" "failedMatches"
 start=$SECONDS
 check_error "locked out: errSecAuthFailed" "errSecAuthFailed (-25293)" find_token current
 if [ $((SECONDS - start)) -lt 3 ]; then pass "without waiting for an answer"; else fail "without waiting for an answer" "took $((SECONDS - start)) s"; fi
@@ -99,6 +101,35 @@ expect_eq "locked out" "$(bio lockedOut)" "True"
 check "lock" "$DPFS" lock "$MNT" --now
 check "unlock with the passcode" unlock_device
 expect_eq "an unlock ends the lockout" "$(bio lockedOut)" "False"
+
+# --- the passcode, not biometry, after a restart and after 48 hours without it ---------
+printf 'token-4' > "$WORK/token4"; chmod 600 "$WORK/token4"
+check "add one behind biometryAny, readable before the first unlock" \
+    "$DPFS" keychain add "$MNT" --service bank --account always --access-control biometryAny \
+    --accessible Always --data-file "$WORK/token4"
+check "restart" "$DPFS" restart "$MNT"
+expect_eq "after a restart biometry waits for the passcode" "$(bio lockedOut)" "True"
+expect_eq "status says why" "$(bio lockout)" "restart"
+check "queue a match" "$DPFS" biometry respond "$MNT" match
+check_error "before the passcode a match reads nothing: errSecAuthFailed" "errSecAuthFailed (-25293)" \
+    find_token always
+expect_eq "and the match was not taken" "$(bio queued)" "1"
+check "unlock" unlock_device
+expect_eq "after the unlock the match reads it" "$(find_token always)" "token-4"
+check "the clock moves 47 hours" "$DPFS" clock advance "$MNT" 47h
+check "queue a match" "$DPFS" biometry respond "$MNT" match
+expect_eq "47 hours after the passcode a match still reads" "$(find_token always)" "token-4"
+check "and 61 minutes more" "$DPFS" clock advance "$MNT" 61m
+expect_eq "more than 48 hours: biometry waits for the passcode" "$(bio lockedOut)" "True"
+expect_eq "status says why" "$(bio lockout)" "passcodeUnused"
+start=$SECONDS
+check_error "the biometryAny item fails" "errSecAuthFailed (-25293)" find_token always
+if [ $((SECONDS - start)) -lt 3 ]; then pass "without waiting for an answer"; else fail "without waiting for an answer" "took $((SECONDS - start)) s"; fi
+check "a passcode answer" "$DPFS" biometry respond "$MNT" passcode --passcode-file "$PASS"
+expect_eq "userPresence reads with the passcode" "$(find_token presence)" "token-2"
+expect_eq "the passcode answer lets biometry answer again" "$(bio lockedOut)" "False"
+check "queue a match" "$DPFS" biometry respond "$MNT" match
+expect_eq "a match reads it" "$(find_token always)" "token-4"
 
 # A passcode answer proves the user to the prompt; it does not unlock the device.
 printf 'token-3' > "$WORK/token3"; chmod 600 "$WORK/token3"

@@ -3,8 +3,10 @@
 // passcode), and every prompt — a keychain read of an item behind an access control,
 // LAContext.evaluatePolicy — takes the next one. With none queued a prompt waits up to
 // `promptTimeout`, then fails as a cancelled prompt does. One prompt is on screen at a
-// time, as on iOS. Five failed matches in a row lock biometry out until the passcode
-// is entered (a successful unlock, or a passcode answer). Removing the passcode
+// time, as on iOS. Biometry is locked out, as iOS locks it, until the passcode is
+// entered (an unlock, or a passcode answer): after five failed matches in a row, after
+// a restart, and when the passcode has not been entered for more than 48 hours. A
+// restart also ends every LAContext's proofs and the last match. Removing the passcode
 // removes the enrollment, as iOS does.
 import DPFSProtocol
 import Foundation
@@ -33,6 +35,8 @@ public final class SimulatedUser: Sendable {
     /// A SecItem call gives up after 10 s: a longer wait would outlive the caller.
     public static let maximumPromptTimeout: Double = 9
     public static let lockoutThreshold = 5
+    /// After this long without the passcode (device clock), biometry waits for it.
+    public static let passcodeInterval: TimeInterval = 48 * 3600
     /// LATouchIDAuthenticationMaximumAllowableReuseDuration.
     public static let maximumReuseDuration: Double = 300
     static let maximumContexts = 4096
@@ -42,7 +46,7 @@ public final class SimulatedUser: Sendable {
     private let record: Mutex<BiometryRecord>
     private let answers = AnswerQueue()
     /// Proofs of LAContexts by token (128 random bits only its process knows), until
-    /// invalidated or the mount ends.
+    /// invalidated, a restart or the end of the mount.
     private let contexts = Mutex<[String: AuthenticationProof]>([:])
     /// The last biometric match (device clock), for the reuse duration.
     private let lastMatch = Mutex<RecentMatch?>(nil)
@@ -83,6 +87,7 @@ public final class SimulatedUser: Sendable {
             switch event.event {
             case .passcodeChanged where !self.device.passcodeSet: try? self.unenroll()
             case .didBecomeAvailable: self.passcodeEntered()
+            case .restart: self.forgetProofs()
             case .erased: try? self.unenroll()
             default: break
             }
@@ -115,8 +120,9 @@ public final class SimulatedUser: Sendable {
 
     public func state(errorCode: Int? = nil) -> BiometryReply {
         let current = record.withLock { $0 }
+        let lockout = lockout(current)
         return BiometryReply(enrolled: current.enrolled, type: current.type, domainState: current.domainState,
-                             lockedOut: current.failedMatches >= Self.lockoutThreshold,
+                             lockedOut: lockout != nil, lockout: lockout,
                              failedMatches: current.failedMatches, queued: answers.count,
                              passcodeSet: device.passcodeSet, errorCode: errorCode, promptTimeout: promptTimeout)
     }
@@ -159,6 +165,21 @@ public final class SimulatedUser: Sendable {
     /// The passcode was entered (an unlock): biometry is no longer locked out.
     public func passcodeEntered() {
         try? change { $0.failedMatches = 0 }
+    }
+
+    /// A restart: what the user proved before it, to an LAContext or by a recent match,
+    /// counts no more (on iOS no process outlives the reboot).
+    private func forgetProofs() {
+        contexts.withLock { $0.removeAll() }
+        lastMatch.withLock { $0 = nil }
+    }
+
+    /// Why biometry waits for the passcode now, or nil when a match may answer.
+    private func lockout(_ record: BiometryRecord) -> BiometryLockout? {
+        if record.failedMatches >= Self.lockoutThreshold { return .failedMatches }
+        guard device.passcodeSet else { return nil }
+        guard let entered = device.passcodeLastEntered else { return .restart }
+        return device.clock.now.timeIntervalSince(entered) > Self.passcodeInterval ? .passcodeUnused : nil
     }
 
     private func change(_ body: (inout BiometryRecord) -> Void) throws {
@@ -252,8 +273,8 @@ public final class SimulatedUser: Sendable {
         let requirement = AccessRequirement(policy)
         let reuse = min(max(reuse, 0), Self.maximumReuseDuration)
         if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last.at) <= reuse,
-           let domain = record.withLock({ $0.failedMatches < Self.lockoutThreshold ? $0.domainState : nil }),
-           domain == last.domain {
+           case let current = record.withLock({ $0 }), lockout(current) == nil,
+           let domain = current.domainState, domain == last.domain {
             remember(AuthenticationProof(biometryDomain: domain), context)
             return .granted
         }
@@ -279,7 +300,7 @@ public final class SimulatedUser: Sendable {
     /// Why `factor` cannot be met now, or nil when an answer could meet it.
     private func reason(against factor: AccessRequirement.Factor, boundDomain: String?) -> AuthorizationOutcome? {
         let current = record.withLock { $0 }
-        let lockedOut = current.failedMatches >= Self.lockoutThreshold
+        let lockedOut = lockout(current) != nil
         switch factor {
         case .passcode:
             return device.passcodeSet ? nil : .passcodeNotSet
@@ -299,7 +320,7 @@ public final class SimulatedUser: Sendable {
     /// The enrollment a match now proves, if biometry can meet one of `pending`.
     private func usableDomain(for pending: [AccessRequirement.Factor], boundDomain: String?) -> String? {
         let current = record.withLock { $0 }
-        guard current.enrolled, current.failedMatches < Self.lockoutThreshold, let domain = current.domainState else {
+        guard current.enrolled, lockout(current) == nil, let domain = current.domainState else {
             return nil
         }
         let usable = pending.contains { factor in

@@ -52,6 +52,8 @@ public final class LockStateManager: Sendable {
         var lockedSince: Date?
         /// `keybag` holds a failed attempt its save could not write (a full disk).
         var failureUnsaved = false
+        /// When the passcode was last entered since the boot, on the device's clock.
+        var passcodeEntered: Date?
     }
 
     public let directory: DeviceDirectory
@@ -171,6 +173,11 @@ public final class LockStateManager: Sendable {
     }
 
     public var passcodeSet: Bool { core.withReadLock { $0.keybag.passcodeSet } }
+
+    /// When the passcode was last entered since the boot (an unlock, a passcode answer
+    /// to a prompt, a passcode change), on the device's clock; nil when it has not been
+    /// since the boot. Biometry waits for it after a restart and after 48 hours.
+    public var passcodeLastEntered: Date? { core.withReadLock { $0.passcodeEntered } }
 
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
@@ -342,6 +349,7 @@ public final class LockStateManager: Sendable {
                 core.generation += 1
                 core.graceEnds = nil
                 core.lockedSince = nil
+                core.passcodeEntered = nil
                 return core.keybag.passcodeSet
             }
             // Without a passcode every class stays available, as on a device with none.
@@ -411,7 +419,8 @@ public final class LockStateManager: Sendable {
                 try clearReservation()
             }
             let kept = saved
-            core.withLock { $0.keybag = kept }
+            let now = clock.now
+            core.withLock { $0.keybag = kept; $0.passcodeEntered = now }
             return body(keys)
         }
     }
@@ -518,8 +527,11 @@ public final class LockStateManager: Sendable {
             keybag.policy.erased = false
             try keybag.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
             let saved = keybag
+            let now = clock.now
             core.withLock { core in
                 core.keybag = saved
+                // The user typed the passcode (the current one, or the first).
+                core.passcodeEntered = saved.passcodeSet ? now : nil
                 if !saved.passcodeSet { core.phase = .unlocked }
             }
         }

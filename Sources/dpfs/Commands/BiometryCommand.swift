@@ -106,9 +106,19 @@ struct Biometry: ParsableCommand {
             print("enrolled: \(state.enrolled ? "yes" : "no")")
             print("type: \(state.type.rawValue)")
             if let domain = state.domainState { print("domain state: \(domain)") }
-            print("failed matches: \(state.failedMatches)\(state.lockedOut ? " (locked out until the passcode is entered)" : "")")
+            print("failed matches: \(state.failedMatches)")
+            if state.lockedOut { print("locked out\(Self.cause(state.lockout)), until the passcode is entered") }
             print("queued answers: \(state.queued)")
             print("prompt timeout: \(state.promptTimeout) s")
+        }
+
+        private static func cause(_ lockout: BiometryLockout?) -> String {
+            switch lockout {
+            case .failedMatches?: return " after five failed matches"
+            case .restart?: return " since the restart"
+            case .passcodeUnused?: return " after 48 hours without the passcode"
+            case nil: return ""
+            }
         }
     }
 
