@@ -1,10 +1,13 @@
 // What ties an LAContext to a keychain call across modules that do not import each
 // other: LocalAuthentication's LAContext conforms, Security reads the token of the
 // object given as kSecUseAuthenticationContext and sends it with the request.
-public protocol AuthenticationContextToken: AnyObject {
+public protocol AuthenticationContextToken: AnyObject, Sendable {
     /// The context's random name at the daemon, under which its successful
     /// evaluations are remembered until it is invalidated.
     var dpfsAuthenticationToken: String { get }
+    /// LAContext.interactionNotAllowed as it is now: a keychain call given the context
+    /// then fails rather than asks (errSecInteractionNotAllowed).
+    var dpfsInteractionNotAllowed: Bool { get }
 }
 
 /// kSecUseAuthenticationUI and friends, as a keychain request carries them.

@@ -37,11 +37,15 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
         set { state.withLock { $0.reuseDuration = min(max(newValue, 0), LATouchIDAuthenticationMaximumAllowableReuseDuration) } }
     }
 
-    /// When true, a policy that would have to ask fails with .notInteractive.
+    /// When true, a policy that would have to ask fails with .notInteractive, and so
+    /// does (errSecInteractionNotAllowed) a keychain call given this context as
+    /// kSecUseAuthenticationContext, as kSecUseAuthenticationUIFail would.
     open var interactionNotAllowed: Bool {
         get { state.withLock { $0.interactionNotAllowed } }
         set { state.withLock { $0.interactionNotAllowed = newValue } }
     }
+
+    public var dpfsInteractionNotAllowed: Bool { interactionNotAllowed }
 
     open var localizedFallbackTitle: String? {
         get { state.withLock { $0.localizedFallbackTitle } }

@@ -116,7 +116,7 @@ enum KeyItemAttributes {
     /// The SecKey of a found key item: a Secure Enclave key's token, or an ordinary
     /// key's X9.63 private form, is its data. A Secure Enclave key keeps the query's
     /// `authentication` (kSecUseAuthenticationContext…) for its operations.
-    static func key(from attributes: [String: String], data: Data?, authentication: KeychainAuthentication? = nil) -> SecKey? {
+    static func key(from attributes: [String: String], data: Data?, authentication: CallAuthentication? = nil) -> SecKey? {
         guard attributes["class"] == kSecClassKey, let publicKey = attributes["publicKey"].flatMap(Data.init(hexString:)),
               let data else { return nil }
         let apple = SecItemResult.appleAttributes(attributes)

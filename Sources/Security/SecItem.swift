@@ -55,7 +55,7 @@ enum SecItemCall {
             operation: operation, attributes: query.attributes, data: operation == .add ? query.valueData : nil,
             updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
             limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
-        request.authentication = query.authentication
+        request.authentication = query.authentication?.request
         guard let response = DeviceConnection.shared.send(request) else { return errSecNotAvailable }
         if response.status == errSecSuccess, let result {
             result.pointee = SecItemResult.object(for: response, query)

@@ -27,7 +27,7 @@ struct SecItemQuery {
     /// A numeric kSecMatchLimit above one: the store returns all, the caller gets this many.
     var count: Int?
     /// kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseAuthenticationContext.
-    var authentication: KeychainAuthentication?
+    var authentication: CallAuthentication?
     private var accessControl: SecAccessControl?
 
     enum Role {
@@ -123,9 +123,9 @@ struct SecItemQuery {
     }
 
     private mutating func parseAuthentication(_ key: String, _ value: Any) throws {
-        var options = authentication ?? KeychainAuthentication()
-        guard AuthenticationOption.apply(key, value, to: &options) else { throw SecItemRefusal.param }
-        authentication = options
+        var call = authentication ?? CallAuthentication()
+        guard AuthenticationOption.apply(key, value, to: &call) else { throw SecItemRefusal.param }
+        authentication = call
     }
 
     private mutating func parseLimit(_ value: Any) throws {

@@ -23,10 +23,11 @@ public final class SecKey: @unchecked Sendable {
     /// kSecUseAuthenticationContext (and kSecUseAuthenticationUI, kSecUseOperationPrompt)
     /// of the query that found the key or the parameters that made it: a Secure
     /// Enclave key behind an access control sends it with each private-key operation,
-    /// so an evaluated LAContext spares the user the prompt, as on iOS.
-    let authentication: KeychainAuthentication?
+    /// so an evaluated LAContext spares the user the prompt, as on iOS (and one that
+    /// forbids interaction, as it does at the operation, fails rather than asks).
+    let authentication: CallAuthentication?
 
-    init(material: Material, publicKey: Data, attributes: [String: Any], authentication: KeychainAuthentication? = nil) {
+    init(material: Material, publicKey: Data, attributes: [String: Any], authentication: CallAuthentication? = nil) {
         self.material = material
         self.publicKeyData = publicKey
         self.authentication = authentication

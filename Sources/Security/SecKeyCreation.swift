@@ -109,7 +109,7 @@ struct KeySpec {
     var storeAttributes: [String: String] = [:]
     var appleAttributes: [String: Any] = [:]
     /// kSecUseAuthenticationContext and friends, which the new key carries (SecKey.authentication).
-    var authentication: KeychainAuthentication?
+    var authentication: CallAuthentication?
 
     init(_ parameters: [String: Any]) throws {
         let type = parameters[kSecAttrKeyType] as? String
@@ -164,11 +164,11 @@ struct KeySpec {
                 appleAttributes[kSecAttrAccessible] = protection
                 appleAttributes[KeyAttributeValue.accessControlKey] = value
             case _ where AuthenticationOption.handles(name):
-                var options = authentication ?? KeychainAuthentication()
-                guard AuthenticationOption.apply(name, value, to: &options) else {
+                var call = authentication ?? CallAuthentication()
+                guard AuthenticationOption.apply(name, value, to: &call) else {
                     throw SecKeyFailure(errSecParam, "\(name) has a value of the wrong kind")
                 }
-                authentication = options
+                authentication = call
             case kSecAttrKeyType, kSecAttrKeySizeInBits, kSecAttrTokenID, kSecPrivateKeyAttrs, kSecPublicKeyAttrs,
                  kSecAttrCanSign, kSecAttrCanVerify, kSecAttrCanEncrypt, kSecAttrCanDecrypt, kSecAttrCanDerive,
                  kSecAttrIsExtractable, kSecAttrIsSensitive, kSecAttrEffectiveKeySize, kSecUseDataProtectionKeychain,

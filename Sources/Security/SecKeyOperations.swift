@@ -103,7 +103,7 @@ enum SecKeyCall {
     static func daemon(_ operation: KeyRequest.Operation, _ key: SecKey, token: Data, _ algorithm: KeyAlgorithm,
                        _ input: Data) throws -> Data {
         let request = KeyRequest(operation: operation, token: token, algorithm: algorithm.rawValue, input: input,
-                                 authentication: key.authentication)
+                                 authentication: key.authentication?.request)
         guard let response = DeviceConnection.shared.send(request) else {
             throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
         }

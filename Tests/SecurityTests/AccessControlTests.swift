@@ -154,4 +154,27 @@ final class AccessControlTests: MountedDeviceTestCase {
                        "the context's match was of the old enrollment")
     }
 
+    func testAContextThatForbidsInteractionFailsAtOnce() async throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        XCTAssertEqual(try storeToken(.biometryCurrentSet), errSecSuccess)
+        let context = LAContext()
+        context.interactionNotAllowed = true
+        let started = Date()
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context]).0, errSecInteractionNotAllowed)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3, "without waiting for an answer")
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context,
+                                  kSecUseAuthenticationUI as String: kSecUseAuthenticationUIAllow]).0,
+                       errSecInteractionNotAllowed, "the context forbids it, whatever the query allows")
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context,
+                                  kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]).0,
+                       errSecItemNotFound, "skip still leaves the item out")
+
+        // An evaluated context needs no interaction: its success stands.
+        context.interactionNotAllowed = false
+        try respond("match")
+        let evaluated = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+        XCTAssertTrue(evaluated)
+        context.interactionNotAllowed = true
+        XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context]).1, "s3ss10n")
+    }
 }

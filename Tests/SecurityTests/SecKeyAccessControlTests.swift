@@ -222,6 +222,20 @@ final class SecKeyAccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(sign(key).1, Int(errSecAuthFailed), "the context's match was of the old enrollment")
     }
 
+    func testAKeyFollowsItsContextsInteractionNotAllowed() throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        _ = try makeKey(tag: "ctx.quiet", [.privateKeyUsage, .biometryAny])
+        let context = LAContext()
+        let key = try XCTUnwrap(find(tag: "ctx.quiet", [kSecUseAuthenticationContext as String: context]).1)
+        context.interactionNotAllowed = true
+        let started = Date()
+        XCTAssertEqual(sign(key).1, Int(errSecInteractionNotAllowed), "read at the operation, as the context is now")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+        context.interactionNotAllowed = false
+        try respond("match")
+        XCTAssertNil(sign(key).1)
+    }
+
     func testFlagsCannotBeStripped() throws {
         try device.dpfs("biometry", "enroll", device.mountpoint)
         let key = try makeKey(tag: "strip.me", [.privateKeyUsage, .biometryCurrentSet])
