@@ -242,7 +242,7 @@ extension SandboxFileSystem {
         let backing = form.stored
         do throws(Errno) { try prepareName(form, in: parent) } catch { return reply(req, error) }
         let made: CreatedFile
-        do throws(Errno) { made = try createRegular(Caller(req), parent, form, mode: mode) } catch {
+        do throws(Errno) { made = try createRegular(Caller(req), parent, form, named: name, mode: mode) } catch {
             abandonName(form, in: parent)
             return reply(req, error)
         }
@@ -259,7 +259,7 @@ extension SandboxFileSystem {
         guard openCreated(req, made, slot, as: inode, created, in: parent, fi) else { return }
         guard spareMayServe(in: parent) else { return }
         // The spare is for the next create there, in the directory's class (this one's
-        // may have been given at creation).
+        // may have been given at creation, or taken from its database).
         let spareClass = (try? directoryClass(parent)) ?? slot.protectionClass
         spares.created(in: parent, mode: mode) { makeSpare(in: parent, mode: mode, spareClass) }
     }
@@ -368,14 +368,17 @@ extension SandboxFileSystem {
     }
 
     /// Creates a backing file with its header, in the class the caller gave for it
-    /// (CreateClasses.swift), else the class its directory passes on, named `form`
-    /// (with its name tag), or left unnamed when `form` is nil (O_TMPFILE). Nothing is
-    /// created when the class cannot take a new file now (EPERM).
-    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, mode: mode_t) throws(Errno) -> CreatedFile {
+    /// (CreateClasses.swift), else its database's when `name` is an SQLite companion's
+    /// (SQLiteCompanions.swift), else the class its directory passes on; named `form`
+    /// (with its name tag; `name` in plaintext), or left unnamed when `form` is nil
+    /// (O_TMPFILE). Nothing is created when the class cannot take a new file now (EPERM).
+    func createRegular(_ caller: Caller, _ parent: Inode, _ form: BackingName?, named name: UnsafePointer<CChar>?,
+                       mode: mode_t) throws(Errno) -> CreatedFile {
         // The directory's record is checked either way: where it is missing or forged,
         // nothing is made in it.
         let inherited = try directoryClass(parent)
-        let protectionClass = createClasses.take(thread: caller.thread, directory: parent.key) ?? inherited
+        let protectionClass = createClasses.take(thread: caller.thread, directory: parent.key)
+            ?? name.flatMap { companionClass($0, in: parent) } ?? inherited
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file. A spare made ahead has them but the tag, when made in this class.

@@ -115,21 +115,27 @@ extension SandboxFileSystem {
     func identity(ofNode fd: Int32, type: mode_t) -> [UInt8]? {
         switch type {
         case S_IFREG:
-            let opened = try? withProcPath(fd) { (path) throws(Errno) in
-                do throws(Errno) {
-                    return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
-                } catch where error == .notPermitted {
-                    return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
-                }
-            }
-            guard let file = opened else { return nil }
-            defer { close(file) }
-            return (try? HeaderIO.read(file, metadataKey: device.metadataKey))?.fileID
+            return (try? readHeader(ofNode: fd))?.fileID
         case S_IFDIR:
             return DirectoryClassRecord.read(at: procPath(fd), metadataKey: device.metadataKey)?.directoryID
         default:
             return nil
         }
+    }
+
+    /// The authenticated header of the regular file whose descriptor (O_PATH or open)
+    /// is `fd`, read through a descriptor of its own.
+    func readHeader(ofNode fd: Int32) throws(Errno) -> FileHeader {
+        let file = try withProcPath(fd) { (path) throws(Errno) in
+            // O_NOATIME: reading metadata from the header is not reading the file.
+            do throws(Errno) {
+                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
+            } catch where error == .notPermitted {
+                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
+            }
+        }
+        defer { close(file) }
+        return try HeaderIO.read(file, metadataKey: device.metadataKey)
     }
 
     /// The node `name` in `directoryFD` as a tagged node: its O_PATH descriptor (the

@@ -101,7 +101,7 @@ extension SandboxFileSystem {
         if mode & S_IFMT == S_IFREG {
             // A regular file made by mknod still needs a header and a key.
             do throws(Errno) {
-                let made = try createRegular(caller, parent, form, mode: mode)
+                let made = try createRegular(caller, parent, form, named: name, mode: mode)
                 made.key.wipe()
                 close(made.fd)
             } catch {

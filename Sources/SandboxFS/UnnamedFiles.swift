@@ -24,7 +24,7 @@ extension SandboxFileSystem {
     /// last descriptor here closes, or with the daemon.
     func createUnnamed(_ req: fuse_req_t?, _ parent: Inode, _ mode: mode_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         let made: CreatedFile
-        do throws(Errno) { made = try createRegular(Caller(req), parent, nil, mode: mode) } catch { return reply(req, error) }
+        do throws(Errno) { made = try createRegular(Caller(req), parent, nil, named: nil, mode: mode) } catch { return reply(req, error) }
         let (inode, created): (Inode, stat)
         do throws(Errno) { (inode, created) = try enterUnnamed(made.fd) } catch {
             close(made.fd)
