@@ -75,6 +75,22 @@ expect_eq "writes no class attribute on the plain file" \
 check "a plain file can carry the class attribute" setfattr -n user.dpfs.protection -v complete "$WORK/full/something"
 one_line_error "protection get of a plain file that carries the attribute" "$DPFS" protection get "$WORK/full/something"
 
+# A special file has no class (the kernel keeps user.* attributes off it): said so,
+# on an unlocked device, rather than blamed on the lock or the mount.
+mkfifo "$MNT/Documents/fifo"
+ln -s fifo "$MNT/Documents/to-fifo"
+check_error "protection get of a FIFO says it is a special file" \
+    "fifo: is a special file (FIFO), which has no protection class$" "$DPFS" protection get "$MNT/Documents/fifo"
+check_error "protection set of a FIFO too" \
+    "fifo: is a special file (FIFO), which has no protection class$" "$DPFS" protection set complete "$MNT/Documents/fifo"
+check_error "and of a symbolic link to one" \
+    "to-fifo: is a symbolic link to a special file (FIFO), which has no protection class$" \
+    "$DPFS" protection set complete "$MNT/Documents/to-fifo"
+one_line_error "in one line" "$DPFS" protection get "$MNT/Documents/to-fifo"
+echo text > "$MNT/Documents/file"
+ln -s file "$MNT/Documents/to-file"
+expect_eq "a symbolic link to a file gives the file's class" "$("$DPFS" protection get "$MNT/Documents/to-file")" untilFirstAuth
+
 # help for a name that is no command fails (it printed the overview and exited 0).
 if "$DPFS" help bogus >/dev/null 2>"$WORK/err"; then fail "help for an unknown command" "exited 0"
 elif grep -q "'bogus' is not a command" "$WORK/err"; then pass "help for an unknown command: $(head -1 "$WORK/err")"

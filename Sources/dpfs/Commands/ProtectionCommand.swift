@@ -25,8 +25,10 @@ struct Protection: ParsableCommand {
                 let n = getxattr(path.bytes, MountAttributes.protection, &buffer, buffer.count)
                 if n < 0 {
                     failed = true
-                    let reason = errno == ENODATA || errno == ENOTSUP ? "has no protection class (not in a dpfs mount?)"
-                                                                      : String(cString: strerror(errno))
+                    let error = errno
+                    let reason = Protection.classless(path)
+                        ?? (error == ENODATA || error == ENOTSUP ? "has no protection class (not in a dpfs mount?)"
+                                                                 : String(cString: strerror(error)))
                     FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
                     continue
                 }
@@ -56,11 +58,40 @@ struct Protection: ParsableCommand {
                 let rc = name.withCString { setxattr(path.bytes, MountAttributes.protection, $0, strlen($0), 0) }
                 guard rc != 0 else { continue }
                 failed = true
-                let reason = errno == EPERM ? "the key of its class or of the new class is not available (device locked?)"
-                                            : String(cString: strerror(errno))
+                let error = errno
+                let reason = Protection.classless(path)
+                    ?? (error == EPERM ? "the key of its class or of the new class is not available (device locked?)"
+                                       : String(cString: strerror(error)))
                 FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
             }
             if failed { throw ExitCode.failure }
+        }
+    }
+
+    /// Why `path` has no class when it is a node that cannot have one: a special file,
+    /// or a symbolic link to one (the attribute calls follow links). The kernel refuses
+    /// user.* attributes on such a node itself, with the errors a locked device or a
+    /// path outside a mount gives, so a failed call asks this first. Nil for a regular
+    /// file, a directory, or a path that cannot be looked at.
+    static func classless(_ path: RawArgument) -> String? {
+        var st = stat()
+        guard lstat(path.bytes, &st) == 0 else { return nil }
+        if let kind = specialKind(st.st_mode) { return "is a special file (\(kind)), which has no protection class" }
+        guard st.st_mode & S_IFMT == S_IFLNK, stat(path.bytes, &st) == 0, let kind = specialKind(st.st_mode) else {
+            return nil
+        }
+        return "is a symbolic link to a special file (\(kind)), which has no protection class"
+    }
+
+    /// The kind of a special file's `mode`; nil for a regular file, a directory or a
+    /// symbolic link.
+    private static func specialKind(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFIFO: return "FIFO"
+        case S_IFSOCK: return "socket"
+        case S_IFCHR: return "character device"
+        case S_IFBLK: return "block device"
+        default: return nil
         }
     }
 
