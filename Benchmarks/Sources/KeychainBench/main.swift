@@ -140,6 +140,15 @@ let socketFinds = rate(threadCount: threads, calls: callsPerThread) { secFind("m
 line("find, \(threads) threads", socketFinds, rate(threadCount: threads, calls: callsPerThread) { storeFind("many", $0, $1) })
 print(column("find, \(threads) ÷ 1 thread", 18) + String(format: "%8.2fx through the socket", socketFinds / socketFind))
 
+// `KeychainBench --loop THREADS SECONDS` makes socket finds on THREADS threads for about
+// SECONDS, for a profiler to watch (perf record -a), then goes on as usual.
+if let at = CommandLine.arguments.firstIndex(of: "--loop"), at + 2 < CommandLine.arguments.count,
+   let loopThreads = Int(CommandLine.arguments[at + 1]), let seconds = Double(CommandLine.arguments[at + 2]) {
+    let perThread = max(1, Int(seconds * 14_000) / loopThreads)
+    let found = rate(threadCount: loopThreads, calls: perThread) { secFind("many", $0 % threads, $1 % callsPerThread) }
+    print(String(format: "loop: %d threads, %.0f finds/s", loopThreads, found))
+}
+
 // On a shared machine one round says little: `KeychainBench --rounds N` then alternates
 // finds with 1 and 8 threads, in-process and through the socket, N times over the
 // items added above, and gives the medians and ranges.
