@@ -95,7 +95,7 @@ struct ParsedAttributes {
     var accessGroup: String?
     var accessible: Accessibility?
     var synchronizable: SyncFilter?
-    /// kSecAttrAccessControl's flags (add and update only; a query ignores them).
+    /// kSecAttrAccessControl's flags: a new item's, or a query's term (ItemQuery).
     var accessControl: AccessControlFlags?
     var descriptive: [DescriptiveAttribute: String] = [:]
 

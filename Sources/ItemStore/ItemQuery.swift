@@ -1,5 +1,6 @@
 // A find/update/delete query turned into SQL: the attributes it names must match
-// (compared as keyed hashes, ItemKeys), the caller's access groups bound it, and
+// (compared as keyed hashes, ItemKeys; the sealed ones, descriptive attributes and
+// the access control, in the opened record), the caller's access groups bound it, and
 // synchronizable defaults to "no" as in Apple's keychain. Every query reads through
 // the one identity index.
 import DPFSProtocol
@@ -19,11 +20,18 @@ struct ItemQuery {
     /// Descriptive attributes the query names: compared in the opened record, so a
     /// query naming any cannot take SQL's limit either.
     private let descriptiveTerms: [DescriptiveAttribute: String]
+    /// kSecAttrAccessControl's flags when the query names them, compared in the opened
+    /// record as descriptive terms are: only an item stored with these very flags
+    /// matches, never one without an access control.
+    private let accessControlTerm: AccessControlFlags?
+    /// Whether a row must be opened to tell if it matches.
+    private var comparesSealedTerms: Bool { !descriptiveTerms.isEmpty || accessControlTerm != nil }
 
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
         descriptiveTerms = attributes.descriptive
+        accessControlTerm = attributes.accessControl
         add(.itemClass, .text(itemClass.rawValue))
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
@@ -68,19 +76,19 @@ struct ItemQuery {
     /// The arguments as GRDB binds them, for an EXPLAIN QUERY PLAN of the query.
     var statementArguments: StatementArguments { StatementArguments(arguments.map(\.databaseValue)) }
 
-    /// The SELECT that `fetch` runs. A wildcard scope and descriptive terms filter
-    /// after reading, so their limit cannot be SQL's.
+    /// The SELECT that `fetch` runs. A wildcard scope and sealed terms (descriptive,
+    /// access control) filter after reading, so their limit cannot be SQL's.
     func sql(withSecret: Bool, limitOne: Bool) -> String {
         var shape = shape
         shape.withSecret = withSecret
-        shape.limitOne = limitOne && wildcardScope == nil && descriptiveTerms.isEmpty
+        shape.limitOne = limitOne && wildcardScope == nil && !comparesSealedTerms
         return QueryText.select(shape)
     }
 
     /// Matching items in creation order; the sealed secret only when asked for.
     /// Under a wildcard scope, a row outside the exact groups whose attributes fail
     /// to open is errSecDecode: whether it is the caller's cannot be told; so is any
-    /// candidate's under descriptive terms.
+    /// candidate's under sealed terms.
     func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys) throws -> [StoredItem] {
         // Cached: compiling the statement costs more than running it.
         let statement = try db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne))
@@ -93,14 +101,19 @@ struct ItemQuery {
                 guard scope.allows(record.identity.accessGroup) else { return true }
                 item.record = record
             }
-            if !descriptiveTerms.isEmpty {
+            if comparesSealedTerms {
                 let record = try item.record ?? ItemRecord(opening: item, keys: keys)
-                guard descriptiveTerms.allSatisfy({ record.descriptive[$0.key] == $0.value }) else { return true }
+                guard matchesSealedTerms(record) else { return true }
                 item.record = record
             }
             items.append(item)
             return !limitOne
         }
         return items
+    }
+
+    private func matchesSealedTerms(_ record: ItemRecord) -> Bool {
+        if let accessControlTerm, record.accessControl?.flags != accessControlTerm { return false }
+        return descriptiveTerms.allSatisfy { record.descriptive[$0.key] == $0.value }
     }
 }

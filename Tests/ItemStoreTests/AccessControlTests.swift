@@ -292,6 +292,31 @@ import Testing
         }
         #expect(AccessControlFlags(names: "biometryAny,or,devicePasscode") == [.biometryAny, .or, .devicePasscode])
     }
+
+    @Test func aQueryMatchesOnItsAccessControl() throws {
+        // Never ignored: a delete naming an access control once removed every item.
+        let t = try device()
+        let presence = String(AccessControlFlags.userPresence.rawValue)
+        #expect(t.add(["service": "plain1"]).status == 0)
+        #expect(t.add(["service": "plain2"]).status == 0)
+        #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)
+        #expect(t.add(["service": "either", "accessControl": presence]).status == 0)
+
+        let found = t.find(["accessControl": presence], limit: "all", returning: "attributes")
+        #expect(found.status == 0)
+        #expect(found.items.compactMap { $0.attributes?["service"] } == ["either"])
+        #expect(t.find(["service": "plain1", "accessControl": presence], returning: "attributes").status
+                == SecStatus.itemNotFound)
+        let devicePasscode = String(AccessControlFlags.devicePasscode.rawValue)
+        #expect(t.delete(["accessControl": devicePasscode]).status == SecStatus.itemNotFound)
+        try answer(t, .match)
+        #expect(t.update(["accessControl": presence], to: ["label": "changed"]).status == 0)
+
+        #expect(t.delete(["accessControl": Self.currentSet]).status == 0)
+        let left = t.find([:], limit: "all", returning: "attributes")
+        #expect(left.items.compactMap { $0.attributes?["service"] }.sorted() == ["either", "plain1", "plain2"])
+        #expect(left.items.compactMap { $0.attributes?["label"] } == ["changed"])
+    }
 }
 
 @Suite struct SimulatedUserTests {

@@ -93,6 +93,39 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecSuccess, "the same accessibility twice")
     }
 
+    func testAQueryMatchesOnItsAccessControl() throws {
+        // A delete naming an access control once removed every item, with or without one.
+        var plain = token
+        plain[kSecAttrAccount as String] = "plain"
+        plain[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+        plain[kSecValueData as String] = Data("plain".utf8)
+        XCTAssertEqual(SecItemAdd(plain as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(try storeToken(.userPresence), errSecSuccess)
+        let biometry = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                                                       .biometryCurrentSet, nil)
+        let presence = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                                                       .userPresence, nil)
+        let byBiometry: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                         kSecAttrAccessControl as String: biometry as Any]
+        XCTAssertEqual(SecItemDelete(byBiometry as CFDictionary), errSecItemNotFound)
+
+        var byPresence: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                         kSecAttrAccessControl as String: presence as Any,
+                                         kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]
+        var found: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(byPresence as CFDictionary, &found), errSecSuccess)
+        XCTAssertEqual((found as? [[String: Any]])?.compactMap { $0[kSecAttrAccount as String] as? String }, ["token"])
+        byPresence[kSecMatchLimit as String] = nil
+        byPresence[kSecReturnAttributes as String] = nil
+        XCTAssertEqual(SecItemDelete(byPresence as CFDictionary), errSecSuccess)
+
+        let all: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+                                  kSecReturnAttributes as String: true]
+        found = nil
+        XCTAssertEqual(SecItemCopyMatching(all as CFDictionary, &found), errSecSuccess)
+        XCTAssertEqual((found as? [[String: Any]])?.compactMap { $0[kSecAttrAccount as String] as? String }, ["plain"])
+    }
+
     func testLAContextAndTheKeychain() async throws {
         let before = LAContext()
         var error: NSError?

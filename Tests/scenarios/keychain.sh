@@ -77,6 +77,20 @@ expect_eq "found by the new comment" "$(kc find "$MNT" --service notes --comment
 check_error "a generic that is not hex" "generic must be bytes in hex" kc find "$MNT" --service notes --generic xyz
 check_error "a comment on a key item" "comment is not an attribute of keys items" kc find "$MNT" --class keys --comment x
 
+# --- a query's access control narrows it, never ignored --------------------------------
+kc add "$MNT" --service gated --account plain --data-file <(printf %s plain)
+kc add "$MNT" --service gated --account present --access-control userPresence --data-file <(printf %s present)
+check_error "a delete by an access control no item has" "errSecItemNotFound (-25300)" \
+    kc delete "$MNT" --access-control biometryCurrentSet
+expect_eq "and every item is still there" \
+    "$(kc find "$MNT" --service gated --limit all --return attributes | grep -c '^account:')" "2"
+expect_eq "a find by access control sees only its items" \
+    "$(kc find "$MNT" --service gated --access-control userPresence --limit all --return attributes | grep '^account:')" \
+    "account: present"
+check "a delete by access control" kc delete "$MNT" --service gated --access-control userPresence
+expect_eq "deletes only its items" "$(kc find "$MNT" --service gated --limit all --return attributes | grep '^account:')" \
+    "account: plain"
+
 # --- internet passwords ---------------------------------------------------------------
 check "add an internet password" kc add "$MNT" --class inet --server example.com --protocol htps --port 443 \
     --path /login --account alice --data-file <(printf %s web-pw)

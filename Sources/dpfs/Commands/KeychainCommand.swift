@@ -183,7 +183,7 @@ struct ItemAttributeOptions: ParsableArguments {
     @Option(help: "WhenUnlocked (default), AfterFirstUnlock, Always, WhenPasscodeSetThisDeviceOnly, or a ThisDeviceOnly variant.")
     var accessible: String?
     @Option(help: "yes, no (default) or any.") var synchronizable: String?
-    @Option(help: "A new item's access control: flags such as biometryCurrentSet, userPresence, devicePasscode, joined by commas with or/and.")
+    @Option(help: "Access control: flags such as biometryCurrentSet, userPresence, devicePasscode, joined by commas with or/and; a query matches only items with these flags.")
     var accessControl: String?
     @OptionGroup var descriptive: DescriptiveOptions
 
