@@ -45,6 +45,10 @@ extension ItemStore {
         }
         let parsed = try ParsedAttributes(request.attributes.merging(["class": ItemClass.keys.rawValue]) { $1 })
         let accessibility = parsed.accessible ?? .default
+        // A key kept or not: on iOS its class has no key at all without a passcode.
+        if accessibility == .whenPasscodeSetThisDeviceOnly && !passcodeSet {
+            throw SecError(SecStatus.notAvailable, "WhenPasscodeSetThisDeviceOnly keys need a passcode")
+        }
         let group = parsed.accessGroup ?? caller.defaultGroup
         guard caller.allows(group) else {
             throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")

@@ -10,6 +10,9 @@
 //               control and the public key. Opening it needs the class key, so a
 //               WhenUnlocked key cannot sign while the device is locked, as on iOS;
 //               a token whose access control was edited or dropped does not open.
+//               A WhenPasscodeSetThisDeviceOnly key's token binds the passcode's era
+//               too: iOS destroys that class's key when the passcode is removed, so
+//               such a token never opens again, even under a new passcode.
 // The enclave key is a BLAKE2b subkey of the metadata key, itself derived from the
 // device secret: with the tpm2 store that secret is sealed to the TPM, so neither
 // the device directory nor a token is any use away from the machine's TPM.
@@ -53,7 +56,7 @@ struct SecureEnclaveKeys {
     func token(wrapped: Data, accessibility: Accessibility, group: String, accessControl: StoredAccessControl?,
                publicKey: Data) throws -> Data {
         let bound = TokenFields(accessibility: accessibility, group: group, accessControl: accessControl, publicKey: publicKey)
-        let ad = bound.additionalData
+        let ad = try sealingData(bound)
         let inner = wrapped.withUnsafeBytes { SecureBuffer(copying: $0) }
         defer { inner.wipe() }
         guard let sealed = device.withClassKey(accessibility.protectionClass, { AEAD.seal(inner, additionalData: ad, key: $0) }) else {
@@ -75,11 +78,12 @@ struct SecureEnclaveKeys {
         guard caller.allows(bound.group) else {
             throw SecError(SecStatus.missingEntitlement, "the key belongs to access group \(bound.group)")
         }
+        let ad = try sealingData(bound)
         let opened: SecureBuffer?? = device.withClassKey(bound.accessibility.protectionClass) {
-            AEAD.open(fields[fields.count - 1], additionalData: bound.additionalData, key: $0)
+            AEAD.open(fields[fields.count - 1], additionalData: ad, key: $0)
         }
         guard let outcome = opened else { throw ItemCrypto.unavailable(bound.accessibility) }
-        guard let inner = outcome else { throw Self.damaged }
+        guard let inner = outcome else { throw bound.diesWithPasscode ? Self.destroyedSince : Self.damaged }
         defer { inner.wipe() }
         try authorize(bound.accessControl)
         guard let scalar = AEAD.open(Array(inner.bytes), additionalData: Self.innerAD(bound.publicKey, bound.accessControl),
@@ -93,6 +97,18 @@ struct SecureEnclaveKeys {
     }
 
     private static let damaged = SecError(SecStatus.decode, "the key's token fails its integrity check")
+    private static let destroyed = SecError(SecStatus.itemNotFound,
+                                            "a WhenPasscodeSetThisDeviceOnly key is destroyed with the passcode")
+    private static let destroyedSince = SecError(SecStatus.itemNotFound,
+                                                 "the key was destroyed when the passcode was removed (or its token is damaged)")
+
+    /// The token seal's additional data: a WhenPasscodeSetThisDeviceOnly key's binds
+    /// the passcode's era as well; without a passcode there is no such key.
+    private func sealingData(_ bound: TokenFields) throws -> [UInt8] {
+        guard bound.diesWithPasscode else { return bound.additionalData }
+        guard let era = device.passcodeEra else { throw Self.destroyed }
+        return FieldEncoding.lengthPrefixed(bound.fields + [Array(String(era).utf8)])
+    }
 
     /// A key without access control keeps the wrap of keys made before access control
     /// reached keys; one with it binds its flags and enrollment too.
@@ -147,4 +163,6 @@ private struct TokenFields {
     }
 
     var additionalData: [UInt8] { FieldEncoding.lengthPrefixed(fields) }
+
+    var diesWithPasscode: Bool { accessibility == .whenPasscodeSetThisDeviceOnly }
 }

@@ -61,6 +61,34 @@ import Testing
         #expect(sign(t, locked, app: "com.example.other").status == SecStatus.missingEntitlement)
     }
 
+    @Test func aWhenPasscodeSetKeyDiesWithThePasscode() throws {
+        let t = try TestDevice()
+        let attributes = ["tokenID": "secureEnclave", "accessible": "WhenPasscodeSetThisDeviceOnly"]
+        let held = try #require(generate(t, attributes, permanent: false).token)
+        let stored = try #require(generate(t, attributes.merging(["applicationTag": "02"]) { $1 }).token)
+        #expect(sign(t, held).status == 0)
+        try t.device.changePasscode(current: TestDevice.secret(TestDevice.passcode), new: nil)
+        #expect(sign(t, held).status == SecStatus.itemNotFound, "a ref held across the removal")
+        #expect(sign(t, stored).status == SecStatus.itemNotFound)
+        #expect(generate(t, attributes, permanent: false).status == SecStatus.notAvailable)
+        #expect(generate(t, attributes).status == SecStatus.notAvailable)
+
+        // Gone for good: a new passcode does not bring the key back; a change keeps it.
+        try t.device.changePasscode(current: nil, new: TestDevice.secret("5678"))
+        #expect(sign(t, held).status == SecStatus.itemNotFound)
+        let fresh = try #require(generate(t, attributes, permanent: false).token)
+        try t.device.changePasscode(current: TestDevice.secret("5678"), new: TestDevice.secret("9012"))
+        #expect(sign(t, fresh).status == 0)
+    }
+
+    @Test func aWhenPasscodeSetKeyNeedsAPasscode() throws {
+        let t = try TestDevice(passcode: false)
+        let attributes = ["tokenID": "secureEnclave", "accessible": "WhenPasscodeSetThisDeviceOnly"]
+        #expect(generate(t, attributes, permanent: false).status == SecStatus.notAvailable)
+        #expect(generate(t, attributes).status == SecStatus.notAvailable)
+        #expect(generate(t, ["tokenID": "secureEnclave"], permanent: false).status == 0)
+    }
+
     @Test func refusedRequests() throws {
         let t = try TestDevice()
         #expect(generate(t, ["tokenID": "com.example.token"]).status == SecStatus.param)

@@ -128,6 +128,28 @@ final class SecKeyTests: MountedDeviceTestCase {
         XCTAssertNil(sign(always, message).1, "an AlwaysThisDeviceOnly key signs while locked")
     }
 
+    func testAWhenPasscodeSetKeyDiesWithThePasscode() throws {
+        let message = Data("after the passcode".utf8)
+        let held = try makeKey(tag: "se.pin", enclave: true, permanent: false,
+                               accessible: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly)
+        let stored = try makeKey(tag: "se.pin.stored", enclave: true,
+                                 accessible: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly)
+        XCTAssertNil(sign(held, message).1)
+        try device.dpfs("passcode", "remove", device.mountpoint, "--passcode-file", device.passcodeFile)
+        XCTAssertEqual(find(tag: "se.pin.stored").0, errSecItemNotFound)
+        for key in [held, stored] {
+            let (signature, failure) = sign(key, message)
+            XCTAssertNil(signature, "a ref held across the removal signs no more")
+            XCTAssertEqual(failure, Int(errSecItemNotFound))
+        }
+        for permanent in [false, true] {
+            XCTAssertThrowsError(try makeKey(tag: "se.pin.new", enclave: true, permanent: permanent,
+                                             accessible: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly)) { error in
+                XCTAssertEqual((error as NSError).code, Int(errSecNotAvailable))
+            }
+        }
+    }
+
     func testEncryptDecryptWithSecureEnclaveAndOrdinaryKeys() throws {
         for enclave in [true, false] {
             let key = try makeKey(tag: "enc.\(enclave)", enclave: enclave)

@@ -77,6 +77,7 @@ public enum Keybag {
                                           key: noneClassKey(deviceSecret)))
         file.kdf = kdf
         file.wrappedKeys = wrapped
+        if file.passcodeSet && newPasscode == nil { file.passcodeRemovals = (file.passcodeRemovals ?? 0) + 1 }
         file.passcodeSet = newPasscode != nil
     }
 

@@ -36,6 +36,11 @@ public struct KeybagFile: Codable, Sendable {
     /// weaker class and is refused. Kept here so the keybag's generation, recorded in
     /// the secret store, vouches for it; nil until the first change.
     public var directoryClasses: [String: ProtectionClass]?
+    /// How many times the passcode was removed; nil until the first removal. What a
+    /// WhenPasscodeSetThisDeviceOnly key binds (SecureEnclaveKeys), so that it dies with
+    /// the passcode, as iOS destroys that class's key, and a new passcode never brings
+    /// it back.
+    public var passcodeRemovals: Int?
     public var generation = 0
     public var mac: Bytes?
 

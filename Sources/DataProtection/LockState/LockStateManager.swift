@@ -179,6 +179,12 @@ public final class LockStateManager: Sendable {
     /// since the boot. Biometry waits for it after a restart and after 48 hours.
     public var passcodeLastEntered: Date? { core.withReadLock { $0.passcodeEntered } }
 
+    /// nil without a passcode; otherwise the passcode's era, which a removal ends for
+    /// good: what binds it (a WhenPasscodeSetThisDeviceOnly key) dies with the passcode.
+    public var passcodeEra: Int? {
+        core.withReadLock { $0.keybag.passcodeSet ? $0.keybag.passcodeRemovals ?? 0 : nil }
+    }
+
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
     public func withClassKey<R>(_ protectionClass: ProtectionClass, _ body: (SecureBuffer) throws -> R) rethrows -> R? {
