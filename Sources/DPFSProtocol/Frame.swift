@@ -49,9 +49,13 @@ public struct Frame<Secret: SecretBytes> {
     }
 
     /// Sends the frame in one gathered write, so the peer wakes once for it, not once
-    /// per part; the secrets go from their locked memory straight to the socket.
+    /// per part; the secrets go from their locked memory straight to the socket. A frame
+    /// over the limits is `tooLarge` with nothing sent: the peer would only refuse it
+    /// and drop the connection, which reads as a peer that is gone.
     public func write(to fd: Int32) throws {
-        let header = header(secretLength: secrets.reduce(0) { $0 + 4 + $1.bytes.count })
+        let secretLength = secrets.reduce(0) { $0 + 4 + $1.bytes.count }
+        try Self.checkSize(body: body.count, secrets: secretLength)
+        let header = header(secretLength: secretLength)
         let prefixes = secrets.flatMap { Frame.bigEndian(UInt32($0.bytes.count)) }
         try header.withUnsafeBytes { headerBytes in
             try body.withUnsafeBytes { bodyBytes in
@@ -71,6 +75,7 @@ public struct Frame<Secret: SecretBytes> {
     /// secrets: what is left waits in ordinary memory.
     public func sendWithoutWaiting(to fd: Int32) throws -> ArraySlice<UInt8> {
         guard secrets.isEmpty else { throw FrameError.malformed("a frame with secrets is sent whole") }
+        try Self.checkSize(body: body.count, secrets: 0)
         let bytes = header(secretLength: 0) + body
         while true {
             let n = Glibc.send(fd, bytes, bytes.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
@@ -83,6 +88,12 @@ public struct Frame<Secret: SecretBytes> {
     /// Sends `rest`, what `sendWithoutWaiting` left, waiting for room as needed.
     public static func send(rest: ArraySlice<UInt8>, to fd: Int32) throws {
         try rest.withUnsafeBytes { try writeAll(fd, [$0]) }
+    }
+
+    /// The limits a reader holds a frame to (FrameLengths).
+    private static func checkSize(body: Int, secrets: Int) throws {
+        guard body <= ControlProtocol.maxBodySize else { throw FrameError.tooLarge(body) }
+        guard secrets <= ControlProtocol.maxSecretSize else { throw FrameError.tooLarge(secrets) }
     }
 
     private func header(secretLength: Int) -> [UInt8] {

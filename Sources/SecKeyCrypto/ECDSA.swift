@@ -9,6 +9,13 @@ public enum ECDSA {
         return try key.signature(for: try RawSHA256Digest(input, algorithm)).derRepresentation
     }
 
+    /// What to have a key held elsewhere sign in place of `input`: the digest
+    /// algorithm and the message's digest for a message algorithm, else both as given.
+    public static func digestForm(of input: Data, algorithm: KeyAlgorithm) -> (KeyAlgorithm, Data) {
+        guard algorithm.hashesMessage else { return (algorithm, input) }
+        return (.ecdsaSignatureDigestX962SHA256, Data(SHA256.hash(data: input)))
+    }
+
     /// False for a signature that does not verify or does not parse.
     public static func verify(_ signature: Data, of input: Data, algorithm: KeyAlgorithm,
                               with key: P256.Signing.PublicKey) throws -> Bool {

@@ -3,8 +3,9 @@
 // `dpfs keychain` without --app). Connections are kept in a small pool so a call
 // costs one request and one reply, not a getxattr and a connect; each call takes a
 // connection of its own, so calls of several threads never wait for one another.
-// Every wait is bounded: an unreachable device answers nil (errSecNotAvailable) in
-// at most `timeout`, never a hang.
+// Every wait is bounded: an unreachable device answers `.unreachable`
+// (errSecNotAvailable) in at most `timeout`, never a hang. A request larger than a
+// control frame may be is `.tooLarge`, sent nowhere: no device is missing then.
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -19,47 +20,58 @@ final class DeviceConnection: Sendable {
 
     private let idle = PosixMutex<[PooledClient]>([])
 
-    /// One keychain request as the calling app; nil when no device answers.
-    func send(_ request: KeychainRequest) -> KeychainResponse? {
+    /// One keychain request as the calling app.
+    func send(_ request: KeychainRequest) -> DeviceAnswer<KeychainResponse> {
         var request = request
         request.app = Self.environment("DPFS_APP")
         return call(.keychain(request)) { $0.keychain }
     }
 
-    /// One SecKey request as the calling app; nil when no device answers.
-    func send(_ request: KeyRequest) -> KeyResponse? {
+    /// One SecKey request as the calling app.
+    func send(_ request: KeyRequest) -> DeviceAnswer<KeyResponse> {
         var request = request
         request.app = Self.environment("DPFS_APP")
         return call(.secKey(request)) { $0.key }
     }
 
-    private func call<Answer>(_ request: ControlRequest, _ answer: (ControlReply) -> Answer?) -> Answer? {
-        guard let mountpoint = Self.environment("DPFS_MOUNT") else { return nil }
+    private func call<Answer>(_ request: ControlRequest, _ answer: (ControlReply) -> Answer?) -> DeviceAnswer<Answer> {
+        guard let mountpoint = Self.environment("DPFS_MOUNT") else { return .unreachable }
         if let pooled = take(mountpoint) {
             switch exchange(pooled, request, answer) {
             case .answered(let response):
                 give(pooled)
-                return response
+                return .answered(response)
+            case .tooLarge:
+                give(pooled)  // nothing was sent on it
+                return .tooLarge
             case .timedOut:
-                return nil
+                return .unreachable
             case .failed:
                 break  // the daemon closed it (restart of the mount, idle limit): try a fresh one
             }
         }
-        guard let fresh = connect(mountpoint), case .answered(let response) = exchange(fresh, request, answer) else {
-            return nil
+        guard let fresh = connect(mountpoint) else { return .unreachable }
+        switch exchange(fresh, request, answer) {
+        case .answered(let response):
+            give(fresh)
+            return .answered(response)
+        case .tooLarge:
+            give(fresh)
+            return .tooLarge
+        case .timedOut, .failed:
+            return .unreachable
         }
-        give(fresh)
-        return response
     }
 
-    private enum Outcome<Answer> { case answered(Answer), timedOut, failed }
+    private enum Outcome<Answer> { case answered(Answer), tooLarge, timedOut, failed }
 
     private func exchange<Answer>(_ pooled: PooledClient, _ request: ControlRequest,
                                   _ answer: (ControlReply) -> Answer?) -> Outcome<Answer> {
         do {
             guard let response = answer(try pooled.client.send(request)) else { return .failed }
             return .answered(response)
+        } catch FrameError.tooLarge {
+            return .tooLarge
         } catch FrameError.io(let code) where code == EAGAIN || code == EWOULDBLOCK {
             // The daemon may have acted on the request: never send it again.
             return .timedOut
@@ -107,6 +119,15 @@ final class DeviceConnection: Sendable {
         let text = String(cString: value)
         return text.isEmpty ? nil : text
     }
+}
+
+/// What a call to the device came to.
+enum DeviceAnswer<Response> {
+    case answered(Response)
+    /// No device answers (DPFS_MOUNT unset, no daemon, no reply in time).
+    case unreachable
+    /// The request is larger than a control frame may be (16 MiB); nothing was sent.
+    case tooLarge
 }
 
 /// A connection and where it leads. Owned by one thread at a time: the pool, or the

@@ -56,7 +56,13 @@ enum SecItemCall {
             updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
             limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
         request.authentication = query.authentication?.request
-        guard let response = DeviceConnection.shared.send(request) else { return errSecNotAvailable }
+        let response: KeychainResponse
+        switch DeviceConnection.shared.send(request) {
+        case .answered(let answer): response = answer
+        case .unreachable: return errSecNotAvailable
+        // Far over what an item may hold (64 KiB, which the store refuses as errSecParam).
+        case .tooLarge: return errSecParam
+        }
         if response.status == errSecSuccess, let result {
             result.pointee = SecItemResult.object(for: response, query)
         }

@@ -18,9 +18,7 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
             return SecKey(material: .software(key), publicKey: key.publicKey.x963Representation, attributes: spec.appleAttributes)
         }
         let request = KeyRequest(operation: .generate, attributes: spec.storeAttributes, permanent: spec.permanent)
-        guard let response = DeviceConnection.shared.send(request) else {
-            throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
-        }
+        let response = try SecKeyCall.answer(DeviceConnection.shared.send(request))
         guard response.status == errSecSuccess, let publicKey = response.publicKey else {
             throw SecKeyFailure(response.status, response.message ?? "the device could not make the key")
         }

@@ -17,7 +17,11 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
         let known = try SecKeyCall.algorithm(algorithm, for: .sign, key)
         switch key.material {
         case .software(let privateKey): return try ECDSA.sign(dataToSign, algorithm: known, with: privateKey)
-        case .enclave(let token): return try SecKeyCall.daemon(.sign, key, token: token, known, dataToSign)
+        case .enclave(let token):
+            // As on iOS, a message is hashed in the caller's process and the enclave
+            // signs its digest: a message of any size, and only 32 bytes to send.
+            let (algorithm, input) = ECDSA.digestForm(of: dataToSign, algorithm: known)
+            return try SecKeyCall.daemon(.sign, key, token: token, algorithm, input)
         case .publicKey: throw SecKeyFailure(errSecParam, "a public key cannot sign")
         }
     }
@@ -104,13 +108,21 @@ enum SecKeyCall {
                        _ input: Data) throws -> Data {
         let request = KeyRequest(operation: operation, token: token, algorithm: algorithm.rawValue, input: input,
                                  authentication: key.authentication?.request)
-        guard let response = DeviceConnection.shared.send(request) else {
-            throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
-        }
+        let response = try answer(DeviceConnection.shared.send(request))
         guard response.status == errSecSuccess, let output = response.output else {
             throw SecKeyFailure(response.status, response.message ?? "the device refused the key operation")
         }
         return output
+    }
+
+    /// The daemon's reply, or why there is none.
+    static func answer(_ answer: DeviceAnswer<KeyResponse>) throws -> KeyResponse {
+        switch answer {
+        case .answered(let response): return response
+        case .unreachable: throw SecKeyFailure(errSecNotAvailable, "no dpfs device answers (is DPFS_MOUNT set?)")
+        case .tooLarge:
+            throw SecKeyFailure(errSecParam, "the input is larger than a request to the device may be (16 MiB)")
+        }
     }
 
     /// Runs `body`; a failure fills `error` and answers nil.

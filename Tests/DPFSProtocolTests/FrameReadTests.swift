@@ -90,6 +90,26 @@ import Testing
         } catch { Issue.record("expected the connection closed, got \(error)") }
     }
 
+    @Test func aFrameThePeerWouldRefuseIsNeverSent() throws {
+        // Sent, it would only make the peer drop the connection: the caller would take
+        // that for a daemon that is gone.
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        // Nobody reads: a write that does start fails in a second rather than hangs.
+        var timeout = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let body = [UInt8](repeating: 1, count: ControlProtocol.maxBodySize + 1)
+        do {
+            try TestFrame(body: body).write(to: client)
+            Issue.record("a frame over the body limit was written")
+        } catch FrameError.tooLarge(let size) {
+            #expect(size == body.count)
+        } catch { Issue.record("expected tooLarge, got \(error)") }
+        let tooMuch = LockedSecret(count: ControlProtocol.maxSecretSize)
+        #expect(throws: FrameError.self) { try TestFrame(body: [1], secrets: [tooMuch]).write(to: client) }
+        #expect(peek(daemon) == .nothing, "part of a refused frame was written")
+    }
+
     // MARK: Helpers
 
     func peek(_ fd: Int32) -> FrameArrival { FrameArrival.peek(fd, into: scratch) }

@@ -44,6 +44,23 @@ final class SecItemTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemDelete(item as CFDictionary), errSecItemNotFound)
     }
 
+    func testAnOversizedItemIsErrSecParam() {
+        // Once "no device answers" (errSecNotAvailable) for data over the frame's limit.
+        let item = password(service: "big", account: "a")
+        var add = item
+        add[kSecValueData as String] = Data(repeating: 1, count: 64 << 10)
+        XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
+        var over = password(service: "big", account: "b")
+        for size in [20 << 20] {
+            over[kSecValueData as String] = Data(repeating: 1, count: size)
+            XCTAssertEqual(SecItemAdd(over as CFDictionary, nil), errSecParam, "\(size) bytes")
+            let changes: [String: Any] = [kSecValueData as String: Data(repeating: 2, count: size)]
+            XCTAssertEqual(SecItemUpdate(item as CFDictionary, changes as CFDictionary), errSecParam, "\(size) bytes")
+        }
+        XCTAssertEqual(findData(password(service: "big", account: "b")).0, errSecItemNotFound)
+        XCTAssertEqual(findData(item).1?.count, 64 << 10)
+    }
+
     func testInternetPasswordAttributes() throws {
         let item: [String: Any] = [
             kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com",

@@ -150,6 +150,25 @@ final class SecKeyTests: MountedDeviceTestCase {
         }
     }
 
+    func testAnEnclaveKeySignsAMessageLargerThanAFrame() throws {
+        // The message is hashed here, as iOS does in the caller's process; only the
+        // digest goes to the daemon.
+        let key = try makeKey(tag: "se.large", enclave: true, permanent: false)
+        let message = Data(repeating: 0x5a, count: 17 << 20)
+        let (signature, failure) = sign(key, message)
+        XCTAssertNil(failure)
+        XCTAssertTrue(verify(key, message, try XCTUnwrap(signature)))
+
+        // A ciphertext goes to the daemon whole: one over the frame's limit is refused
+        // as too large, not taken for a device that is gone.
+        let algorithm = SecKeyAlgorithm.eciesEncryptionStandardVariableIVX963SHA256AESGCM
+        let ciphertext = try XCTUnwrap(SecKeyCreateEncryptedData(try XCTUnwrap(SecKeyCopyPublicKey(key)), algorithm,
+                                                                 message as CFData, nil))
+        var error: Unmanaged<CFError>?
+        XCTAssertNil(SecKeyCreateDecryptedData(key, algorithm, ciphertext, &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecParam))
+    }
+
     func testEncryptDecryptWithSecureEnclaveAndOrdinaryKeys() throws {
         for enclave in [true, false] {
             let key = try makeKey(tag: "enc.\(enclave)", enclave: enclave)
