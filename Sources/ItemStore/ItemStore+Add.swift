@@ -1,6 +1,7 @@
 // SecItemAdd: a new item in the caller's first access group (or the one it names),
 // its secret sealed under its accessibility's class key.
 import DataProtection
+import DPFSProtocol
 import Foundation
 import GRDB
 
@@ -13,6 +14,7 @@ extension ItemStore {
         guard request.limit == nil, request.updateAttributes.isEmpty, request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
+        try Self.checkDataSize(request.data)
         let shape = try ReturnShape.parse(request.returning)
         let attributes = try ParsedAttributes(request.attributes)
         if !generatedKey, !(attributes.keys[.tokenID] ?? "").isEmpty {
@@ -52,6 +54,13 @@ extension ItemStore {
                                                  : nil,
                                              data: shape.includesData ? secret : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
+    }
+
+    /// An item holds at most what a backup carries and the CLI reads (64 KiB): a
+    /// larger one could be kept but never leave the device.
+    static func checkDataSize(_ data: Data?) throws {
+        guard let data, data.count > ControlProtocol.maxItemDataSize else { return }
+        throw SecError(SecStatus.param, "an item's data is at most \(ControlProtocol.maxItemDataSize) bytes")
     }
 
     /// Inserts a new row (refusing a duplicate) and seals its attributes and secret.

@@ -13,6 +13,7 @@ extension ItemStore {
         guard request.newData != nil || !request.updateAttributes.isEmpty else {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
+        try Self.checkDataSize(request.newData)
         let query = try query(request.attributes, caller: caller)
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)

@@ -142,6 +142,19 @@ import Testing
         #expect(t.find(["service": "empty"]).items.first?.data == Data())
     }
 
+    @Test func anItemHoldsAtMost64KiB() throws {
+        // What a backup carries and the CLI reads: more would be kept but never leave.
+        let t = try TestDevice()
+        let most = Data(repeating: 1, count: ControlProtocol.maxItemDataSize)
+        let over = Data(repeating: 1, count: ControlProtocol.maxItemDataSize + 1)
+        #expect(t.store.perform(KeychainRequest(operation: .add, attributes: ["service": "most"], data: most)).status == 0)
+        #expect(t.store.perform(KeychainRequest(operation: .add, attributes: ["service": "over"], data: over)).status
+                == SecStatus.param)
+        let update = KeychainRequest(operation: .update, attributes: ["service": "most"], newData: over)
+        #expect(t.store.perform(update).status == SecStatus.param)
+        #expect(t.find(["service": "most"]).items.first?.data == most)
+    }
+
     @Test func unknownOrMisplacedAttributesAreParamErrors() throws {
         let t = try TestDevice()
         #expect(t.add(["service": "s", "colour": "red"]).status == SecStatus.param)
