@@ -111,8 +111,9 @@ extension ItemStore {
                     return try ECDSA.sign(input, algorithm: algorithm, with: P256.Signing.PrivateKey(rawRepresentation: scalar))
                 case (.decrypt, .encryption):
                     return try ECIES.decrypt(input, with: P256.KeyAgreement.PrivateKey(rawRepresentation: scalar),
-                                             variableIV: algorithm.variableIV)
-                case (.keyExchange, .keyExchange):
+                                             algorithm: algorithm)
+                case (.keyExchange, .keyExchange) where !algorithm.derivesKey:
+                    // A KDF over the secret is the caller's to apply, as iOS applies it.
                     let other = try P256.KeyAgreement.PublicKey(x963Representation: input)
                     return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar)
                         .sharedSecretFromKeyAgreement(with: other).withUnsafeBytes { Data($0) }
@@ -121,6 +122,9 @@ extension ItemStore {
                 }
             } catch KeyCryptoError.decode {
                 throw SecError(SecStatus.decode, "the input does not decrypt under this key")
+            } catch KeyCryptoError.unavailable {
+                // The library refuses it before asking (errSecUnimplemented).
+                throw SecError(SecStatus.param, "\(algorithm.rawValue) needs SHA-224, which this device lacks")
             } catch let error as SecError {
                 throw error
             } catch {

@@ -169,6 +169,74 @@ final class SecKeyTests: MountedDeviceTestCase {
         XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecParam))
     }
 
+    func testKeyExchangeWithTheX963KDF() throws {
+        let enclave = try makeKey(tag: "se.ecdh", enclave: true, permanent: false)
+        let ordinary = try makeKey(tag: "ecdh", enclave: false, permanent: false)
+        let enclavePublic = try XCTUnwrap(SecKeyCopyPublicKey(enclave)), ordinaryPublic = try XCTUnwrap(SecKeyCopyPublicKey(ordinary))
+        let parameters: [String: Any] = [SecKeyKeyExchangeParameter.requestedSize.rawValue: 42,
+                                         kSecKeyKeyExchangeParameterSharedInfo as String: Data("context".utf8)]
+        var results: [Data] = []
+        for algorithm in [SecKeyAlgorithm.ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256,
+                          .ecdhKeyExchangeStandardX963SHA1, .ecdhKeyExchangeCofactorX963SHA384,
+                          .ecdhKeyExchangeStandardX963SHA512] {
+            XCTAssertTrue(SecKeyIsAlgorithmSupported(enclave, .keyExchange, algorithm))
+            var error: Unmanaged<CFError>?
+            let mine = SecKeyCopyKeyExchangeResult(enclave, algorithm, ordinaryPublic, parameters as CFDictionary, &error)
+            XCTAssertNil(error?.takeRetainedValue())
+            let theirs = SecKeyCopyKeyExchangeResult(ordinary, algorithm, enclavePublic, parameters as CFDictionary, nil)
+            XCTAssertEqual(mine?.count, 42, "\(algorithm.rawValue)")
+            XCTAssertEqual(mine, theirs, "both sides derive the same key")
+            results.append(try XCTUnwrap(mine))
+        }
+        XCTAssertEqual(results[0], results[1], "on P-256 the cofactor is 1")
+        XCTAssertEqual(Set(results.dropFirst()).count, 4, "each hash its own key")
+        let raw = SecKeyCopyKeyExchangeResult(enclave, .ecdhKeyExchangeStandard, ordinaryPublic, [:], nil)
+        XCTAssertEqual(raw?.count, 32)
+
+        var error: Unmanaged<CFError>?
+        XCTAssertNil(SecKeyCopyKeyExchangeResult(enclave, .ecdhKeyExchangeStandardX963SHA256, ordinaryPublic, [:], &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecParam), "the size is required")
+        XCTAssertFalse(SecKeyIsAlgorithmSupported(enclave, .keyExchange, .ecdhKeyExchangeStandardX963SHA224))
+        XCTAssertNil(SecKeyCopyKeyExchangeResult(ordinary, .ecdhKeyExchangeCofactorX963SHA224, enclavePublic,
+                                                 parameters as CFDictionary, &error))
+        XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecUnimplemented))
+    }
+
+    func testAnEnclaveKeySignsWithEveryHashAndForm() throws {
+        let key = try makeKey(tag: "se.hashes", enclave: true, permanent: false)
+        let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
+        let message = Data("every hash".utf8)
+        for (algorithm, input) in [(SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384, message),
+                                   (.ecdsaSignatureMessageX962SHA512, message), (.ecdsaSignatureMessageX962SHA1, message),
+                                   (.ecdsaSignatureMessageRFC4754SHA256, message),
+                                   (.ecdsaSignatureDigestX962SHA224, Data(repeating: 3, count: 28)),
+                                   (.ecdsaSignatureDigestRFC4754SHA384, Data(repeating: 4, count: 48))] {
+            var error: Unmanaged<CFError>?
+            let signature = SecKeyCreateSignature(key, algorithm, input as CFData, &error)
+            XCTAssertNil(error?.takeRetainedValue(), "\(algorithm.rawValue)")
+            XCTAssertTrue(SecKeyVerifySignature(publicKey, algorithm, input as CFData, try XCTUnwrap(signature), nil))
+            if algorithm.rawValue.contains("RFC4754") { XCTAssertEqual(signature?.count, 64) }
+        }
+        XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .ecdsaSignatureMessageX962SHA224))
+    }
+
+    func testRSAAlgorithmsAreNamedButUnimplemented() throws {
+        let key = try makeKey(tag: "rsa.names", enclave: false, permanent: false)
+        XCTAssertEqual(SecKeyAlgorithm.rsaSignatureMessagePSSSHA256.rawValue, "algid:sign:RSA:message-PSS:SHA256:SHA256:32")
+        XCTAssertEqual(kSecKeyAlgorithmRSAEncryptionOAEPSHA256AESGCM.rawValue, "algid:encrypt:RSA:OAEP:SHA256:AESGCM")
+        XCTAssertEqual(kSecKeyKeyExchangeParameterRequestedSize, "requestedSize")
+        XCTAssertEqual(SecKeyKeyExchangeParameter.sharedInfo.rawValue, "sharedInfo")
+        for algorithm in [SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, .rsaSignatureDigestPSSSHA512, .rsaSignatureRaw] {
+            XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, algorithm))
+            var error: Unmanaged<CFError>?
+            XCTAssertNil(SecKeyCreateSignature(key, algorithm, Data(count: 32) as CFData, &error))
+            XCTAssertEqual(error.map { CFErrorGetCode($0.takeRetainedValue()) }, Int(errSecUnimplemented))
+        }
+        for algorithm in [SecKeyAlgorithm.rsaEncryptionOAEPSHA256, .rsaEncryptionPKCS1, .rsaEncryptionRaw] {
+            XCTAssertFalse(SecKeyIsAlgorithmSupported(try XCTUnwrap(SecKeyCopyPublicKey(key)), .encrypt, algorithm))
+        }
+    }
+
     func testEncryptDecryptWithSecureEnclaveAndOrdinaryKeys() throws {
         for enclave in [true, false] {
             let key = try makeKey(tag: "enc.\(enclave)", enclave: enclave)
