@@ -3,8 +3,9 @@
 import Glibc
 
 extension ControlClient {
-    /// Every later send or receive on this connection fails after `seconds` without
-    /// progress (the frame reader then throws FrameError.io(EAGAIN)); 0 waits forever.
+    /// Every later send fails after `seconds` without progress, and a receive once no
+    /// reply has begun within `seconds` or one that began is not whole `seconds` later
+    /// (the frame reader then throws FrameError.io(EAGAIN)); 0 waits forever.
     public func setTimeout(seconds: Double) {
         let whole = seconds.rounded(.down)
         var value = timeval(tv_sec: Int(whole), tv_usec: Int((seconds - whole) * 1_000_000))

@@ -27,6 +27,9 @@ public enum FrameError: Error, CustomStringConvertible {
     case tooLarge(Int)
     case malformed(String)
 
+    /// Why a frame whose sender stopped part way is malformed.
+    static let truncatedFrame = "truncated frame"
+
     public var description: String {
         switch self {
         case .closed: return "the connection closed"
@@ -107,44 +110,73 @@ public struct Frame<Secret: SecretBytes> {
     /// caller peeked), the thread then sleeps in poll(2) until it comes (awaitInput).
     /// Header and body come in one system call when their lengths are known from a
     /// peek (the caller's `lengths`, or the poll's).
+    ///
+    /// The whole frame must come within the socket's receive timeout (SO_RCVTIMEO) of
+    /// its first byte, however it trickles in, and memory for the body is taken as its
+    /// bytes come: a header alone, announcing 16 MiB, costs its sender one thread for
+    /// that long and the first part's buffer, not 16 MiB.
     public static func read(from fd: Int32, polling window: Duration = .zero, while worthPolling: () -> Bool = { true },
                             arrived: Bool = false, lengths peeked: FrameLengths? = nil) throws -> Frame
     where Secret: AllocatedSecret {
         var peeked = peeked
         if !arrived && peeked == nil {
             let polled = window > .zero ? awaitData(fd, upTo: window, while: worthPolling) : (came: false, lengths: nil)
-            if !polled.came { try awaitInput(fd) }
+            if !polled.came { try awaitInput(fd, until: FrameDeadline.receiveTimeout(fd).map { ContinuousClock.now + $0 }) }
             peeked = polled.lengths
         }
+        var deadline = FrameDeadline()
         var header = [UInt8](repeating: 0, count: ControlProtocol.headerSize)
         let lengths: FrameLengths
         var body: [UInt8]
         if let peeked {
-            body = [UInt8](repeating: 0, count: peeked.body)
-            try header.withUnsafeMutableBytes { header in try body.withUnsafeMutableBytes { try readAll(fd, [header, $0]) } }
+            // Peeked all queued (`arrived`), the body is there to take at once; else its first part.
+            body = [UInt8](repeating: 0, count: arrived ? peeked.body : min(peeked.body, firstPartSize))
+            try header.withUnsafeMutableBytes { header in
+                try body.withUnsafeMutableBytes { try readAll(fd, [header, $0], deadline: &deadline) }
+            }
             lengths = try header.withUnsafeBytes(FrameLengths.init(header:))
             guard lengths == peeked else { throw FrameError.malformed("the frame changed after its header was peeked") }
         } else {
-            try header.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+            try header.withUnsafeMutableBytes { try readAll(fd, [$0], deadline: &deadline) }
             lengths = try header.withUnsafeBytes(FrameLengths.init(header:))
-            body = [UInt8](repeating: 0, count: lengths.body)
-            try body.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+            body = [UInt8](repeating: 0, count: min(lengths.body, firstPartSize))
+            try body.withUnsafeMutableBytes { try readAll(fd, [$0], deadline: &deadline, begun: true) }
         }
-        return Frame(body: body, secrets: try readSecrets(from: fd, sectionLength: lengths.secrets))
+        try readRest(of: &body, length: lengths.body, from: fd, deadline: &deadline)
+        return Frame(body: body, secrets: try readSecrets(from: fd, sectionLength: lengths.secrets, deadline: &deadline))
+    }
+
+    /// How much of a body is read before more memory is taken for the rest.
+    static var firstPartSize: Int { 64 << 10 }
+
+    /// Reads the rest of a body of `length` bytes whose first `body.count` are in
+    /// `body`, growing it as the bytes come: each step at most doubles what has come.
+    private static func readRest(of body: inout [UInt8], length: Int, from fd: Int32,
+                                 deadline: inout FrameDeadline) throws {
+        while body.count < length {
+            let filled = body.count
+            let grown = min(length, max(2 * filled, filled + firstPartSize))
+            body.reserveCapacity(grown)
+            body.append(contentsOf: repeatElement(0, count: grown - filled))
+            try body.withUnsafeMutableBytes { all in
+                try readAll(fd, [UnsafeMutableRawBufferPointer(rebasing: all[filled...])], deadline: &deadline, begun: true)
+            }
+        }
     }
 
     /// The secret section, each secret read straight into its own locked memory.
-    private static func readSecrets(from fd: Int32, sectionLength: Int) throws -> [Secret] where Secret: AllocatedSecret {
+    private static func readSecrets(from fd: Int32, sectionLength: Int, deadline: inout FrameDeadline) throws -> [Secret]
+    where Secret: AllocatedSecret {
         var secrets: [Secret] = []
         var remaining = sectionLength
         while remaining > 0 {
             guard remaining >= 4 else { throw FrameError.malformed("truncated secret section") }
             var lengthBytes = [UInt8](repeating: 0, count: 4)
-            try lengthBytes.withUnsafeMutableBytes { try readAll(fd, [$0]) }
+            try lengthBytes.withUnsafeMutableBytes { try readAll(fd, [$0], deadline: &deadline, begun: true) }
             let length = Int(lengthBytes.withUnsafeBytes { $0.bigEndianUInt32(at: 0) })
             guard length <= remaining - 4 else { throw FrameError.malformed("secret longer than its section") }
             let secret = Secret(count: length)
-            try readAll(fd, [secret.mutableBytes])
+            try readAll(fd, [secret.mutableBytes], deadline: &deadline, begun: true)
             secrets.append(secret)
             remaining -= 4 + length
         }
@@ -171,14 +203,13 @@ public struct Frame<Secret: SecretBytes> {
     }
 
     /// Sleeps until `fd` has input (or an end, or an error, which the read then meets);
-    /// throws FrameError.io(EAGAIN), as recv(2) would, once the socket's receive
-    /// timeout (SO_RCVTIMEO) passes without any. Not in recv(2): a thread asleep there
-    /// is also woken each time the peer takes in what this side sent last (the kernel's
-    /// write-space wake-up reaches every sleeper on the socket), which is once per
-    /// call, a switch in and out for nothing. poll(2) sleeps for input alone.
-    static func awaitInput(_ fd: Int32) throws {
+    /// throws FrameError.io(EAGAIN), as recv(2) would, once `deadline` passes without
+    /// any. Not in recv(2): a thread asleep there is also woken each time the peer
+    /// takes in what this side sent last (the kernel's write-space wake-up reaches
+    /// every sleeper on the socket), which is once per call, a switch in and out for
+    /// nothing. poll(2) sleeps for input alone.
+    static func awaitInput(_ fd: Int32, until deadline: ContinuousClock.Instant?) throws {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let deadline = receiveTimeout(fd).map { ContinuousClock.now + $0 }
         while true {
             let wait = deadline.map { Int32(min(max(($0 - .now) / .milliseconds(1), 0) + 1, Double(Int32.max))) } ?? -1
             let ready = poll(&entry, 1, wait)
@@ -186,16 +217,6 @@ public struct Frame<Secret: SecretBytes> {
             if ready < 0 && errno != EINTR { return }  // the read meets the error itself
             if let deadline, ContinuousClock.now >= deadline { throw FrameError.io(EAGAIN) }
         }
-    }
-
-    /// The socket's receive timeout; nil when it waits forever.
-    static func receiveTimeout(_ fd: Int32) -> Duration? {
-        var value = timeval()
-        var size = socklen_t(MemoryLayout<timeval>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, &size) == 0, value.tv_sec > 0 || value.tv_usec > 0 else {
-            return nil
-        }
-        return .seconds(value.tv_sec) + .microseconds(value.tv_usec)
     }
 
     static func bigEndian(_ value: UInt32) -> [UInt8] {
@@ -212,17 +233,50 @@ public struct Frame<Secret: SecretBytes> {
         }
     }
 
-    /// Fills `parts` in order with recvmsg, resuming after a partial read.
-    static func readAll(_ fd: Int32, _ parts: [UnsafeMutableRawBufferPointer]) throws {
+    /// Fills `parts` in order with recvmsg, resuming after a partial read, waiting for
+    /// more in poll(2) until `deadline`. An end before any byte of the frame (`begun`
+    /// false, nothing read here) is the connection closing; after one, a frame cut short.
+    static func readAll(_ fd: Int32, _ parts: [UnsafeMutableRawBufferPointer], deadline: inout FrameDeadline,
+                        begun: Bool = false) throws {
         var pending = IOVectors(parts)
         var done = 0
         while !pending.isEmpty {
-            let n = pending.withMessage { recvmsg(fd, &$0, 0) }
-            if n < 0 { if errno == EINTR { continue }; throw FrameError.io(errno) }
-            if n == 0 { throw done == 0 ? FrameError.closed : FrameError.malformed("truncated frame") }
+            let n = pending.withMessage { recvmsg(fd, &$0, Int32(MSG_DONTWAIT)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { try awaitInput(fd, until: deadline.instant(for: fd)); continue }
+                throw FrameError.io(errno)
+            }
+            if n == 0 { throw begun || done > 0 ? FrameError.malformed(FrameError.truncatedFrame) : FrameError.closed }
             done += n
             pending.consume(n)
         }
+    }
+}
+
+/// When a frame being read must be all there: the socket's receive timeout after the
+/// read began, asked of the socket only when the read has to wait (most frames are
+/// there whole when their read begins).
+struct FrameDeadline {
+    private let began = ContinuousClock.now
+    /// nil until asked; then nil inside when the socket has no timeout.
+    private var known: ContinuousClock.Instant??
+
+    mutating func instant(for fd: Int32) -> ContinuousClock.Instant? {
+        if let known { return known }
+        let instant = Self.receiveTimeout(fd).map { began + $0 }
+        known = .some(instant)
+        return instant
+    }
+
+    /// The socket's receive timeout; nil when it waits forever.
+    static func receiveTimeout(_ fd: Int32) -> Duration? {
+        var value = timeval()
+        var size = socklen_t(MemoryLayout<timeval>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, &size) == 0, value.tv_sec > 0 || value.tv_usec > 0 else {
+            return nil
+        }
+        return .seconds(value.tv_sec) + .microseconds(value.tv_usec)
     }
 }
 

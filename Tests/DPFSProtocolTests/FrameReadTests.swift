@@ -4,6 +4,7 @@
 import DPFSProtocol
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @Suite struct FrameReadTests {
@@ -108,6 +109,37 @@ import Testing
         let tooMuch = LockedSecret(count: ControlProtocol.maxSecretSize)
         #expect(throws: FrameError.self) { try TestFrame(body: [1], secrets: [tooMuch]).write(to: client) }
         #expect(peek(daemon) == .nothing, "part of a refused frame was written")
+    }
+
+    /// A sender that trickles its frame in, a byte at a time and never silent for as
+    /// long as the reader's receive timeout, is given up on once that timeout has
+    /// passed since the frame began: it would otherwise hold the reading thread for as
+    /// long as it kept trickling.
+    @Test func aTrickledFrameGetsOneDeadlineForAllOfIt() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 300_000)
+        setsockopt(daemon, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let body = [UInt8](repeating: 7, count: 60)
+        try send(header(bodyLength: body.count)[...], on: client)
+        let stop = Mutex(false)
+        let sender = DispatchSemaphore(value: 0)
+        Thread {
+            for byte in body where !stop.withLock({ $0 }) {
+                _ = withUnsafeBytes(of: byte) { Glibc.send(client, $0.baseAddress, 1, Int32(MSG_NOSIGNAL)) }
+                usleep(50_000)
+            }
+            sender.signal()
+        }.start()
+        defer { stop.withLock { $0 = true }; sender.wait() }
+        let started = ContinuousClock.now
+        do {
+            _ = try TestFrame.read(from: daemon, arrived: true)
+            Issue.record("a frame trickled in over \(ContinuousClock.now - started) was read whole")
+        } catch FrameError.io(let code) {
+            #expect(code == EAGAIN)
+        } catch { Issue.record("expected FrameError.io(EAGAIN), got \(error)") }
+        #expect(ContinuousClock.now - started < .milliseconds(1500), "the reader waited well past its timeout")
     }
 
     // MARK: Helpers

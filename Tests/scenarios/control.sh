@@ -111,6 +111,28 @@ while IFS= read -r line; do
     case "$line" in ok*) pass "${line#ok   }" ;; *) fail "${line#FAIL }" ;; esac
 done < <(python3 "$WORK/frames.py" "$SOCK" 2>&1)
 check "the daemon lives on" "$DPFS" status "$MNT"
+# The daemon's peak memory (VmHWM), in kB.
+hwm() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\) kB/\1/p' "/proc/$(daemon_pid)/status"; }
+
+# A header alone commits nothing for the body it announces: sixty connections each
+# announcing 16 MiB and sending nothing more (it took 16 MiB each at once).
+python3 - "$SOCK" > "$WORK/headers.out" 2>&1 <<'PY' &
+import socket, struct, sys, time
+held = []
+for _ in range(60):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    s.sendall(b"DPFC" + struct.pack(">HHII", 2, 0, 16 << 20, 0))
+    held.append(s)
+print("sent", flush=True)
+time.sleep(30)
+PY
+headers=$!
+check "sixty headers of 16 MiB are sent" within 30 grep -q sent "$WORK/headers.out"
+sleep 2
+expect_eq "they cost the daemon no 16 MiB each" "$([ "$(hwm)" -lt 102400 ] && echo yes || echo "no: $(hwm) kB")" "yes"
+kill "$headers" 2>/dev/null; wait "$headers" 2>/dev/null
+check "the daemon serves on" "$DPFS" status "$MNT"
 
 # Another uid is refused, even with the socket's mode opened up. It reaches the socket
 # through a second link in a directory of its own: the sockets' directory is every
