@@ -93,8 +93,13 @@ public enum ControlCoding {
         return try WireEncoder.encode(value)
     }
 
+    /// A request is held to WireValue.Limits.request (a count beyond them is a
+    /// FrameError); a reply, the daemon's, only to its frame's size.
     public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        if T.self == ControlRequest.self, let request = KeychainWireForm.request(from: bytes) as? T { return request }
+        if T.self == ControlRequest.self {
+            if let request = KeychainWireForm.request(from: bytes) as? T { return request }
+            return try WireDecoder.decode(type, from: bytes, limits: .request)
+        }
         if T.self == ControlReply.self, let reply = KeychainWireForm.reply(from: bytes) as? T { return reply }
         return try WireDecoder.decode(type, from: bytes)
     }

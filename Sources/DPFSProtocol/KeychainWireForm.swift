@@ -79,13 +79,13 @@ enum KeychainWireForm {
     // MARK: Reading
 
     static func request(from bytes: [UInt8]) -> ControlRequest? {
-        var reader = FieldReader(bytes: bytes)
+        var reader = FieldReader(bytes: bytes, limits: .request)
         guard let request = try? reader.keychainEnvelope(), reader.atEnd else { return nil }
         return .keychain(request)
     }
 
     static func reply(from bytes: [UInt8]) -> ControlReply? {
-        var reader = FieldReader(bytes: bytes)
+        var reader = FieldReader(bytes: bytes, limits: .unlimited)
         guard let reply = try? reader.reply(), reader.atEnd else { return nil }
         return reply
     }
@@ -99,7 +99,7 @@ private struct FieldReader {
 
     var reader: WireValue.Reader
 
-    init(bytes: [UInt8]) { reader = WireValue.Reader(bytes: bytes) }
+    init(bytes: [UInt8], limits: WireValue.Limits) { reader = WireValue.Reader(bytes: bytes, limits: limits) }
 
     var atEnd: Bool { reader.offset == reader.bytes.count }
 
@@ -189,7 +189,7 @@ private struct FieldReader {
             case .status where status == nil: status = try int32()
             case .items where items == nil:
                 guard try reader.byte() == WireValue.Tag.list.rawValue else { throw NotFastForm() }
-                let count = try reader.length()
+                let count = try reader.count()
                 var listed: [KeychainResponse.Item] = []
                 listed.reserveCapacity(count)
                 for _ in 0..<count { listed.append(try item()) }
@@ -233,7 +233,7 @@ private struct FieldReader {
 
     mutating func mapCount() throws -> Int {
         guard try reader.byte() == WireValue.Tag.map.rawValue else { throw NotFastForm() }
-        return try reader.length()
+        return try reader.count()
     }
 
     mutating func string() throws -> String {
@@ -295,5 +295,5 @@ private struct FieldReader {
     }
 
     /// Passes over one value of any kind, as a reader passes over a field it does not know.
-    mutating func skip() throws { _ = try reader.value(depth: 1) }
+    mutating func skip() throws { try reader.skip(depth: 1) }
 }

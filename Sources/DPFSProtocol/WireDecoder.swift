@@ -4,8 +4,10 @@
 import Foundation
 
 public enum WireDecoder {
-    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        try decode(type, from: WireValue(parsing: bytes), codingPath: [])
+    /// `limits`: how many values the body may hold (a request's are WireValue.Limits.request).
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8],
+                                            limits: WireValue.Limits = .unlimited) throws -> T {
+        try decode(type, from: WireValue(parsing: bytes, limits: limits), codingPath: [])
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from value: WireValue, codingPath: [any CodingKey]) throws -> T {

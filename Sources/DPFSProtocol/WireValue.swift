@@ -37,6 +37,24 @@ public enum WireValue: Equatable, Sendable {
     /// Deeper nesting than any message has is refused, so that a hostile body cannot
     /// exhaust the reader's stack.
     static let maxDepth = 32
+
+    /// How many values a body may hold, besides its length: each value read costs far
+    /// more memory and time than its byte or two, and a body of 16 MiB could hold
+    /// millions (a map of eight million empty entries took seconds and a gigabyte).
+    public struct Limits: Sendable {
+        /// The most entries of one list or map.
+        public let entries: Int
+        /// The most entries of all its lists and maps together.
+        public let values: Int
+
+        /// A request's, far beyond any real one: a keychain call or an import carries
+        /// tens of attributes (ParsedAttributes knows some thirty names), every other
+        /// request a few fields.
+        public static let request = Limits(entries: 256, values: 4096)
+        /// A reply's, from the daemon the client has checked: a find may return
+        /// thousands of items, and the frame's size bounds it.
+        public static let unlimited = Limits(entries: .max, values: .max)
+    }
 }
 
 // MARK: - Writing
@@ -74,8 +92,8 @@ extension WireValue {
 
 extension WireValue {
     /// Parses one value that must fill `bytes` exactly.
-    public init(parsing bytes: [UInt8]) throws {
-        var reader = Reader(bytes: bytes)
+    public init(parsing bytes: [UInt8], limits: Limits = .unlimited) throws {
+        var reader = Reader(bytes: bytes, limits: limits)
         self = try reader.value(depth: 0)
         guard reader.offset == bytes.count else { throw FrameError.malformed("bytes after the message") }
     }
@@ -83,6 +101,15 @@ extension WireValue {
     struct Reader {
         let bytes: [UInt8]
         var offset = 0
+        let limits: Limits
+        /// Entries the message may still hold (Limits.values).
+        private var valuesLeft: Int
+
+        init(bytes: [UInt8], limits: Limits) {
+            self.bytes = bytes
+            self.limits = limits
+            valuesLeft = limits.values
+        }
 
         mutating func value(depth: Int) throws -> WireValue {
             guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested too deeply") }
@@ -99,19 +126,39 @@ extension WireValue {
             case .string: return .string(try text())
             case .bytes: return .bytes(Array(try take(try length())))
             case .list:
-                let count = try length()
+                let count = try count()
                 var values: [WireValue] = []
                 values.reserveCapacity(count)
                 for _ in 0..<count { values.append(try value(depth: depth + 1)) }
                 return .list(values)
             case .map:
-                let count = try length()
+                let count = try count()
                 var entries: [(key: String, value: WireValue)] = []
                 entries.reserveCapacity(count)
                 for _ in 0..<count {
                     entries.append((try text(), try value(depth: depth + 1)))
                 }
                 return .map(entries)
+            }
+        }
+
+        /// Passes over one value as `value` reads it, with the same checks, without
+        /// building it: a field a reader does not know costs no memory.
+        mutating func skip(depth: Int) throws {
+            guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested too deeply") }
+            guard let tag = Tag(rawValue: try byte()) else { throw FrameError.malformed("unknown value tag") }
+            switch tag {
+            case .null, .false, .true: return
+            case .int, .unsigned: _ = try varint()
+            case .double: _ = try take(8)
+            case .string: try checkText()
+            case .bytes: _ = try take(try length())
+            case .list: for _ in 0..<(try count()) { try skip(depth: depth + 1) }
+            case .map:
+                for _ in 0..<(try count()) {
+                    try checkText()
+                    try skip(depth: depth + 1)
+                }
             }
         }
 
@@ -141,6 +188,17 @@ extension WireValue {
             return Int(value)
         }
 
+        /// The entry count of a list or map, within the bytes left and the limits.
+        mutating func count() throws -> Int {
+            let count = try length()
+            guard count <= limits.entries else {
+                throw FrameError.malformed("a list or map of \(count) entries (at most \(limits.entries))")
+            }
+            guard count <= valuesLeft else { throw FrameError.malformed("more than \(limits.values) values in all") }
+            valuesLeft -= count
+            return count
+        }
+
         mutating func take(_ count: Int) throws -> ArraySlice<UInt8> {
             guard count <= bytes.count - offset else { throw FrameError.malformed("message cut short") }
             defer { offset += count }
@@ -156,6 +214,23 @@ extension WireValue {
                 guard let text = String(validating: utf8, as: UTF8.self) else { throw FrameError.malformed("text is not UTF-8") }
                 return text
             }
+        }
+
+        /// Passes over a text, refusing it as `text` would.
+        private mutating func checkText() throws {
+            let raw = try take(try length())
+            let valid = raw.withUnsafeBufferPointer { utf8 in
+                var decoder = UTF8()
+                var bytes = utf8.makeIterator()
+                while true {
+                    switch decoder.decode(&bytes) {
+                    case .scalarValue: continue
+                    case .emptyInput: return true
+                    case .error: return false
+                    }
+                }
+            }
+            guard valid else { throw FrameError.malformed("text is not UTF-8") }
         }
     }
 }

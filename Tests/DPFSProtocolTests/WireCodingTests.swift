@@ -118,14 +118,65 @@ import Testing
     }
 
     @Test func aLargeAttributeMapDecodes() throws {
+        // As many attributes as a request may hold, well beyond what any real one has.
         var attributes: [String: String] = [:]
-        for index in 0..<5000 { attributes["key\(index)"] = "value\(index)" }
+        for index in 0..<WireValue.Limits.request.entries { attributes["key\(index)"] = "value\(index)" }
         let request = KeychainRequest(operation: .find, attributes: attributes)
         guard case .keychain(let back) = try roundTrip(ControlRequest.keychain(request)) else {
             Issue.record("not a keychain request")
             return
         }
         #expect(back.attributes == attributes)
+        // And through Codable, which indexes a large map's keys.
+        let body = try WireEncoder.encode(ControlRequest.keychainImport(attributes: attributes))
+        guard case .keychainImport(let imported) = try ControlCoding.decode(ControlRequest.self, body) else {
+            Issue.record("not an import")
+            return
+        }
+        #expect(imported == attributes)
+    }
+
+    /// A body of 16 MB that is one map of eight million empty entries cost the daemon
+    /// seconds of CPU and a gigabyte to decode, an element built per two bytes. A
+    /// request holds no collection that large: it is refused on its count, at once.
+    @Test func aHugeCollectionInARequestIsRefusedOnItsCount() throws {
+        let count = 8_388_605
+        var body: [UInt8] = [0x09]
+        var rest = count
+        while rest >= 0x80 { body.append(UInt8(rest & 0x7f) | 0x80); rest >>= 7 }
+        body.append(UInt8(rest))
+        body += [UInt8](repeating: 0, count: 2 * count)
+        let started = ContinuousClock.now
+        #expect(throws: FrameError.self) { try ControlCoding.decode(ControlRequest.self, body) }
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        // The same refusal on the keychain call's direct path, for a map inside one.
+        let attributes = WireValue.map((0...WireValue.Limits.request.entries).map { ("k\($0)", .string("")) })
+        let keychain = WireValue.map([("keychain", .map([("_0", .map([
+            ("operation", .string("find")), ("attributes", attributes), ("updateAttributes", .map([])),
+        ]))]))]).serialized()
+        #expect(throws: FrameError.self) { try ControlCoding.decode(ControlRequest.self, keychain) }
+    }
+
+    /// Collections each within the count, nested, can still hold millions of values in
+    /// a 16 MB body: a request's values are counted in all too.
+    @Test func tooManyValuesInAllAreRefused() throws {
+        let inner = WireValue.list(Array(repeating: .null, count: 200))
+        let body = WireValue.map([("lock", .list(Array(repeating: inner, count: 200)))]).serialized()
+        #expect(throws: FrameError.self) { try ControlCoding.decode(ControlRequest.self, body) }
+        // Skipped by the keychain call's direct reader, as a field it does not know.
+        let skipped = WireValue.map([("keychain", .map([("_0", .map([
+            ("operation", .string("find")), ("attributes", .map([])), ("updateAttributes", .map([])),
+            ("future", .list(Array(repeating: inner, count: 200))),
+        ]))]))]).serialized()
+        #expect(throws: FrameError.self) { try ControlCoding.decode(ControlRequest.self, skipped) }
+    }
+
+    /// Replies come from the daemon, and a find may return thousands of items.
+    @Test func aReplyMayHoldManyItems() throws {
+        let items = (0..<5000).map { KeychainResponse.Item(attributes: ["service": "s\($0)", "account": "a"], data: Data([1])) }
+        let reply = ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: items))
+        #expect(try roundTrip(reply).keychain?.items.count == 5000)
+        #expect(try WireDecoder.decode(ControlReply.self, from: WireEncoder.encode(reply)).keychain?.items.count == 5000)
     }
 }
 

@@ -99,6 +99,10 @@ cases = {
     "truncated frame": frame(status)[:18],
     "unlock without a passcode": frame(wire({"unlock": {}})),
     "secret section lies": frame(wire({"unlock": {}}), secrets=struct.pack(">I", 5000) + b"12"),
+    # A request holds tens of values: a 16 MB map of eight million empty entries is
+    # refused on its count, not built (it took seconds of CPU and a gigabyte).
+    "a map of eight million entries": frame(b"\x09" + varint(8388605) + b"\x00\x00" * 8388605),
+    "a list of lists, 40000 values": frame(wire({"lock": [[None] * 200] * 200})),
 }
 for name, raw in cases.items():
     reply = exchange(raw)
@@ -113,6 +117,9 @@ done < <(python3 "$WORK/frames.py" "$SOCK" 2>&1)
 check "the daemon lives on" "$DPFS" status "$MNT"
 # The daemon's peak memory (VmHWM), in kB.
 hwm() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\) kB/\1/p' "/proc/$(daemon_pid)/status"; }
+# What the bodies above cost it: the map is refused on its count, its 16 MB read
+# only as it came. (It peaked at about a gigabyte.)
+expect_eq "the daemon's peak memory stayed under 100 MB" "$([ "$(hwm)" -lt 102400 ] && echo yes || echo "no: $(hwm) kB")" "yes"
 
 # A header alone commits nothing for the body it announces: sixty connections each
 # announcing 16 MiB and sending nothing more (it took 16 MiB each at once).
