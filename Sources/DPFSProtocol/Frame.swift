@@ -15,6 +15,10 @@ public enum ControlProtocol {
     public static let maxBodySize = 16 << 20
     /// The most data a keychain item may hold (it travels as a secret).
     public static let maxItemDataSize = 64 << 10
+    /// The most bytes (UTF-8) one attribute value of a stored keychain item may have.
+    /// An item has some thirty attributes at most, so that any item the store takes,
+    /// every value at its longest, comes back in a reply well within maxBodySize.
+    public static let maxAttributeSize = 64 << 10
     /// The secret section: one item's data, or two passcodes, with their length prefixes.
     public static let maxSecretSize = maxItemDataSize + 8192
 }

@@ -40,7 +40,14 @@ public struct KeychainResponse: Codable, Sendable {
         public init(attributes: [String: String]? = nil, data: Data? = nil) {
             self.attributes = attributes; self.data = data
         }
+
+        /// The bytes the item takes in a reply's body.
+        public var replySize: Int { KeychainWireForm.size(of: self) }
     }
+
+    /// The most a reply's items may take together (their `replySize`), leaving room in
+    /// a frame for the rest of the reply.
+    public static let maxItemsSize = ControlProtocol.maxBodySize - 4096
 
     /// OSStatus, with Apple's numbers.
     public var status: Int32

@@ -76,6 +76,26 @@ enum KeychainWireForm {
         if let message = response.message { out.key("message"); out.string(message) }
     }
 
+    /// The bytes `write(_:to:)` gives `item` in a reply's list of items.
+    static func size(of item: KeychainResponse.Item) -> Int {
+        var size = 1 + varintSize((item.attributes == nil ? 0 : 1) + (item.data == nil ? 0 : 1))
+        if let attributes = item.attributes {
+            size += textSize("attributes") + 1 + varintSize(attributes.count)
+            for (key, value) in attributes { size += textSize(key) + 1 + textSize(value) }
+        }
+        if let data = item.data { size += textSize("data") + 1 + varintSize(data.count) + data.count }
+        return size
+    }
+
+    private static func textSize(_ text: String) -> Int { varintSize(text.utf8.count) + text.utf8.count }
+
+    private static func varintSize(_ value: Int) -> Int {
+        var size = 1
+        var rest = value >> 7
+        while rest > 0 { size += 1; rest >>= 7 }
+        return size
+    }
+
     // MARK: Reading
 
     static func request(from bytes: [UInt8]) -> ControlRequest? {

@@ -4,6 +4,8 @@ public enum SecStatus {
     public static let success: Int32 = 0
     public static let io: Int32 = -36
     public static let param: Int32 = -50
+    /// Here: a find whose items would not fit in one reply.
+    public static let allocate: Int32 = -108
     public static let userCanceled: Int32 = -128
     public static let notAvailable: Int32 = -25291
     public static let authFailed: Int32 = -25293
@@ -19,6 +21,7 @@ public enum SecStatus {
         case success: return "errSecSuccess"
         case io: return "errSecIO"
         case param: return "errSecParam"
+        case allocate: return "errSecAllocate"
         case userCanceled: return "errSecUserCanceled"
         case notAvailable: return "errSecNotAvailable"
         case authFailed: return "errSecAuthFailed"

@@ -88,8 +88,10 @@ struct ItemQuery {
     /// Matching items in creation order; the sealed secret only when asked for.
     /// Under a wildcard scope, a row outside the exact groups whose attributes fail
     /// to open is errSecDecode: whether it is the caller's cannot be told; so is any
-    /// candidate's under sealed terms.
-    func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys) throws -> [StoredItem] {
+    /// candidate's under sealed terms. `admit` sees each match as it is kept, and may
+    /// end the fetch by throwing.
+    func fetch(_ db: Database, withSecret: Bool, limitOne: Bool, keys: ItemKeys,
+               admit: (StoredItem) throws -> Void = { _ in }) throws -> [StoredItem] {
         // Cached: compiling the statement costs more than running it.
         let statement = try db.cachedStatement(sql: sql(withSecret: withSecret, limitOne: limitOne))
         var items: [StoredItem] = []
@@ -106,6 +108,7 @@ struct ItemQuery {
                 guard matchesSealedTerms(record) else { return true }
                 item.record = record
             }
+            try admit(item)
             items.append(item)
             return !limitOne
         }

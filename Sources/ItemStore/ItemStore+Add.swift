@@ -15,6 +15,7 @@ extension ItemStore {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
         try Self.checkDataSize(request.data)
+        try ItemSizeLimits.check(request.attributes)
         let shape = try ReturnShape.parse(request.returning)
         let attributes = try ParsedAttributes(request.attributes)
         if !generatedKey, !(attributes.keys[.tokenID] ?? "").isEmpty {
@@ -59,7 +60,12 @@ extension ItemStore {
     /// An item holds at most what a backup carries and the CLI reads (64 KiB): a
     /// larger one could be kept but never leave the device.
     static func checkDataSize(_ data: Data?) throws {
-        guard let data, data.count > ControlProtocol.maxItemDataSize else { return }
+        guard let data else { return }
+        try checkDataSize(count: data.count)
+    }
+
+    static func checkDataSize(count: Int) throws {
+        guard count > ControlProtocol.maxItemDataSize else { return }
         throw SecError(SecStatus.param, "an item's data is at most \(ControlProtocol.maxItemDataSize) bytes")
     }
 

@@ -12,8 +12,9 @@ extension ItemStore {
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
         let query = try query(request.attributes, caller: caller)
+        var fetched = FindReplyBudget(shape: shape)
         var matches = try selecting {
-            try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys)
+            try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys) { try fetched.admit($0) }
         }
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         try checkAvailable(matches)
@@ -26,11 +27,17 @@ extension ItemStore {
             matches = try authorize(matches, request, skipping: true)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
         }
-        let items = try matches.map { item in
-            KeychainResponse.Item(attributes: shape.includesAttributes
-                                      ? StoredItem.attributes(of: try record(of: item), accessibleName: item.columns.accessibleName)
-                                      : nil,
-                                  data: shape.includesData ? try replyData(for: item) : nil)
+        var built = FindReplyBudget(shape: shape)
+        var items: [KeychainResponse.Item] = []
+        items.reserveCapacity(matches.count)
+        for item in matches {
+            let replied = KeychainResponse.Item(attributes: shape.includesAttributes
+                                                    ? StoredItem.attributes(of: try record(of: item),
+                                                                            accessibleName: item.columns.accessibleName)
+                                                    : nil,
+                                                data: shape.includesData ? try replyData(for: item) : nil)
+            try built.take(replied)
+            items.append(replied)
         }
         return KeychainResponse(status: SecStatus.success, items: items)
     }

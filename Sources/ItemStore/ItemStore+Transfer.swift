@@ -69,6 +69,8 @@ extension ItemStore {
                   let modified = attributes.removeValue(forKey: "modified").flatMap(Double.init) else {
                 throw SecError(SecStatus.param, "an imported item needs its created and modified dates")
             }
+            try Self.checkDataSize(count: data.count)
+            try ItemSizeLimits.check(attributes)
             let parsed = try ParsedAttributes(attributes)
             guard let itemClass = parsed.itemClass, let group = parsed.accessGroup, let accessibility = parsed.accessible,
                   let synchronizable = parsed.synchronizable, synchronizable != .any else {

@@ -14,6 +14,7 @@ extension ItemStore {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
         try Self.checkDataSize(request.newData)
+        try ItemSizeLimits.check(request.updateAttributes)
         let query = try query(request.attributes, caller: caller)
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)

@@ -178,6 +178,22 @@ import Testing
         #expect(try roundTrip(reply).keychain?.items.count == 5000)
         #expect(try WireDecoder.decode(ControlReply.self, from: WireEncoder.encode(reply)).keychain?.items.count == 5000)
     }
+
+    /// What an item adds to a keychain reply is known before the reply is written, so
+    /// that the store can stop collecting items once a reply would not fit a frame.
+    @Test func anItemsReplySizeIsExact() throws {
+        let items: [KeychainResponse.Item] = [
+            .init(), .init(data: Data()), .init(attributes: [:]),
+            .init(attributes: ["label": String(repeating: "ü", count: 100), "service": "s"], data: Data(count: 300)),
+            .init(attributes: (0..<40).reduce(into: [:]) { $0["k\($1)"] = String(repeating: "v", count: $1 * 10) },
+                  data: Data(count: 70_000)),
+        ]
+        for item in items {
+            let empty = try ControlCoding.encode(ControlReply(ok: true, keychain: KeychainResponse(status: 0)))
+            let one = try ControlCoding.encode(ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [item])))
+            #expect(one.count - empty.count == item.replySize)
+        }
+    }
 }
 
 /// The keychain call's direct path (KeychainWireForm) against Codable: the same bytes

@@ -9,7 +9,9 @@ SOCK=$(getfattr --absolute-names --only-values -n user.dpfs.control "$MNT")
 [ -S "$SOCK" ] && pass "the mount root names its control socket" || fail "the mount root names its control socket" "$SOCK"
 expect_eq "socket mode is 0600" "$(stat -c %a "$SOCK")" "600"
 
-cat > "$WORK/frames.py" <<'PY'
+# The wire form and one request's exchange on a connection of its own, for the
+# raw-frame checks below (python3 "$WORK/X.py" SOCKET).
+cat > "$WORK/wire.py" <<'PY'
 import socket, struct, sys
 path = sys.argv[1]
 
@@ -83,6 +85,10 @@ def exchange(raw):
 
 def frame(body, version=2, secrets=b"", magic=b"DPFC"):
     return magic + struct.pack(">HHII", version, 0, len(body), len(secrets)) + body + secrets
+PY
+
+cat > "$WORK/frames.py" <<'PY'
+from wire import *
 
 status = wire({"status": {}})
 cases = {
@@ -113,7 +119,7 @@ print(("ok   " if good and good.get("ok") else "FAIL ") + "a good request after 
 PY
 while IFS= read -r line; do
     case "$line" in ok*) pass "${line#ok   }" ;; *) fail "${line#FAIL }" ;; esac
-done < <(python3 "$WORK/frames.py" "$SOCK" 2>&1)
+done < <(cd "$WORK" && python3 frames.py "$SOCK" 2>&1)
 check "the daemon lives on" "$DPFS" status "$MNT"
 # The daemon's peak memory (VmHWM), in kB.
 hwm() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\) kB/\1/p' "/proc/$(daemon_pid)/status"; }
@@ -140,6 +146,45 @@ sleep 2
 expect_eq "they cost the daemon no 16 MiB each" "$([ "$(hwm)" -lt 102400 ] && echo yes || echo "no: $(hwm) kB")" "yes"
 kill "$headers" 2>/dev/null; wait "$headers" 2>/dev/null
 check "the daemon serves on" "$DPFS" status "$MNT"
+
+# An item the store takes is one it can return (dpfs(1), "The keychain"): a
+# label of 16 MiB less 200 bytes was taken, and then no find could return the item.
+unlock_device
+cat > "$WORK/sizes.py" <<'PY'
+from wire import *
+
+def add(attributes, data=b""):
+    body = wire({"keychain": {"_0": {"operation": "add", "attributes": attributes, "updateAttributes": {}}}})
+    return exchange(frame(body, secrets=struct.pack(">I", len(data)) + data))
+
+reply = add({"service": "near", "label": "x" * ((16 << 20) - 200)})
+print("huge label:", (reply or {}).get("keychain", {}).get("status"), (reply or {}).get("keychain", {}).get("message"))
+reply = add({"service": "near", "label": "x" * 65537})
+print("label one byte over:", (reply or {}).get("keychain", {}).get("status"))
+reply = add({"service": "longest", "label": "x" * 65536}, b"d" * 65536)
+print("longest label, largest data:", (reply or {}).get("keychain", {}).get("status"))
+# More data in all than one reply carries.
+for index in range(270):
+    reply = add({"service": "bulk", "account": str(index)}, b"d" * 65536)
+    if (reply or {}).get("keychain", {}).get("status") != 0:
+        print("bulk add", index, "failed:", reply); break
+else:
+    print("bulk added")
+PY
+(cd "$WORK" && python3 sizes.py "$SOCK") > "$WORK/sizes.out" 2>&1
+log "$(tr '\n' ';' < "$WORK/sizes.out")"
+check "a label of 16 MiB is refused with errSecParam" grep -q "^huge label: -50 label is 16777016 bytes long" "$WORK/sizes.out"
+check "so is one of 64 KiB and a byte" grep -q "^label one byte over: -50" "$WORK/sizes.out"
+check "an item at every limit is taken" grep -q "^longest label, largest data: 0" "$WORK/sizes.out"
+check_error "nothing was added" "errSecItemNotFound" "$DPFS" keychain find "$MNT" --service near --return attributes
+check "the item at every limit comes back" "$DPFS" keychain find "$MNT" --service longest --return both
+check "270 items of 64 KiB are added" grep -q "^bulk added" "$WORK/sizes.out"
+check_error "a find of all their data is refused, with a status and a hint" \
+    "errSecAllocate (-108): the matching items would not fit in one reply.*narrow the query" \
+    "$DPFS" keychain find "$MNT" --service bulk --limit all
+expect_eq "their attributes come back" \
+    "$("$DPFS" keychain find "$MNT" --service bulk --limit all --return attributes | grep -c '^account: ')" "270"
+expect_eq "so does one item's data" "$("$DPFS" keychain find "$MNT" --service bulk | wc -c)" "65536"
 
 # Another uid is refused, even with the socket's mode opened up. It reaches the socket
 # through a second link in a directory of its own: the sockets' directory is every
