@@ -33,4 +33,29 @@ final class PasscodeVerificationTests: XCTestCase {
         XCTAssertEqual(manager.status().failedAttempts, 0)
         XCTAssertEqual(try XCTUnwrap(try manager.deviceRecord()).failedAttempts, 0)
     }
+
+    /// An empty passcode is never a device's passcode (none can be set): it is refused
+    /// before it is tried, and counts as no failed attempt, wherever a passcode goes.
+    func testAnEmptyPasscodeIsRefusedUncounted() throws {
+        let device = try TestDevice()
+        let manager = try device.boot()
+        let attempts: [(String, () throws -> Void)] = [
+            ("unlock", { try manager.unlock(passcode: TestDevice.secret("")) }),
+            ("a prompt's check", { try manager.verifyPasscode(TestDevice.secret("")) }),
+            ("a change's current passcode", {
+                try manager.changePasscode(current: TestDevice.secret(""), new: TestDevice.secret("5678"))
+            }),
+            ("a change's new passcode", {
+                try manager.changePasscode(current: TestDevice.secret("1234"), new: TestDevice.secret(""))
+            }),
+        ]
+        for (what, attempt) in attempts {
+            XCTAssertThrowsError(try attempt(), what) { error in
+                XCTAssertEqual(error as? LockError, .emptyPasscode, what)
+            }
+            XCTAssertEqual(manager.status().failedAttempts, 0, "\(what) counted a failed attempt")
+        }
+        XCTAssertEqual(manager.status().state, .beforeFirstUnlock)
+        try manager.unlock(passcode: TestDevice.secret("1234"))
+    }
 }

@@ -363,6 +363,15 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 5.5, "the waiting prompt does not start its own 4 s after the first")
     }
 
+    /// An empty passcode answer would be checked, and counted as a failed attempt, at
+    /// the next prompt: it is refused when given.
+    @Test func anEmptyPasscodeAnswerIsRefused() throws {
+        let t = try TestDevice()
+        #expect(throws: BiometryError.self) { try t.store.user.respond(.passcode, times: 1, passcode: TestDevice.secret("")) }
+        #expect(t.store.user.state().queued == 0)
+        #expect(t.device.status().failedAttempts == 0)
+    }
+
     @Test func theEnrollmentSurvivesAndRemovingThePasscodeEndsIt() throws {
         let t = try TestDevice()
         try t.store.user.enroll(type: .touchID)

@@ -109,6 +109,12 @@ cases = {
     # refused on its count, not built (it took seconds of CPU and a gigabyte).
     "a map of eight million entries": frame(b"\x09" + varint(8388605) + b"\x00\x00" * 8388605),
     "a list of lists, 40000 values": frame(wire({"lock": [[None] * 200] * 200})),
+    # An empty passcode is refused untried: it counts as no failed attempt.
+    "an empty passcode": frame(wire({"unlock": {}}), secrets=struct.pack(">I", 0)),
+    "an empty current passcode": frame(wire({"passcode": {"_0": "change"}}),
+                                       secrets=struct.pack(">I", 0) + struct.pack(">I", 4) + b"5678"),
+    "an empty passcode answer": frame(wire({"biometry": {"_0": {"respond": {"answer": "passcode", "times": 1}}}}),
+                                      secrets=struct.pack(">I", 0)),
 }
 for name, raw in cases.items():
     reply = exchange(raw)
@@ -121,6 +127,8 @@ while IFS= read -r line; do
     case "$line" in ok*) pass "${line#ok   }" ;; *) fail "${line#FAIL }" ;; esac
 done < <(cd "$WORK" && python3 frames.py "$SOCK" 2>&1)
 check "the daemon lives on" "$DPFS" status "$MNT"
+attempts() { "$DPFS" status "$MNT" --json | sed -n 's/.*"failedAttempts":\([0-9]*\).*/\1/p'; }
+expect_eq "the empty passcodes counted no failed attempt" "$(attempts)" "0"
 # The daemon's peak memory (VmHWM), in kB.
 hwm() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\) kB/\1/p' "/proc/$(daemon_pid)/status"; }
 # What the bodies above cost it: the map is refused on its count, its 16 MB read
@@ -314,4 +322,13 @@ python3 -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"
 "$DPFS" unmount "$MNT" && mount_device
 check_fails "a dead daemon's socket is removed though its pid now names another process" test -e "/run/dpfs/$REUSED.sock"
 check "a socket made after its process started stays" test -S "/run/dpfs/$NEWER.sock"
+
+# Nor is an empty new passcode taken (the CLI refuses one): no passcode could unlock
+# the device after it. Last, as it changed the passcode before.
+SOCK=$(getfattr --absolute-names --only-values -n user.dpfs.control "$MNT")
+out=$(cd "$WORK" && python3 -c 'from wire import *
+print(exchange(frame(wire({"passcode": {"_0": "change"}}), secrets=struct.pack(">I", 4) + b"1234" + struct.pack(">I", 0))))' "$SOCK" 2>&1)
+case "$out" in *"'ok': False"*"empty"*) pass "an empty new passcode is refused" ;;
+               *) fail "an empty new passcode is refused" "$out" ;; esac
+check "the passcode is still 1234" unlock_device
 finish

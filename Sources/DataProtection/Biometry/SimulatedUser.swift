@@ -211,6 +211,8 @@ public final class SimulatedUser: Sendable {
         case .cancel: queued = .cancel
         case .passcode:
             guard let passcode else { throw BiometryError.badAnswer("a passcode answer needs the passcode") }
+            // Checked at the prompt, it would count as a failed attempt.
+            guard passcode.count > 0 else { throw BiometryError.badAnswer("the passcode answer is empty") }
             queued = .passcode(passcode)
         }
         guard answers.append(queued, times: times) else { throw BiometryError.tooManyAnswers }

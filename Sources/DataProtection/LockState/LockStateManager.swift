@@ -16,6 +16,8 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
     case unavailable
     /// A failed attempt could not be saved (a full disk): no passcode is tried until it is.
     case failureNotSaved(String)
+    /// An empty passcode, never a device's: refused untried, so it counts as no attempt.
+    case emptyPasscode
 
     public var description: String {
         switch self {
@@ -29,6 +31,7 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
         case .noPasscode: return "no passcode is set on this device"
         case .passcodeAlreadySet: return "a passcode is already set; use dpfs passcode change"
         case .unavailable: return "the device must be unlocked first"
+        case .emptyPasscode: return "the passcode is empty; it was not tried and counts as no attempt"
         case .failureNotSaved(let reason):
             return "an earlier failed attempt could not be saved (\(reason)); no passcode is tried until it is: "
                 + "free space where the device and its secret store are"
@@ -402,6 +405,7 @@ public final class LockStateManager: Sendable {
     /// Tries `passcode` against the keybag and, when it is right, hands `body` the class
     /// keys it opens, with the keybag as now saved. Caller holds `transition`.
     private func acceptPasscode<R>(_ passcode: SecureBuffer, _ body: (borrowing ClassKeySet) -> R) throws -> R {
+        guard passcode.count > 0 else { throw LockError.emptyPasscode }
         try saveUnsavedFailure()
         let keybag = core.withLock { $0.keybag }
         if keybag.policy.erased && !keybag.passcodeSet { throw LockError.erased }
@@ -509,6 +513,8 @@ public final class LockStateManager: Sendable {
     /// Sets, changes or removes the passcode; only the class-key wrapping changes.
     /// `current` is required whenever a passcode is set now.
     public func changePasscode(current: SecureBuffer?, new: SecureBuffer?) throws {
+        // As the CLI refuses one: an empty new passcode would be a passcode none can type.
+        guard current.map({ $0.count > 0 }) ?? true, new.map({ $0.count > 0 }) ?? true else { throw LockError.emptyPasscode }
         try transition.withLock { _ in
             try saveUnsavedFailure()
             var keybag = core.withLock { $0.keybag }
