@@ -32,12 +32,17 @@ typealias ClientFrame = Frame<LockedSecret>
 
 public final class ControlClient {
     let fd: Int32
+    /// The mountpoint as the caller named it, and as the mount table shows it (resolved).
+    let mountpoint: String
+    private let mountRoot: String
 
     /// Connects to the daemon of `mountpoint` once it is shown to be the caller's own
     /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent.
     /// A program under `dpfs run` reaches it through the app socket it was given.
     public init(mountpoint: String) throws {
+        self.mountpoint = mountpoint
         if let appSocket = AppSocket.given(for: mountpoint) {
+            mountRoot = mountpoint
             fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
             return
         }
@@ -46,12 +51,32 @@ public final class ControlClient {
             if error.daemonDied { throw ControlClientError.daemonDied(mountpoint) }
             throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
-        fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true)
+        mountRoot = mount.path
+        do { fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true) } catch {
+            throw Self.deathShown(by: error, mountRoot: mount.path, mountpoint: mountpoint) ?? error
+        }
     }
 
     /// Connects to an app session's socket (as `dpfs run` does for its program).
     public init(appSocket: String, mountpoint: String) throws {
+        self.mountpoint = mountpoint
+        mountRoot = mountpoint
         fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
+    }
+
+    /// `.daemonDied` when `error` broke the connection as the daemon's death does and
+    /// the mount shows it dead; else nil.
+    private static func deathShown(by error: any Error, mountRoot: String, mountpoint: String) -> ControlClientError? {
+        guard DaemonDeath.breaksConnection(error), DaemonDeath.isDead(mountRoot: mountRoot) else { return nil }
+        return .daemonDied(mountpoint)
+    }
+
+    /// `body`'s result; a connection that broke under it because the daemon died is
+    /// reported as that death, as `dpfs status` reports it.
+    func tellingDeath<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            throw Self.deathShown(by: error, mountRoot: mountRoot, mountpoint: mountpoint) ?? error
+        }
     }
 
     /// A connection to `socketPath` whose peer passed `checkPeer`. In a program's own
@@ -115,9 +140,12 @@ public final class ControlClient {
     public func send<Secret: SecretBytes>(_ request: ControlRequest, secrets: [Secret]) throws -> ControlReply {
         SocketPolling.begin()
         defer { SocketPolling.end() }
-        try Frame(body: ControlCoding.encode(request), secrets: secrets).write(to: fd)
-        let frame = try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1),
-                                         while: { SocketPolling.alone(besides: 1) })
+        let message = try ControlCoding.encode(request)
+        let frame = try tellingDeath {
+            try Frame(body: message, secrets: secrets).write(to: fd)
+            return try ClientFrame.read(from: fd, polling: SocketPolling.window(besides: 1),
+                                        while: { SocketPolling.alone(besides: 1) })
+        }
         let reply = try ControlCoding.decode(ControlReply.self, frame.body)
         if !reply.ok && reply.keychain == nil && reply.key == nil {
             throw ControlClientError.daemon(reply.error ?? "the daemon refused the request", failure: reply.failure)

@@ -127,6 +127,71 @@ check_fails "the mount is gone" mounted
 expect_eq "and the directory beneath is empty" "$(ls -A "$MNT")" ""
 check_error "dpfs unmount again: nothing is mounted" "not a mounted dpfs sandbox" "$DPFS" unmount "$MNT"
 
+# A command under way when the daemon dies says that it died, as `dpfs status` then
+# does, not "the connection closed" (unlock) or "Software caused connection abort"
+# (protection set). The unlock reads its passcode from a fifo once it has connected
+# (and asked the daemon its pid): the writer, opened once the command opens the fifo,
+# gives the passcode when told to.
+passcode_writer() {  # fifo go: opens the fifo, says so, writes the passcode once go exists
+    python3 - "$1" "$2" "$PASS" <<'PY' &
+import os, sys, time
+fifo, go, passcode = sys.argv[1:]
+fd = os.open(fifo, os.O_WRONLY)
+open(fifo + ".opened", "w").close()
+while not os.path.exists(go): time.sleep(0.05)
+os.write(fd, open(passcode, "rb").read())
+os.close(fd)
+PY
+    holders="$holders $!"
+}
+# First killed while it works on the request (the command then reads the end of the
+# connection), then before the command sends it (its write then fails).
+for when in during before; do
+    mount_device
+    daemon=$(daemon_pid)
+    fifo="$WORK/passcode-$when.fifo"
+    mkfifo -m 600 "$fifo"
+    passcode_writer "$fifo" "$WORK/go-$when"
+    "$DPFS" unlock "$MNT" --passcode-file "$fifo" > /dev/null 2> "$WORK/unlock-$when.err" &
+    unlocker=$!
+    holders="$holders $unlocker"
+    check "unlock ($when): the command has connected" within 60 test -e "$fifo.opened"
+    if [ "$when" = during ]; then
+        kill -STOP "$daemon"
+        touch "$WORK/go-$when"
+        sleep 1  # the command sends its request, which the stopped daemon never answers
+        kill -KILL "$daemon"
+    else
+        kill -KILL "$daemon"
+        check "unlock ($when): the daemon is gone" within 60 dead "$daemon"
+        touch "$WORK/go-$when"
+    fi
+    check "unlock ($when): the command ends" within 60 dead "$unlocker"
+    wait "$unlocker"
+    expect_eq "unlock ($when): with status 1" "$?" "1"
+    check "unlock ($when): saying the daemon died" grep -q "the dpfs daemon of .* has died" "$WORK/unlock-$when.err"
+    log "unlock ($when): $(cat "$WORK/unlock-$when.err")"
+done
+
+# A protection set waiting on the stopped daemon when it is killed.
+mount_device
+unlock_device > /dev/null
+daemon=$(daemon_pid)
+touch "$D/protected.txt"
+kill -STOP "$daemon"
+"$DPFS" protection set complete "$D/protected.txt" 2> "$WORK/protection.err" &
+setter=$!
+holders="$holders $setter"
+sleep 1  # its call is waiting on the stopped daemon
+kill -KILL "$daemon"
+check "protection set ends" within 60 dead "$setter"
+wait "$setter"
+expect_eq "protection set: with status 1" "$?" "1"
+check "protection set: saying the daemon died" grep -q "the dpfs daemon of .* has died" "$WORK/protection.err"
+log "protection set: $(cat "$WORK/protection.err")"
+check_error "protection get after it says so too" "the dpfs daemon of .* has died" "$DPFS" protection get "$D/protected.txt"
+"$DPFS" unmount "$MNT" > /dev/null
+
 # A daemon stopped by a signal (a service's stop, a shutdown) with a complete file held
 # open and mapped: it restarts the device first, taking every protected class and what
 # the kernel cached of it away while it still serves; then it unmounts (lazily, the file

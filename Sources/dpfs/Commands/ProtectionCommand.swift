@@ -4,6 +4,7 @@
 import ArgumentParser
 import CLinux
 import DataProtection
+import DPFSProtocol
 import Foundation
 import Glibc
 
@@ -26,7 +27,7 @@ struct Protection: ParsableCommand {
                 if n < 0 {
                     failed = true
                     let error = errno
-                    let reason = Protection.classless(path)
+                    let reason = Protection.deathShown(at: path, by: error) ?? Protection.classless(path)
                         ?? (error == ENODATA || error == ENOTSUP ? "has no protection class (not in a dpfs mount?)"
                                                                  : String(cString: strerror(error)))
                     FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
@@ -59,7 +60,7 @@ struct Protection: ParsableCommand {
                 guard rc != 0 else { continue }
                 failed = true
                 let error = errno
-                let reason = Protection.classless(path)
+                let reason = Protection.deathShown(at: path, by: error) ?? Protection.classless(path)
                     ?? (error == EPERM ? "the key of its class or of the new class is not available (device locked?)"
                                        : String(cString: strerror(error)))
                 FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
@@ -93,6 +94,15 @@ struct Protection: ParsableCommand {
         case S_IFBLK: return "block device"
         default: return nil
         }
+    }
+
+    /// That the daemon of `path`'s mount has died, when a call on `path` failed with
+    /// `code` as calls fail then (ECONNABORTED while it died, ENOTCONN after) and the
+    /// mount shows it dead; else nil.
+    static func deathShown(at path: RawArgument, by code: Int32) -> String? {
+        guard DaemonDeath.isDeathErrno(code),
+              let mount = DaemonDeath.deadMount(containing: AbsolutePath.of(path.display)) else { return nil }
+        return ControlClientError.daemonDied(mount).description
     }
 
     /// The devices ("major:minor") of the dpfs mounts, read once per command: a
