@@ -101,8 +101,18 @@ for command in "lock --now" restart status; do
     status=0; timeout -s KILL 120 "$DPFS" $command "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
     expect_eq "$command gives up on a stopped daemon with status 1" "$status" "1"
     check "and says the daemon is stopped" has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
+    case $command in
+        lock*) check "and that the device was not locked: run it again" \
+                   has_line "the device was not locked: run the command again" "$WORK/stopped.err" ;;
+        restart) check "and that the device was not restarted: run it again" \
+                     has_line "the device was not restarted: run the command again" "$WORK/stopped.err" ;;
+    esac
 done
 kill -CONT "$daemon"; stopped_daemon=""
+# The commands given up on had sent nothing (they waited for the mount to name its
+# socket): nothing happens at the resume.
+sleep 1
+expect_eq "resumed, the device is as it was: neither locked nor restarted" "$(state_of)" "unlocked"
 check "resumed, it locks" timeout 60 "$DPFS" lock "$MNT" --now
 expect_eq "locked after the resume" "$(state_of)" "locked"
 finish

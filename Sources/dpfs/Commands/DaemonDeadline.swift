@@ -2,8 +2,9 @@
 // stopped by a signal or a debugger blocks every touch of its mount (the CLI asks the
 // mount's root for its control socket) for as long as it stays stopped. The request
 // runs on a thread of its own and the command gives up after a deadline, naming the
-// daemon's state when it can read it. Exiting ends the blocked thread: a fatal signal
-// interrupts a FUSE request's wait.
+// daemon's state when it can read it, and whether the request had gone out: one given
+// up on before (the usual case, blocked on the mount) did nothing, and must be made
+// again. Exiting ends the blocked thread: a fatal signal interrupts a FUSE request's wait.
 import CLinux
 import DataProtection
 import DPFSProtocol
@@ -13,17 +14,22 @@ import Synchronization
 enum DaemonDeadline {
     static let seconds = 15.0
 
-    /// `request`'s result, or a CLIError once `seconds` pass without one.
-    static func run<T: Sendable>(_ mountpoint: String, _ request: @escaping @Sendable () throws -> T) throws -> T {
-        let outcome = Mutex<Result<T, any Error>?>(nil)
+    /// The daemon's reply to `request`, or a CLIError once `seconds` pass without one.
+    static func send(_ request: ControlRequest, to mountpoint: String) throws -> ControlReply {
+        let outcome = Mutex<Result<ControlReply, any Error>?>(nil)
+        let sent = Atomic<Bool>(false)
         let done = DispatchSemaphore(value: 0)
         Thread {
-            let result = Result { try request() }
+            let result = Result {
+                let client = try ControlClient(mountpoint: mountpoint)
+                sent.store(true, ordering: .releasing)
+                return try client.send(request)
+            }
             outcome.withLock { $0 = result }
             done.signal()
         }.start()
         guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
-            throw CLIError(silence(of: mountpoint))
+            throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: sent.load(ordering: .acquiring)))
         }
         return try result.get()
     }
@@ -37,6 +43,18 @@ enum DaemonDeadline {
         default:
             return waited + " (its process, pid \(pid), is in state \(state))"
         }
+    }
+
+    /// What became of a lock or restart given up on: never sent, it did not happen.
+    private static func consequence(of request: ControlRequest, sent: Bool) -> String {
+        let undone: String
+        switch request {
+        case .lock: undone = "locked"
+        case .restart: undone = "restarted"
+        default: return ""
+        }
+        return sent ? "; the request was sent: the daemon carries it out if it resumes"
+                    : "; the device was not \(undone): run the command again once the daemon answers"
     }
 }
 

@@ -11,8 +11,7 @@ struct Lock: ParsableCommand {
     @Flag(help: "Skip the grace period: wipe the keys now.") var now = false
 
     func run() throws {
-        let (mountpoint, now) = (mountpoint, now)
-        let reply = try DaemonDeadline.run(mountpoint) { try ControlClient(mountpoint: mountpoint).send(.lock(now: now)) }
+        let reply = try DaemonDeadline.send(.lock(now: now), to: mountpoint)
         if let message = reply.message { print(message) }
     }
 }
@@ -36,8 +35,7 @@ struct Restart: ParsableCommand {
     @Argument(help: "The mountpoint.") var mountpoint: String
 
     func run() throws {
-        let mountpoint = mountpoint
-        _ = try DaemonDeadline.run(mountpoint) { try ControlClient(mountpoint: mountpoint).send(.restart) }
+        _ = try DaemonDeadline.send(.restart, to: mountpoint)
     }
 }
 
@@ -55,8 +53,7 @@ struct Status: ParsableCommand {
     func run() throws {
         let status: DeviceStatus
         do {
-            let mountpoint = mountpoint
-            guard let answered = try DaemonDeadline.run(mountpoint, { try ControlClient(mountpoint: mountpoint).send(.status) }).status else {
+            guard let answered = try DaemonDeadline.send(.status, to: mountpoint).status else {
                 throw CLIError("the daemon sent no status")
             }
             status = answered
