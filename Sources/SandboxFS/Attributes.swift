@@ -51,14 +51,7 @@ extension SandboxFileSystem {
             try checkOwnNames(node, identity: header.fileID, fd: file.content.fd)
             return header
         }
-        // O_NOATIME: reading metadata from the header is not reading the file.
-        let fd = try withNodePath(node) { (path) throws(Errno) in
-            do throws(Errno) {
-                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
-            } catch where error == .notPermitted {
-                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
-            }
-        }
+        let fd = try withNodePath(node, Self.openForHeader)
         defer { close(fd) }
         let header = try HeaderIO.read(fd, metadataKey: device.metadataKey)
         try checkOwnNames(node, identity: header.fileID, fd: fd)

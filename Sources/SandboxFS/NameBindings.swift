@@ -126,16 +126,19 @@ extension SandboxFileSystem {
     /// The authenticated header of the regular file whose descriptor (O_PATH or open)
     /// is `fd`, read through a descriptor of its own.
     func readHeader(ofNode fd: Int32) throws(Errno) -> FileHeader {
-        let file = try withProcPath(fd) { (path) throws(Errno) in
-            // O_NOATIME: reading metadata from the header is not reading the file.
-            do throws(Errno) {
-                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
-            } catch where error == .notPermitted {
-                return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
-            }
-        }
+        let file = try withProcPath(fd, Self.openForHeader)
         defer { close(file) }
         return try HeaderIO.read(file, metadataKey: device.metadataKey)
+    }
+
+    /// A read-only descriptor of the file at `path`, to read its header: with O_NOATIME
+    /// where the caller may (reading metadata from the header is not reading the file).
+    static func openForHeader(_ path: UnsafePointer<CChar>) throws(Errno) -> Int32 {
+        do throws(Errno) {
+            return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC | OpenFlag.noAccessTime))
+        } catch where error == .notPermitted {
+            return try Errno.check(Glibc.open(path, O_RDONLY | O_CLOEXEC))
+        }
     }
 
     /// The node `name` in `directoryFD` as a tagged node: its O_PATH descriptor (the
