@@ -12,13 +12,14 @@ final class DetachWatch {
     /// How long a mount gone from the table may take to end its session on its own.
     static let endingGrace: Int32 = 2000
 
-    /// Nil when the mount table cannot be watched (nothing is then done on a detach).
+    /// Nil when the mount table cannot be watched, or no thread started to watch it
+    /// (nothing is then done on a detach).
     init?(isShown: @escaping @Sendable () -> Bool, onDetached: @escaping @Sendable () -> Void) {
         let table = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
         guard table >= 0 else { return nil }
         guard let thread = WakeableThread() else { close(table); return nil }
         self.thread = thread
-        thread.start { stop in
+        let started = thread.start { stop in
             defer { close(table) }
             // The kernel flags the table's descriptor (POLLPRI) at each change of it.
             var fds = [pollfd(fd: table, events: Int16(POLLPRI), revents: 0), pollfd(fd: stop, events: Int16(POLLIN), revents: 0)]
@@ -34,6 +35,11 @@ final class DetachWatch {
                 onDetached()
                 return
             }
+        }
+        guard started else {
+            thread.discard()
+            close(table)
+            return nil
         }
     }
 

@@ -10,8 +10,8 @@ import Glibc
 final class SignalWatch {
     private let thread: WakeableThread
 
-    /// Nil when no pipe could be made or the handlers not installed (the default
-    /// actions then stay: a signal ends the daemon at once).
+    /// Nil when no pipe could be made, the handlers not installed or no thread started
+    /// (the default actions then stay: a signal ends the daemon at once).
     init?(session: OpaquePointer, beforeStop: @escaping @Sendable (Int32) -> Void) {
         guard let thread = WakeableThread() else { return nil }
         guard dpfs_loop_catch_signals(thread.writeEnd) == 0 else {
@@ -21,7 +21,7 @@ final class SignalWatch {
         }
         self.thread = thread
         let session = UncheckedSession(pointer: session)
-        thread.start { readEnd in
+        let started = thread.start { readEnd in
             var byte: UInt8 = 0
             var got = -1
             repeat { got = read(readEnd, &byte, 1) } while got < 0 && errno == EINTR
@@ -29,6 +29,12 @@ final class SignalWatch {
             guard got == 1 && byte != 0 else { return }
             beforeStop(Int32(byte))
             dpfs_loop_stop(session.pointer)
+        }
+        // No thread to hear them: the default actions back, then the pipe closed.
+        guard started else {
+            dpfs_loop_release_signals()
+            thread.discard()
+            return nil
         }
     }
 

@@ -1,6 +1,7 @@
 // A thread that waits on a pipe of its own: whatever it waits for (a signal's number
 // written by a handler, or a change of the mount table it polls beside), `finish` ends
 // it by writing a zero byte, and waits for it to return.
+import DPFSProtocol
 import Foundation
 import Glibc
 
@@ -22,13 +23,15 @@ final class WakeableThread: @unchecked Sendable {
     }
 
     /// Runs `body` on the thread with the read end; it must return once a zero byte
-    /// can be read there.
-    func start(_ body: @escaping @Sendable (_ readEnd: Int32) -> Void) {
+    /// can be read there. False when no thread could start (`discard` the pipe then).
+    func start(_ body: @escaping @Sendable (_ readEnd: Int32) -> Void) -> Bool {
         let readEnd = readEnd, done = done
-        Thread.detachNewThread {
+        let started = PosixThread.start(named: "dpfs-watch") {
             body(readEnd)
             done.signal()
         }
+        guard case .success = started else { return false }
+        return true
     }
 
     /// Ends the started thread, waits for it and closes the pipe.

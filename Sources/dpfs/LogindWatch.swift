@@ -5,6 +5,7 @@
 // The session followed is XDG_SESSION_ID's, as the caller of `dpfs mount` had it.
 import CSystemd
 import DataProtection
+import DPFSProtocol
 import Foundation
 import Glibc
 import Logging
@@ -77,9 +78,10 @@ final class LogindWatch: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Serves the bus on a thread of its own until `stop`.
+    /// Serves the bus on a thread of its own until `stop`; says so in the log when no
+    /// thread can start.
     func start() {
-        let thread = Thread { [self] in
+        let started = PosixThread.start(named: "dpfs-logind") { [self] in
             while !stopped.load(ordering: .acquiring) {
                 let processed = sd_bus_process(bus, nil)
                 if processed < 0 {
@@ -89,8 +91,9 @@ final class LogindWatch: @unchecked Sendable {
                 if processed == 0 { _ = sd_bus_wait(bus, 500_000) }
             }
         }
-        thread.name = "dpfs-logind"
-        thread.start()
+        if case .failure(let error) = started {
+            logger.error("--lock-on: \(error); the lock does not follow the session")
+        }
     }
 
     func stop() { stopped.store(true, ordering: .releasing) }
