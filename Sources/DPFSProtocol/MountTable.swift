@@ -58,9 +58,15 @@ public struct MountEntry: Equatable {
 
 public enum MountTable {
     /// The mounts this process sees, in mount order (a later entry covers an earlier one
-    /// on the same mount point).
+    /// on the same mount point); none where the table cannot be read.
     public static func entries() -> [MountEntry] {
-        guard let text = ProcFile.read("/proc/self/mountinfo") else { return [] }
+        read() ?? []
+    }
+
+    /// The mounts this process sees, or nil when the table cannot be read (no descriptor
+    /// or memory to spare): which is not the same as an empty table.
+    public static func read() -> [MountEntry]? {
+        guard let text = ProcFile.read("/proc/self/mountinfo") else { return nil }
         return text.split(separator: "\n").compactMap { MountEntry(line: $0) }
     }
 

@@ -46,13 +46,26 @@ public enum DaemonWatch {
             mountID = dpfs_mount_id(path, &id) == 1 ? id : nil
         }
 
-        /// Whether `path` (absolute, without symlinks) still shows this mount.
+        /// Whether `path` (absolute, without symlinks) still shows this mount; false
+        /// also where that cannot be told.
         public func isShown(at path: String) -> Bool {
-            guard let shown = MountTable.topmost(at: path), shown.device == device,
+            shown(at: path) ?? false
+        }
+
+        /// Whether `path` (absolute, without symlinks) still shows this mount, or nil
+        /// when that cannot be told now (the mount table or the mount's id could not be
+        /// read, for want of a descriptor or of memory).
+        public func shown(at path: String) -> Bool? {
+            guard let table = MountTable.read() else { return nil }
+            guard let shown = table.last(where: { $0.mountPoint == path }), shown.device == device,
                   shown.fsType == MountEntry.dpfsType else { return false }
             guard let mountID else { return true }
             var id: UInt64 = 0
-            return dpfs_mount_id(path, &id) == 1 && id == mountID
+            switch dpfs_mount_id(path, &id) {
+            case 1: return id == mountID
+            case 0: return false
+            default: return nil
+            }
         }
     }
 

@@ -200,7 +200,13 @@ public final class MountSession {
         let signals = SignalWatch(session: session, beforeStop: beforeStop)
         if signals == nil { _ = fuse_set_signal_handlers(session) }
         let shown = mounted
-        let detach = DetachWatch(isShown: { shown.map { $0.mount.isShown(at: $0.path) } ?? true }, onDetached: onDetached)
+        let logger = fileSystem.logger
+        let detach = DetachWatch(
+            isShown: { shown.map { $0.mount.shown(at: $0.path) } ?? true },
+            onUnreadable: {
+                logger.warning("cannot read the mount table (out of descriptors or memory?): it is read again every second until it can, for a mount taken from its mount point")
+            },
+            onDetached: onDetached)
         // When the session falls idle, the idle I/O buffers give their pages back (they
         // may also hold plaintext of partial blocks).
         let context = Unmanaged.passUnretained(fileSystem).toOpaque()

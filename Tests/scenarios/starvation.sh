@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The owner's lock always reaches the daemon: a mount table that cannot be read for
+# want of descriptors is not taken for a detached mount.
+source "$(dirname "$0")/lib.sh"
+
+OTHER="$WORK/other"
+USER_WORK="$WORK/user"
+USER_MNT="$USER_WORK/mnt"
+holder=""
+app=""
+dblock=""
+user_daemon=""
+scenario_cleanup() {
+    local pid
+    for pid in $holder $app $dblock; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    [ -n "${daemon:-}" ] && [ -n "${soft_before:-}" ] && prlimit --pid "$daemon" --nofile="$soft_before:" 2>/dev/null
+    mountpoint -q "$OTHER" 2>/dev/null && umount "$OTHER"
+    if grep -qs " $USER_MNT fuse" /proc/mounts; then
+        as_user "$DPFS" unmount "$USER_MNT" 2>/dev/null || fusermount3 -uz "$USER_MNT" 2>/dev/null
+    fi
+    if [ -n "$user_daemon" ] && kill -0 "$user_daemon" 2>/dev/null; then kill -9 "$user_daemon"; fi
+    return 0
+}
+as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
+
+# The control frames (dpfs(5), "Control socket"), for the clients below.
+cat > "$WORK/frames.py" <<'PY'
+import socket, struct
+
+def varint(n):
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7f | 0x80]); n >>= 7
+    return out + bytes([n])
+
+def text(s):
+    raw = s.encode()
+    return varint(len(raw)) + raw
+
+def wire(v):
+    if v is None: return b"\x00"
+    if v is False: return b"\x01"
+    if v is True: return b"\x02"
+    if isinstance(v, str): return b"\x06" + text(v)
+    return b"\x09" + varint(len(v)) + b"".join(text(k) + wire(x) for k, x in v.items())
+
+def frame(request):
+    body = wire(request)
+    return b"DPFC" + struct.pack(">HHII", 2, 0, len(body), 0) + body
+
+def keychain(**fields):
+    fields.setdefault("updateAttributes", {})
+    return {"keychain": {"_0": fields}}
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+def reply(s):
+    """One reply frame, whole; None if the connection ends first."""
+    data = b""
+    while len(data) < 16 or len(data) < 16 + struct.unpack(">I", data[8:12])[0]:
+        chunk = s.recv(65536)
+        if not chunk: return None
+        data += chunk
+    return data
+PY
+export PYTHONPATH="$WORK"
+
+setup_device
+unlock_device
+daemon=$(daemon_pid)
+SOCK=$(getfattr --absolute-names --only-values -n user.dpfs.control "$MNT")
+LOG="$DEV/daemon.log"
+soft_before=$(prlimit --pid "$daemon" --nofile --noheadings --output SOFT | tr -d ' ')
+# The lowest descriptor number the daemon has free: a limit there leaves it none.
+lowest_free() { ls "/proc/$daemon/fd" | sort -n | awk 'BEGIN {n = 0} $1 != n {exit} {n++} END {print n}'; }
+has_line() { grep -q -e "$1" "$LOG" 2>/dev/null; }
+state_is() { [ "$(state_of)" = "$1" ]; }
+
+# --- A mount table read while no descriptor is free fails: that is not "unmounted".
+# The daemon watches the table for a mount taken from its mount point (DetachWatch);
+# it used to take the failed read for an empty table and restart the device.
+mkdir "$OTHER"
+prlimit --pid "$daemon" --nofile="$(lowest_free):"
+mount -t tmpfs -o size=1m dpfs-test "$OTHER" && umount "$OTHER"   # the table changes
+check "a mount table it cannot read is noted" within 30 has_line "cannot read the mount table"
+prlimit --pid "$daemon" --nofile="$soft_before:"
+# The restart came 2 s after the change, if it came: this waits out a quiet spell.
+check_fails "and not taken for a detach" within 5 has_line "was taken from"
+expect_eq "the device is still unlocked" "$(state_of)" "unlocked"
+
+finish
