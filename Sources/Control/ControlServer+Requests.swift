@@ -86,6 +86,12 @@ extension ControlServer {
         }
     }
 
+    /// Sends `reply` as far as the socket takes it at once, and no further.
+    func sendAtOnce(_ reply: ControlReply, to fd: Int32) {
+        guard let body = try? ControlCoding.encode(reply) else { return }
+        _ = try? ServerFrame(body: body).sendWithoutWaiting(to: fd)
+    }
+
     /// Whether the client closed its end: a client waits for its reply and sends
     /// nothing meanwhile, so only its exit or interruption makes the socket hang up.
     static func hungUp(_ fd: Int32) -> Bool {

@@ -24,14 +24,17 @@ public final class ControlServer: Sendable {
     /// Told after each request is answered, so that the daemon gives back what serving
     /// it touched once it is idle again (as after the filesystem's requests).
     let served: (@Sendable () -> Void)?
+    /// Where the server says what went wrong outside any request (daemon.log).
+    let log: @Sendable (String) -> Void
 
     public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil,
-                served: (@Sendable () -> Void)? = nil) throws {
+                served: (@Sendable () -> Void)? = nil, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.socketPath = socketPath
         self.device = device
         self.items = items
         self.sync = sync
         self.served = served
+        self.log = log
         self.ownerUID = getuid()
         self.workers = try ControlWorkers()
         self.listener = try Self.listen(at: socketPath)
@@ -80,30 +83,6 @@ public final class ControlServer: Sendable {
         }
         thread.name = "dpfs-control"
         thread.start()
-    }
-
-    private func acceptLoop(_ listener: Int32, scope: ControlScope) {
-        while true {
-            let connection = dpfs_accept_cloexec(listener)
-            if connection < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                return
-            }
-            guard peerIsOwner(connection) else {
-                reply(connection, .failure("permission denied: this dpfs daemon serves only the user who mounted it"))
-                close(connection)
-                continue
-            }
-            // A thread reading a frame that is still arriving gives up after 30 s of
-            // silence, as ControlWorkers closes a connection idle between requests.
-            var timeout = timeval(tv_sec: 30, tv_usec: 0)
-            setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            workers.add(ControlConnection(fd: connection, scope: scope))
-        }
-    }
-
-    private func peerIsOwner(_ fd: Int32) -> Bool {
-        dpfs_peer_uid(fd) == Int64(ownerUID)
     }
 }
 

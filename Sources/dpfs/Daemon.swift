@@ -84,7 +84,8 @@ struct Daemon {
             }
             let sync = try SyncEngine(directory: directory, device: device, items: items)
             let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync,
-                                           served: { MountSession.noteOutsideRequest() })
+                                           served: { MountSession.noteOutsideRequest() },
+                                           log: { [logger] in logger.warning("\($0)") })
             let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
                 device: device, triggers: lockTriggers,
                 sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)

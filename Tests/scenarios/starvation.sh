@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The owner's lock always reaches the daemon: a mount table that cannot be read for
-# want of descriptors is not taken for a detached mount.
+# The owner's lock always reaches the daemon: the daemon answers its control socket
+# again once it has run out of descriptors, and a mount table that cannot be read
+# for want of descriptors is not taken for a detached mount.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -90,5 +91,37 @@ prlimit --pid "$daemon" --nofile="$soft_before:"
 # The restart came 2 s after the change, if it came: this waits out a quiet spell.
 check_fails "and not taken for a detach" within 5 has_line "was taken from"
 expect_eq "the device is still unlocked" "$(state_of)" "unlocked"
+
+# --- Out of descriptors, the control socket turns connections away (one line in the
+# log says so) and accepts again once descriptors are free; it used to stop accepting
+# for good, the mount serving on, never to be locked again.
+unlock_device > /dev/null
+limit=$(( $(lowest_free) + 8 ))
+prlimit --pid "$daemon" --nofile="$limit:"
+cat > "$WORK/holder.py" <<'PY'
+import signal, socket, sys
+held = []
+for _ in range(60):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try:
+        s.connect(sys.argv[1])
+        held.append(s)
+    except OSError:
+        s.close()   # the listener's backlog is full
+print(len(held), flush=True)
+signal.pause()
+PY
+python3 "$WORK/holder.py" "$SOCK" > "$WORK/held" &
+holder=$!
+descriptors_gone() { [ "$(lowest_free)" -ge "$limit" ]; }
+check "the daemon runs out of descriptors" within 30 descriptors_gone
+# Descriptors back before the connections close: closing them would free as many as
+# the backlog then fills again, a second shortage.
+prlimit --pid "$daemon" --nofile="$soft_before:"
+kill "$holder"; wait "$holder" 2>/dev/null; holder=""
+check "lock --now answers once descriptors are free again" timeout 30 "$DPFS" lock "$MNT" --now
+expect_eq "locked after the shortage" "$(state_of)" "locked"
+expect_eq "one line in daemon.log says the control socket ran short" "$(grep -c "cannot accept" "$LOG")" "1"
 
 finish
