@@ -122,6 +122,7 @@ let package = Package(
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),
         .testTarget(name: "SecKeyCryptoTests", dependencies: ["SecKeyCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "DPFSProtocol"]),
         .testTarget(name: "BackupTests", dependencies: ["Backup", "DataProtection", "DPFSProtocol", "CLinux"]),
         // Depend on the dpfs executable so that `swift test` builds the binary they mount with.
         .testTarget(name: "DataProtectionKitTests", dependencies: ["DataProtectionKit", "dpfs"]),

@@ -17,8 +17,14 @@ struct AppSessions {
         let path = String(server.socketPath.dropLast(".sock".count)) + ".app-\(UUID().uuidString).sock"
         let listener: Int32
         do { listener = try ControlServer.listen(at: path) } catch { return .failure("\(error)") }
+        do {
+            try server.accept(on: listener, scope: .app(bundleID: app.bundleID, deviceControl: deviceControl))
+        } catch {
+            unlink(path)
+            close(listener)
+            return .failure("cannot open an app session: \(error)")
+        }
         listeners.append((listener, path))
-        server.accept(on: listener, scope: .app(bundleID: app.bundleID, deviceControl: deviceControl))
         var reply = ControlReply(ok: true)
         reply.app = app.bundleID
         reply.socket = path

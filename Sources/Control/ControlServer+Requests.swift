@@ -1,9 +1,12 @@
 // How a worker serves one connection's turn: reads its request once the whole frame is
 // there, answers it and sends the reply without waiting for room. Whatever may wait on
-// the client or take a while is done after `workers.release()`, off the pool: a frame
+// the client or take a while is done after `releaseWorker()`, off the pool: a frame
 // still arriving, a reply the client is slow to take, a malformed frame's clean ending,
 // a passcode's key derivation, the sync server, and the long-lived requests (an
-// events stream, a keychain export, app sessions; ControlServer+Sessions).
+// events stream, a keychain export, app sessions; ControlServer+Sessions). Where no
+// thread can take the worker's place and it is its pool's last one free, what would
+// wait on a client is turned away instead (a passcode's key derivation, bounded, is
+// done all the same).
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -16,7 +19,9 @@ extension ControlServer {
         switch arrival {
         case .closed: return .close
         case .nothing: return .keep
-        case .partial: workers.release()  // the rest may take the client any time
+        case .partial:
+            // The rest may take the client any time.
+            guard releaseWorker() else { return turnAway(connection) }
         case .whole(let peeked): lengths = peeked
         }
         let frame: ServerFrame
@@ -30,7 +35,10 @@ extension ControlServer {
     /// error reply, and the connection, out of step, is ended cleanly.
     func readFailed(_ error: any Error, on connection: ControlConnection) -> ControlWorkers.Disposition {
         if case FrameError.closed = error { return .close }
-        workers.release()
+        guard releaseWorker() else {
+            sendAtOnce(.failure("\(error)"), to: connection.fd)
+            return .close
+        }
         _ = send(.failure("\(error)"), on: connection)
         drain(connection.fd)
         return .close
@@ -48,26 +56,36 @@ extension ControlServer {
         }
         switch request {
         case .events:
-            workers.release()
+            guard releaseWorker() else { return turnAway(connection) }
             streamEvents(connection.fd)
             return .close
         case .keychainExport:
-            workers.release()
+            guard releaseWorker() else { return turnAway(connection) }
             KeychainExport.stream(items, device: device, to: connection.fd)
             return .keep
         case .appSession(let bundleID, let deviceControl):
-            workers.release()
+            guard releaseWorker() else { return turnAway(connection) }
             serveSessions(opening: (bundleID, deviceControl), on: connection)
             return .close
+        case .sync:
+            guard releaseWorker() else { return turnAway(connection) }
+            return answer(request, frame, on: connection)
         default:
-            if request.takesAWhile { workers.release() }
-            SocketPolling.begin(connection: connection.id)
-            defer { SocketPolling.end() }
-            let fd = connection.fd
-            let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync,
-                                         requesterGone: { Self.hungUp(fd) })
-            return send(handler.handle(request, secrets: frame.secrets), on: connection)
+            // A key derivation is work, not a wait: done in place where it must be.
+            if request.takesAWhile { _ = releaseWorker() }
+            return answer(request, frame, on: connection)
         }
+    }
+
+    /// Answers an ordinary request: one reply.
+    private func answer(_ request: ControlRequest, _ frame: ServerFrame, on connection: ControlConnection)
+        -> ControlWorkers.Disposition {
+        SocketPolling.begin(connection: connection.id)
+        defer { SocketPolling.end() }
+        let fd = connection.fd
+        let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync,
+                                     requesterGone: { Self.hungUp(fd) })
+        return send(handler.handle(request, secrets: frame.secrets), on: connection)
     }
 
     /// Sends `reply` as far as the socket takes it at once; the rest, for a client slow
@@ -77,13 +95,20 @@ extension ControlServer {
         do {
             let rest = try ServerFrame(body: body).sendWithoutWaiting(to: connection.fd)
             if !rest.isEmpty {
-                workers.release()
+                guard releaseWorker() else { return .close }
                 try ServerFrame.send(rest: rest, to: connection.fd)
             }
             return .keep
         } catch {
             return .close
         }
+    }
+
+    /// Where no thread is free to wait on this client: a short error reply, as far as the
+    /// socket takes it at once, and the connection ends.
+    func turnAway(_ connection: ControlConnection) -> ControlWorkers.Disposition {
+        sendAtOnce(.failure("the daemon cannot start a thread for this now (too many threads?): try again"), to: connection.fd)
+        return .close
     }
 
     /// Sends `reply` as far as the socket takes it at once, and no further.
@@ -117,11 +142,12 @@ extension ControlServer {
 }
 
 extension ControlRequest {
-    /// Requests that may keep a thread for long: a passcode's key derivation, the sync
-    /// server's answers. (A prompt for the user releases its worker itself.)
+    /// Requests that keep a thread busy for a while: a passcode's key derivation. (The
+    /// sync server's answers, which may take any time, release their worker apart; a
+    /// prompt for the user releases its worker itself.)
     var takesAWhile: Bool {
         switch self {
-        case .unlock, .passcode, .sync: return true
+        case .unlock, .passcode: return true
         default: return false
         }
     }

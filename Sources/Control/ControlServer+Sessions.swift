@@ -1,7 +1,6 @@
 // The long-lived requests, each on the thread of the worker that took it, released from
 // the pool: app sessions, which last as long as the connection that opened them,
 // however quiet, and an events stream.
-import CLinux
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -42,14 +41,18 @@ extension ControlServer {
         let id = device.observe { subscription.post($0) }
         reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
         let writerDone = DispatchSemaphore(value: 0)
-        let writer = Thread {
-            // Named from inside: Foundation does not name the system thread. Tests
-            // count a daemon's subscribers by it.
-            dpfs_name_thread("dpfs-events")
+        // Tests count a daemon's subscribers by the writers' name.
+        let writer = PosixThread.start(named: "dpfs-events") {
             subscription.writeEvents()
             writerDone.signal()
         }
-        writer.start()
+        if case .failure(let error) = writer {
+            // The stream ends at once; the subscriber sees its end.
+            log("events: \(error); a subscriber was let go")
+            device.stopObserving(id)
+            subscription.end()
+            return
+        }
         subscription.awaitHangUp()
         device.stopObserving(id)
         subscription.end()

@@ -26,7 +26,11 @@ public final class ControlServer: Sendable {
     let served: (@Sendable () -> Void)?
     /// Where the server says what went wrong outside any request (daemon.log).
     let log: @Sendable (String) -> Void
+    /// Opened by `start`: until then the owner's accept thread waits.
+    private let opened = DispatchSemaphore(value: 0)
 
+    /// Throws also when no thread can start to accept on the socket: before the mount,
+    /// rather than a mount no command reaches.
     public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil,
                 served: (@Sendable () -> Void)? = nil, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.socketPath = socketPath
@@ -36,8 +40,15 @@ public final class ControlServer: Sendable {
         self.served = served
         self.log = log
         self.ownerUID = getuid()
-        self.workers = try ControlWorkers()
+        self.workers = try ControlWorkers(name: "dpfs-control", log: log)
         self.listener = try Self.listen(at: socketPath)
+        do {
+            try accept(on: listener, scope: .owner, after: opened)
+        } catch {
+            close(listener)
+            unlink(socketPath)
+            throw error
+        }
     }
 
     /// A listening socket at `path` that only its owner may open. Its mode comes from
@@ -65,9 +76,10 @@ public final class ControlServer: Sendable {
 
     public func start() {
         workers.start(count: Self.workerCount) { [self] in serveReady($0) }
-        // A prompt may wait seconds for its answer: not on a worker's time.
+        // A prompt may wait seconds for its answer: not on a worker's time (where no
+        // thread can take its place, it waits all the same, for its timeout at most).
         items.user.onWaitingForAnswer { [workers] in workers.release() }
-        accept(on: listener, scope: .owner)
+        opened.signal()
     }
 
     public func stop() {
@@ -75,14 +87,22 @@ public final class ControlServer: Sendable {
         unlink(socketPath)
     }
 
-    /// Serves `listener` on a thread of its own until it is shut down, then closes it.
-    func accept(on listener: Int32, scope: ControlScope) {
-        let thread = Thread { [self] in
+    /// Serves `listener` on a thread of its own (once `gate` opens, if given) until it is
+    /// shut down, then closes it; the owner's stays open until the daemon ends.
+    func accept(on listener: Int32, scope: ControlScope, after gate: DispatchSemaphore? = nil)
+        throws(PosixThread.StartError) {
+        let started = PosixThread.start(named: "dpfs-accept") { [self] in
+            gate?.wait()
             acceptLoop(listener, scope: scope)
             if listener != self.listener { close(listener) }
         }
-        thread.name = "dpfs-control"
-        thread.start()
+        if case .failure(let error) = started { throw error }
+    }
+
+    /// Releases the calling thread from the pool (ControlWorkers.release): false if it
+    /// must not wait, as the pool's last worker free to serve.
+    func releaseWorker() -> Bool {
+        workers.release()
     }
 }
 

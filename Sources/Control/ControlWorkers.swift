@@ -12,6 +12,15 @@
 // finishes that one connection's business, and leaves. A connection left idle for
 // `idleLimit` is closed, by a timer in the same set that runs only while there are
 // connections, so an idle daemon is never woken.
+//
+// A pool never shrinks for want of threads (the daemon at its RLIMIT_NPROC, say): a
+// worker whose place no new thread can take keeps it and is back once done, and the
+// last worker free to serve stays free (`release` says false: its caller must not
+// wait). A place kept so, or one no thread could fill at the start, goes to a new
+// thread as soon as one starts: tried at the next connection and every second. The
+// first failure of a spell is logged. Before, a release whose thread silently never
+// ran lost its place, and two frames arriving in parts at such a moment left the
+// socket with no worker at all, never to answer again.
 import CLinux
 import DataProtection
 import DPFSProtocol
@@ -20,6 +29,8 @@ import Glibc
 
 final class ControlWorkers: Sendable {
     static let idleLimit: Duration = .seconds(30)
+    /// How soon a place no thread could take is offered to a new one again.
+    static let retryDelay: Duration = .seconds(1)
     /// The idle timer's key in the epoll set; connections' ids start above it.
     private static let timerKey: UInt64 = 0
 
@@ -35,16 +46,37 @@ final class ControlWorkers: Sendable {
 
     private struct State {
         var entries: [Int: Entry] = [:]
-        var workers: Set<pthread_t> = []
-        var timerSet = false
+        /// The pool's threads.
+        var members: Set<pthread_t> = []
+        /// Members away on one connection's business whose places no new thread could
+        /// take: they come back when done, unless a new thread has taken the place.
+        var away: Set<pthread_t> = []
+        /// Places no thread holds: starts that failed.
+        var vacant = 0
+        /// When the timer fires, if it is set.
+        var timerDue: ContinuousClock.Instant?
+        /// A failure to start a thread was logged, and no thread has started since.
+        var startFailing = false
         var serve: Serve?
     }
 
+    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
+        -> Result<pthread_t, PosixThread.StartError>
+
+    /// The workers' thread name.
+    private let name: String
+    private let log: @Sendable (String) -> Void
+    /// PosixThread.start; another for tests, to fail at will.
+    private let startThread: ThreadStart
     private let epoll: Int32
     private let timer: Int32
     private let state = PosixMutex(State())
 
-    init() throws {
+    init(name: String, log: @escaping @Sendable (String) -> Void,
+         startThread: @escaping ThreadStart = { PosixThread.start(named: $0, $1) }) throws {
+        self.name = name
+        self.log = log
+        self.startThread = startThread
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { throw SystemError("epoll_create1", "control workers") }
         timer = dpfs_timer_create()
@@ -53,56 +85,118 @@ final class ControlWorkers: Sendable {
         }
     }
 
-    /// Starts `count` workers that answer requests with `serve`.
+    /// Starts `count` workers that answer requests with `serve`; the pool keeps that size.
     func start(count: Int, serve: @escaping Serve) {
-        state.withLock { $0.serve = serve }
-        for _ in 0..<count { startWorker() }
+        let failure = state.withLock { state -> String? in
+            state.serve = serve
+            state.vacant = count
+            return fillPlaces(&state)
+        }
+        failure.map(log)
     }
 
     /// Serves `connection` from now on: its requests go to whichever worker is free.
     func add(_ connection: ControlConnection) {
-        state.withLock { state in
+        let failure = state.withLock { state -> String? in
             state.entries[connection.id] = Entry(connection: connection, idleSince: .now)
-            if !state.timerSet { state.timerSet = setTimer(after: Self.idleLimit) }
+            if state.timerDue == nil { setTimer(&state, after: Self.idleLimit) }
             // Under the lock: a wake-up finds the entry there.
             if dpfs_epoll_arm(epoll, EPOLL_CTL_ADD, connection.fd, UInt64(connection.id)) != 0 {
                 state.entries[connection.id] = nil
                 close(connection.fd)
             }
+            // A pool owed places tries again now: one with no thread left reads no timer.
+            return fillPlaces(&state)
         }
+        failure.map(log)
     }
 
-    /// On a worker's thread: a new worker takes its place, and this thread leaves the
-    /// pool once it has finished with its connection. Elsewhere it does nothing.
-    func release() {
-        let wasWorker = state.withLock { $0.workers.remove(pthread_self()) != nil }
-        if wasWorker { startWorker() }
+    /// On a worker's thread, before it waits on a client or a person: a new worker takes
+    /// its place, and this thread leaves the pool once it has finished with its
+    /// connection. When no thread can start, it keeps its place and comes back; false
+    /// then if it is the pool's last worker free to serve, which must not wait: it stays
+    /// free, and its caller does what needs no wait. Elsewhere it does nothing (true).
+    @discardableResult
+    func release() -> Bool {
+        let me = pthread_self()
+        var failure: String?
+        let free = state.withLock { state -> Bool in
+            guard state.members.contains(me), !state.away.contains(me) else { return true }
+            switch startWorker(&state) {
+            case .success:
+                state.members.remove(me)
+                return true
+            case .failure(let error):
+                failure = noteFailure(error, &state)
+                guard state.members.count - state.away.count > 1 else { return false }
+                state.away.insert(me)
+                setTimer(&state, after: Self.retryDelay)
+                return true
+            }
+        }
+        failure.map(log)
+        return free
     }
 
-    private func startWorker() {
-        let thread = Thread { [self] in
-            dpfs_name_thread("dpfs-control")
-            work()
+    /// Gives the places owed (vacant ones, and those of members away) to new threads
+    /// while they start; when one does not, sets the retry. What to log, if anything.
+    private func fillPlaces(_ state: inout State) -> String? {
+        while state.vacant > 0 || !state.away.isEmpty {
+            switch startWorker(&state) {
+            case .success:
+                if state.vacant > 0 {
+                    state.vacant -= 1
+                } else if let member = state.away.popFirst() {
+                    state.members.remove(member)  // it leaves once done
+                }
+            case .failure(let error):
+                setTimer(&state, after: Self.retryDelay)
+                return noteFailure(error, &state)
+            }
         }
-        thread.start()
+        return nil
+    }
+
+    /// A new worker, one of the pool from the start. Called under the state's lock,
+    /// which the new thread waits for before it serves.
+    private func startWorker(_ state: inout State) -> Result<pthread_t, PosixThread.StartError> {
+        let started = startThread(name) { [self] in work() }
+        if case .success(let thread) = started {
+            state.members.insert(thread)
+            state.startFailing = false
+        }
+        return started
+    }
+
+    /// The line to log for a failed start: only the first of a spell.
+    private func noteFailure(_ error: PosixThread.StartError, _ state: inout State) -> String? {
+        defer { state.startFailing = true }
+        return state.startFailing ? nil
+            : "control socket: \(error); its workers keep their places, and a new thread is tried every second"
     }
 
     private func work() {
         let me = pthread_self()
-        guard let serve = state.withLock({ state -> Serve? in
-            state.workers.insert(me)
-            return state.serve
-        }) else { return }
-        while state.withLock({ $0.workers.contains(me) }) {
+        guard let serve = state.withLock({ $0.serve }) else { return }
+        while isMember(me) {
             var key: UInt64 = 0
             guard dpfs_epoll_next(epoll, -1, &key) == 1 else { continue }
             if key == Self.timerKey {
-                closeIdleConnections()
+                timerFired()
             } else if let connection = claim(Int(key)) {
                 var disposition = serve(connection)
                 while disposition == .keep, nextRequestComes(on: connection) { disposition = serve(connection) }
                 finish(connection, disposition)
             }
+        }
+    }
+
+    /// Whether this thread, between two connections, is still one of the pool: back from
+    /// being away, it may have been replaced meanwhile.
+    private func isMember(_ me: pthread_t) -> Bool {
+        state.withLock { state in
+            state.away.remove(me)
+            return state.members.contains(me)
         }
     }
 
@@ -146,13 +240,14 @@ final class ControlWorkers: Sendable {
         }
     }
 
-    /// Closes every connection idle for `idleLimit`, then sets the timer for the next one
-    /// that may be, if any connection is left.
-    private func closeIdleConnections() {
+    /// The timer: closes every connection idle for `idleLimit`, offers the places owed
+    /// to new threads, and sets the timer for whichever of the two comes next, if any.
+    private func timerFired() {
         var expirations: UInt64 = 0
         _ = read(timer, &expirations, MemoryLayout<UInt64>.size)
         let now = ContinuousClock.now
-        state.withLock { state in
+        let failure = state.withLock { state -> String? in
+            state.timerDue = nil
             var next: Duration?
             for (id, entry) in state.entries {
                 // One being served is at least a whole limit away from closing.
@@ -165,14 +260,18 @@ final class ControlWorkers: Sendable {
                     next = min(next ?? Self.idleLimit, Self.idleLimit - idle)
                 }
             }
-            state.timerSet = next.map(setTimer(after:)) ?? false
+            if let next { setTimer(&state, after: next) }
+            return fillPlaces(&state)
         }
+        failure.map(log)
         dpfs_epoll_arm(epoll, EPOLL_CTL_MOD, timer, Self.timerKey)
     }
 
-    /// Sets the idle timer; whether it is set.
-    private func setTimer(after delay: Duration) -> Bool {
+    /// Sets the timer to fire `delay` from now, unless it is set to fire sooner.
+    private func setTimer(_ state: inout State, after delay: Duration) {
+        let due = ContinuousClock.now + delay
+        if let current = state.timerDue, current <= due { return }
         let (seconds, attoseconds) = max(delay, .milliseconds(1)).components  // zero would disarm it
-        return dpfs_timer_set(timer, seconds, Int(attoseconds / 1_000_000_000)) == 0
+        if dpfs_timer_set(timer, seconds, Int(attoseconds / 1_000_000_000)) == 0 { state.timerDue = due }
     }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The owner's lock always reaches the daemon: the daemon answers its control socket
-# again once it has run out of descriptors, and a mount table that cannot be read
-# for want of descriptors is not taken for a detached mount.
+# again once it has run out of descriptors or of threads, and a mount table that
+# cannot be read for want of descriptors is not taken for a detached mount.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -124,4 +124,48 @@ check "lock --now answers once descriptors are free again" timeout 30 "$DPFS" lo
 expect_eq "locked after the shortage" "$(state_of)" "locked"
 expect_eq "one line in daemon.log says the control socket ran short" "$(grep -c "cannot accept" "$LOG")" "1"
 
+# --- Out of threads (a user's daemon under RLIMIT_NPROC; root is never held to it):
+# two frames that arrive in parts used to make both workers hand their places to
+# threads that could not start, and then leave: no worker was left, and no command
+# was ever answered again. A worker that gets no replacement keeps its place; the
+# last one free stays free.
+mkdir -p "$USER_MNT"
+printf '1234\n' > "$USER_WORK/pass"
+chmod 600 "$USER_WORK/pass"
+chmod 755 "$WORK"
+chown -R 65534:65534 "$USER_WORK"
+cp "$WORK/frames.py" "$USER_WORK/frames.py"
+as_user "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" --create > /dev/null || fail "init as nobody"
+as_user "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null || fail "mount as nobody"
+user_daemon=$(as_user "$DPFS" status "$USER_MNT" --json | json_field pid)
+USER_SOCK=$(as_user getfattr --absolute-names --only-values -n user.dpfs.control "$USER_MNT")
+control_threads() { grep -lx dpfs-control /proc/"$user_daemon"/task/*/comm 2>/dev/null | wc -l; }
+# As the daemon's user: root may lack CAP_SYS_RESOURCE in a container.
+nproc_before=$(as_user prlimit --pid "$user_daemon" --nproc --noheadings --output SOFT | tr -d ' ')
+as_user prlimit --pid "$user_daemon" --nproc=1:
+cat > "$USER_WORK/parts.py" <<'PY'
+import socket, sys, time
+from frames import frame, connect, reply
+whole = frame({"status": {}})
+clients = [connect(sys.argv[1]) for _ in range(2)]
+for s in clients: s.sendall(whole[:10])
+time.sleep(1)   # the daemon takes up the first parts meanwhile
+for s in clients:
+    s.settimeout(60)
+    try:
+        s.sendall(whole[10:])
+        print("answered" if reply(s) else "closed")
+    except OSError as error:
+        print("closed:", error)
+PY
+log "two status frames in parts, no thread can start: $(as_user env PYTHONPATH="$USER_WORK" python3 "$USER_WORK/parts.py" "$USER_SOCK" | tr '\n' ' ')"
+as_user prlimit --pid "$user_daemon" --nproc="$nproc_before:"
+check "threads back, status answers" as_user timeout 30 "$DPFS" status "$USER_MNT"
+check "and unlock" as_user timeout 30 "$DPFS" unlock "$USER_MNT" --passcode-file "$USER_WORK/pass"
+check "and lock --now" as_user timeout 30 "$DPFS" lock "$USER_MNT" --now
+[ "$(control_threads)" -ge 1 ] && pass "control workers are left ($(control_threads))" \
+    || fail "control workers are left" "none"
+check "daemon.log says a thread could not start" grep -q "cannot start a thread" "$USER_WORK/device/daemon.log"
+check "the user's mount comes down" as_user "$DPFS" unmount "$USER_MNT"
 finish
