@@ -57,7 +57,7 @@ extension ControlServer {
         // silence, as ControlWorkers closes a connection idle between requests.
         var timeout = timeval(tv_sec: Int(ControlWorkers.idleLimit.components.seconds), tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        workers.add(ControlConnection(fd: connection, scope: scope))
+        workers(for: scope).add(ControlConnection(fd: connection, scope: scope))
     }
 }
 

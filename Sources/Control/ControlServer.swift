@@ -3,7 +3,9 @@
 // socket checks each connection's peer and hands it to the workers (ControlWorkers),
 // which serve every connection's requests (ControlServer+Requests). Malformed input
 // gets an error reply and never disturbs the daemon. App sessions add sockets that act
-// as one app (ControlScope, AppSessions).
+// as one app (ControlScope, AppSessions). The owner's socket has workers of its own,
+// apart from the app sessions': no app, however busy it keeps the daemon, delays the
+// owner's lock, status or restart.
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -20,7 +22,10 @@ public final class ControlServer: Sendable {
     let sync: SyncEngine?
     let ownerUID: uid_t
     let listener: Int32
-    let workers: ControlWorkers
+    /// The workers of the owner's socket.
+    let ownerWorkers: ControlWorkers
+    /// The workers of every app session's socket.
+    let appWorkers: ControlWorkers
     /// Told after each request is answered, so that the daemon gives back what serving
     /// it touched once it is idle again (as after the filesystem's requests).
     let served: (@Sendable () -> Void)?
@@ -40,7 +45,8 @@ public final class ControlServer: Sendable {
         self.served = served
         self.log = log
         self.ownerUID = getuid()
-        self.workers = try ControlWorkers(name: "dpfs-control", log: log)
+        self.ownerWorkers = try ControlWorkers(name: "dpfs-control", log: log)
+        self.appWorkers = try ControlWorkers(name: "dpfs-apps", log: log)
         self.listener = try Self.listen(at: socketPath)
         do {
             try accept(on: listener, scope: .owner, after: opened)
@@ -75,10 +81,13 @@ public final class ControlServer: Sendable {
     static var workerCount: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
 
     public func start() {
-        workers.start(count: Self.workerCount) { [self] in serveReady($0) }
+        ownerWorkers.start(count: Self.workerCount) { [self] in serveReady($0) }
+        appWorkers.start(count: Self.workerCount) { [self] in serveReady($0) }
         // A prompt may wait seconds for its answer: not on a worker's time (where no
         // thread can take its place, it waits all the same, for its timeout at most).
-        items.user.onWaitingForAnswer { [workers] in workers.release() }
+        items.user.onWaitingForAnswer { [ownerWorkers, appWorkers] in
+            _ = ownerWorkers.release() && appWorkers.release()
+        }
         opened.signal()
     }
 
@@ -99,10 +108,16 @@ public final class ControlServer: Sendable {
         if case .failure(let error) = started { throw error }
     }
 
-    /// Releases the calling thread from the pool (ControlWorkers.release): false if it
-    /// must not wait, as the pool's last worker free to serve.
+    /// The workers that serve connections of `scope`.
+    func workers(for scope: ControlScope) -> ControlWorkers {
+        scope == .owner ? ownerWorkers : appWorkers
+    }
+
+    /// Releases the calling thread from whichever pool it serves (ControlWorkers.release):
+    /// false if it must not wait, as the last worker of its pool free to serve.
     func releaseWorker() -> Bool {
-        workers.release()
+        // A thread is one pool's at most: the other does nothing and says true.
+        ownerWorkers.release() && appWorkers.release()
     }
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The owner's lock always reaches the daemon: the daemon answers its control socket
-# again once it has run out of descriptors or of threads, and a mount table that
-# cannot be read for want of descriptors is not taken for a detached mount.
+# again once it has run out of descriptors or of threads; an app's requests, however
+# slow, never delay the owner's; and a mount table that cannot be read for want of
+# descriptors is not taken for a detached mount.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -91,6 +92,42 @@ prlimit --pid "$daemon" --nofile="$soft_before:"
 # The restart came 2 s after the change, if it came: this waits out a quiet spell.
 check_fails "and not taken for a detach" within 5 has_line "was taken from"
 expect_eq "the device is still unlocked" "$(state_of)" "unlocked"
+
+# --- An app whose requests keep the daemon busy does not delay the owner's lock. Its
+# requests are slow here because the keychain database's write lock is held elsewhere:
+# each add waits out SQLite's 10 s busy timeout on a thread of the daemon's.
+state_is unlocked || unlock_device > /dev/null
+python3 -c "
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+db.execute('BEGIN IMMEDIATE')
+open(sys.argv[2], 'w').close()
+time.sleep(600)" "$DEV/keychain.sqlite" "$WORK/dblocked" &
+dblock=$!
+check "the keychain database is held" within 30 test -e "$WORK/dblocked"
+cat > "$WORK/starve.py" <<'PY'
+import os, sys, threading
+from frames import frame, keychain, connect, reply
+path = os.environ["DPFS_CONTROL_SOCKET"]
+def loop(i):
+    s = connect(path)
+    n = 0
+    while True:
+        n += 1
+        s.sendall(frame(keychain(operation="add", attributes={"service": "starve", "account": "%d-%d" % (i, n)})))
+        if reply(s) is None: return
+threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(6)]
+for t in threads: t.start()
+print("started", flush=True)
+for t in threads: t.join()
+PY
+"$DPFS" run "$MNT" -- python3 -c "$(cat "$WORK/frames.py" "$WORK/starve.py" | grep -v '^from frames')" \
+    > "$WORK/starve.out" 2>&1 &
+app=$!
+check "the app sends its requests on six connections" within 30 grep -q started "$WORK/starve.out"
+check "the owner's lock --now answers at once beside them (10 s deadline)" timeout 10 "$DPFS" lock "$MNT" --now
+expect_eq "locked" "$(state_of)" "locked"
+kill "$app" "$dblock"; wait "$app" "$dblock" 2>/dev/null; app=""; dblock=""
 
 # --- Out of descriptors, the control socket turns connections away (one line in the
 # log says so) and accepts again once descriptors are free; it used to stop accepting
