@@ -54,9 +54,12 @@ extension ControlServer {
             return
         }
         // A thread reading a frame that is still arriving gives up after 30 s of
-        // silence, as ControlWorkers closes a connection idle between requests.
+        // silence, as ControlWorkers closes a connection idle between requests; a write
+        // the client takes nothing of for as long gives up too (a reply has a deadline
+        // of its own as well: ControlServer+Requests).
         var timeout = timeval(tv_sec: Int(ControlWorkers.idleLimit.components.seconds), tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         workers(for: scope).add(ControlConnection(fd: connection, scope: scope))
     }
 }

@@ -6,7 +6,9 @@
 // events stream, a keychain export, app sessions; ControlServer+Sessions). Where no
 // thread can take the worker's place and it is its pool's last one free, what would
 // wait on a client is turned away instead (a passcode's key derivation, bounded, is
-// done all the same).
+// done all the same). A reply the client has not taken within `replyDeadline` is
+// abandoned with its connection: a client that never read held a thread and the
+// reply's memory for as long as it lived.
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -89,18 +91,44 @@ extension ControlServer {
     }
 
     /// Sends `reply` as far as the socket takes it at once; the rest, for a client slow
-    /// to read, off the pool.
+    /// to read, off the pool, by `replyDeadline`.
     func send(_ reply: ControlReply, on connection: ControlConnection) -> ControlWorkers.Disposition {
         guard let body = try? ControlCoding.encode(reply) else { return .close }
         do {
             let rest = try ServerFrame(body: body).sendWithoutWaiting(to: connection.fd)
             if !rest.isEmpty {
                 guard releaseWorker() else { return .close }
-                try ServerFrame.send(rest: rest, to: connection.fd)
+                try Self.send(rest, to: connection.fd, by: .now + Self.replyDeadline)
             }
             return .keep
         } catch {
             return .close
+        }
+    }
+
+    /// How long a client has to take a reply, from when it began: as long as a
+    /// connection may stay quiet.
+    static let replyDeadline = ControlWorkers.idleLimit
+
+    /// Sends `rest` as the client takes it, by `deadline`; throws FrameError.io(ETIMEDOUT)
+    /// once it passes.
+    static func send(_ rest: ArraySlice<UInt8>, to fd: Int32, by deadline: ContinuousClock.Instant) throws {
+        var rest = rest
+        while !rest.isEmpty {
+            let sent = rest.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                rest = rest.dropFirst(sent)
+                continue
+            }
+            guard sent < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR else {
+                throw FrameError.io(sent < 0 ? errno : EPIPE)
+            }
+            let left = deadline - .now
+            guard left > .zero else { throw FrameError.io(ETIMEDOUT) }
+            var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&room, 1, Int32(min(left / .milliseconds(1) + 1, 60_000)))
         }
     }
 

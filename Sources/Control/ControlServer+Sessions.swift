@@ -37,6 +37,10 @@ extension ControlServer {
     /// (EventSubscription): the device posts to the subscription's queue and never
     /// waits for this socket.
     func streamEvents(_ fd: Int32) {
+        // A subscriber that stops reading is dropped when its queue overflows, never
+        // for the time its socket stays full.
+        var forever = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
         let subscription = EventSubscription(fd: fd)
         let id = device.observe { subscription.post($0) }
         reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))

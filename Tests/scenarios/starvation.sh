@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The owner's lock always reaches the daemon: the daemon answers its control socket
-# again once it has run out of descriptors or of threads; an app's requests, however
-# slow, never delay the owner's; and a mount table that cannot be read for want of
-# descriptors is not taken for a detached mount.
+# The owner's lock always reaches the daemon (docs/security.md, "Nothing keeps the
+# lock out"): the daemon answers its control socket again once it has run out of
+# descriptors or of threads; an app's requests, however slow, never delay the owner's;
+# a client that never reads its reply is dropped; and a mount table that cannot be
+# read for want of descriptors is not taken for a detached mount.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -92,6 +93,37 @@ prlimit --pid "$daemon" --nofile="$soft_before:"
 # The restart came 2 s after the change, if it came: this waits out a quiet spell.
 check_fails "and not taken for a detach" within 5 has_line "was taken from"
 expect_eq "the device is still unlocked" "$(state_of)" "unlocked"
+
+# --- A client that never reads its reply is dropped after 30 s, its reply with it: it
+# held a thread and the reply for as long as it lived.
+state_is unlocked || unlock_device > /dev/null   # each part on its own, whatever the last did
+head -c 60000 /dev/urandom > "$WORK/big"
+chmod 600 "$WORK/big"   # a data file others may read is refused
+for i in $(seq 24); do "$DPFS" keychain add "$MNT" --service big --account "a$i" --data-file "$WORK/big" > /dev/null; done
+cat > "$WORK/never_reads.py" <<'PY'
+import select, socket, sys, time
+from frames import frame, keychain, connect
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(frame(keychain(operation="find", attributes={"service": "big"}, limit="all", returning="data")))
+start = time.monotonic()
+poller = select.poll()
+poller.register(s, select.POLLRDHUP)
+if not poller.poll(100_000):
+    print("still connected after 100 s"); sys.exit(1)
+waited = time.monotonic() - start
+data = b""
+while True:
+    chunk = s.recv(1 << 20)
+    if not chunk: break
+    data += chunk
+whole = 16 + int.from_bytes(data[8:12], "big") if len(data) >= 16 else 0
+print("dropped after %d s with %d of %d bytes" % (waited, len(data), whole))
+sys.exit(0 if len(data) < whole and waited >= 20 else 1)
+PY
+check "a reader that never reads its 1.4 MB reply is dropped after 30 s" python3 "$WORK/never_reads.py" "$SOCK"
+check "the daemon still answers" "$DPFS" status "$MNT"
 
 # --- An app whose requests keep the daemon busy does not delay the owner's lock. Its
 # requests are slow here because the keychain database's write lock is held elsewhere:
