@@ -26,49 +26,8 @@ scenario_cleanup() {
 }
 as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
 
-# The control frames (dpfs(5), "Control socket"), for the clients below.
-cat > "$WORK/frames.py" <<'PY'
-import socket, struct
-
-def varint(n):
-    out = b""
-    while n >= 0x80:
-        out += bytes([n & 0x7f | 0x80]); n >>= 7
-    return out + bytes([n])
-
-def text(s):
-    raw = s.encode()
-    return varint(len(raw)) + raw
-
-def wire(v):
-    if v is None: return b"\x00"
-    if v is False: return b"\x01"
-    if v is True: return b"\x02"
-    if isinstance(v, str): return b"\x06" + text(v)
-    return b"\x09" + varint(len(v)) + b"".join(text(k) + wire(x) for k, x in v.items())
-
-def frame(request):
-    body = wire(request)
-    return b"DPFC" + struct.pack(">HHII", 2, 0, len(body), 0) + body
-
-def keychain(**fields):
-    fields.setdefault("updateAttributes", {})
-    return {"keychain": {"_0": fields}}
-
-def connect(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(path)
-    return s
-
-def reply(s):
-    """One reply frame, whole; None if the connection ends first."""
-    data = b""
-    while len(data) < 16 or len(data) < 16 + struct.unpack(">I", data[8:12])[0]:
-        chunk = s.recv(65536)
-        if not chunk: return None
-        data += chunk
-    return data
-PY
+# The control frames (Tests/tools/controlwire.py), for the clients below.
+cp "$(dirname "$0")/../tools/controlwire.py" "$WORK/frames.py"
 export PYTHONPATH="$WORK"
 
 setup_device
@@ -102,11 +61,11 @@ chmod 600 "$WORK/big"   # a data file others may read is refused
 for i in $(seq 24); do "$DPFS" keychain add "$MNT" --service big --account "a$i" --data-file "$WORK/big" > /dev/null; done
 cat > "$WORK/never_reads.py" <<'PY'
 import select, socket, sys, time
-from frames import frame, keychain, connect
+from frames import request_frame, keychain, connect
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
 s.connect(sys.argv[1])
-s.sendall(frame(keychain(operation="find", attributes={"service": "big"}, limit="all", returning="data")))
+s.sendall(request_frame(keychain(operation="find", attributes={"service": "big"}, limit="all", returning="data")))
 start = time.monotonic()
 poller = select.poll()
 poller.register(s, select.POLLRDHUP)
@@ -139,14 +98,14 @@ dblock=$!
 check "the keychain database is held" within 30 test -e "$WORK/dblocked"
 cat > "$WORK/starve.py" <<'PY'
 import os, sys, threading
-from frames import frame, keychain, connect, reply
+from frames import request_frame, keychain, connect, reply
 path = os.environ["DPFS_CONTROL_SOCKET"]
 def loop(i):
     s = connect(path)
     n = 0
     while True:
         n += 1
-        s.sendall(frame(keychain(operation="add", attributes={"service": "starve", "account": "%d-%d" % (i, n)})))
+        s.sendall(request_frame(keychain(operation="add", attributes={"service": "starve", "account": "%d-%d" % (i, n)})))
         if reply(s) is None: return
 threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(6)]
 for t in threads: t.start()
@@ -215,8 +174,8 @@ nproc_before=$(as_user prlimit --pid "$user_daemon" --nproc --noheadings --outpu
 as_user prlimit --pid "$user_daemon" --nproc=1:
 cat > "$USER_WORK/parts.py" <<'PY'
 import socket, sys, time
-from frames import frame, connect, reply
-whole = frame({"status": {}})
+from frames import request_frame, connect, reply
+whole = request_frame({"status": {}})
 clients = [connect(sys.argv[1]) for _ in range(2)]
 for s in clients: s.sendall(whole[:10])
 time.sleep(1)   # the daemon takes up the first parts meanwhile
