@@ -232,4 +232,32 @@ static inline int dpfs_timer_set(int fd, long long seconds, long nanoseconds) {
     return timerfd_settime(fd, 0, &spec, NULL);
 }
 
+// --- The device's deadlines (DataProtection/LockState): the grace period, the
+// user-inactive period and the inactivity reboot run on the boot clock, which counts
+// time the machine spent suspended and which no one can set back.
+
+/// Seconds on the boot clock (CLOCK_BOOTTIME).
+static inline double dpfs_boot_clock(void) {
+    struct timespec now = { 0, 0 };
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+/// A timer on the boot clock whose read blocks until it expires.
+static inline int dpfs_boot_timer_create(void) { return timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC); }
+
+/// Sets the timer to expire once, at `seconds` on the boot clock (at once if that has
+/// passed); a negative `seconds` disarms it.
+static inline int dpfs_boot_timer_set(int fd, double seconds) {
+    struct itimerspec spec = { { 0, 0 }, { 0, 0 } };
+    if (seconds >= 0) {
+        long long whole = (long long)seconds;
+        spec.it_value.tv_sec = whole;
+        spec.it_value.tv_nsec = (long)((seconds - (double)whole) * 1e9);
+        // An it_value of zero would disarm it.
+        if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+    }
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
 #endif

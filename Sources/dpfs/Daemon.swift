@@ -64,6 +64,8 @@ struct Daemon {
             let device = try LockStateManager(directory: directory, gracePeriod: gracePeriod,
                                               inactivityReboot: inactivityReboot,
                                               userInactivePeriod: userInactivePeriod, testHooks: testHooks)
+            // Before anything can lock: a lock's deadlines need no thread found later.
+            try device.startDeadlineThread()
             if let notice = device.bootNotice { logger.warning("\(notice)") }
             if device.formatVersion != KeybagFile.currentVersion {
                 let tagged = NameTagUpgrade(device: device).run()

@@ -2,8 +2,9 @@
 # The owner's lock always reaches the daemon (docs/security.md, "Nothing keeps the
 # lock out"): the daemon answers its control socket again once it has run out of
 # descriptors or of threads; an app's requests, however slow, never delay the owner's;
-# a client that never reads its reply is dropped; and a mount table that cannot be
-# read for want of descriptors is not taken for a detached mount.
+# a client that never reads its reply is dropped; a mount table that cannot be read
+# for want of descriptors is not taken for a detached mount; and a grace period ends on
+# time though no thread can start.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -165,7 +166,7 @@ chown -R 65534:65534 "$USER_WORK"
 cp "$WORK/frames.py" "$USER_WORK/frames.py"
 as_user "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
     --secret-store "file:$USER_WORK/secrets" --create > /dev/null || fail "init as nobody"
-as_user "$DPFS" mount "$USER_WORK/device" "$USER_MNT" > /dev/null || fail "mount as nobody"
+as_user "$DPFS" mount "$USER_WORK/device" "$USER_MNT" --grace-period 2 > /dev/null || fail "mount as nobody"
 user_daemon=$(as_user "$DPFS" status "$USER_MNT" --json | json_field pid)
 USER_SOCK=$(as_user getfattr --absolute-names --only-values -n user.dpfs.control "$USER_MNT")
 control_threads() { grep -lx dpfs-control /proc/"$user_daemon"/task/*/comm 2>/dev/null | wc -l; }
@@ -195,5 +196,42 @@ check "and lock --now" as_user timeout 30 "$DPFS" lock "$USER_MNT" --now
 [ "$(control_threads)" -ge 1 ] && pass "control workers are left ($(control_threads))" \
     || fail "control workers are left" "none"
 check "daemon.log says a thread could not start" grep -q "cannot start a thread" "$USER_WORK/device/daemon.log"
+
+# --- Out of threads, a lock with a grace period still takes complete's key when the
+# period ends, and what a handle opened before holds with it: the wipe used to wait for
+# a libdispatch thread, so `dpfs lock` went unanswered and the file stayed readable for
+# as long as the user's processes held every thread. The daemon's deadline thread runs
+# from the mount on; nothing here asks for status, which would carry the lock out too.
+check "unlock again" as_user timeout 30 "$DPFS" unlock "$USER_MNT" --passcode-file "$USER_WORK/pass"
+HELD="$USER_MNT/Documents/held"
+as_user sh -c 'printf "held secret" > "$1" && setfattr -n user.dpfs.protection -v complete "$1"' sh "$HELD" \
+    || fail "a complete file as nobody"
+cat > "$USER_WORK/held.py" <<'PY'
+import errno, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+assert os.pread(fd, 64, 0) == b"held secret"
+print("open", flush=True)
+while not os.path.exists(sys.argv[2]): time.sleep(0.05)
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    try:
+        os.pread(fd, 64, 0)
+    except OSError as error:
+        print("refused:", errno.errorcode[error.errno], flush=True); sys.exit(0)
+    time.sleep(0.1)
+print("still readable after 60 s", flush=True)
+PY
+as_user python3 "$USER_WORK/held.py" "$HELD" "$USER_WORK/locked" > "$WORK/held.out" 2>&1 &
+app=$!
+check "a handle is opened on it" within 30 grep -q open "$WORK/held.out"
+as_user prlimit --pid "$user_daemon" --nproc=1:
+check "lock with a 2 s grace period answers though no thread can start" as_user timeout 30 "$DPFS" lock "$USER_MNT"
+as_user touch "$USER_WORK/locked"
+cannot_read() { ! as_user cat "$HELD"; }
+check "the file cannot be opened once the period is over" within 60 cannot_read
+check "and the handle opened before reads nothing (EPERM)" within 60 grep -q "refused: EPERM" "$WORK/held.out"
+wait "$app" 2>/dev/null; app=""
+as_user prlimit --pid "$user_daemon" --nproc="$nproc_before:"
+expect_eq "the user's device is locked" "$(as_user "$DPFS" status "$USER_MNT" --json | json_field state)" "locked"
 check "the user's mount comes down" as_user "$DPFS" unmount "$USER_MNT"
 finish

@@ -1,9 +1,12 @@
-// The device's lock state machine: which class keys are in memory, the grace timer
+// The device's lock state machine: which class keys are in memory, the grace period
 // between `lock` and the wipe, failed-attempt policy, passcode changes and events.
 // It knows nothing of files: holders of file keys register a revoker and are told
 // which classes to give up before the class keys are wiped.
+//
+// The lock's deadlines fail closed: a key whose deadline has passed is gone for every
+// check of its class, and wiped there, whether or not the deadline thread has run yet
+// (LockDeadlines, DeadlineThread).
 import DPFSProtocol
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -46,13 +49,25 @@ public final class LockStateManager: Sendable {
     private struct Core: ~Copyable {
         var keys: ClassKeySet
         var keybag: KeybagFile
-        var phase: LockPhase
-        /// Bumped by every transition so a pending grace timer knows it was cancelled.
+        var phase: LockPhase {
+            // Only a lock under way or in force has deadlines.
+            didSet { if phase != .locking && phase != .locked { lockedFrom = nil } }
+        }
+        /// Bumped by every transition so that a deadline carried out late knows whether
+        /// the lock it belongs to was cancelled.
         var generation: UInt64 = 0
-        /// When the grace period of the lock under way ends, on the device's clock.
-        var graceEnds: Date?
-        /// Since when the device is locked, on its clock (the inactivity reboot).
-        var lockedSince: Date?
+        /// When the lock under way takes (or took) complete's key, on the deadlines'
+        /// clock (DeviceClock.uptime): the end of its grace period. Its other deadlines
+        /// count from there (LockDeadlines). Published to `lockMoment` as it changes.
+        var lockedFrom: TimeInterval? {
+            didSet {
+                lockMoment.set(lockedFrom)
+                if lockedFrom == nil { userInactiveExpired = false }
+            }
+        }
+        let lockMoment: LockMoment
+        /// The lock's user-inactive expiry was carried out (revocations and event).
+        var userInactiveExpired = false
         /// `keybag` holds a failed attempt its save could not write (a full disk).
         var failureUnsaved = false
         /// When the passcode was last entered since the boot, on the device's clock.
@@ -69,6 +84,11 @@ public final class LockStateManager: Sendable {
     public let userInactivePeriod: TimeInterval
     public static let defaultUserInactivePeriod: TimeInterval = 24 * 3600
     public let clock = DeviceClock()
+    private let deadlines: LockDeadlines
+    /// Core.lockedFrom, readable without its lock.
+    private let lockMoment: LockMoment
+    /// The thread that carries out deadlines as they fall due, once started.
+    private let deadlineThread = Mutex<DeadlineThread?>(nil)
     /// Debug builds only carry anything here (TestHooks).
     let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
@@ -107,6 +127,7 @@ public final class LockStateManager: Sendable {
         self.gracePeriod = gracePeriod
         self.inactivityReboot = inactivityReboot
         self.userInactivePeriod = userInactivePeriod
+        self.deadlines = LockDeadlines(userInactivePeriod: userInactivePeriod, inactivityReboot: inactivityReboot)
         self.testHooks = testHooks
         let secret = try KeybagFile.loadDeviceSecret(of: directory)
         self.deviceSecret = secret
@@ -124,12 +145,40 @@ public final class LockStateManager: Sendable {
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
         self.availableClasses = keys.available
-        self.core = ReadWriteLocked(Core(keys: keys, keybag: keybag, phase: phase))
+        let lockMoment = LockMoment()
+        self.lockMoment = lockMoment
+        self.core = ReadWriteLocked(Core(keys: keys, keybag: keybag, phase: phase, lockedFrom: nil, lockMoment: lockMoment))
+    }
+
+    deinit {
+        deadlineThread.withLock { $0 }?.stop()
+    }
+
+    /// Starts the thread that carries out the lock's deadlines as they fall due: the
+    /// daemon's, at mount. Without it a deadline is carried out at the next `status`,
+    /// `advanceClock` or `lock --now`, and every check of a class made after it finds
+    /// the class gone all the same.
+    public func startDeadlineThread() throws {
+        let thread = try DeadlineThread()
+        deadlineThread.withLock { $0 = thread }
+        do {
+            try thread.start { [weak self] in self?.runDueDeadlines() }
+        } catch {
+            deadlineThread.withLock { $0 = nil }
+            throw error
+        }
     }
 
     // MARK: Queries
 
-    public var phase: LockPhase { core.withReadLock { $0.phase } }
+    /// The phase, as the deadlines passed make it whether or not they were carried out.
+    public var phase: LockPhase {
+        let (phase, lockedFrom) = core.withReadLock { ($0.phase, $0.lockedFrom) }
+        guard let lockedFrom else { return phase }
+        let elapsed = clock.uptime - lockedFrom
+        if deadlines.rebooted(after: elapsed) { return .beforeFirstUnlock }
+        return phase == .locking && elapsed >= 0 ? .locked : phase
+    }
 
     public var defaultProtection: ProtectionClass { core.withLock { $0.keybag.defaultProtection } }
 
@@ -172,7 +221,30 @@ public final class LockStateManager: Sendable {
     }
 
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
-        availableClasses.contains(protectionClass)
+        availableClasses.contains(protectionClass) && !takenByDeadline(protectionClass)
+    }
+
+    /// Whether a deadline of the lock has taken `protectionClass`'s key, carried out or
+    /// not. If so, the keys it takes are wiped here and now (unless another holds the
+    /// lock-state's lock: this may be inside `withClassKey`), and the deadline thread is
+    /// woken for the rest.
+    private func takenByDeadline(_ protectionClass: ProtectionClass) -> Bool {
+        guard let lockedFrom = lockMoment.value else { return false }
+        let now = clock.uptime
+        guard deadlines.takes(protectionClass, after: now - lockedFrom) else { return false }
+        core.withLockIfFree { core in
+            guard let lockedFrom = core.lockedFrom else { return }
+            for taken in ProtectionClass.allCases where deadlines.takes(taken, after: now - lockedFrom) {
+                core.keys.wipe(taken)
+            }
+        }
+        deadlineThread.withLock { $0 }?.wake()
+        return true
+    }
+
+    /// The classes whose keys are in memory, whatever the deadlines say (tests).
+    var heldClasses: Set<ProtectionClass> {
+        core.withReadLock { core in Set(ProtectionClass.allCases.filter { core.keys.isAvailable($0) }) }
     }
 
     public var passcodeSet: Bool { core.withReadLock { $0.keybag.passcodeSet } }
@@ -191,13 +263,17 @@ public final class LockStateManager: Sendable {
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
     public func withClassKey<R>(_ protectionClass: ProtectionClass, _ body: (SecureBuffer) throws -> R) rethrows -> R? {
-        try core.withReadLock { core in
+        if takenByDeadline(protectionClass) { return nil }
+        return try core.withReadLock { core in
             guard let key = core.keys.key(for: protectionClass) else { return nil }
             return try body(key)
         }
     }
 
+    /// The device's state, once every deadline passed is carried out (revocations
+    /// included: call it outside FUSE requests).
     public func status() -> DeviceStatus {
+        _ = runDueDeadlines()
         var status = core.withLock { core in
             var classes: [String: Bool] = [:]
             for protectionClass in ProtectionClass.allCases {
@@ -265,7 +341,7 @@ public final class LockStateManager: Sendable {
             let alreadyLocking = core.phase == .locking
             core.phase = .locking
             core.generation += 1
-            core.graceEnds = now ? nil : clock.now.addingTimeInterval(gracePeriod)
+            core.lockedFrom = clock.uptime + (now ? 0 : max(gracePeriod, 0))
             return (core.generation, alreadyLocking)
         }
         guard let (generation, alreadyLocking) = started else { return core.withLock { $0.keybag.passcodeSet } }
@@ -273,9 +349,7 @@ public final class LockStateManager: Sendable {
         if now || gracePeriod <= 0 {
             finishLocking(generation: generation)
         } else {
-            DispatchQueue.global().asyncAfter(deadline: .now() + gracePeriod) { [self] in
-                finishLocking(generation: generation)
-            }
+            deadlineThread.withLock { $0 }?.wake()
         }
         return true
     }
@@ -290,33 +364,41 @@ public final class LockStateManager: Sendable {
                 core.keys.wipe(.completeUnlessOpen)
             }
             for revoke in revokers.withLock({ $0 }) { revoke([.complete, .completeUnlessOpen], .lock) }
-            core.withLock { core in
-                core.phase = .locked
-                core.graceEnds = nil
-                core.lockedSince = clock.now
-            }
+            core.withLock { $0.phase = .locked }
             return true
         }
         guard wiped else { return }
         emit(.didBecomeUnavailable)
-        DispatchQueue.global().asyncAfter(deadline: .now() + userInactivePeriod) { [self] in
-            expireIfInactive(generation: generation)
-        }
-        if let inactivityReboot {
-            DispatchQueue.global().asyncAfter(deadline: .now() + inactivityReboot) { [self] in
-                restartIfInactive(generation: generation)
-            }
-        }
+        // The thread sets its timer for the lock's next deadlines.
+        deadlineThread.withLock { $0 }?.wake()
     }
 
     /// Moves the device's clock forward: a grace period, a passcode delay or the
     /// inactivity reboot that falls due on the way happens now.
     public func advanceClock(by seconds: TimeInterval) {
         clock.advance(by: seconds)
-        let (generation, graceEnds) = core.withLock { ($0.generation, $0.graceEnds) }
-        if let graceEnds, graceEnds <= clock.now { finishLocking(generation: generation) }
-        expireIfInactive(generation: core.withLock { $0.generation })
-        restartIfInactive(generation: core.withLock { $0.generation })
+        _ = runDueDeadlines()
+        deadlineThread.withLock { $0 }?.wake()
+    }
+
+    /// Carries out every deadline of the lock that has passed on the device's clock
+    /// (the wipe at the end of the grace period, the user-inactive expiry, the
+    /// inactivity reboot), revocations and events included; gives the next deadline on
+    /// the boot clock, nil if none. Never inside a FUSE request: revoking has the
+    /// kernel drop cached pages.
+    func runDueDeadlines() -> TimeInterval? {
+        let (generation, phase, lockedFrom) = core.withReadLock { ($0.generation, $0.phase, $0.lockedFrom) }
+        if phase == .locking, let lockedFrom, lockedFrom <= clock.uptime { finishLocking(generation: generation) }
+        expireIfInactive(generation: core.withReadLock { $0.generation })
+        restartIfInactive(generation: core.withReadLock { $0.generation })
+        let next = core.withReadLock { core -> TimeInterval? in
+            guard let lockedFrom = core.lockedFrom else { return nil }
+            guard core.phase == .locked else { return lockedFrom }
+            let expiry = core.userInactiveExpired ? nil : lockedFrom + userInactivePeriod
+            let reboot = inactivityReboot.map { lockedFrom + $0 }
+            return [expiry, reboot].compactMap { $0 }.min()
+        }
+        return next.map(clock.bootClockReading)
     }
 
     /// completeWhenUserInactive's expiry, when the device has stayed locked for the
@@ -324,16 +406,17 @@ public final class LockStateManager: Sendable {
     /// class key and its files' keys go as complete's do at a lock, until the next unlock.
     private func expireIfInactive(generation: UInt64) {
         let expired = transition.withLock { _ -> Bool in
-            let now = clock.now
+            let now = clock.uptime
             let due = core.withReadLock { core -> Bool in
-                guard core.generation == generation, core.phase == LockPhase.locked, core.keys.isAvailable(.completeWhenUserInactive),
-                      let since = core.lockedSince else { return false }
-                return since.addingTimeInterval(userInactivePeriod) <= now
+                guard core.generation == generation, core.phase == LockPhase.locked, !core.userInactiveExpired,
+                      let lockedFrom = core.lockedFrom else { return false }
+                return lockedFrom + userInactivePeriod <= now
             }
             guard due else { return false }
             // The class key first, so no open can unwrap a file key while files are revoked.
             core.withLock { $0.keys.wipe(.completeWhenUserInactive) }
             for revoke in revokers.withLock({ $0 }) { revoke([.completeWhenUserInactive], .lock) }
+            core.withLock { $0.userInactiveExpired = true }
             return true
         }
         if expired { emit(.userInactiveExpired) }
@@ -343,10 +426,10 @@ public final class LockStateManager: Sendable {
     /// and nothing happened since (`generation`).
     private func restartIfInactive(generation: UInt64) {
         guard let inactivityReboot else { return }
-        let now = clock.now
+        let now = clock.uptime
         let due = core.withReadLock { core -> Bool in
-            guard core.generation == generation, core.phase == LockPhase.locked, let since = core.lockedSince else { return false }
-            return since.addingTimeInterval(inactivityReboot) <= now
+            guard core.generation == generation, core.phase == LockPhase.locked, let lockedFrom = core.lockedFrom else { return false }
+            return lockedFrom + inactivityReboot <= now
         }
         if due { restart() }
     }
@@ -354,19 +437,19 @@ public final class LockStateManager: Sendable {
     /// Simulated reboot: every class key but none's is wiped.
     public func restart() {
         transition.withLock { _ in
+            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth, .completeWhenUserInactive]
             let passcodeSet = core.withLock { core -> Bool in
                 core.generation += 1
-                core.graceEnds = nil
-                core.lockedSince = nil
                 core.passcodeEntered = nil
+                // Without a passcode every class stays available, as on a device with none.
+                if core.keybag.passcodeSet {
+                    for protectionClass in wiped { core.keys.wipe(protectionClass) }
+                }
+                // Only now: until its keys are wiped, a reboot overdue is still seen as taken.
+                core.lockedFrom = nil
                 return core.keybag.passcodeSet
             }
-            // Without a passcode every class stays available, as on a device with none.
             guard passcodeSet else { return }
-            let wiped: Set<ProtectionClass> = [.complete, .completeUnlessOpen, .untilFirstAuth, .completeWhenUserInactive]
-            core.withLock { core in
-                for protectionClass in wiped { core.keys.wipe(protectionClass) }
-            }
             for revoke in revokers.withLock({ $0 }) { revoke(wiped, .restart) }
             core.withLock { $0.phase = .beforeFirstUnlock }
         }
@@ -386,8 +469,7 @@ public final class LockStateManager: Sendable {
                     }
                     defer { core.phase = .unlocked }
                     core.generation += 1
-                    core.graceEnds = nil
-                    core.lockedSince = nil
+                    core.lockedFrom = nil
                     return core.phase
                 } == .unlocked
             }

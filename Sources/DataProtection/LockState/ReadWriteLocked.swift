@@ -33,6 +33,14 @@ final class ReadWriteLocked<Value: ~Copyable>: @unchecked Sendable {
         return try body(&value)
     }
 
+    /// Exclusive, if no one holds the lock now; nil (`body` not run) otherwise. Safe
+    /// where the caller may itself be inside `withReadLock`.
+    func withLockIfFree<R>(_ body: (inout Value) throws -> R) rethrows -> R? {
+        guard pthread_rwlock_trywrlock(lock) == 0 else { return nil }
+        defer { pthread_rwlock_unlock(lock) }
+        return try body(&value)
+    }
+
     /// Shared with other readers. Not re-entrant: a reader that asks again while a
     /// writer waits would wait for itself.
     func withReadLock<R>(_ body: (borrowing Value) throws -> R) rethrows -> R {
