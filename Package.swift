@@ -66,7 +66,7 @@ let package = Package(
         // "-1 and errno" into a thrown Errno.
         .target(name: "SystemCalls", dependencies: ["CLinux"]),
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
-        .target(name: "BlockStore", dependencies: ["DataProtection", "SystemCalls", "CLinux"]),
+        .target(name: "BlockStore", dependencies: ["DataProtection", "DPFSProtocol", "SystemCalls", "CLinux"]),
         .target(name: "SandboxFS", dependencies: [
             "DataProtection", "BlockStore", "SystemCalls", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
@@ -119,7 +119,7 @@ let package = Package(
         ]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls"]),
-        .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "TestSupport", "CLinux"]),
+        .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "DPFSProtocol", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),
         .testTarget(name: "SecKeyCryptoTests", dependencies: ["SecKeyCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ControlTests", dependencies: ["Control", "DPFSProtocol"]),

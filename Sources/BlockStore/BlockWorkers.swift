@@ -4,15 +4,23 @@
 // does all the sealing of a dd or cp while the others idle. One helper per core
 // beyond the first (at most 3); a request that finds no helper idle does all its work
 // itself, so helpers never queue work. Synchronous: the caller waits for its helpers.
+// A helper whose thread cannot start (RLIMIT_NPROC, a cgroup's pids.max) is left out:
+// its share falls to the caller. (Foundation's thread start failed silently, and the
+// caller waited for ever on a helper that never ran: the file's I/O hung.)
+import DPFSProtocol
 import Foundation
 import Glibc
 import Synchronization
 
 /// Starts the seal helpers now, on the calling thread, not at the first large request:
 /// a thread inherits its creator's scheduling class, and the io_uring queue threads,
-/// which serve such requests, are idle-class (FuseLoop/ring_queues.c).
-public func startSealHelpers() {
-    _ = BlockWorkers.shared
+/// which serve such requests, are idle-class (FuseLoop/ring_queues.c). Gives a line to
+/// log when some could not start (requests then do their share themselves).
+public func startSealHelpers() -> String? {
+    let workers = BlockWorkers.shared
+    return workers.startFailure.map {
+        "seal helpers: \($0); \(workers.helperCount) of \(workers.helpersWanted) started, large requests do the rest themselves"
+    }
 }
 
 final class BlockWorkers: @unchecked Sendable {
@@ -23,12 +31,31 @@ final class BlockWorkers: @unchecked Sendable {
     /// more than it saves.
     static let minimumBlocks = 64
 
-    private let idle: Mutex<[Helper]>
-    let helperCount: Int
+    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
+        -> Result<pthread_t, PosixThread.StartError>
 
-    init(helpers: Int) {
-        helperCount = helpers
-        idle = Mutex((0..<helpers).map { _ in Helper() })
+    private let idle: Mutex<[Helper]>
+    /// The helpers whose threads started.
+    let helperCount: Int
+    let helpersWanted: Int
+    /// Why a helper's thread did not start, if one did not.
+    let startFailure: PosixThread.StartError?
+
+    /// `startThread`: PosixThread.start; another for tests, to fail at will.
+    init(helpers: Int, startThread: ThreadStart = { PosixThread.start(named: $0, $1) }) {
+        var started: [Helper] = []
+        var failure: PosixThread.StartError?
+        for _ in 0..<helpers {
+            let helper = Helper()
+            switch startThread("dpfs-seal", { helper.loop() }) {
+            case .success: started.append(helper)
+            case .failure(let error): failure = error
+            }
+        }
+        helperCount = started.count
+        helpersWanted = helpers
+        startFailure = failure
+        idle = Mutex(started)
     }
 
     /// Splits `range` into up to 1 + helpers contiguous parts and runs `body` on each,
@@ -75,11 +102,11 @@ final class BlockWorkers: @unchecked Sendable {
         private var range: Range<Int> = 0..<0
         private var result: Bool?
 
+        /// Its thread runs `loop`, and keeps it for as long as it runs.
         init() {
             pthread_mutex_init(mutex, nil)
             pthread_cond_init(wake, nil)
             pthread_cond_init(finished, nil)
-            Thread.detachNewThread { [unowned self] in self.loop() }
         }
 
         func start(_ job: Job, _ range: Range<Int>) {
@@ -100,12 +127,14 @@ final class BlockWorkers: @unchecked Sendable {
             return ok
         }
 
-        private func loop() {
-            Thread.current.name = "dpfs-seal"
+        func loop() {
             pthread_mutex_lock(mutex)
             while true {
-                while job == nil { pthread_cond_wait(wake, mutex) }
-                let (current, range) = (job!, self.range)
+                guard let current = job else {
+                    pthread_cond_wait(wake, mutex)
+                    continue
+                }
+                let range = self.range
                 pthread_mutex_unlock(mutex)
                 let ok = current.body(range)
                 pthread_mutex_lock(mutex)

@@ -97,7 +97,7 @@ public final class MountSession {
             // Started here, by an ordinary thread, as the idle-class queue threads' own
             // helpers are (FuseLoop/ring_queues.c).
             fileSystem.reaper.start()
-            startSealHelpers()
+            if let failure = startSealHelpers() { fileSystem.logger.warning("\(failure)") }
         }
         Self.raiseReadAhead(connection.mount.device)
     }
