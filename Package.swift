@@ -118,7 +118,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
-        .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls"]),
+        .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls", "DPFSProtocol"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "DPFSProtocol", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),
         .testTarget(name: "SecKeyCryptoTests", dependencies: ["SecKeyCrypto", .product(name: "Crypto", package: "swift-crypto")]),

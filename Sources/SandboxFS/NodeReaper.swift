@@ -11,8 +11,15 @@
 // for a slot, so the space comes back within milliseconds of the rm. Unmounting
 // unlinks whatever still waits; a file left there by a crash goes when the next
 // mount clears the directory.
+//
+// While no reaper thread runs (none could start: RLIMIT_NPROC, a cgroup's pids.max),
+// nothing is parked and unlink frees in place; a start is tried again at a removal a
+// second or more after the last failure, which is logged once. (Foundation's thread
+// start failed silently: files were parked for reapers that never ran, their space
+// never came back, and once `backlog` waited every unlink hung.)
 import BlockStore
 import CLinux
+import DPFSProtocol
 import Foundation
 import Glibc
 import Synchronization
@@ -23,6 +30,11 @@ final class NodeReaper: Sendable {
     static let threads = 4
     static let namePrefix = "reaped-"
     static let directoryName = ".fuse_hidden-orphans"
+    /// How soon after a failed start another is tried.
+    static let retryDelay: Duration = .seconds(1)
+
+    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
+        -> Result<pthread_t, PosixThread.StartError>
 
     private let sandbox: Int32
     /// The reapers' directory once made (at the first removal); -1 before, or if it
@@ -34,11 +46,24 @@ final class NodeReaper: Sendable {
     private let serial = Atomic<UInt64>(0)
     private let queued = DispatchSemaphore(value: 0)
     private let slots = DispatchSemaphore(value: NodeReaper.backlog)
+    private let reapers = Mutex(Reapers())
+    private let startThread: ThreadStart
+    private let log: @Sendable (String) -> Void
+
+    private struct Reapers {
+        var running = 0
+        /// When the last start failed, if one did since a start last worked.
+        var failedAt: ContinuousClock.Instant?
+    }
 
     /// `sandbox`: the sandbox directory. What a previous mount left in the reapers'
     /// directory goes now (nothing in it is open), and the directory with it.
-    init(sandbox: Int32) {
+    /// `startThread`: PosixThread.start; another for tests, to fail at will.
+    init(sandbox: Int32, log: @escaping @Sendable (String) -> Void,
+         startThread: @escaping ThreadStart = { PosixThread.start(named: $0, $1) }) {
         self.sandbox = sandbox
+        self.log = log
+        self.startThread = startThread
         let stale = Self.openDirectory(sandbox)
         guard stale >= 0 else { return }
         for name in Self.entryNames(of: stale) ?? [] { unlinkat(stale, name, 0) }
@@ -46,21 +71,39 @@ final class NodeReaper: Sendable {
         unlinkat(sandbox, Self.directoryName, AT_REMOVEDIR)
     }
 
-    /// The reapers' directory, made and its threads started on first use.
+    /// The reapers' directory, made on first use.
     private func orphanDirectory() -> Int32 {
         directory.withLock { fd in
             if fd >= 0 { return fd }
             if mkdirat(sandbox, Self.directoryName, 0o700) != 0 && errno != EEXIST { return -1 }
             fd = Self.openDirectory(sandbox)
-            guard fd >= 0 else { return -1 }
-            for index in 0..<Self.threads {
-                Thread.detachNewThread { [self] in
-                    Thread.current.name = "dpfs-reap-\(index)"
-                    self.loop()
-                }
-            }
             return fd
         }
+    }
+
+    /// Whether a reaper thread runs, once those missing are started: at the first
+    /// removal, and after a failed start at the first a `retryDelay` later.
+    private func reapersRun() -> Bool {
+        let (running, failure) = reapers.withLock { reapers -> (Int, String?) in
+            guard reapers.running < Self.threads else { return (reapers.running, nil) }
+            if let failedAt = reapers.failedAt, failedAt.duration(to: .now) < Self.retryDelay { return (reapers.running, nil) }
+            var failure: PosixThread.StartError?
+            while reapers.running < Self.threads, failure == nil {
+                switch startThread("dpfs-reap-\(reapers.running)", { [self] in loop() }) {
+                case .success: reapers.running += 1
+                case .failure(let error): failure = error
+                }
+            }
+            // Logged at the first failure of a spell only.
+            let firstFailure = failure != nil && reapers.failedAt == nil
+            reapers.failedAt = failure == nil ? nil : .now
+            guard let failure, firstFailure else { return (reapers.running, nil) }
+            let mode = reapers.running == 0 ? "none runs, so unlink frees in place"
+                : "\(reapers.running) of \(Self.threads) run"
+            return (reapers.running, "removed files' reapers: \(failure); \(mode), and a start is tried again every second")
+        }
+        failure.map(log)
+        return running > 0
     }
 
     /// Makes the reapers' directory and starts their threads now, not at the first
@@ -68,6 +111,7 @@ final class NodeReaper: Sendable {
     /// queue threads, which serve removals there, are idle-class (FuseLoop/ring_queues.c).
     func start() {
         _ = orphanDirectory()
+        _ = reapersRun()
     }
 
     /// Whether the reapers' directory is there (made at the first removal).
@@ -96,10 +140,11 @@ final class NodeReaper: Sendable {
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan
     /// directory to be unlinked soon, then runs `then` (Inode.discardIfUnlinked). False
-    /// if it could not be moved (nothing changed, `then` not run).
+    /// if it could not be moved, or no reaper runs to unlink it (nothing changed,
+    /// `then` not run).
     func remove(_ directory: Int32, _ name: UnsafePointer<CChar>, then: (@Sendable () -> Void)? = nil) -> Bool {
         let orphans = orphanDirectory()
-        guard orphans >= 0 else { return false }
+        guard orphans >= 0, reapersRun() else { return false }
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
         slots.wait()
         guard renameat2(directory, name, orphans, parked, RenameFlag.noReplace) == 0 else {

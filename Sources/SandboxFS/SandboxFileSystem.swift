@@ -74,7 +74,7 @@ public final class SandboxFileSystem: Sendable {
         acls = ACLPresence(device.directory)
         self.controlSocketPath = controlSocketPath
         self.logger = logger
-        reaper = NodeReaper(sandbox: fd)
+        reaper = NodeReaper(sandbox: fd, log: { [logger] in logger.warning("\($0)") })
         let table = inodes
         device.setMountedInodeCount { table.count.load(ordering: .relaxed) }
         device.setTransport { KernelChannel.transport }
