@@ -117,7 +117,7 @@ let package = Package(
             "ItemStore", "DataProtection", "DPFSProtocol", "TestSupport", "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "DataProtection", "DPFSProtocol", "ItemStore", "TestSupport"]),
         .testTarget(name: "SandboxFSTests", dependencies: ["SandboxFS", "BlockStore", "SystemCalls", "DPFSProtocol"]),
         .testTarget(name: "BlockStoreTests", dependencies: ["BlockStore", "SystemCalls", "DataProtection", "DPFSProtocol", "TestSupport", "CLinux"]),
         .testTarget(name: "DPFSProtocolTests", dependencies: ["DPFSProtocol", "CLinux"]),

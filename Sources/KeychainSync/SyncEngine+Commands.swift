@@ -13,6 +13,8 @@ extension SyncEngine {
     /// Runs `command`; `requesterGone` says whether the one who asked has hung up.
     public func perform(_ command: SyncCommand, requesterGone: () -> Bool = { false }) throws
         -> (message: String?, report: SyncReport) {
+        // An engine whose thread could not start tries again: a command wants it.
+        try? startRunning()
         // Status reads the state file and the engine's last word: it never waits for a
         // round, which may be waiting for an unreachable server.
         if case .status = command { return (nil, try report()) }

@@ -5,7 +5,10 @@
 // the item store with the state file's entries (a scan), at every app write, so a
 // change made while the server is down waits as a pending entry and goes at the next
 // connection. The keychain never waits for the server: a down server only shows in
-// `status` as "server unreachable" while the engine retries with backoff.
+// `status` as "server unreachable" while the engine retries with backoff. A thread
+// that cannot start (RLIMIT_NPROC) is the caller's error and `status` says "not
+// running"; each sync command tries again. (Foundation's Thread said nothing: status
+// said "connecting" for ever while no change went anywhere.)
 import DPFSProtocol
 import DataProtection
 import Foundation
@@ -31,12 +34,25 @@ public final class SyncEngine: Sendable {
         var lastError: String?
         var stopping = false
         var members: Int?
+        /// The engine's thread started.
+        var running = false
     }
 
-    public init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore) throws {
+    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
+        -> Result<pthread_t, PosixThread.StartError>
+
+    /// PosixThread.start; another for tests, to fail at will.
+    private let startThread: ThreadStart
+
+    public convenience init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore) throws {
+        try self.init(directory: directory, device: device, items: items, startThread: { PosixThread.start(named: $0, $1) })
+    }
+
+    init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore, startThread: @escaping ThreadStart) throws {
         self.directory = directory
         self.device = device
         self.items = items
+        self.startThread = startThread
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SystemError("pipe", "sync wake-up") }
         for fd in fds {
@@ -48,8 +64,10 @@ public final class SyncEngine: Sendable {
         _ = try SyncState.load(from: directory)
     }
 
-    /// Starts the engine's thread; it idles while the device is in no account.
-    public func start() {
+    /// Starts the engine's thread; it idles while the device is in no account. Throws
+    /// when the thread cannot start: the engine then does nothing until a sync command
+    /// starts it, and `status` says "not running".
+    public func start() throws {
         items.changeObservers.add { [weak self] in self?.wake() }
         let id = device.observe { [weak self] event in
             switch event.event {
@@ -58,10 +76,30 @@ public final class SyncEngine: Sendable {
             }
         }
         observerID.withLock { $0 = id }
-        let thread = Thread { [self] in run() }
-        thread.name = "dpfs-sync"
-        thread.start()
+        try startRunning()
     }
+
+    /// Starts the engine's thread unless it runs; on failure `status` says why.
+    func startRunning() throws(PosixThread.StartError) {
+        let failure = shared.withLock { shared -> PosixThread.StartError? in
+            guard !shared.running, !shared.stopping else { return nil }
+            switch startThread("dpfs-sync", { [self] in run() }) {
+            case .success:
+                shared.running = true
+                shared.connection = nil
+                shared.lastError = nil
+                return nil
+            case .failure(let error):
+                shared.connection = "not running (\(error))"
+                shared.lastError = "\(error)"
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Whether the engine's thread was started.
+    var isRunning: Bool { shared.withLock { $0.running } }
 
     public func stop() {
         shared.withLock { $0.stopping = true }

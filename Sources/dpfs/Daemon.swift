@@ -106,7 +106,9 @@ struct Daemon {
                 device.restart()
             }
             server.start()
-            sync.start()
+            do { try sync.start() } catch {
+                logger.warning("keychain sync: \(error); it does not run until a dpfs sync command can start it")
+            }
             logind?.start()
             logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
             signalReady("ok")

@@ -1,0 +1,36 @@
+// The sync engine's thread: one that cannot start (the daemon at RLIMIT_NPROC) is the
+// caller's error and the engine's status, not an engine that pretends to run; a later
+// start (a sync command's) takes it up.
+import DPFSProtocol
+import DataProtection
+import Foundation
+import Glibc
+import ItemStore
+@testable import KeychainSync
+import Synchronization
+import TestSupport
+import Testing
+
+@Suite struct SyncEngineStartTests {
+    @Test func aThreadThatCannotStartIsReportedAndTriedAgain() throws {
+        let provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncstart")
+        let directory = provisioned.directory
+        try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
+        let device = try LockStateManager(directory: directory, gracePeriod: 0)
+        let items = try ItemStore(path: directory.itemStorePath, device: device)
+        defer { try? items.close() }
+        let allowed = Atomic<Bool>(false)
+        let engine = try SyncEngine(directory: directory, device: device, items: items) { name, body in
+            guard allowed.load(ordering: .acquiring) else { return .failure(PosixThread.StartError(code: EAGAIN)) }
+            return PosixThread.start(named: name, body)
+        }
+        #expect(throws: PosixThread.StartError.self) { try engine.start() }
+        #expect(!engine.isRunning)
+        #expect(engine.shared.withLock { $0.connection }?.hasPrefix("not running (cannot start a thread") == true)
+        allowed.store(true, ordering: .releasing)
+        try engine.startRunning()
+        #expect(engine.isRunning)
+        #expect(engine.shared.withLock { $0.connection } == nil, "connecting, no longer the failure")
+        engine.stop()
+    }
+}
