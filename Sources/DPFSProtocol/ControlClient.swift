@@ -1,6 +1,9 @@
 // The CLI's side of the control socket: finds the daemon behind a mountpoint, makes
 // sure it is the caller's own before anything is sent (OwnedMount, then the peer's
 // credentials), sends one request, reads the reply (or a stream of replies for events).
+// Connecting has a deadline: connect(2) on a Unix socket waits for room in the
+// listener's backlog, which a daemon that is stopped, or whose descriptors are all
+// taken, never makes, and the peer check waits for the daemon's status.
 import Foundation
 import CLinux
 import Glibc
@@ -9,6 +12,8 @@ public enum ControlClientError: Error, CustomStringConvertible {
     /// The path failed the checks of OwnedMount or of the connection's peer: nothing was sent.
     case refused(String, reason: String)
     case cannotConnect(String, Int32)
+    /// The daemon took no connection, or did not show who it is, within the deadline.
+    case noAnswer(String, seconds: Double)
     /// The mount's daemon died: the mount fails closed until it is taken down.
     case daemonDied(String)
     case daemon(String, failure: ControlFailure? = nil)
@@ -19,6 +24,9 @@ public enum ControlClientError: Error, CustomStringConvertible {
             return "\(path) is not a dpfs mount owned by you; refusing to send anything to it (\(reason))"
         case .cannotConnect(let path, let code):
             return "cannot reach the dpfs daemon of \(path): \(String(cString: strerror(code)))"
+        case .noAnswer(let path, let seconds):
+            let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
+            return "the dpfs daemon of \(path) did not answer within \(shown) s"
         case .daemonDied(let path):
             return "the dpfs daemon of \(path) has died; its mount refuses every access until "
                 + "`dpfs unmount \(path)` or the next `dpfs mount` on it takes it down"
@@ -31,19 +39,24 @@ public enum ControlClientError: Error, CustomStringConvertible {
 typealias ClientFrame = Frame<LockedSecret>
 
 public final class ControlClient {
+    /// How long a connection may take when the caller names no deadline: as long as
+    /// `dpfs lock` waits for the daemon's reply.
+    public static let connectTimeout: Double = 15
+
     let fd: Int32
     /// The mountpoint as the caller named it, and as the mount table shows it (resolved).
     let mountpoint: String
     private let mountRoot: String
 
     /// Connects to the daemon of `mountpoint` once it is shown to be the caller's own
-    /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent.
+    /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent,
+    /// `.noAnswer` when the connection and its check take longer than `timeout` seconds.
     /// A program under `dpfs run` reaches it through the app socket it was given.
-    public init(mountpoint: String) throws {
+    public init(mountpoint: String, timeout: Double = connectTimeout) throws {
         self.mountpoint = mountpoint
         if let appSocket = AppSocket.given(for: mountpoint) {
             mountRoot = mountpoint
-            fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
+            fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false, timeout: timeout)
             return
         }
         let mount: OwnedMount
@@ -52,16 +65,18 @@ public final class ControlClient {
             throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
         mountRoot = mount.path
-        do { fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true) } catch {
+        do {
+            fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true, timeout: timeout)
+        } catch {
             throw Self.deathShown(by: error, mountRoot: mount.path, mountpoint: mountpoint) ?? error
         }
     }
 
     /// Connects to an app session's socket (as `dpfs run` does for its program).
-    public init(appSocket: String, mountpoint: String) throws {
+    public init(appSocket: String, mountpoint: String, timeout: Double = connectTimeout) throws {
         self.mountpoint = mountpoint
         mountRoot = mountpoint
-        fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false)
+        fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false, timeout: timeout)
     }
 
     /// `.daemonDied` when `error` broke the connection as the daemon's death does and
@@ -79,14 +94,25 @@ public final class ControlClient {
         }
     }
 
-    /// A connection to `socketPath` whose peer passed `checkPeer`. In a program's own
-    /// PID namespace the daemon has no pid to compare (`peerPIDKnown` false).
-    private static func connected(to socketPath: String, mountpoint: String, peerPIDKnown: Bool) throws -> Int32 {
+    /// A connection to `socketPath` whose peer passed `checkPeer`, both within `timeout`
+    /// seconds. In a program's own PID namespace the daemon has no pid to compare
+    /// (`peerPIDKnown` false). Its reads and writes then wait as long as they take,
+    /// unless the caller sets a timeout (ControlClient+Timeout).
+    private static func connected(to socketPath: String, mountpoint: String, peerPIDKnown: Bool,
+                                  timeout: Double) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        let noAnswer = ControlClientError.noAnswer(mountpoint, seconds: timeout)
         do {
-            try connect(fd, to: socketPath, mountpoint: mountpoint)
-            try checkPeer(fd, mountpoint: mountpoint, comparePID: peerPIDKnown)
+            try connect(fd, to: socketPath, mountpoint: mountpoint, by: deadline, else: noAnswer)
+            guard setTimeouts(fd, until: deadline) else { throw noAnswer }
+            do {
+                try checkPeer(fd, mountpoint: mountpoint, comparePID: peerPIDKnown)
+            } catch FrameError.io(let code) where code == EAGAIN || code == EWOULDBLOCK {
+                throw noAnswer
+            }
+            setSocketTimeout(fd, seconds: 0)
         } catch {
             close(fd)
             throw error
@@ -103,11 +129,27 @@ public final class ControlClient {
         return MountTable.topmost(at: String(cString: resolved))?.fsType == MountEntry.dpfsType
     }
 
-    private static func connect(_ fd: Int32, to socketPath: String, mountpoint: String) throws {
+    /// Connects `fd`, waiting for room in the listener's backlog until `deadline` (a
+    /// send timeout bounds that wait; without room when it ends, connect says EAGAIN).
+    private static func connect(_ fd: Int32, to socketPath: String, mountpoint: String,
+                                by deadline: ContinuousClock.Instant, else noAnswer: ControlClientError) throws {
         var address = UnixAddress(path: socketPath)
-        guard address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 else {
-            throw ControlClientError.cannotConnect(mountpoint, errno)
+        while true {
+            guard setTimeouts(fd, until: deadline) else { throw noAnswer }
+            if address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 { return }
+            switch errno {
+            case EINTR: continue  // a signal while it waited: nothing was connected yet
+            case EAGAIN: throw noAnswer
+            case let code: throw ControlClientError.cannotConnect(mountpoint, code)
+            }
         }
+    }
+
+    /// Sets `fd`'s timeouts to the time left until `deadline`; false once it has passed.
+    private static func setTimeouts(_ fd: Int32, until deadline: ContinuousClock.Instant) -> Bool {
+        let (seconds, attoseconds) = (deadline - .now).components
+        let left = Double(seconds) + Double(attoseconds) / 1e18
+        return left > 0 && setSocketTimeout(fd, seconds: left)
     }
 
     /// The peer must run as the caller (SO_PEERCRED uid) and be the daemon it says it

@@ -10,7 +10,7 @@ enum DeviceChannel {
     static func send(_ request: ControlRequest, to mountpoint: String, secrets: [LockedSecret] = [],
                      timeout: Double = requestTimeout) throws -> ControlReply {
         do {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try ControlClient(mountpoint: mountpoint, timeout: timeout)
             client.setTimeout(seconds: timeout)
             return try client.send(request, secrets: secrets)
         } catch {
@@ -30,6 +30,7 @@ enum DeviceChannel {
         if let error = error as? ControlClientError {
             if case .refused = error { return DeviceError.notMounted(mountpoint) }
             if case .daemon(let text, _) = error { return DeviceError.refused(text) }
+            if case .noAnswer = error { return DeviceError.timedOut(mountpoint: mountpoint, seconds: timeout) }
             return DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
         }
         if let error = error as? FrameError {

@@ -24,7 +24,7 @@ final class ProtectedDataObserver: Sendable {
         let timeout = DeviceChannel.requestTimeout
         let connection: EventConnection
         do {
-            connection = EventConnection(try ControlClient(mountpoint: mountpoint))
+            connection = EventConnection(try ControlClient(mountpoint: mountpoint, timeout: timeout))
             connection.client.setTimeout(seconds: timeout)
         } catch {
             throw DeviceChannel.translate(error, mountpoint: mountpoint, timeout: timeout)

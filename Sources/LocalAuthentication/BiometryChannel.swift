@@ -11,7 +11,7 @@ enum BiometryChannel {
     /// The daemon's answer, or nil when no device answers.
     static func send(_ request: BiometryRequest) -> BiometryReply? {
         guard let value = getenv("DPFS_MOUNT"), case let mountpoint = String(cString: value), !mountpoint.isEmpty,
-              let client = try? ControlClient(mountpoint: mountpoint) else { return nil }
+              let client = try? ControlClient(mountpoint: mountpoint, timeout: timeoutSeconds) else { return nil }
         client.setTimeout(seconds: timeoutSeconds)
         return (try? client.send(.biometry(request)))?.biometry
     }

@@ -4,8 +4,11 @@
 // costs one request and one reply, not a getxattr and a connect; each call takes a
 // connection of its own, so calls of several threads never wait for one another.
 // Every wait is bounded: an unreachable device answers `.unreachable`
-// (errSecNotAvailable) in at most `timeout`, never a hang. A request larger than a
-// control frame may be is `.tooLarge`, sent nowhere: no device is missing then.
+// (errSecNotAvailable) in at most `timeout`, never a hang. A daemon whose socket
+// takes no connection in that time (its backlog full) is unreachable as one that
+// answers no request is, and the connect itself gives up then, leaving no thread
+// waiting on it. A request larger than a control frame may be is `.tooLarge`, sent
+// nowhere: no device is missing then.
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -103,7 +106,7 @@ final class DeviceConnection: Sendable {
     private func connect(_ mountpoint: String) -> PooledClient? {
         let slot = ConnectSlot()
         let thread = Thread {
-            if let client = try? ControlClient(mountpoint: mountpoint) {
+            if let client = try? ControlClient(mountpoint: mountpoint, timeout: Double(Self.timeoutSeconds)) {
                 client.setTimeout(seconds: Double(Self.timeoutSeconds))
                 slot.fill(PooledClient(client, mountpoint: mountpoint))
             }

@@ -30,7 +30,7 @@ enum ExitStatus: Int32 {
             switch error {
             case .refused: return .notADpfsMount
             case .daemon(_, let failure?): return of(failure)
-            case .daemon, .cannotConnect, .daemonDied: return .failure
+            case .daemon, .cannotConnect, .noAnswer, .daemonDied: return .failure
             }
         default: return .failure
         }

@@ -21,7 +21,7 @@ enum DaemonDeadline {
         let done = DispatchSemaphore(value: 0)
         Thread {
             let result = Result {
-                let client = try ControlClient(mountpoint: mountpoint)
+                let client = try ControlClient(mountpoint: mountpoint, timeout: seconds)
                 sent.store(true, ordering: .releasing)
                 return try client.send(request)
             }
@@ -30,6 +30,10 @@ enum DaemonDeadline {
         }.start()
         guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
             throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: sent.load(ordering: .acquiring)))
+        }
+        // The connection's own deadline, which ends with this one: the same silence.
+        if case .failure(ControlClientError.noAnswer) = result {
+            throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: false))
         }
         return try result.get()
     }
