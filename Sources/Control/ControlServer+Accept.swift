@@ -5,7 +5,9 @@
 // in the log says so, the thread waits briefly between tries, and only the socket's
 // shutdown ends it. A spare descriptor, held for the purpose, lets one waiting
 // connection in while descriptors are out: the owner's is served (it may be the lock),
-// an app's is closed at once, as are the rest of that app's queue behind it.
+// an app's is closed at once, as are the rest of that app's queue behind it. An app
+// socket takes no more connections than its share of the descriptors
+// (AppConnectionLimit): one beyond is told so and closed.
 import CLinux
 import DPFSProtocol
 import Foundation
@@ -16,6 +18,7 @@ extension ControlServer {
     static let shortageWait: useconds_t = 50_000
 
     func acceptLoop(_ listener: Int32, scope: ControlScope) {
+        let counted = scope.bundleID.map { appConnections.socket(of: $0) }
         var spare = SpareDescriptor()
         defer { spare.close() }
         var short = false
@@ -24,7 +27,7 @@ extension ControlServer {
             let connection = dpfs_accept_cloexec(listener)
             if connection >= 0 {
                 short = false
-                admit(connection, scope: scope)
+                admit(connection, scope: scope, counted: counted)
                 continue
             }
             let error = errno
@@ -39,19 +42,31 @@ extension ControlServer {
                     + "it waits and tries again until there are descriptors and memory to spare")
             }
             if error == EMFILE || error == ENFILE, let taken = spare.acceptInItsPlace(listener) {
-                if scope == .owner { admit(taken, scope: scope) } else { close(taken) }
+                if scope == .owner { admit(taken, scope: scope, counted: nil) } else { close(taken) }
                 continue
             }
             usleep(Self.shortageWait)
         }
     }
 
-    /// Hands `connection` to the workers once its peer is the owner; refuses it otherwise.
-    private func admit(_ connection: Int32, scope: ControlScope) {
+    /// Hands `connection` to the workers once its peer is the owner and, on an app
+    /// socket (`counted`), it has a place among that socket's; refuses it otherwise.
+    private func admit(_ connection: Int32, scope: ControlScope, counted: AppSocketConnections?) {
         guard dpfs_peer_uid(connection) == Int64(ownerUID) else {
             sendAtOnce(.failure("permission denied: this dpfs daemon serves only the user who mounted it"), to: connection)
             close(connection)
             return
+        }
+        var place: AppConnectionPlace?
+        if let counted {
+            switch counted.admit() {
+            case .admitted(let taken): place = taken
+            case .refused(let reply, let line):
+                line.map(log)
+                sendAtOnce(.failure(reply), to: connection)
+                close(connection)
+                return
+            }
         }
         // A thread reading a frame that is still arriving gives up after 30 s of
         // silence, as ControlWorkers closes a connection idle between requests; a write
@@ -60,7 +75,7 @@ extension ControlServer {
         var timeout = timeval(tv_sec: Int(ControlWorkers.idleLimit.components.seconds), tv_usec: 0)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        workers(for: scope).add(ControlConnection(fd: connection, scope: scope))
+        workers(for: scope).add(ControlConnection(fd: connection, scope: scope, place: place))
     }
 }
 

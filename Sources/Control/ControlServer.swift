@@ -26,6 +26,8 @@ public final class ControlServer: Sendable {
     let ownerWorkers: ControlWorkers
     /// The workers of every app session's socket.
     let appWorkers: ControlWorkers
+    /// How many connections the app sessions' sockets hold open, against their caps.
+    let appConnections = AppConnectionLimit()
     /// Told after each request is answered, so that the daemon gives back what serving
     /// it touched once it is idle again (as after the filesystem's requests).
     let served: (@Sendable () -> Void)?

@@ -103,7 +103,7 @@ final class ControlWorkers: Sendable {
             // Under the lock: a wake-up finds the entry there.
             if dpfs_epoll_arm(epoll, EPOLL_CTL_ADD, connection.fd, UInt64(connection.id)) != 0 {
                 state.entries[connection.id] = nil
-                close(connection.fd)
+                connection.close()
             }
             // A pool owed places tries again now: one with no thread left reads no timer.
             return fillPlaces(&state)
@@ -235,7 +235,7 @@ final class ControlWorkers: Sendable {
             case .close:
                 state.entries[connection.id] = nil
                 dpfs_epoll_remove(epoll, connection.fd)
-                close(connection.fd)
+                connection.close()
             }
         }
     }
@@ -255,7 +255,7 @@ final class ControlWorkers: Sendable {
                 if idle >= Self.idleLimit {
                     state.entries[id] = nil
                     dpfs_epoll_remove(epoll, entry.connection.fd)
-                    close(entry.connection.fd)
+                    entry.connection.close()
                 } else {
                     next = min(next ?? Self.idleLimit, Self.idleLimit - idle)
                 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The owner's lock always reaches the daemon (docs/security.md, "Nothing keeps the
 # lock out"): the daemon answers its control socket again once it has run out of
-# descriptors or of threads; an app's requests, however slow, never delay the owner's;
-# a client that never reads its reply is dropped; a mount table that cannot be read
-# for want of descriptors is not taken for a detached mount; and a grace period ends on
-# time though no thread can start.
+# descriptors or of threads; an app's requests, however slow, never delay the owner's,
+# nor do its connections, however many, take the descriptors the mount and the owner
+# need; a client that never reads its reply is dropped; a mount table that cannot be
+# read for want of descriptors is not taken for a detached mount; and a grace period
+# ends on time though no thread can start.
 source "$(dirname "$0")/lib.sh"
 
 OTHER="$WORK/other"
@@ -152,6 +153,73 @@ kill "$holder"; wait "$holder" 2>/dev/null; holder=""
 check "lock --now answers once descriptors are free again" timeout 30 "$DPFS" lock "$MNT" --now
 expect_eq "locked after the shortage" "$(state_of)" "locked"
 expect_eq "one line in daemon.log says the control socket ran short" "$(grep -c "cannot accept" "$LOG")" "1"
+
+# --- An app cannot take the daemon's descriptors: one app socket holds at most an
+# eighth of the daemon's descriptor limit in connections (all app sockets a
+# quarter); one more is refused as it comes, and daemon.log says so once. The
+# mount's opens and the owner's lock go on. An app used to open connections until
+# the daemon had no descriptor left, and then a file open through the mount failed.
+unlock_device > /dev/null
+echo "still readable" > "$WORK/readable"
+cp "$WORK/readable" "$MNT/Documents/readable.txt"
+limit=$(( $(lowest_free) + 200 ))
+prlimit --pid "$daemon" --nofile="$limit:"
+cat > "$WORK/flood.py" <<'PY'
+import os, signal, socket, struct, sys
+from frames import request_frame, reply, unwire
+path = os.environ["DPFS_CONTROL_SOCKET"]
+held = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # A connect waits for room in the backlog, 5 s at most (settimeout would not wait).
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 5, 0))
+    try:
+        s.connect(path)
+    except OSError:
+        break   # the daemon takes no more: its backlog stays full
+    held.append(s)
+answered = refused = 0
+refusal = ""
+for s in held:
+    try:
+        s.sendall(request_frame({"status": {}}))
+    except OSError:
+        pass   # closed already: its refusal waits to be read
+    try:
+        data = reply(s)
+    except OSError:
+        data = None
+    answer = unwire(data[16:])[0] if data else {}
+    if answer.get("ok"): answered += 1
+    else: refused += 1; refusal = answer.get("error", "closed")
+print("connected %d answered %d refused %d: %s" % (len(held), answered, refused, refusal), flush=True)
+signal.pause()
+PY
+flood() {
+    rm -f "$WORK/flood.out"
+    "$DPFS" run "$MNT" -- python3 -c "$(cat "$WORK/frames.py" "$WORK/flood.py" | grep -v '^from frames')" 400 \
+        > "$WORK/flood.out" 2>&1 &
+    app=$!
+    check "$1" within 60 grep -q connected "$WORK/flood.out"
+    log "$(cat "$WORK/flood.out")"
+}
+flood_count() { sed -n "s/.* $1 \([0-9]*\).*/\1/p" "$WORK/flood.out"; }
+flood "an app opens 400 connections to its socket"
+expect_eq "a file opens through the mount meanwhile" "$(cat "$MNT/Documents/readable.txt" 2>&1)" "still readable"
+check "lock --now answers meanwhile" timeout 30 "$DPFS" lock "$MNT" --now
+expect_eq "locked beside the app's connections" "$(state_of)" "locked"
+first=$(flood_count answered)
+expect_eq "the app is answered on at most an eighth of the descriptor limit" \
+    "$([ "${first:-0}" -ge 1 ] && [ "$first" -le $(( limit / 8 )) ] && echo yes || echo "no: ${first:-none} of limit $limit")" "yes"
+expect_eq "its connections beyond are refused, saying why" \
+    "$(grep -c "connected 400 .* refused $(( 400 - ${first:-0} )): .*connections open" "$WORK/flood.out")" "1"
+expect_eq "one line in daemon.log says so" "$(grep -c "connections open, as many as" "$LOG")" "1"
+kill "$app"; wait "$app" 2>/dev/null; app=""
+# The places of a closed app's connections are free again.
+flood "a new app session opens 400 connections too"
+expect_eq "and is answered on as many" "$(flood_count answered)" "$first"
+kill "$app"; wait "$app" 2>/dev/null; app=""
+prlimit --pid "$daemon" --nofile="$soft_before:"
 
 # --- Out of threads (a user's daemon under RLIMIT_NPROC; root is never held to it):
 # two frames that arrive in parts used to make both workers hand their places to
