@@ -51,7 +51,7 @@ extension ControlServer {
         defer { served?() }
         let request: ControlRequest
         do { request = try ControlCoding.decode(ControlRequest.self, frame.body) } catch {
-            return send(.failure("malformed request: not a valid dpfs control message"), on: connection)
+            return send(.failure(MalformedRequest.message(for: error)), on: connection)
         }
         if let refusal = connection.scope.refusal(of: request) {
             return send(.failure(refusal), on: connection)

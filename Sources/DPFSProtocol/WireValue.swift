@@ -112,7 +112,7 @@ extension WireValue {
         }
 
         mutating func value(depth: Int) throws -> WireValue {
-            guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested too deeply") }
+            guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested more than \(WireValue.maxDepth) deep") }
             guard let tag = Tag(rawValue: try byte()) else { throw FrameError.malformed("unknown value tag") }
             switch tag {
             case .null: return .null
@@ -145,7 +145,7 @@ extension WireValue {
         /// Passes over one value as `value` reads it, with the same checks, without
         /// building it: a field a reader does not know costs no memory.
         mutating func skip(depth: Int) throws {
-            guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested too deeply") }
+            guard depth <= WireValue.maxDepth else { throw FrameError.malformed("nested more than \(WireValue.maxDepth) deep") }
             guard let tag = Tag(rawValue: try byte()) else { throw FrameError.malformed("unknown value tag") }
             switch tag {
             case .null, .false, .true: return
@@ -192,9 +192,11 @@ extension WireValue {
         mutating func count() throws -> Int {
             let count = try length()
             guard count <= limits.entries else {
-                throw FrameError.malformed("a list or map of \(count) entries (at most \(limits.entries))")
+                throw FrameError.malformed("a list or map of \(count) entries, beyond the \(limits.entries) one may have")
             }
-            guard count <= valuesLeft else { throw FrameError.malformed("more than \(limits.values) values in all") }
+            guard count <= valuesLeft else {
+                throw FrameError.malformed("its lists and maps have more than the \(limits.values) entries they may have in all")
+            }
             valuesLeft -= count
             return count
         }
