@@ -297,11 +297,17 @@ public enum BlockIO {
     /// Grows a file past its last block L with `body`, which writes the new last block:
     /// first L is padded to a full block if short (still sealed as the last: a kill here
     /// leaves a valid file, zero-padded), then `body` runs, then L is sealed again as an
-    /// ordinary block. Returns what `body` returns.
+    /// ordinary block. Returns what `body` returns. When `body` fails (a full disk) L
+    /// gets its length back: the file is as it was.
     public static func growPast<R>(_ file: SealedFile, key: SecureBuffer, pool: BufferPool,
                                    _ body: () throws(Errno) -> R) throws(Errno) -> R {
-        let last = BlockLayout.lastBlock(plainSize: file.plainSize)
-        if file.plainSize == 0 || file.plainSize % blockSize != 0 {
+        let size = file.plainSize
+        let last = BlockLayout.lastBlock(plainSize: size)
+        let padded = size == 0 || size % blockSize != 0
+        if padded {
+            // The padding may need a disk block: reserved first, so that a full disk
+            // fails it before L is written rather than inside L.
+            try reserveBacking(file, BlockLayout.backingSize(plainSize: size)..<BlockLayout.backingOffset(ofBlock: last + 1))
             try resealBlock(file, key: key, block: last, newLength: blockSize, last: true, pool: pool)
         } else {
             // A full last block needs no padding, but must open as the last all the same:
@@ -309,7 +315,15 @@ public enum BlockIO {
             // and sealing it as one again below would hide the cut (EIO, as reads say).
             try checkBlock(file, key: key, block: last, pool: pool)
         }
-        let result = try body()
+        let result: R
+        do throws(Errno) { result = try body() } catch {
+            if padded {
+                // Shorter again, in the disk blocks it has: no new space needed.
+                try? resealBlock(file, key: key, block: last, newLength: size - last * blockSize, last: true, pool: pool)
+                _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: size)))
+            }
+            throw error
+        }
         try resealBlock(file, key: key, block: last, newLength: blockSize, last: false, pool: pool)
         return result
     }
@@ -323,13 +337,17 @@ public enum BlockIO {
         let newSize = max(oldSize, end)
         let newLast = BlockLayout.lastBlock(plainSize: newSize)
         let blocks = BlockLayout.blocks(offset: offset, count: data.count)
-        // A write that only adds blocks after the existing ones (an append, a copy, an
-        // extraction) overwrites nothing: while the disk has room, instead of reserving
-        // space first (fallocate, costly on every small write) a failed write is cut
-        // off again below. Near full, every write reserves, so a full disk stays full.
+        // While the disk has room to spare, a write that only adds blocks after the
+        // existing ones (an append, a copy, an extraction) overwrites nothing: instead
+        // of reserving space first (fallocate, costly on every small write) a failed
+        // write is cut off again below; any other reserves what it adds past the end.
+        // Near full, every write keeps what it replaces and reserves all of its range
+        // first (WriteUndo): a hole it fills needs disk blocks as the end does, and a
+        // write that fails partway leaves the block it stopped in torn.
+        let mayTake = BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingOffset(ofBlock: blocks.lowerBound)
+        let roomy = FreeSpace.hasRoom(file.fd, for: mayTake)
         let appendsOnly = blocks.lowerBound * blockSize >= oldSize
-            && FreeSpace.hasRoom(file.fd, for: BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingSize(plainSize: oldSize))
-        if !appendsOnly {
+        if roomy && !appendsOnly {
             try reserveSpace(file, plainSize: newSize, from: offset / blockSize)
         }
         let ad = AdditionalData(file.fileID)
@@ -404,14 +422,9 @@ public enum BlockIO {
                 }
                 let used = (batchEnd - 1 - first) * cipherSize
                     + BlockLayout.plainLength(ofBlock: batchEnd - 1, plainSize: newSize) + overhead
-                do throws(Errno) {
-                    try pwriteAll(file.fd, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
-                                  at: BlockLayout.backingOffset(ofBlock: first), partSize: backingWritePart)
-                } catch {
-                    // No torn block left behind (a full disk): back to the size before.
-                    if appendsOnly { _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: file.plainSize))) }
-                    throw error
-                }
+                try writeBatch(file, UnsafeRawBufferPointer(rebasing: buffer[0..<used]),
+                               at: BlockLayout.backingOffset(ofBlock: first), guarded: !roomy, appendsOnly: appendsOnly,
+                               pool: pool)
                 file.plainSize = max(file.plainSize, min(end, batchEnd * blockSize))
                 file.unsynced = true
                 if used >= startWritebackBytes {
@@ -426,6 +439,28 @@ public enum BlockIO {
         }
     }
 
+    /// Writes one batch of sealed blocks at backing offset `at`, leaving no torn block
+    /// behind when the disk is full: `guarded` (near full), through a WriteUndo, which
+    /// puts the range back as it was; else a write that only appended is cut off again.
+    private static func writeBatch(_ file: SealedFile, _ bytes: UnsafeRawBufferPointer, at: Int, guarded: Bool,
+                                   appendsOnly: Bool, pool: BufferPool) throws(Errno) {
+        let oldBackingSize = BlockLayout.backingSize(plainSize: file.plainSize)
+        guard guarded else {
+            do throws(Errno) { try pwriteAll(file.fd, bytes, at: at, partSize: backingWritePart) } catch {
+                if appendsOnly { _ = ftruncate(file.fd, off_t(oldBackingSize)) }
+                throw error
+            }
+            return
+        }
+        try pool.withBuffer { (saved) throws(Errno) in
+            let undo = try WriteUndo(file, range: at..<at + bytes.count, oldBackingSize: oldBackingSize, buffer: saved)
+            do throws(Errno) { try pwriteAll(file.fd, bytes, at: at, partSize: backingWritePart) } catch {
+                undo.restore()
+                throw error
+            }
+        }
+    }
+
     /// Writes of at least this many backing bytes start their own writeback.
     public static let startWritebackBytes = 512 * 1024
 
@@ -436,10 +471,23 @@ public enum BlockIO {
         let current = max(BlockLayout.backingSize(plainSize: file.plainSize), BlockLayout.backingOffset(ofBlock: block))
         let needed = BlockLayout.backingSize(plainSize: plainSize)
         guard needed > current else { return }
+        try reserveBacking(file, current..<needed)
+    }
+
+    /// Reserves backing bytes `range`, at or past the end of the backing file. A full
+    /// disk (ENOSPC, EDQUOT) is thrown once what the attempt took is given back (ext4
+    /// keeps what a failed fallocate allocated); where the file system cannot reserve,
+    /// nothing is.
+    static func reserveBacking(_ file: SealedFile, _ range: Range<Int>) throws(Errno) {
+        guard !range.isEmpty else { return }
         // KEEP_SIZE: ext4 grows i_size as it allocates, so a plain fallocate that
         // fails halfway would leave a size that no longer matches the blocks.
-        if fallocate(file.fd, FallocateMode.keepSize, off_t(current), off_t(needed - current)) != 0 {
-            if errno == ENOSPC || errno == EDQUOT { throw Errno.current }
+        if fallocate(file.fd, FallocateMode.keepSize, off_t(range.lowerBound), off_t(range.count)) != 0 {
+            let failure = Errno.current
+            guard failure == .noSpace || failure == .quotaExceeded else { return }
+            // A truncate to the size it has frees what lies past it.
+            _ = ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: file.plainSize)))
+            throw failure
         }
     }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7, full disk: on a small filesystem, a write that meets ENOSPC fails with
-# ENOSPC and leaves the file as it was before that write; metadata stays whole.
+# ENOSPC and leaves the file as it was before that write (a hole stays a hole);
+# metadata stays whole.
 source "$(dirname "$0")/lib.sh"
 
 IMG="$WORK/disk.img"; SMALL="$WORK/small"
@@ -19,30 +20,55 @@ D="$MNT/Documents"
 head -c 3000000 /dev/urandom > "$WORK/base"
 cp "$WORK/base" "$D/keep.bin"
 mkdir "$D/d1"
+# Sparse files whose first block is written and the rest holes.
+truncate -s 1000000 "$D/hole" "$D/mapped"
+head -c 1000000 /dev/zero > "$WORK/zeros"
+# A file whose last block ends its backing file at a page's end: a grow pads that
+# block, and the padding is the first byte of it that needs a new disk block.
+head -c 3544 /dev/urandom > "$WORK/short"
+cp "$WORK/short" "$D/short.txt"
 printf '9999\n' > "$WORK/wrong"; chmod 600 "$WORK/wrong"
 sync
-# Fill the disk.
+# Fill the disk. Failed writes give back what they took, and a lock the daemon's
+# spare file: the disk is filled to its last block again, beside the device, before
+# each step.
+fill_disk() {
+    dd if=/dev/zero of="$SMALL/pad.$1" bs=64k 2>/dev/null; dd if=/dev/zero of="$SMALL/pad.$1.tail" bs=1k 2>/dev/null; sync
+}
 dd if=/dev/urandom of="$D/filler" bs=1M count=100 2>"$WORK/dd.err"
 grep -q "No space left on device" "$WORK/dd.err" && pass "filling the disk ends in ENOSPC" || fail "filling the disk ends in ENOSPC" "$(cat "$WORK/dd.err")"
 # Appending to a file on the full disk fails cleanly and leaves it as it was.
+fill_disk 0
 if head -c 2000000 /dev/urandom >> "$D/keep.bin" 2>"$WORK/append.err"; then
     fail "an append on a full disk fails"
 else
     grep -q "No space left on device" "$WORK/append.err" && pass "an append on a full disk fails with ENOSPC" || fail "an append on a full disk fails with ENOSPC" "$(cat "$WORK/append.err")"
 fi
 check "the file keeps its content before the failed write" cmp "$WORK/base" "$D/keep.bin"
+# A write far past the end of a file pads its short last block to a whole one first.
+fill_disk 5
+check_error "a write far past a file's end on the full disk fails with ENOSPC" "No space left on device" \
+    dd if="$WORK/base" of="$D/short.txt" bs=1 count=1 seek=10000000 conv=notrunc status=none
+check "and leaves it as it was" cmp "$WORK/short" "$D/short.txt"
 check "the filler reads back without EIO" sh -c "cat '$D/filler' > /dev/null"
 # Keybag saves on the full disk (a directory's lowered class, a wrong passcode) fail;
 # none may leave a wrong guess uncounted or the device unmountable (its record two
-# generations ahead of its keybag reads as an old copy put back). Failed writes give
-# back what they took, and a lock the daemon's spare file: the disk is filled to its
-# last block again, beside the device, before each step.
-fill_disk() {
-    dd if=/dev/zero of="$SMALL/pad.$1" bs=64k 2>/dev/null; dd if=/dev/zero of="$SMALL/pad.$1.tail" bs=1k 2>/dev/null; sync
-}
+# generations ahead of its keybag reads as an old copy put back).
 fill_disk 1
 check_error "lowering a directory's class on the full disk fails with ENOSPC" "No space left on device" \
     setfattr -n user.dpfs.protection -v none "$D/d1"
+# A write over the written first block and the holes after it (the first pages of
+# its range are allocated, the rest are not), by write(2) and through a mapping.
+fill_disk 3
+check_error "a write into a sparse file's holes on the full disk fails with ENOSPC" "No space left on device" \
+    dd if="$WORK/base" of="$D/hole" bs=64k count=1 conv=notrunc status=none
+check_fails "so does a mapped write into them, at its msync" python3 - "$D/mapped" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+with mmap.mmap(fd, 65536) as mapped:
+    mapped[0:65536] = os.urandom(65536)
+    mapped.flush()
+PY
 check "lock" "$DPFS" lock "$MNT" --now
 fill_disk 2
 "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" >/dev/null 2>"$WORK/wrong.err"
@@ -57,6 +83,10 @@ expect_eq "and the count is back to 0" "$("$DPFS" status "$MNT" --json | json_fi
 "$DPFS" unmount "$MNT"
 check "the device mounts again" mount_device
 unlock_device
+check "the files the failed writes met read as they were" cmp "$WORK/base" "$D/keep.bin"
+check "the short one too" cmp "$WORK/short" "$D/short.txt"
+check "the sparse file's holes read as zeros after the failed write" cmp "$WORK/zeros" "$D/hole"
+check "and after the failed mapped write" cmp "$WORK/zeros" "$D/mapped"
 check "writes work again" sh -c "head -c 1000000 /dev/urandom > '$D/after.bin'"
 check "class changes work again" setfattr -n user.dpfs.protection -v complete "$D/keep.bin"
 "$DPFS" unmount "$MNT"
