@@ -66,12 +66,13 @@ public enum Rekey {
                     TestHooks.killPoint("rekey-torn")
                 }
                 try Errno.check(fdatasync(file.fd))
-                try journal.remove()
+                try journal.void()
             }
             TestHooks.killPoint("rekey-chunk")
             first = end
             if first <= lastBlock && !mayGoOn() { throw Errno.notPermitted }
         }
+        try journal.remove()
     }
 
     /// Reseals one block in `sealed` under `new` if it opens under `old`: true if it was

@@ -6,7 +6,11 @@
 // directory's `raising/`, named by the file's ID (dpfs(5)):
 //   "DPRJ" | offset u64 | length u32 | bytes | BLAKE2b-256 of all before it
 // A record that does not verify (the kill came while it was written) is ignored: the
-// chunk was not touched yet.
+// chunk was not touched yet. The file is made, with room for the largest chunk, before
+// the raise changes anything (reserve), and kept from chunk to chunk (its record
+// voided once the chunk is written), so that a full disk refuses the raise at its
+// start rather than stopping it halfway, and no chunk waits for space another took.
+import CLinux
 import DataProtection
 import Glibc
 import SystemCalls
@@ -34,29 +38,59 @@ public struct RekeyJournal {
         read().map { $0.offset..<$0.offset + $0.bytes.count }
     }
 
-    /// Puts the journaled chunk back into `fd` and syncs it, then removes the journal.
-    /// A journal that does not verify is removed only.
+    /// Makes the journal of a new raise of a file of `backingSize` bytes: empty, with
+    /// its disk blocks for the largest chunk taken now (fallocate). A full disk (ENOSPC,
+    /// EDQUOT) is thrown, and the journal removed again: the raise must not begin. A
+    /// journal left from before is discarded (no raise of the file is under way).
+    public func reserve(forBackingSize backingSize: Int) throws(Errno) {
+        let chunk = min(Rekey.chunkBlocks * BlockLayout.cipherBlockSize, max(0, backingSize - BlockLayout.headerSize))
+        let fd = try open(truncating: true)
+        defer { close(fd) }
+        if fallocate(fd, 0, 0, off_t(Self.headerSize + chunk + Self.digestSize)) != 0 {
+            let failure = Errno.current
+            guard failure == .noSpace || failure == .quotaExceeded else { return }
+            try? remove()
+            throw failure
+        }
+    }
+
+    /// Puts the journaled chunk back into `fd` and syncs it, then voids the journal.
+    /// A journal that does not verify is voided only.
     public func restore(into fd: Int32) throws(Errno) {
         guard exists else { return }
         if let record = read() {
             try record.bytes.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: record.offset) }
             try Errno.check(fdatasync(fd))
         }
-        try remove()
+        try void()
     }
 
     /// Records `bytes`, read from `offset` of the backing file, and syncs: then the
-    /// chunk may be rewritten.
+    /// chunk may be rewritten. A record the disk has no room for is removed again.
     func record(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(Errno) {
+        let fd = try open(truncating: false)
+        defer { close(fd) }
+        do throws(Errno) { try write(bytes, at: offset, into: fd) } catch {
+            // Written before its chunk was touched: the chunk needs none of it.
+            try? remove()
+            throw error
+        }
+    }
+
+    /// Opens the journal for writing, made if it is not there, and emptied if `truncating`.
+    private func open(truncating: Bool) throws(Errno) -> Int32 {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw Errno.current }
         let created = access(path, F_OK) != 0
-        let fd = try Errno.check(open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600))
-        defer { close(fd) }
+        let fd = try Errno.check(Glibc.open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (truncating ? O_TRUNC : 0), 0o600))
         // A new journal's name must outlast a power cut as its bytes do.
         if created {
-            let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            let parent = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if parent >= 0 { fsync(parent); close(parent) }
         }
+        return fd
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int, into fd: Int32) throws(Errno) {
         var head = Self.magic
         head += (0..<8).map { UInt8(truncatingIfNeeded: UInt64(offset) >> (8 * UInt64($0))) }
         head += (0..<4).map { UInt8(truncatingIfNeeded: UInt32(bytes.count) >> (8 * UInt32($0))) }
@@ -72,13 +106,27 @@ public struct RekeyJournal {
         try Errno.check(fdatasync(fd))
     }
 
-    /// Removes the journal (the move is done, or the chunk is back).
-    func remove() throws(Errno) {
+    /// Voids the record (its chunk is written, or back), keeping the file and its disk
+    /// blocks for the next chunk's. Unsynced, as the removal it stands for was: a void
+    /// a power cut undoes puts a chunk back that both slots still open.
+    func void() throws(Errno) {
+        let fd = Glibc.open(path, O_WRONLY | O_CLOEXEC)
+        if fd < 0 {
+            guard errno == ENOENT else { throw Errno.current }
+            return
+        }
+        defer { close(fd) }
+        let none = [UInt8](repeating: 0, count: Self.magic.count)
+        try none.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: 0) }
+    }
+
+    /// Removes the journal (the move is done).
+    public func remove() throws(Errno) {
         guard unlink(path) == 0 || errno == ENOENT else { throw Errno.current }
     }
 
     private func read() -> (offset: Int, bytes: [UInt8])? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()

@@ -26,11 +26,21 @@ extension SandboxFileSystem {
                                       wrappedKey: wrapped, replacesKey: true)
         let index = content.header.spareSlotIndex
         let bytes = content.header.serializedSlot(slot, index: index, metadataKey: device.metadataKey)
+        // The move's journal takes up to a chunk of the file on disk, the one space a
+        // raise needs: taken first, so that a full disk refuses the raise with the
+        // file as it was, rather than halfway with a file no open can finish.
+        let journal = RekeyJournal(device: device.directory, fileID: content.fileID)
         do throws(Errno) {
-            try bytes.withBytes { (slotBytes) throws(Errno) in
-                try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
+            try journal.reserve(forBackingSize: BlockLayout.backingSize(plainSize: content.plainSize))
+            do throws(Errno) {
+                try bytes.withBytes { (slotBytes) throws(Errno) in
+                    try pwriteAll(content.fd, slotBytes, at: FileHeader.slotOffset(index))
+                }
+                try Errno.check(fdatasync(content.fd))
+            } catch {
+                try? journal.remove()
+                throw error
             }
-            try Errno.check(fdatasync(content.fd))
         } catch {
             newKey.wipe()
             throw error

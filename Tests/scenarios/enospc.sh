@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7, full disk: on a small filesystem, a write that meets ENOSPC fails with
-# ENOSPC and leaves the file as it was before that write (a hole stays a hole);
-# metadata stays whole.
+# ENOSPC and leaves the file as it was before that write (a hole stays a hole, and a
+# class raise is refused before it changes anything); metadata stays whole.
 source "$(dirname "$0")/lib.sh"
 
 IMG="$WORK/disk.img"; SMALL="$WORK/small"
@@ -27,6 +27,11 @@ head -c 1000000 /dev/zero > "$WORK/zeros"
 # block, and the padding is the first byte of it that needs a new disk block.
 head -c 3544 /dev/urandom > "$WORK/short"
 cp "$WORK/short" "$D/short.txt"
+# A file to raise, and a first raise, so that the directory of raises' journals is there.
+head -c 2000000 /dev/urandom > "$WORK/raise"
+cp "$WORK/raise" "$D/raise.bin"
+echo raised > "$D/raised.txt"
+check "a raise with room" "$DPFS" protection set complete "$D/raised.txt"
 printf '9999\n' > "$WORK/wrong"; chmod 600 "$WORK/wrong"
 sync
 # Fill the disk. Failed writes give back what they took, and a lock the daemon's
@@ -69,6 +74,13 @@ with mmap.mmap(fd, 65536) as mapped:
     mapped[0:65536] = os.urandom(65536)
     mapped.flush()
 PY
+# A raise rewrites the file under a new key through an undo journal as large as a
+# chunk of it: with no room for the journal nothing changes.
+check_error "raising a file's class on the full disk fails with ENOSPC" "No space left on device" \
+    "$DPFS" protection set complete "$D/raise.bin"
+expect_eq "and leaves its class as it was" "$("$DPFS" protection get "$D/raise.bin")" "untilFirstAuth"
+check "and its content readable" cmp "$WORK/raise" "$D/raise.bin"
+expect_eq "and no undo journal behind" "$(ls -A "$DEV/raising" 2>/dev/null)" ""
 check "lock" "$DPFS" lock "$MNT" --now
 fill_disk 2
 "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" >/dev/null 2>"$WORK/wrong.err"
@@ -88,6 +100,8 @@ check "the short one too" cmp "$WORK/short" "$D/short.txt"
 check "the sparse file's holes read as zeros after the failed write" cmp "$WORK/zeros" "$D/hole"
 check "and after the failed mapped write" cmp "$WORK/zeros" "$D/mapped"
 check "writes work again" sh -c "head -c 1000000 /dev/urandom > '$D/after.bin'"
+check "and the raise" "$DPFS" protection set complete "$D/raise.bin"
+check "which keeps the content" cmp "$WORK/raise" "$D/raise.bin"
 check "class changes work again" setfattr -n user.dpfs.protection -v complete "$D/keep.bin"
 "$DPFS" unmount "$MNT"
 check "fsck: no torn metadata" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
