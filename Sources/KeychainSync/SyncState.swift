@@ -36,7 +36,7 @@ struct SyncState: Codable, Equatable {
     /// (by the device that left, which still knows the old key) gets nothing.
     var roster: [String]?
 
-    static func path(in directory: DeviceDirectory) -> String { directory.root + "/sync.json" }
+    static func path(in directory: DeviceDirectory) -> String { directory.syncStatePath }
 
     static func load(from directory: DeviceDirectory) throws -> SyncState? {
         let path = path(in: directory)

@@ -123,6 +123,7 @@ public final class LockStateManager: Sendable {
                 userInactivePeriod: TimeInterval = LockStateManager.defaultUserInactivePeriod,
                 testHooks: TestHooks = TestHooks()) throws {
         guard directory.isInitialised else { throw DeviceError.notInitialised(directory.root) }
+        let openedAt = AtomicFile.fileClockNow()
         self.directory = directory
         self.gracePeriod = gracePeriod
         self.inactivityReboot = inactivityReboot
@@ -136,6 +137,9 @@ public final class LockStateManager: Sendable {
         var keybag = try KeybagFile.load(from: directory, deviceSecret: secret)
         self.deviceUUID = keybag.deviceUUID
         self.secretStore = try keybag.storeLocation()
+        // What writes a kill cut short left: housekeeping, which fails nothing.
+        directory.removeStaleTemporaries(openedAt: openedAt)
+        _ = try? DeviceRecordStore.removeStaleTemporaries(for: deviceUUID, in: secretStore, openedAt: openedAt)
         self.bootNotice = try Self.reconcile(&keybag, directory: directory, deviceSecret: secret, testHooks: testHooks)
         // A device made before a class existed gets its key at the first chance.
         if Keybag.addMissingClassKeys(&keybag, deviceSecret: secret) {

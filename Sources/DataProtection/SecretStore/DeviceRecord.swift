@@ -133,6 +133,20 @@ public enum DeviceRecordStore {
         }
     }
 
+    /// Removes the stale temporaries of the device's record in a file store (the
+    /// record's, AtomicFile.removeStaleTemporaries), under the record's lock, which
+    /// every write of it holds: copies of the device directory share the record.
+    @discardableResult
+    public static func removeStaleTemporaries(for deviceUUID: String, in location: SecretStoreLocation,
+                                              openedAt: timespec) throws -> [String] {
+        guard case .file(let directory) = location else { return [] }
+        return try serial.withLock { _ in
+            try RecordFileLock.holding(RecordFileLock.path(of: deviceUUID, in: location), store: location, device: deviceUUID) {
+                AtomicFile.removeStaleTemporaries(of: statePath(of: deviceUUID, in: directory), openedAt: openedAt)
+            }
+        }
+    }
+
     public static func statePath(of deviceUUID: String, in directory: String) -> String {
         directory + "/" + deviceUUID + ".state"
     }

@@ -16,7 +16,7 @@ public struct SystemError: Error, CustomStringConvertible {
 
 public enum AtomicFile {
     public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(SystemError) {
-        let temporary = path + ".tmp-\(getpid())"
+        let temporary = temporaryPath(of: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SystemError("create", temporary) }
         var ok = true

@@ -13,6 +13,8 @@ public struct DeviceDirectory: Sendable {
     public var sandboxPath: String { root + "/sandbox" }
     public var itemStorePath: String { root + "/keychain.sqlite" }
     public var lockPath: String { root + "/mount.lock" }
+    /// The keychain sync state (KeychainSync's SyncState).
+    public var syncStatePath: String { root + "/sync.json" }
     /// Present while no POSIX ACL was ever set in the sandbox (dpfs(5)).
     public var noACLsMarkerPath: String { root + "/no-acls" }
 
