@@ -344,7 +344,11 @@ public enum BlockIO {
         // Near full, every write keeps what it replaces and reserves all of its range
         // first (WriteUndo): a hole it fills needs disk blocks as the end does, and a
         // write that fails partway leaves the block it stopped in torn.
-        let mayTake = BlockLayout.backingSize(plainSize: newSize) - BlockLayout.backingOffset(ofBlock: blocks.lowerBound)
+        // What the write may allocate: its own blocks, not the rest of the file after them
+        // (counted against the room cached for the next 50 ms, that would make every
+        // overwrite near the start of a large file look like a full disk).
+        let mayTake = min(BlockLayout.backingSize(plainSize: newSize), BlockLayout.backingOffset(ofBlock: blocks.upperBound))
+            - BlockLayout.backingOffset(ofBlock: blocks.lowerBound)
         let roomy = FreeSpace.hasRoom(file.fd, for: mayTake)
         let appendsOnly = blocks.lowerBound * blockSize >= oldSize
         if roomy && !appendsOnly {
