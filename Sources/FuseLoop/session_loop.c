@@ -322,6 +322,10 @@ int dpfs_loop_catch_signals(int notify_fd) {
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
     if (sigaction(SIGPIPE, &ignore, NULL) != 0) return -errno;
+    // A backing file is larger than the file it holds, so a write an app's file-size
+    // limit allows can pass the daemon's (inherited from the shell that mounted): the
+    // write must fail with EFBIG, not end the daemon.
+    if (sigaction(SIGXFSZ, &ignore, NULL) != 0) return -errno;
     const int stopping[] = {SIGTERM, SIGINT, SIGHUP};
     for (size_t i = 0; i < sizeof(stopping) / sizeof(stopping[0]); i++) {
         if (sigaction(stopping[i], &action, NULL) != 0) return -errno;

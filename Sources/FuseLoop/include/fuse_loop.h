@@ -36,7 +36,7 @@ void dpfs_loop_stop(struct fuse_session *se);
 
 /// In place of libfuse's signal handlers: SIGTERM, SIGINT and SIGHUP write their number
 /// as one byte to `notify_fd` (a pipe) and do nothing else, so that whoever reads it
-/// acts before the loop ends (dpfs_loop_stop); SIGPIPE is ignored. 0 or a negative errno.
+/// acts before the loop ends (dpfs_loop_stop); SIGPIPE and SIGXFSZ are ignored. 0 or a negative errno.
 int dpfs_loop_catch_signals(int notify_fd);
 
 /// Puts the default actions of those signals back.
