@@ -125,11 +125,7 @@ extension ItemStore {
     /// Checks the database at `path` against the device's record (fsck): throws the
     /// one-line refusal for an old or altered copy.
     public static func checkGeneration(path: String, device: LockStateManager) throws {
-        let queue = try DatabaseQueue(path: path, configuration: {
-            var configuration = Configuration()
-            configuration.readonly = true
-            return configuration
-        }())
+        let queue = try DatabaseQueue(path: path, configuration: KeychainIntegrity.readOnly)
         try queue.read { db in
             if try db.tableExists("meta") {
                 _ = try check(db, device: device)

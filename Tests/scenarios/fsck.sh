@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 7: dpfs fsck finds every damaged file and block, exits non-zero, and
-# --salvage copies out what still reads.
+# --salvage copies out what still reads, also when the keychain is damaged or not the
+# one the device's record names: the files do not depend on it.
 source "$(dirname "$0")/lib.sh"
 
 setup_device
@@ -10,6 +11,10 @@ head -c 50000 /dev/urandom > "$WORK/a.bin"
 cp "$WORK/a.bin" "$D/a.bin"; cp "$WORK/a.bin" "$D/b.bin"; cp "$WORK/a.bin" "$D/c.bin"
 setfattr -n user.dpfs.protection -v complete "$D/b.bin"
 echo small > "$D/small.txt"
+for service in one two three; do
+    printf 'secret-%s' "$service" | "$DPFS" keychain add "$MNT" --service "$service" --account a >/dev/null \
+        || fail "keychain add $service"
+done
 # Symlinks whose sealed targets are long: up to the longest sealed in the link itself
 # (3031 bytes), and one (4095) kept in a file of its own.
 long_target=$(head -c 730 /dev/zero | tr '\0' t)
@@ -53,6 +58,59 @@ for target in "$WORK/a-file" /proc/dpfs-salvage; do
     case "$rc/$out" in 1/Error:*salvage*) pass "salvage into $target is refused: $out" ;;
                         *) fail "salvage into $target is refused" "exit $rc: $out" ;; esac
 done
+
+# The keychain. Its rows are bound to the device's record by a digest, which SQLite's
+# structure around them (pages, indexes) is not: fsck runs SQLite's integrity check
+# too. A keychain that fails either is reported and left as it was; the files are
+# checked and salvaged all the same.
+KC="$DEV/keychain.sqlite"
+cp -a "$KC" "$WORK/keychain-good"
+page_size=$(sqlite3 "$KC" 'PRAGMA page_size')
+page_start() { echo $(( ($(sqlite3 "$KC" "SELECT rootpage FROM sqlite_schema WHERE name = '$1'") - 1) * page_size )); }
+items_page=$(page_start items)
+index_page=$(page_start items_identity)
+# fsck_keychain NAME: fsck --salvage into $WORK/NAME; sets out and rc.
+fsck_keychain() { out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$WORK/$1" 2>&1); rc=$?; }
+kept_as_it_was() {
+    cmp -s "$KC" "$WORK/keychain-damaged" && pass "$1: the keychain file is left as it was" \
+        || fail "$1: the keychain file is left as it was"
+}
+
+# 1. One byte of an index entry: every row is whole, so the record's digest matches;
+# SQLite's integrity check names the index.
+flip_bit "$KC" $((index_page + page_size - 100))
+cp -a "$KC" "$WORK/keychain-damaged"
+fsck_keychain salvage-index
+case "$rc/$out" in 1/*"keychain.sqlite: damaged"*"items_identity"*) pass "a damaged keychain index is reported: $(printf '%s' "$out" | grep keychain.sqlite)" ;;
+                   *) fail "a damaged keychain index is reported" "exit $rc: $out" ;; esac
+kept_as_it_was "a damaged index"
+
+# 2. One byte inside a row's value: SQLite sees nothing wrong, the record's digest
+# does. fsck reports it and salvages the files.
+cp -a "$WORK/keychain-good" "$KC"
+flip_bit "$KC" $((items_page + page_size - 100))
+expect_eq "(SQLite's integrity check passes the edited row)" "$(sqlite3 "$KC" 'PRAGMA integrity_check')" ok
+cp -a "$KC" "$WORK/keychain-damaged"
+fsck_keychain salvage-row
+case "$rc/$out" in 17/*"keychain.sqlite: the keychain does not match the device's record"*) pass "fsck reports the edited row (exit 17)" ;;
+                   *) fail "fsck reports the edited row (exit 17)" "exit $rc: $out" ;; esac
+expect_eq "and salvages the files all the same" "$(cat "$WORK/salvage-row/Documents/small.txt" 2>&1)" "small"
+case "$out" in *"Documents/a.bin: 1 damaged block (3)"*) pass "and checks them all the same" ;;
+               *) fail "and checks them all the same" "$out" ;; esac
+kept_as_it_was "an edited row"
+
+# 3. One byte of the items page's structure (its first cell pointer): SQLite calls the
+# file damaged, and so does fsck.
+cp -a "$WORK/keychain-good" "$KC"
+flip_bit "$KC" $((items_page + 8))
+cp -a "$KC" "$WORK/keychain-damaged"
+fsck_keychain salvage-page
+case "$rc/$out" in 1/*"keychain.sqlite: damaged"*) pass "fsck reports the damaged page (exit 1)" ;;
+                   *) fail "fsck reports the damaged page (exit 1)" "exit $rc: $out" ;; esac
+expect_eq "and salvages the files all the same" "$(cat "$WORK/salvage-page/Documents/small.txt" 2>&1)" "small"
+kept_as_it_was "a damaged page"
+cp -a "$WORK/keychain-good" "$KC"
+
 mount_device
 check_fails "fsck refuses a mounted device" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 finish

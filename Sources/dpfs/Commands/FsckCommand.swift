@@ -1,11 +1,11 @@
 // dpfs fsck: checks an unmounted device with its passcode; --salvage copies out what
-// still reads. Exit 0: no damage; 1: damage found (or the check could not run).
+// still reads. Exit 0: no damage; 1: damage found (or the check could not run); 17:
+// the keychain is whole but not the one the device's record names.
 import ArgumentParser
 import DataProtection
 import Foundation
 import Glibc
 import BlockStore
-import ItemStore
 
 struct Fsck: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,10 +23,8 @@ struct Fsck: ParsableCommand {
         let device: LockStateManager
         do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError(error) }
         if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }
-        // An old copy of the keybag was refused above; one of the item store is here.
-        do { try ItemStore.checkGeneration(path: directory.itemStorePath, device: device) } catch {
-            throw CLIError(error)
-        }
+        // An old copy of the keybag was refused above; the keychain is reported below.
+        let keychain = KeychainFinding.of(directory, device: device)
         if device.status().passcodeSet {
             let passcode = try PasscodeSource.read(file: passcodeFile)
             do { try device.unlock(passcode: passcode) } catch { throw CLIError(error) }
@@ -53,11 +51,15 @@ struct Fsck: ParsableCommand {
             }
         }
         print("secret store: \(device.secretStore)")
+        if let keychain { print(keychain) }
         let report = DeviceCheck(device: device).run(salvageInto: salvage.map(AbsolutePath.of))
         for damage in report.damage { print(damage) }
-        let verdict = report.damage.isEmpty ? "clean" : "\(report.damage.count) problem\(report.damage.count == 1 ? "" : "s")"
+        let problems = report.damage.count + (keychain == nil ? 0 : 1)
+        let verdict = problems == 0 ? "clean" : "\(problems) problem\(problems == 1 ? "" : "s")"
         print("checked \(report.files) files, \(report.blocks) blocks: \(verdict)"
               + (salvage != nil ? "; salvaged \(report.salvaged) files into \(AbsolutePath.of(salvage ?? ""))" : ""))
-        if !report.damage.isEmpty { throw ExitCode.failure }
+        // A keychain that is whole but not the one the record names keeps its own status.
+        if let keychain, keychain.status != .failure { throw ExitCode(keychain.status.rawValue) }
+        if problems > 0 { throw ExitCode.failure }
     }
 }

@@ -1,0 +1,54 @@
+// SQLite's own check of the keychain file (PRAGMA integrity_check), read only: what
+// tells a file damaged on disk from an older copy put back, which is whole. The
+// record's digest (ItemStore+Generation) covers the rows, not the pages and indexes
+// around them: an index entry damaged alone passes it, and finds then go wrong. fsck
+// runs this check every time; an open runs it only when the keychain fails, to name
+// the failure. Its lines name pages, rows and indexes, never a value.
+import Foundation
+import GRDB
+
+/// The keychain file fails SQLite's integrity check, or SQLite says it is no database.
+public struct KeychainDamage: Error, CustomStringConvertible {
+    public let path: String
+    /// What SQLite reports, at most `KeychainIntegrity.reported` lines.
+    public let problems: [String]
+
+    public var description: String {
+        "the keychain \(path) is damaged (SQLite's integrity check: \(problems.joined(separator: "; ")))"
+    }
+}
+
+public enum KeychainIntegrity {
+    /// The most lines reported: the first name the damage, and one torn page can give
+    /// thousands.
+    static let reported = 5
+
+    static var readOnly: Configuration {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return configuration
+    }
+
+    /// The damage SQLite finds in the keychain at `path`, or nil: none, or a file that
+    /// cannot be read for another reason (missing, not readable), which is no damage.
+    public static func damage(at path: String) -> KeychainDamage? {
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: readOnly)
+            let rows = try queue.read { try String.fetchAll($0, sql: "PRAGMA integrity_check(\(reported))") }
+            guard rows != ["ok"] else { return nil }
+            // A row may hold several lines, under a heading that names the schema
+            // ("*** in database main ***"): one problem a line, for a one-line message.
+            let problems = rows.flatMap { $0.split(separator: "\n").map(String.init) }.filter { !$0.hasPrefix("***") }
+            return KeychainDamage(path: path, problems: Array(problems.prefix(reported)))
+        } catch let error as DatabaseError where isDamage(error) {
+            return KeychainDamage(path: path, problems: [error.message ?? "\(error.resultCode)"])
+        } catch {
+            return nil
+        }
+    }
+
+    /// SQLite's own word for a file that is not what it should be.
+    static func isDamage(_ error: DatabaseError) -> Bool {
+        [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+    }
+}

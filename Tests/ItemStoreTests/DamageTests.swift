@@ -1,0 +1,56 @@
+// A keychain file damaged on disk is named as damaged: SQLite's integrity check sees
+// what the record's digest cannot (an index) (dpfs(1), fsck).
+import DPFSProtocol
+import DataProtection
+import Foundation
+import GRDB
+import Testing
+@testable import ItemStore
+
+@Suite struct DamageTests {
+    /// A device whose keychain holds three items, its store closed, as after an unmount.
+    private func closedKeychain() throws -> TestDevice {
+        let t = try TestDevice()
+        for service in ["one", "two", "three"] {
+            #expect(t.add(["service": service, "account": "a"], data: "secret-\(service)").status == 0)
+        }
+        try t.store.settle()
+        try t.store.close()
+        return t
+    }
+
+    /// The file offsets of `table`'s root page, where three items fit whole.
+    private func page(of table: String, in path: String) throws -> Range<Int> {
+        let queue = try DatabaseQueue(path: path, configuration: KeychainIntegrity.readOnly)
+        return try queue.read { db in
+            let size = try #require(try Int.fetchOne(db, sql: "PRAGMA page_size"))
+            let root = try #require(try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_schema WHERE name = ?",
+                                                    arguments: [table]))
+            return (root - 1) * size ..< root * size
+        }
+    }
+
+    private func flipBit(_ path: String, at offset: Int) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(offset))
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: UInt64(offset))
+        try handle.write(contentsOf: [byte ^ 1])
+    }
+
+    @Test func aWholeKeychainPassesTheIntegrityCheck() throws {
+        let t = try closedKeychain()
+        #expect(KeychainIntegrity.damage(at: t.directory.itemStorePath)?.problems == nil)
+        try t.reopenStore()
+    }
+
+    @Test func aDamagedIndexEntryIsFoundThoughTheRowsMatchTheRecord() throws {
+        let t = try closedKeychain()
+        let path = t.directory.itemStorePath
+        try flipBit(path, at: try page(of: "items_identity", in: path).upperBound - 100)
+        try ItemStore.checkGeneration(path: path, device: t.device)
+        let damage = try #require(KeychainIntegrity.damage(at: path))
+        #expect(damage.problems.contains { $0.contains("items_identity") }, "\(damage.problems)")
+    }
+}
