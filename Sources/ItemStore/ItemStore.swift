@@ -23,7 +23,8 @@ public final class ItemStore: Sendable {
 
     /// Opens (creating if needed) the store of a running device.
     public init(path: String, device: LockStateManager) throws {
-        let pool = try Schema.open(path)
+        let pool: DatabasePool
+        do { pool = try Schema.open(path) } catch { throw KeychainIntegrity.damage(at: path) ?? error }
         self.pool = pool
         self.lookups = LookupConnections(path: path)
         self.device = device
@@ -42,8 +43,11 @@ public final class ItemStore: Sendable {
                 break
             }
         }
-        // An old copy of the database put back is refused (ItemStore+Generation).
-        ledger.keep(try pool.read { try Self.check($0, device: device) })
+        // An old copy of the database put back is refused (ItemStore+Generation). When
+        // SQLite finds the file damaged, that is what the refusal says: not a copy.
+        do { ledger.keep(try pool.read { try Self.check($0, device: device) }) } catch {
+            throw KeychainIntegrity.damage(at: path) ?? error
+        }
         // The passcode may have gone while no store was listening.
         if !device.passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
     }

@@ -72,7 +72,13 @@ struct Daemon {
                 try device.markUpgraded()
                 logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
             }
-            let items = try ItemStore(path: directory.itemStorePath, device: device)
+            let items: ItemStore
+            do { items = try ItemStore(path: directory.itemStorePath, device: device) } catch {
+                guard error is KeychainDamage || ExitStatus.of(error) == .rollbackRefused else { throw error }
+                // The sandbox's files do not depend on the keychain: fsck copies them out
+                // whatever its state.
+                throw CLIError(error, adding: "; dpfs fsck \(directory.root) --salvage DIR copies out the sandbox's files")
+            }
             if let problem = items.user.recordProblem {
                 logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
             }

@@ -1,5 +1,6 @@
-// A keychain file damaged on disk is named as damaged: SQLite's integrity check sees
-// what the record's digest cannot (an index) (dpfs(1), fsck).
+// A keychain file damaged on disk is named as damaged, never as an older copy put back:
+// SQLite's integrity check sees what the record's digest cannot (an index), and an
+// open refused for a file SQLite finds damaged says so (dpfs(1), fsck).
 import DPFSProtocol
 import DataProtection
 import Foundation
@@ -52,5 +53,24 @@ import Testing
         try ItemStore.checkGeneration(path: path, device: t.device)
         let damage = try #require(KeychainIntegrity.damage(at: path))
         #expect(damage.problems.contains { $0.contains("items_identity") }, "\(damage.problems)")
+    }
+
+    @Test func aDamagedPageIsRefusedAsDamageNotAsACopy() throws {
+        let t = try closedKeychain()
+        let path = t.directory.itemStorePath
+        // The first cell pointer of the items page: the page's structure, not a value.
+        try flipBit(path, at: try page(of: "items", in: path).lowerBound + 8)
+        let error = try #require(throws: KeychainDamage.self) { try t.reopenStore() }
+        #expect(error.description.contains("is damaged (SQLite's integrity check: "), "\(error)")
+        #expect(!error.description.contains("older copy"), "\(error)")
+    }
+
+    @Test func aChangedValueIsRefusedByTheRecord() throws {
+        let t = try closedKeychain()
+        let path = t.directory.itemStorePath
+        try flipBit(path, at: try page(of: "items", in: path).upperBound - 100)
+        #expect(KeychainIntegrity.damage(at: path)?.problems == nil, "SQLite does not see a value changed")
+        let error = try #require(throws: DeviceRecordError.self) { try t.reopenStore() }
+        #expect(error.description.contains("edited or damaged"), "\(error)")
     }
 }

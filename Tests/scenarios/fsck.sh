@@ -86,10 +86,15 @@ case "$rc/$out" in 1/*"keychain.sqlite: damaged"*"items_identity"*) pass "a dama
 kept_as_it_was "a damaged index"
 
 # 2. One byte inside a row's value: SQLite sees nothing wrong, the record's digest
-# does. fsck reports it and salvages the files.
+# does. The mount refuses it (an older copy with its counter raised looks the same),
+# and points to the salvage; fsck reports it and salvages the files.
 cp -a "$WORK/keychain-good" "$KC"
 flip_bit "$KC" $((items_page + page_size - 100))
 expect_eq "(SQLite's integrity check passes the edited row)" "$(sqlite3 "$KC" 'PRAGMA integrity_check')" ok
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1); rc=$?
+case "$rc/$out" in 17/*"it was put back from an older copy, edited or damaged"*"fsck $DEV --salvage"*)
+                       pass "mount refuses an edited row, pointing to fsck --salvage" ;;
+                   *) fail "mount refuses an edited row, pointing to fsck --salvage" "exit $rc: $out" ;; esac
 cp -a "$KC" "$WORK/keychain-damaged"
 fsck_keychain salvage-row
 case "$rc/$out" in 17/*"keychain.sqlite: the keychain does not match the device's record"*) pass "fsck reports the edited row (exit 17)" ;;
@@ -100,9 +105,15 @@ case "$out" in *"Documents/a.bin: 1 damaged block (3)"*) pass "and checks them a
 kept_as_it_was "an edited row"
 
 # 3. One byte of the items page's structure (its first cell pointer): SQLite calls the
-# file damaged, and so does fsck.
+# file damaged, and so do the mount and fsck, never a copy put back.
 cp -a "$WORK/keychain-good" "$KC"
 flip_bit "$KC" $((items_page + 8))
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1); rc=$?
+case "$rc/$out" in *"older copy"*) fail "mount does not call a damaged keychain a copy put back" "$out" ;;
+                   1/*"the keychain $KC is damaged (SQLite's integrity check: "*"fsck $DEV --salvage"*)
+                       pass "mount says the keychain is damaged and points to fsck --salvage: $out" ;;
+                   *) fail "mount says the keychain is damaged and points to fsck --salvage" "exit $rc: $out" ;; esac
+check_fails "and nothing is mounted" grep -qs " $MNT fuse" /proc/mounts
 cp -a "$KC" "$WORK/keychain-damaged"
 fsck_keychain salvage-page
 case "$rc/$out" in 1/*"keychain.sqlite: damaged"*) pass "fsck reports the damaged page (exit 1)" ;;

@@ -55,7 +55,7 @@ check_error "fsck reports the old keychain" "the keychain is $OLD" "$DPFS" fsck 
 ALTERED="the keychain does not match the device's record in secret store file:$SECRETS"
 sqlite3 "$DEV/keychain.sqlite" "UPDATE meta SET value = value + 5 WHERE key = 'generation'"
 check_error "an old keychain.sqlite with its generation raised is refused at mount" \
-    "$ALTERED (generation [0-9]*, recorded [0-9]*, other items): it was put back from an older copy or edited" \
+    "$ALTERED (generation [0-9]*, recorded [0-9]*, other items): it was put back from an older copy, edited or damaged" \
     "$DPFS" mount "$DEV" "$MNT"
 check_error "fsck reports it" "$ALTERED" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)

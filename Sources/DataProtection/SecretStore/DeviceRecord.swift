@@ -50,7 +50,8 @@ public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
     /// `what` is "keybag" or "keychain".
     case rolledBack(what: String, store: String, found: Int, recorded: Int)
     /// The item store is at the recorded generation (or past it) but its rows are not
-    /// the ones recorded: an old copy with its counter raised, or rows put back.
+    /// the ones recorded: an old copy with its counter raised, rows put back, or a byte
+    /// of a row changed on disk (which SQLite's integrity check does not see).
     case keychainAltered(store: String, found: Int, recorded: Int)
     case unreadable(store: String, device: String, reason: String)
 
@@ -61,7 +62,7 @@ public enum DeviceRecordError: Error, CustomStringConvertible, Equatable {
                 + "(generation \(found) < \(recorded)): an old copy was put back"
         case .keychainAltered(let store, let found, let recorded):
             return "the keychain does not match the device's record in secret store \(store) "
-                + "(generation \(found), recorded \(recorded), other items): it was put back from an older copy or edited"
+                + "(generation \(found), recorded \(recorded), other items): it was put back from an older copy, edited or damaged"
         case .unreadable(let store, let device, let reason):
             return "the record of device \(device) in secret store \(store) cannot be used: \(reason)"
         }
