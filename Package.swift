@@ -60,6 +60,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         // The filesystem core's system shims: Errno (its one error type, thrown), the
         // Linux flags Glibc does not show, and the wrappers that turn a C call's

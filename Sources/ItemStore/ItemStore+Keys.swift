@@ -13,6 +13,7 @@ import SecKeyCrypto
 extension ItemStore {
     public func performKey(_ request: KeyRequest) -> KeyResponse {
         do {
+            try finishPendingErase()
             let caller = try scope(of: request.app)
             switch request.operation {
             case .generate: return try generateKey(request, caller: caller)

@@ -5,6 +5,8 @@ import DataProtection
 import DPFSProtocol
 import Foundation
 import GRDB
+import Logging
+import Synchronization
 
 public final class ItemStore: Sendable {
     let pool: DatabasePool
@@ -15,6 +17,9 @@ public final class ItemStore: Sendable {
     /// The device's simulated user, asked before an item behind an access control is read.
     public let user: SimulatedUser
     private let observerID: UInt64
+    /// The device's erases this store has deleted its items for (ItemStore+Erase), as
+    /// far as it knows: each request compares the device's count with it.
+    let erasuresDeleted = Atomic<Int>(0)
     /// Callers' access scopes by bundle ID (nil for the sandbox's app). Only this store
     /// registers apps while the device runs, so it knows when to forget them.
     private let callers = PosixMutex<[String?: AccessScope]>([:])
@@ -35,10 +40,16 @@ public final class ItemStore: Sendable {
         observerID = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
-                if let device, !device.passcodeSet { try? Self.destroyPasscodeItems(pool, device, ledger) }
+                guard let device, !device.passcodeSet else { return }
+                // Left for the store's next open, which deletes them too; until then
+                // no query without a passcode matches them.
+                do { try Self.destroyPasscodeItems(pool, device, ledger) } catch {
+                    Logger(label: "dpfs.keychain").error(
+                        "the passcode's removal could not delete its WhenPasscodeSetThisDeviceOnly items: \(error); the keychain's next open does")
+                }
             case .erased:
                 // The class keys were replaced: every sealed secret is unreadable now.
-                if let device { _ = try? Self.commit(pool, device, ledger) { try $0.execute(sql: "DELETE FROM items") } }
+                if let device { Self.eraseObserved(pool, device, ledger) }
             default:
                 break
             }
@@ -48,7 +59,9 @@ public final class ItemStore: Sendable {
         do { ledger.keep(try pool.read { try Self.check($0, device: device) }) } catch {
             throw KeychainIntegrity.damage(at: path) ?? error
         }
-        // The passcode may have gone while no store was listening.
+        // The device may have been erased, or its passcode removed, while no store was
+        // listening, or while one was and its delete failed.
+        erasuresDeleted.store(try Self.finishErase(pool, device, ledger), ordering: .releasing)
         if !device.passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
     }
 
@@ -117,6 +130,7 @@ public final class ItemStore: Sendable {
     /// Runs one SecItem call. Never throws: every failure is an OSStatus.
     public func perform(_ request: KeychainRequest) -> KeychainResponse {
         do {
+            try finishPendingErase()
             let caller = try scope(of: request.app)
             switch request.operation {
             case .add: return changed(try add(request, caller: caller))

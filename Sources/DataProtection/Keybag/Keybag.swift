@@ -160,6 +160,7 @@ public enum Keybag {
         fresh.policy = file.policy
         fresh.directoryClasses = file.directoryClasses
         fresh.generation = file.generation
+        fresh.erasures = (file.erasures ?? 0) + 1
         fresh.policy.erased = true
         fresh.policy.retryAfter = nil
         fresh.policy.eraseAfter = nil

@@ -41,6 +41,10 @@ public struct KeybagFile: Codable, Sendable {
     /// the passcode, as iOS destroys that class's key, and a new passcode never brings
     /// it back.
     public var passcodeRemovals: Int?
+    /// How many times the key material was erased after too many failed attempts; nil
+    /// until the first erase. The keychain counts the erases it has deleted its items
+    /// for (ItemStore+Erase), so that one a kill cut short is finished at its next open.
+    public var erasures: Int?
     public var generation = 0
     public var mac: Bytes?
 

@@ -264,6 +264,10 @@ public final class LockStateManager: Sendable {
         core.withReadLock { $0.keybag.passcodeSet ? $0.keybag.passcodeRemovals ?? 0 : nil }
     }
 
+    /// How many times the device was erased after too many failed attempts: every item
+    /// sealed before the last erase is sealed under keys that are gone.
+    public var erasures: Int { core.withReadLock { $0.keybag.erasures ?? 0 } }
+
     /// Runs `body` with the class key (for completeUnlessOpen, the private key) while
     /// holding it steady; nil when the class is unavailable.
     public func withClassKey<R>(_ protectionClass: ProtectionClass, _ body: (SecureBuffer) throws -> R) rethrows -> R? {
