@@ -69,7 +69,7 @@ let package = Package(
         // FUSE-free file content: header I/O, block seal/open, workers, buffers, holes, fsck.
         .target(name: "BlockStore", dependencies: ["DataProtection", "DPFSProtocol", "SystemCalls", "CLinux"]),
         .target(name: "SandboxFS", dependencies: [
-            "DataProtection", "BlockStore", "SystemCalls", "CFuse", "FuseLoop", "CLinux",
+            "DataProtection", "DPFSProtocol", "BlockStore", "SystemCalls", "CFuse", "FuseLoop", "CLinux",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Keychain sync of synchronizable items between the devices of one account.
