@@ -16,7 +16,7 @@ struct AppSession {
 
     init(mount: String, app: String?, deviceControl: Bool) throws {
         do {
-            connection = try ControlClient(mountpoint: mount)
+            connection = try DaemonDeadline.client(for: mount)
             guard let own = try connection.send(.appIdentity(bundleID: nil)).app,
                   let status = try connection.send(.status).status else {
                 throw CLIError("the daemon of \(mount) did not describe its device")

@@ -92,11 +92,11 @@ check "status, unlock and lock answer with a stopped subscriber" timeout 60 "$DP
 expect_eq "locked" "$(state_of)" "locked"
 
 # The daemon stopped (Ctrl-Z in its terminal, a debugger): every touch of the mount
-# blocks until it resumes; the state commands give up after their 15 s deadline.
+# blocks until it resumes; every command gives up after its 15 s deadline.
 unlock_device > /dev/null
 stopped_daemon=$daemon
 kill -STOP "$daemon"
-for command in "lock --now" restart status; do
+for command in "lock --now" restart status "unlock --passcode-file $PASS" "biometry status" "keychain find"; do
     # shellcheck disable=SC2086 # the command's words
     status=0; timeout -s KILL 120 "$DPFS" $command "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
     expect_eq "$command gives up on a stopped daemon with status 1" "$status" "1"

@@ -30,7 +30,7 @@ extension App {
             }
             // Parsed here too, so a bad plist is reported before the daemon is bothered.
             do { _ = try Entitlements(plist: plist) } catch { throw CLIError("\(entitlements): \(error)") }
-            let reply = try ControlClient(mountpoint: mountpoint).send(.appAdd(entitlements: plist))
+            let reply = try DaemonDeadline.client(for: mountpoint).send(.appAdd(entitlements: plist))
             if let message = reply.message { print(message) }
         }
     }

@@ -22,7 +22,7 @@ struct BackupCommand: ParsableCommand {
     func run() throws {
         let target = try BackupTarget.resolve(to)
         let root = AbsolutePath.of(mountpoint)
-        let client = try ControlClient(mountpoint: root)
+        let client = try DaemonDeadline.client(for: root)
         guard let status = try client.send(.status).status else { throw CLIError("the daemon sent no status") }
         guard status.state == .unlocked || !status.passcodeSet else {
             throw CLIError("the device at \(root) is \(status.state.rawValue): unlock it first (a backup reads every class, "

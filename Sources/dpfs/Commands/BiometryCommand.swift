@@ -71,7 +71,7 @@ struct Biometry: ParsableCommand {
         }
 
         func run() throws {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try DaemonDeadline.client(for: mountpoint)
             let secrets = answer == .passcode ? [try PasscodeSource.read(file: passcodeFile)] : []
             let reply = try client.send(.biometry(.respond(answer: answer, times: times)), secrets: secrets)
             if let state = reply.biometry { print("\(state.queued) answer\(state.queued == 1 ? "" : "s") queued") }
@@ -123,7 +123,7 @@ struct Biometry: ParsableCommand {
     }
 
     static func send(_ request: BiometryRequest, to mountpoint: String) throws -> BiometryReply {
-        guard let state = try ControlClient(mountpoint: mountpoint).send(.biometry(request)).biometry else {
+        guard let state = try DaemonDeadline.client(for: mountpoint).send(.biometry(request)).biometry else {
             throw CLIError("the daemon sent no biometry state")
         }
         return state

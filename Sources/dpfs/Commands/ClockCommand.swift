@@ -22,7 +22,7 @@ struct Clock: ParsableCommand {
 
         func run() throws {
             guard let seconds = ClockDuration.seconds(in: duration) else { return }
-            let reply = try ControlClient(mountpoint: mountpoint).send(.clockAdvance(seconds: seconds))
+            let reply = try DaemonDeadline.client(for: mountpoint).send(.clockAdvance(seconds: seconds))
             if let state = reply.status?.state { print("moved the clock forward by \(duration); the device is \(state.rawValue)") }
         }
     }

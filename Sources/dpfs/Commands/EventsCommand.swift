@@ -12,7 +12,7 @@ struct Events: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
-            try ControlClient(mountpoint: mountpoint).stream(.events) { reply in
+            try DaemonDeadline.client(for: mountpoint).stream(.events) { reply in
                 guard let event = reply.event, let line = try? encoder.encode(event) else { return true }
                 FileHandle.standardOutput.write(line + Data("\n".utf8))
                 return true
@@ -23,7 +23,7 @@ struct Events: ParsableCommand {
         // The stream ends when the mount goes away, when the daemon dies, or when the
         // daemon drops a subscriber that fell behind; a daemon that still answers says
         // the last, a dead mount left in place the second.
-        if (try? ControlClient(mountpoint: mountpoint).send(.status)) != nil {
+        if (try? DaemonDeadline.client(for: mountpoint).send(.status)) != nil {
             throw CLIError("the daemon dropped this event stream: its events were not read in time "
                            + "(a subscriber that falls behind is dropped, so that it never delays a lock)")
         }

@@ -123,7 +123,7 @@ struct KeychainCall: ParsableArguments {
         if let authenticationUI { request.authentication = KeychainAuthentication(interaction: authenticationUI) }
         let reply: KeychainResponse?
         do {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try DaemonDeadline.client(for: mountpoint)
             reply = try client.send(.keychain(request), secrets: data.map { [$0] } ?? []).keychain
         } catch {
             throw Unreachable(cause: error)

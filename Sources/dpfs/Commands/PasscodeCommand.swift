@@ -17,7 +17,7 @@ struct Passcode: ParsableCommand {
         @Option(help: "Read the new passcode from this file.") var newPasscodeFile: String?
 
         func run() throws {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try DaemonDeadline.client(for: mountpoint)
             let new = try PasscodeSource.readNew(file: newPasscodeFile ?? passcodeFile)
             _ = try client.send(.passcode(.set), secrets: [new])
         }
@@ -38,7 +38,7 @@ struct Passcode: ParsableCommand {
         }
 
         func run() throws {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try DaemonDeadline.client(for: mountpoint)
             let current = try PasscodeSource.read(file: passcodeFile, prompt: "Current passcode: ")
             let new = try PasscodeSource.readNew(file: newPasscodeFile)
             _ = try client.send(.passcode(.change), secrets: [current, new])
@@ -52,7 +52,7 @@ struct Passcode: ParsableCommand {
         @Option(help: "Read the current passcode from this file (else stdin).") var passcodeFile: String?
 
         func run() throws {
-            let client = try ControlClient(mountpoint: mountpoint)
+            let client = try DaemonDeadline.client(for: mountpoint)
             let current = try PasscodeSource.read(file: passcodeFile, prompt: "Current passcode: ")
             _ = try client.send(.passcode(.remove), secrets: [current])
         }

@@ -106,7 +106,7 @@ struct RestoreCommand: ParsableCommand {
     /// The second pass: apps, items and the tree into the mounted new device.
     private func fill(_ root: String, from stream: OpeningStream, contents: BackupContents, passcode: SecureBuffer?,
                       progress: ProgressLine) throws {
-        let client = try ControlClient(mountpoint: root)
+        let client = try DaemonDeadline.client(for: root)
         if let passcode { _ = try client.send(.unlock, secrets: [passcode]) }
         let sandboxApp = try client.send(.appIdentity(bundleID: nil)).app
         try stream.rewind()

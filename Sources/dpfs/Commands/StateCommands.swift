@@ -23,7 +23,7 @@ struct Unlock: ParsableCommand {
     @Option(help: "Read the passcode from the first line of this file.") var passcodeFile: String?
 
     func run() throws {
-        let client = try ControlClient(mountpoint: mountpoint)
+        let client = try DaemonDeadline.client(for: mountpoint)
         let passcode = try PasscodeSource.read(file: passcodeFile)
         _ = try client.send(.unlock, secrets: [passcode])
     }

@@ -12,7 +12,7 @@ struct Sync: ParsableCommand {
         subcommands: [Create.self, Invite.self, Join.self, Leave.self, Status.self])
 
     static func send(_ command: SyncCommand, to mountpoint: String) throws -> ControlReply {
-        try ControlClient(mountpoint: mountpoint).send(.sync(command))
+        try DaemonDeadline.client(for: mountpoint).send(.sync(command))
     }
 }
 

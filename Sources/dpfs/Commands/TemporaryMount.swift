@@ -21,7 +21,7 @@ final class TemporaryMount {
         do {
             try run(["mount", directory.root, mountpoint, "--inactivity-reboot", "0"])
             mounted = true
-            daemonPID = try ControlClient(mountpoint: mountpoint).send(.status).status?.pid
+            daemonPID = try DaemonDeadline.client(for: mountpoint).send(.status).status?.pid
         } catch {
             takeDown()
             throw error

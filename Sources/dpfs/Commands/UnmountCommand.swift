@@ -31,7 +31,7 @@ struct Unmount: ParsableCommand {
             return
         }
         let target = AbsolutePath.of(mountpoint)
-        let pid = (try? ControlClient(mountpoint: target).send(.status))?.status?.pid
+        let pid = (try? DaemonDeadline.client(for: target).send(.status))?.status?.pid
         guard pid != nil || isMountpoint(target) else { throw CLIError("\(target) is not a mounted dpfs sandbox") }
         if Self.fusermountUnmount(target, lazily: false) != 0 && umount(target) != 0 {
             throw CLIError("cannot unmount \(target): \(String(cString: strerror(errno)))")
