@@ -50,7 +50,8 @@ public final class ControlClient {
 
     /// Connects to the daemon of `mountpoint` once it is shown to be the caller's own
     /// (OwnedMount, then the peer's credentials); throws `.refused` before any byte is sent,
-    /// `.noAnswer` when the connection and its check take longer than `timeout` seconds.
+    /// `.noAnswer` when the mount's check, the connection and its check take longer than
+    /// `timeout` seconds (a stopped daemon answers none of them).
     /// A program under `dpfs run` reaches it through the app socket it was given.
     public init(mountpoint: String, timeout: Double = connectTimeout) throws {
         self.mountpoint = mountpoint
@@ -59,14 +60,18 @@ public final class ControlClient {
             fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false, timeout: timeout)
             return
         }
-        let mount: OwnedMount
-        do { mount = try OwnedMount(mountpoint) } catch {
+        let start = ContinuousClock.now
+        let found: OwnedMount?
+        do { found = try OwnedMount.within(timeout, mountpoint) } catch {
             if error.daemonDied { throw ControlClientError.daemonDied(mountpoint) }
             throw ControlClientError.refused(mountpoint, reason: error.reason)
         }
+        guard let mount = found else { throw ControlClientError.noAnswer(mountpoint, seconds: timeout) }
         mountRoot = mount.path
+        let (spent, attoseconds) = (ContinuousClock.now - start).components
+        let left = max(timeout - Double(spent) - Double(attoseconds) / 1e18, 0.001)
         do {
-            fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true, timeout: timeout)
+            fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true, timeout: left)
         } catch {
             throw Self.deathShown(by: error, mountRoot: mount.path, mountpoint: mountpoint) ?? error
         }

@@ -99,7 +99,7 @@ kill -STOP "$daemon"
 for command in "lock --now" restart status "unlock --passcode-file $PASS" "biometry status" "keychain find"; do
     # shellcheck disable=SC2086 # the command's words
     status=0; timeout -s KILL 120 "$DPFS" $command "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
-    expect_eq "$command gives up on a stopped daemon with status 1" "$status" "1"
+    expect_eq "${command/$PASS/PASSFILE} gives up on a stopped daemon with status 1" "$status" "1"
     check "and says the daemon is stopped" has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
     case $command in
         lock*) check "and that the device was not locked: run it again" \

@@ -1,12 +1,11 @@
 // Every command must come back even when the daemon cannot answer: one stopped by a
-// signal or a debugger blocks every touch of its mount (the CLI asks the mount's root
-// for its control socket, which no socket timeout bounds) for as long as it stays
-// stopped. The connection (and, for lock, restart and status, the request too) runs on
-// a thread of its own and the command gives up after a deadline, naming the daemon's
-// state when it can read it, and for lock and restart whether the request had gone
-// out: one given up on before (the usual case, blocked on the mount) did nothing, and
-// must be made again. Exiting ends the blocked thread: a fatal signal interrupts a
-// FUSE request's wait.
+// signal or a debugger blocks every touch of its mount for as long as it stays
+// stopped. The connection gives up after a deadline (ControlClient bounds the mount's
+// check), and lock, restart and status run their request on a thread of its own with
+// the same deadline; the command then names the daemon's state when it can read it,
+// and for lock and restart whether the request had gone out: one given up on before
+// (the usual case, blocked on the mount) did nothing, and must be made again. Exiting
+// ends a blocked thread: a fatal signal interrupts a FUSE request's wait.
 import CLinux
 import DataProtection
 import DPFSProtocol
@@ -18,41 +17,37 @@ enum DaemonDeadline {
 
     /// The daemon's reply to `request`, or a CLIError once `seconds` pass without one.
     static func send(_ request: ControlRequest, to mountpoint: String) throws -> ControlReply {
+        let outcome = Mutex<Result<ControlReply, any Error>?>(nil)
         let sent = Atomic<Bool>(false)
-        return try withinDeadline(of: mountpoint, else: { consequence(of: request, sent: sent.load(ordering: .acquiring)) }) {
-            let client = try ControlClient(mountpoint: mountpoint, timeout: seconds)
-            sent.store(true, ordering: .releasing)
-            return try client.send(request)
-        }
-    }
-
-    /// A connection to the daemon of `mountpoint`, or a CLIError once `seconds` pass
-    /// without one. Its requests then wait as long as they take.
-    static func client(for mountpoint: String) throws -> ControlClient {
-        try withinDeadline(of: mountpoint, else: { "" }) {
-            ConnectedClient(try ControlClient(mountpoint: mountpoint, timeout: seconds))
-        }.client
-    }
-
-    /// `body`'s result, run on a thread of its own; a CLIError naming the daemon's
-    /// silence and then `consequence()` once `seconds` pass without one.
-    private static func withinDeadline<Value: Sendable>(of mountpoint: String, else consequence: () -> String,
-                                                        _ body: @escaping @Sendable () throws -> Value) throws -> Value {
-        let outcome = Mutex<Result<Value, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Thread {
-            let result = Result { try body() }
+            let result = Result {
+                let client = try ControlClient(mountpoint: mountpoint, timeout: seconds)
+                sent.store(true, ordering: .releasing)
+                return try client.send(request)
+            }
             outcome.withLock { $0 = result }
             done.signal()
         }.start()
         guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
-            throw CLIError(silence(of: mountpoint) + consequence())
+            throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: sent.load(ordering: .acquiring)))
         }
         // The connection's own deadline, which ends with this one: the same silence.
         if case .failure(ControlClientError.noAnswer) = result {
-            throw CLIError(silence(of: mountpoint) + consequence())
+            throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: false))
         }
         return try result.get()
+    }
+
+    /// A connection to the daemon of `mountpoint`, or a CLIError once `seconds` pass
+    /// without one (ControlClient bounds the mount's check too). Its requests then wait
+    /// as long as they take.
+    static func client(for mountpoint: String) throws -> ControlClient {
+        do {
+            return try ControlClient(mountpoint: mountpoint, timeout: seconds)
+        } catch ControlClientError.noAnswer {
+            throw CLIError(silence(of: mountpoint))
+        }
     }
 
     private static func silence(of mountpoint: String) -> String {
@@ -77,13 +72,6 @@ enum DaemonDeadline {
         return sent ? "; the request was sent: the daemon carries it out if it resumes"
                     : "; the device was not \(undone): run the command again once the daemon answers"
     }
-}
-
-/// A connection handed from the thread that made it to the command, which alone uses
-/// it from then on: what makes the unchecked Sendable sound.
-private final class ConnectedClient: @unchecked Sendable {
-    let client: ControlClient
-    init(_ client: ControlClient) { self.client = client }
 }
 
 /// `path` made absolute, with "." and ".." taken out by their spelling alone: the
