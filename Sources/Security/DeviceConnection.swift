@@ -10,9 +10,7 @@
 // waiting on it. A request larger than a control frame may be is `.tooLarge`, sent
 // nowhere: no device is missing then.
 import DPFSProtocol
-import Foundation
 import Glibc
-import Synchronization
 
 final class DeviceConnection: Sendable {
     static let shared = DeviceConnection()
@@ -101,20 +99,14 @@ final class DeviceConnection: Sendable {
         }
     }
 
-    /// Connects on a helper thread: finding the socket asks the mount (getxattr), which
-    /// a stopped daemon would never answer; the caller waits at most the timeout.
+    /// A fresh connection, or nil: ControlClient gives up within the timeout, the
+    /// mount's check included (a stopped daemon answers none of it).
     private func connect(_ mountpoint: String) -> PooledClient? {
-        let slot = ConnectSlot()
-        let thread = Thread {
-            if let client = try? ControlClient(mountpoint: mountpoint, timeout: Double(Self.timeoutSeconds)) {
-                client.setTimeout(seconds: Double(Self.timeoutSeconds))
-                slot.fill(PooledClient(client, mountpoint: mountpoint))
-            }
-            slot.done.signal()
+        guard let client = try? ControlClient(mountpoint: mountpoint, timeout: Double(Self.timeoutSeconds)) else {
+            return nil
         }
-        thread.start()
-        guard slot.done.wait(timeout: .now() + .seconds(Self.timeoutSeconds)) == .success else { return nil }
-        return slot.take()
+        client.setTimeout(seconds: Double(Self.timeoutSeconds))
+        return PooledClient(client, mountpoint: mountpoint)
     }
 
     private static func environment(_ name: String) -> String? {
@@ -145,13 +137,4 @@ final class PooledClient: @unchecked Sendable {
         self.client = client
         self.mountpoint = mountpoint
     }
-}
-
-/// Hands a connection from the connecting thread to the caller, if it came in time.
-private final class ConnectSlot: Sendable {
-    let done = DispatchSemaphore(value: 0)
-    private let client = Mutex<PooledClient?>(nil)
-
-    func fill(_ pooled: PooledClient) { client.withLock { $0 = pooled } }
-    func take() -> PooledClient? { client.withLock { $0.take() } }
 }
