@@ -60,7 +60,7 @@ public final class ControlClient {
             fd = try Self.connected(to: appSocket, mountpoint: mountpoint, peerPIDKnown: false, timeout: timeout)
             return
         }
-        let start = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(timeout)
         let found: OwnedMount?
         do { found = try OwnedMount.within(timeout, mountpoint) } catch {
             if error.daemonDied { throw ControlClientError.daemonDied(mountpoint) }
@@ -68,10 +68,9 @@ public final class ControlClient {
         }
         guard let mount = found else { throw ControlClientError.noAnswer(mountpoint, seconds: timeout) }
         mountRoot = mount.path
-        let (spent, attoseconds) = (ContinuousClock.now - start).components
-        let left = max(timeout - Double(spent) - Double(attoseconds) / 1e18, 0.001)
         do {
-            fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true, timeout: left)
+            fd = try Self.connected(to: mount.socketPath, mountpoint: mountpoint, peerPIDKnown: true,
+                                    timeout: timeout, by: deadline)
         } catch {
             throw Self.deathShown(by: error, mountRoot: mount.path, mountpoint: mountpoint) ?? error
         }
@@ -100,14 +99,14 @@ public final class ControlClient {
     }
 
     /// A connection to `socketPath` whose peer passed `checkPeer`, both within `timeout`
-    /// seconds. In a program's own PID namespace the daemon has no pid to compare
+    /// seconds (or by `deadline`, when part of the timeout went before). In a program's own PID namespace the daemon has no pid to compare
     /// (`peerPIDKnown` false). Its reads and writes then wait as long as they take,
     /// unless the caller sets a timeout (ControlClient+Timeout).
     private static func connected(to socketPath: String, mountpoint: String, peerPIDKnown: Bool,
-                                  timeout: Double) throws -> Int32 {
+                                  timeout: Double, by deadline: ContinuousClock.Instant? = nil) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
-        let deadline = ContinuousClock.now + .seconds(timeout)
+        let deadline = deadline ?? ContinuousClock.now + .seconds(timeout)
         let noAnswer = ControlClientError.noAnswer(mountpoint, seconds: timeout)
         do {
             try connect(fd, to: socketPath, mountpoint: mountpoint, by: deadline, else: noAnswer)
