@@ -66,6 +66,9 @@ struct ConnectionString {
         return options
     }
 
+    /// Whether the string sets a value libpq marks secret (a password).
+    var hasSecret: Bool { options.contains { $0.secret && !$0.value.isEmpty } }
+
     /// `message` with the string itself and every secret value in it replaced by "***".
     func redacting(_ message: String) -> String {
         let secrets = [text] + options.filter(\.secret).map(\.value)

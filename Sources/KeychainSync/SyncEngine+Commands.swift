@@ -81,7 +81,7 @@ extension SyncEngine {
         // invitation is the account's secret, not the server's, so its password stays out.
         let invitation = Invitation(accountID: state.accountID, server: Self.displayed(state.server), epoch: state.epoch,
                                     token: SecureBuffer.random(count: 32), keyPair: keys)
-        let connection = try PostgresConnection(server: ConnectionString(state.server))
+        let connection = try PostgresConnection(server: try connectionString(of: state))
         let epoch = try connection.execute("SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1", [.text(state.accountID)])
         guard epoch.int(0, 0) == state.epoch else {
             throw SyncError("this device has not yet caught up with the account's keys; try again in a moment")
@@ -130,7 +130,7 @@ extension SyncEngine {
     /// removed. The items stay on this device, no longer updated.
     private func leave(_ stillWanted: () throws -> Void) throws -> String {
         guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
-        let connection = try PostgresConnection(server: ConnectionString(state.server))
+        let connection = try PostgresConnection(server: try connectionString(of: state))
         try connection.transaction {
             try connection.execute("DELETE FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
                                    [.text(state.accountID), .text(state.deviceID)])
@@ -164,9 +164,18 @@ extension SyncEngine {
               let sealedPrivate = SyncState.seal(privateKey, purpose: "device-key", accountID: crypto.accountID, device: device) else {
             throw Self.beforeFirstUnlock
         }
-        return SyncState(accountID: crypto.accountID, server: server, deviceID: deviceID, epoch: crypto.epoch,
-                         sealedKeys: sealedKeys, sealedPrivateKey: sealedPrivate, publicKey: Hex.encode(publicKey),
-                         lastSequence: 0, entries: [:], roster: nil)
+        guard let kept = try SyncState.keeping(server: server, accountID: crypto.accountID, device: device) else {
+            throw Self.beforeFirstUnlock
+        }
+        return SyncState(accountID: crypto.accountID, server: kept.shown, sealedServer: kept.sealed, deviceID: deviceID,
+                         epoch: crypto.epoch, sealedKeys: sealedKeys, sealedPrivateKey: sealedPrivate,
+                         publicKey: Hex.encode(publicKey), lastSequence: 0, entries: [:], roster: nil)
+    }
+
+    /// The state's server to connect to, or the line that says why not yet.
+    private func connectionString(of state: SyncState) throws -> ConnectionString {
+        guard let server = try state.connectionString(device: device) else { throw Self.beforeFirstUnlock }
+        return server
     }
 
     private func refuseMember() throws {

@@ -189,13 +189,15 @@ public final class SyncEngine: Sendable {
         var exchange = Exchange(engine: self, crypto: crypto)
         // Saved only when changed: most rounds (a notification of one's own push) change nothing.
         var saved = state
+        try state.sealServerIfClear(device: device)
         try exchange.scan(&state)
         if state != saved {
             try state.save(in: directory)
             saved = state
         }
         if connection == nil || connection?.isBroken == true {
-            let made = try PostgresConnection(server: ConnectionString(state.server))
+            guard let server = try state.connectionString(device: device) else { return .idle }
+            let made = try PostgresConnection(server: server)
             try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
             connection = made
         }

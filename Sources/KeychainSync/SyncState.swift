@@ -21,7 +21,12 @@ struct SyncState: Codable, Equatable {
     }
 
     var accountID: String
+    /// The server as `sync status` shows it, without any secret of the string.
     var server: String
+    /// The whole string when it holds a secret (a password, an SSL key's passphrase),
+    /// sealed under the untilFirstAuth class key (hex): a copy of the device directory
+    /// does not give the server's password away.
+    var sealedServer: String?
     var deviceID: String
     var epoch: Int
     /// Account key ‖ id key, sealed under the untilFirstAuth class key (hex).
@@ -89,6 +94,37 @@ struct SyncState: Codable, Equatable {
             throw SyncError("the sync state's account keys are damaged")
         }
         return crypto
+    }
+
+    // MARK: the server
+
+    /// `server`, as the user gave it, in the form the state keeps: `server` without
+    /// secrets, and the whole string sealed when it has any. Nil before the first unlock.
+    static func keeping(server: String, accountID: String, device: LockStateManager) throws
+        -> (shown: String, sealed: String?)? {
+        let parsed = try ConnectionString(server)
+        guard parsed.hasSecret else { return (server, nil) }
+        var text = server
+        let secret = text.withUTF8 { SecureBuffer(copying: UnsafeRawBufferPointer($0)) }
+        guard let sealed = seal(secret, purpose: "server", accountID: accountID, device: device) else { return nil }
+        return (parsed.displayed, sealed)
+    }
+
+    /// The server to connect to; nil before the first unlock when its string is sealed.
+    func connectionString(device: LockStateManager) throws -> ConnectionString? {
+        guard let sealedServer else { return try ConnectionString(server) }
+        guard let opened = try Self.open(sealedServer, purpose: "server", accountID: accountID, device: device) else {
+            return nil
+        }
+        return try withExtendedLifetime(opened) { try ConnectionString(String(decoding: opened.bytes, as: UTF8.self)) }
+    }
+
+    /// A state written before servers were sealed keeps the password in `server`: seals
+    /// it now (after the first unlock; before, it stays as it is).
+    mutating func sealServerIfClear(device: LockStateManager) throws {
+        guard sealedServer == nil, (try? ConnectionString(server))?.hasSecret == true,
+              let kept = try Self.keeping(server: server, accountID: accountID, device: device) else { return }
+        (server, sealedServer) = (kept.shown, kept.sealed)
     }
 
     /// An identity sealed for an entry, bound to its record id.

@@ -215,6 +215,10 @@ check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
 check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
 check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
 check_fails "no daemon log names the server's password" grep -q "$SECRET" "$WORK"/dev-*/daemon.log
+# A copy of a device directory does not give the password away: sync.json keeps the
+# server's string sealed under the untilFirstAuth class key.
+check "a keeps its server sealed in sync.json" grep -q '"sealedServer"' "$WORK/dev-a/sync.json"
+check_fails "no file of any device directory holds the password" grep -rqa "$SECRET" "$WORK"/dev-a "$WORK"/dev-b "$WORK"/dev-c
 daemon_argv() { local d; for d in $DEVICES; do tr '\0' ' ' < "/proc/$(daemon_pid "$(mnt "$d")")/cmdline"; echo; done; }
 check_fails "nor any daemon's arguments" grep -q "$SECRET" <(daemon_argv)
 finish
