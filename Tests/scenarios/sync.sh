@@ -72,6 +72,25 @@ check "join refuses it the same" refused_unrepeated \
     "$DPFS" sync join "$(mnt b)" --server "postgresql://dpfs:LeakMe123@[::1]x/sync" --invitation-file "$WORK/inv-none"
 check_error "a file that is no invitation is refused" "is not a dpfs sync invitation" \
     "$DPFS" sync join "$(mnt b)" --server "$PGURL" --invitation-file "$WORK/garbage"
+# While sync create waits on the server, the process list shows its --server with the
+# password overwritten: a server here that accepts and never answers holds it there.
+python3 -c '
+import socket, sys, time
+listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
+open(sys.argv[1], "w").write(str(listener.getsockname()[1]))
+held = listener.accept()[0]; open(sys.argv[2], "w").close(); time.sleep(30)
+' "$WORK/silent-port" "$WORK/silent-accepted" &
+SILENT=$!
+within 20 test -s "$WORK/silent-port"
+"$DPFS" sync create "$(mnt a)" --server "postgresql://dpfs:LeakMe123@127.0.0.1:$(cat "$WORK/silent-port")/sync" \
+    >/dev/null 2>&1 &
+WAITING=$!
+within 20 test -e "$WORK/silent-accepted"
+cmdline=$(tr '\0' ' ' < "/proc/$WAITING/cmdline")
+check "a waiting sync create still shows its --server" grep -q -- "--server \*\*\*" <<< "$cmdline"
+check_fails "but not the password in it" grep -q LeakMe123 <<< "$cmdline"
+wait "$WAITING"
+kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 check "a creates the account" "$DPFS" sync create "$(mnt a)" --server "$SERVER_A"
 check "and its daemon has loaded libpq since" maps_libpq a
 check_error "a is in one account at a time" "already in sync account" "$DPFS" sync create "$(mnt a)" --server "$PGURL"

@@ -23,6 +23,7 @@ extension Sync {
         @Option(help: "The PostgreSQL server: a postgresql:// URL or a libpq connection string.") var server: String
 
         func run() throws {
+            ArgumentHiding.hideValues(of: "server")
             if let message = try Sync.send(.create(server: server), to: mountpoint).message { print(message) }
         }
     }
@@ -51,6 +52,7 @@ extension Sync {
         }
 
         func run() throws {
+            ArgumentHiding.hideValues(of: "server")
             let reply = try Sync.send(.join(server: server, invitationFile: AbsolutePath.of(invitationFile)), to: mountpoint)
             if let message = reply.message { print(message) }
         }
