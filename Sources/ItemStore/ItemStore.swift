@@ -30,6 +30,11 @@ public final class ItemStore: Sendable {
     public init(path: String, device: LockStateManager) throws {
         let pool: DatabasePool
         do { pool = try Schema.open(path) } catch { throw KeychainIntegrity.damage(at: path) ?? error }
+        // Before the record check, so that a file SQLite finds damaged is refused as
+        // damaged, never as a copy put back; and before the store writes a row, which
+        // a damaged index would spread. The record's digest cannot see an index
+        // (KeychainIntegrity).
+        if let damage = try pool.read({ try KeychainIntegrity.damage(in: $0, path: path) }) { throw damage }
         self.pool = pool
         self.lookups = LookupConnections(path: path)
         self.device = device
@@ -54,11 +59,8 @@ public final class ItemStore: Sendable {
                 break
             }
         }
-        // An old copy of the database put back is refused (ItemStore+Generation). When
-        // SQLite finds the file damaged, that is what the refusal says: not a copy.
-        do { ledger.keep(try pool.read { try Self.check($0, device: device) }) } catch {
-            throw KeychainIntegrity.damage(at: path) ?? error
-        }
+        // An old copy of the database put back is refused (ItemStore+Generation).
+        ledger.keep(try pool.read { try Self.check($0, device: device) })
         // The device may have been erased, or its passcode removed, while no store was
         // listening, or while one was and its delete failed.
         erasuresDeleted.store(try Self.finishErase(pool, device, ledger), ordering: .releasing)

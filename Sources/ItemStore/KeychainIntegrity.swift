@@ -1,9 +1,12 @@
-// SQLite's own check of the keychain file (PRAGMA integrity_check), read only: what
-// tells a file damaged on disk from an older copy put back, which is whole. The
-// record's digest (ItemStore+Generation) covers the rows, not the pages and indexes
-// around them: an index entry damaged alone passes it, and finds then go wrong. fsck
-// runs this check every time; an open runs it only when the keychain fails, to name
-// the failure. Its lines name pages, rows and indexes, never a value.
+// SQLite's own check of the keychain file (PRAGMA integrity_check): what tells a file
+// damaged on disk from an older copy put back, which is whole. The record's digest
+// (ItemStore+Generation) covers the rows, not the pages and indexes around them: an
+// index that lost or changed an entry passes it, and then a find misses an item that
+// is there and the unique index lets its twin in. So every open runs this check, and
+// fsck too. Not quick_check, which skips comparing each index with its table and
+// passes such an index; the full check costs a few milliseconds for 1000 items, next
+// to the record check's scan of every row. Its lines name pages, rows and indexes,
+// never a value.
 import Foundation
 import GRDB
 
@@ -34,7 +37,19 @@ public enum KeychainIntegrity {
     public static func damage(at path: String) -> KeychainDamage? {
         do {
             let queue = try DatabaseQueue(path: path, configuration: readOnly)
-            let rows = try queue.read { try String.fetchAll($0, sql: "PRAGMA integrity_check(\(reported))") }
+            return try queue.read { try damage(in: $0, path: path) }
+        } catch let error as DatabaseError where isDamage(error) {
+            return KeychainDamage(path: path, problems: [error.message ?? "\(error.resultCode)"])
+        } catch {
+            return nil
+        }
+    }
+
+    /// The damage SQLite finds in the keychain `db` has open (at `path`), or nil; throws
+    /// when the check cannot run for another reason.
+    static func damage(in db: Database, path: String) throws -> KeychainDamage? {
+        do {
+            let rows = try String.fetchAll(db, sql: "PRAGMA integrity_check(\(reported))")
             guard rows != ["ok"] else { return nil }
             // A row may hold several lines, under a heading that names the schema
             // ("*** in database main ***"): one problem a line, for a one-line message.
@@ -42,8 +57,6 @@ public enum KeychainIntegrity {
             return KeychainDamage(path: path, problems: Array(problems.prefix(reported)))
         } catch let error as DatabaseError where isDamage(error) {
             return KeychainDamage(path: path, problems: [error.message ?? "\(error.resultCode)"])
-        } catch {
-            return nil
         }
     }
 

@@ -55,6 +55,49 @@ import Testing
         #expect(damage.problems.contains { $0.contains("items_identity") }, "\(damage.problems)")
     }
 
+    /// Rebuilds `items_identity` without the entry of item `id`, its table left whole:
+    /// the index a damaged page can leave, with no byte of any row changed.
+    private func dropIndexEntry(ofItem id: Int64, in path: String) throws {
+        let identity = "SELECT sql FROM sqlite_schema WHERE name = 'items_identity'"
+        let original = try #require(try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: identity) })
+        func defineIndex(_ sql: String, then: String? = nil) throws {
+            let queue = try DatabaseQueue(path: path)
+            try queue.writeWithoutTransaction { db in
+                if let then { try db.execute(sql: then) }
+                try db.execute(sql: "PRAGMA writable_schema = ON")
+                try db.execute(sql: "UPDATE sqlite_schema SET sql = ? WHERE name = 'items_identity'", arguments: [sql])
+            }
+            try queue.close()
+        }
+        // A partial index, rebuilt, leaves the row out; the schema then says it is whole.
+        try defineIndex(original + " WHERE id != \(id)")
+        try defineIndex(original, then: "REINDEX items_identity")
+    }
+
+    @Test func anIndexMissingAnEntryIsRefusedAtOpen() throws {
+        let t = try closedKeychain()
+        let path = t.directory.itemStorePath
+        try dropIndexEntry(ofItem: 1, in: path)
+        // The rows are those the record names: only SQLite's check sees the index.
+        try ItemStore.checkGeneration(path: path, device: t.device)
+        // Opened, the store would answer errSecItemNotFound for item 1, and add its twin.
+        let error = try #require(throws: KeychainDamage.self) { try t.reopenStore() }
+        #expect(error.problems.contains { $0.contains("items_identity") }, "\(error)")
+    }
+
+    @Test func aRebuiltIndexOpensWithEveryItem() throws {
+        let t = try closedKeychain()
+        let path = t.directory.itemStorePath
+        try dropIndexEntry(ofItem: 1, in: path)
+        try #require(KeychainIntegrity.damage(at: path) != nil)
+        // What dpfs(5) gives as the remedy: an index is derived from its table.
+        try DatabaseQueue(path: path).writeWithoutTransaction { try $0.execute(sql: "REINDEX") }
+        try t.reopenStore()
+        for service in ["one", "two", "three"] {
+            #expect(t.secret(["service": service, "account": "a"]) == "secret-\(service)")
+        }
+    }
+
     @Test func aDamagedPageIsRefusedAsDamageNotAsACopy() throws {
         let t = try closedKeychain()
         let path = t.directory.itemStorePath
