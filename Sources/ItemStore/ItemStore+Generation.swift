@@ -125,7 +125,7 @@ extension ItemStore {
     /// Checks the database at `path` against the device's record (fsck): throws the
     /// one-line refusal for an old or altered copy.
     public static func checkGeneration(path: String, device: LockStateManager) throws {
-        let queue = try DatabaseQueue(path: path, configuration: KeychainIntegrity.readOnly)
+        let queue = try UntouchedReading.open(path)
         try queue.read { db in
             if try db.tableExists("meta") {
                 _ = try check(db, device: device)

@@ -26,15 +26,16 @@ public final class ItemStore: Sendable {
     /// Told of every change an app makes (keychain sync pushes them).
     public let changeObservers = KeychainChangeObservers()
 
-    /// Opens (creating if needed) the store of a running device.
-    public init(path: String, device: LockStateManager) throws {
+    /// Opens (creating if needed) the store of a running device, once `verify` accepts it.
+    public convenience init(path: String, device: LockStateManager) throws {
+        try self.init(verified: try Self.verify(path: path, device: device), device: device)
+    }
+
+    /// Opens (creating if needed) the keychain `verify` accepted.
+    public init(verified: VerifiedKeychain, device: LockStateManager) throws {
+        let path = verified.path
         let pool: DatabasePool
         do { pool = try Schema.open(path) } catch { throw KeychainIntegrity.damage(at: path) ?? error }
-        // Before the record check, so that a file SQLite finds damaged is refused as
-        // damaged, never as a copy put back; and before the store writes a row, which
-        // a damaged index would spread. The record's digest cannot see an index
-        // (KeychainIntegrity).
-        if let damage = try pool.read({ try KeychainIntegrity.damage(in: $0, path: path) }) { throw damage }
         self.pool = pool
         self.lookups = LookupConnections(path: path)
         self.device = device
@@ -59,8 +60,9 @@ public final class ItemStore: Sendable {
                 break
             }
         }
-        // An old copy of the database put back is refused (ItemStore+Generation).
-        ledger.keep(try pool.read { try Self.check($0, device: device) })
+        // An old copy put back, or a damaged file, was refused before the open, which
+        // changes the file (KeychainVerification): as it was found.
+        ledger.keep(verified.digest)
         // The device may have been erased, or its passcode removed, while no store was
         // listening, or while one was and its delete failed.
         erasuresDeleted.store(try Self.finishErase(pool, device, ledger), ordering: .releasing)

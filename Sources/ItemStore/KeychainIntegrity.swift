@@ -2,11 +2,12 @@
 // damaged on disk from an older copy put back, which is whole. The record's digest
 // (ItemStore+Generation) covers the rows, not the pages and indexes around them: an
 // index that lost or changed an entry passes it, and then a find misses an item that
-// is there and the unique index lets its twin in. So every open runs this check, and
-// fsck too. Not quick_check, which skips comparing each index with its table and
-// passes such an index; the full check costs a few milliseconds for 1000 items, next
-// to the record check's scan of every row. Its lines name pages, rows and indexes,
-// never a value.
+// is there and the unique index lets its twin in. So every open runs this check before
+// it opens the store for writing (KeychainVerification), and fsck too, read only and
+// making no file beside it (UntouchedReading). Not quick_check, which skips comparing
+// each index with its table and passes such an index; the full check costs a few
+// milliseconds for 1000 items, next to the record check's scan of every row. Its
+// lines name pages, rows and indexes, never a value.
 import Foundation
 import GRDB
 
@@ -26,17 +27,11 @@ public enum KeychainIntegrity {
     /// thousands.
     static let reported = 5
 
-    static var readOnly: Configuration {
-        var configuration = Configuration()
-        configuration.readonly = true
-        return configuration
-    }
-
     /// The damage SQLite finds in the keychain at `path`, or nil: none, or a file that
     /// cannot be read for another reason (missing, not readable), which is no damage.
     public static func damage(at path: String) -> KeychainDamage? {
         do {
-            let queue = try DatabaseQueue(path: path, configuration: readOnly)
+            let queue = try UntouchedReading.open(path)
             return try queue.read { try damage(in: $0, path: path) }
         } catch let error as DatabaseError where isDamage(error) {
             return KeychainDamage(path: path, problems: [error.message ?? "\(error.resultCode)"])

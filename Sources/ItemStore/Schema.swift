@@ -20,15 +20,18 @@ enum Schema {
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try refuseOlderSchema(pool, path: path)
+        // A mount refused an older schema before (KeychainVerification); an init has not.
+        _ = try appliedMigrations(pool, path: path)
         try migrator.migrate(pool)
         return pool
     }
 
-    /// A v1 store kept item attributes in clear, a v2 store had no key items; both are
-    /// refused, never read or migrated (dpfs has no deployed keychains to carry over).
-    private static func refuseOlderSchema(_ pool: DatabasePool, path: String) throws {
-        let applied = try pool.read { db -> [String] in
+    /// The migrations applied to the database `reader` reads. A v1 store kept item
+    /// attributes in clear, a v2 store had no key items; both are refused, never read
+    /// or migrated (dpfs has no deployed keychains to carry over). Checked before the
+    /// store opens for writing (KeychainVerification), which would change the file.
+    static func appliedMigrations(_ reader: some DatabaseReader, path: String) throws -> Set<String> {
+        let applied = try reader.read { db -> [String] in
             guard try db.tableExists("grdb_migrations") else { return [] }
             return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         }
@@ -36,6 +39,7 @@ enum Schema {
             throw ItemStoreError("the item store \(path) has schema \(older); this dpfs reads schema "
                                  + "\(currentVersion) only (there is no migration: make a new device with dpfs init)")
         }
+        return Set(applied)
     }
 
     static let currentVersion = "v3"

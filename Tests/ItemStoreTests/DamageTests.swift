@@ -22,7 +22,7 @@ import Testing
 
     /// The file offsets of `table`'s root page, where three items fit whole.
     private func page(of table: String, in path: String) throws -> Range<Int> {
-        let queue = try DatabaseQueue(path: path, configuration: KeychainIntegrity.readOnly)
+        let queue = try UntouchedReading.open(path)
         return try queue.read { db in
             let size = try #require(try Int.fetchOne(db, sql: "PRAGMA page_size"))
             let root = try #require(try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_schema WHERE name = ?",

@@ -86,6 +86,45 @@ import Testing
         #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
     }
 
+    @Test func aRefusedOpenLeavesTheKeychainAsItWasFound() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        try t.store.settle()
+        try t.store.close()
+        try DeviceRecordStore.update(for: t.device.deviceUUID, in: t.device.secretStore) { $0.keychainGeneration += 2 }
+        let path = t.directory.itemStorePath
+        let files = ["", "-wal", "-shm"].map { path + $0 }
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+        #expect(throws: DeviceRecordError.self) { try ItemStore.checkGeneration(path: path, device: t.device) }
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found,
+                "the file is as it was, byte for byte, and no -wal or -shm was made or changed")
+    }
+
+    @Test func aKeychainTheOpenMigratesIsCheckedAsMigrated() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        try t.store.settle()
+        try t.store.close()
+        let path = t.directory.itemStorePath
+        // As a store made before the last migration was: the table it adds not there.
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "DROP TABLE meta; DELETE FROM grdb_migrations WHERE identifier = 'v2-generation'") }
+        try queue.close()
+        // What the record holds for it is the state it has once migrated: a new meta.
+        let migrated = try DatabaseQueue()
+        try DatabaseQueue(path: path).backup(to: migrated)
+        try Schema.migrator.migrate(migrated)
+        let (state, _) = try migrated.read { try ItemStore.scannedState($0) }
+        let recorded = try #require(try t.device.deviceRecord()?.keychainState)
+        try t.device.recordKeychainState(state, replacing: recorded)
+        try t.device.settleKeychainRecord(at: state)
+        try t.reopenStore()
+        #expect(t.find(["service": "mail"]).status == 0)
+        #expect(t.add(["service": "more"]).status == 0, "and writes go on from the migrated state")
+        try t.reopenStore()
+    }
+
     @Test func theRecordNamesTheDatabasesStateAfterEveryWrite() throws {
         let t = try TestDevice()
         func recordMatchesAScan() throws -> Bool {

@@ -7,6 +7,10 @@ source "$(dirname "$0")/lib.sh"
 
 attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
 OLD="older than the device's record in secret store file:$SECRETS"
+# What a refused mount leaves as it found it: the keybag's and the keychain's bytes and
+# the device directory's names (no -wal or -shm made beside the keychain). The copy
+# put back is the user's, and the evidence of a rollback.
+found() { (cd "$DEV" && ls -A && sha256sum keybag.json keychain.sqlite); }
 
 # 1. The whole device directory from before five failures.
 setup_device
@@ -20,11 +24,13 @@ cp -a "$DEV" "$WORK/after-failures"
 expect_eq "keybag.seq is gone: the secret store keeps the record" "$(ls "$DEV"/keybag.seq 2>/dev/null)" ""
 expect_eq "the record is 0600 beside the secret" "$(stat -c %a "$SECRETS"/*.state)" 600
 rm -rf "$DEV"; cp -a "$WORK/before-failures" "$DEV"
+before=$(found)
 out=$("$DPFS" mount "$DEV" "$MNT" 2>&1) && fail "the old copy is refused at mount" "it mounted" || {
     case "$out" in *"the keybag is $OLD (generation "*" < "*"): an old copy was put back"*)
         pass "the old copy is refused at mount with one clear line" ;;
         *) fail "the old copy is refused at mount with one clear line" "$out" ;; esac
     expect_eq "that is one line" "$(printf '%s\n' "$out" | wc -l)" 1; }
+expect_eq "the refused copy is left as it was found" "$(found)" "$before"
 check_error "fsck reports the old copy" "the keybag is $OLD" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 rm -rf "$DEV"; cp -a "$WORK/after-failures" "$DEV"
 mount_device
@@ -46,17 +52,22 @@ printf 'two' | "$DPFS" keychain add "$MNT" --service second >/dev/null || fail "
 "$DPFS" unmount "$MNT" || fail "unmount"
 cp -a "$WORK/keychain-before" "$DEV/keychain.sqlite"
 rm -f "$DEV/keychain.sqlite-wal" "$DEV/keychain.sqlite-shm"
+before=$(found)
 check_error "an old keychain.sqlite is refused at mount" \
     "the keychain is $OLD (generation [0-9]* < [0-9]*): an old copy was put back" "$DPFS" mount "$DEV" "$MNT"
+expect_eq "the refused keychain is left byte for byte, with no -wal or -shm made" "$(found)" "$before"
 check_error "fsck reports the old keychain" "the keychain is $OLD" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+expect_eq "and fsck leaves it so too" "$(found)" "$before"
 
 # 2b. The same old copy with its counter raised past the record's (sqlite3): its rows
 # are not the recorded ones.
 ALTERED="the keychain does not match the device's record in secret store file:$SECRETS"
 sqlite3 "$DEV/keychain.sqlite" "UPDATE meta SET value = value + 5 WHERE key = 'generation'"
+before=$(found)
 check_error "an old keychain.sqlite with its generation raised is refused at mount" \
     "$ALTERED (generation [0-9]*, recorded [0-9]*, other items): it was put back from an older copy, edited or damaged" \
     "$DPFS" mount "$DEV" "$MNT"
+expect_eq "the edited keychain is left as it was found" "$(found)" "$before"
 check_error "fsck reports it" "$ALTERED" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)
 expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
@@ -78,7 +89,9 @@ cp -a "$DEV/keychain.sqlite" "$WORK/keychain-current"
 sqlite3 "$DEV/keychain.sqlite" "ATTACH '$WORK/keychain-with-doomed' AS old;
     INSERT INTO items SELECT * FROM old.items WHERE id NOT IN (SELECT id FROM main.items);"
 expect_eq "the row is back in the database" "$(sqlite3 "$DEV/keychain.sqlite" 'SELECT count(*) FROM items')" "2"
+before=$(found)
 check_error "a deleted row put back is refused at mount" "$ALTERED" "$DPFS" mount "$DEV" "$MNT"
+expect_eq "the keychain with the row put back is left as it was found" "$(found)" "$before"
 check_error "fsck reports it" "$ALTERED" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
 cp -a "$WORK/keychain-current" "$DEV/keychain.sqlite"
 mount_device
