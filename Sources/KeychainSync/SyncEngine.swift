@@ -64,6 +64,12 @@ public final class SyncEngine: Sendable {
         _ = try SyncState.load(from: directory)
     }
 
+    /// Refuses, with one line, a state file that cannot be read: the daemon asks before
+    /// it opens the keychain, whose open changes the file (`init` asks again).
+    public static func checkState(in directory: DeviceDirectory) throws {
+        _ = try SyncState.load(from: directory)
+    }
+
     /// Starts the engine's thread; it idles while the device is in no account. Throws
     /// when the thread cannot start: the engine then does nothing until a sync command
     /// starts it, and `status` says "not running".

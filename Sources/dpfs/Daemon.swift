@@ -67,37 +67,39 @@ struct Daemon {
             // Before anything can lock: a lock's deadlines need no thread found later.
             try device.startDeadlineThread()
             if let notice = device.bootNotice { logger.warning("\(notice)") }
-            if device.formatVersion != KeybagFile.currentVersion {
-                let tagged = NameTagUpgrade(device: device).run()
-                try device.markUpgraded()
-                logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
+            // The refusals come before anything in the device directory changes: a user
+            // who puts an old copy back and is refused finds it as it was, and so does
+            // whoever looks for the rollback. The keychain's checks change no file.
+            let keychain = try Self.hintingSalvage(directory) {
+                try ItemStore.verify(path: directory.itemStorePath, device: device)
             }
-            let items: ItemStore
-            do { items = try ItemStore(path: directory.itemStorePath, device: device) } catch {
-                guard error is KeychainDamage || ExitStatus.of(error) == .rollbackRefused else { throw error }
-                // The sandbox's files do not depend on the keychain: fsck copies them out
-                // whatever its state.
-                throw CLIError(error, adding: "; dpfs fsck \(directory.root) --salvage DIR copies out the sandbox's files")
-            }
-            if let problem = items.user.recordProblem {
-                logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
-            }
+            try SyncEngine.checkState(in: directory)
             let place = try Self.socketPlace()
-            if let notice = place.notice { logger.warning("\(notice)") }
             defer {
                 if let temporary = place.temporary {
                     unlink(place.socket)
                     rmdir(temporary)
                 }
             }
-            let sync = try SyncEngine(directory: directory, device: device, items: items)
-            let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync,
-                                           served: { MountSession.noteOutsideRequest() },
-                                           log: { [logger] in logger.warning("\($0)") })
             let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
                 device: device, triggers: lockTriggers,
                 sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)
             defer { logind?.stop() }
+            if let notice = place.notice { logger.warning("\(notice)") }
+            if device.formatVersion != KeybagFile.currentVersion {
+                let tagged = NameTagUpgrade(device: device).run()
+                try device.markUpgraded()
+                logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
+            }
+            // Opening it for writing changes the file, even with nothing written.
+            let items = try Self.hintingSalvage(directory) { try ItemStore(verified: keychain, device: device) }
+            if let problem = items.user.recordProblem {
+                logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
+            }
+            let sync = try SyncEngine(directory: directory, device: device, items: items)
+            let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync,
+                                           served: { MountSession.noteOutsideRequest() },
+                                           log: { [logger] in logger.warning("\($0)") })
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
             // Stopped by a signal (a service's stop, a shutdown): as a phone powering off,
@@ -133,6 +135,15 @@ struct Daemon {
             logger.error("\(error)")
             signalReady("\(error)")
             return ExitStatus.of(error).rawValue
+        }
+    }
+
+    /// Runs `body`, adding to a refusal of the keychain how the sandbox's files are
+    /// still had: they do not depend on it, and fsck copies them out whatever its state.
+    private static func hintingSalvage<T>(_ directory: DeviceDirectory, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            guard error is KeychainDamage || ExitStatus.of(error) == .rollbackRefused else { throw error }
+            throw CLIError(error, adding: "; dpfs fsck \(directory.root) --salvage DIR copies out the sandbox's files")
         }
     }
 
