@@ -102,6 +102,10 @@ static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct
 /// Names the calling thread (as /proc/PID/task/TID/comm shows it; 15 bytes at most).
 static inline void dpfs_name_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
 
+/// A descriptor that becomes readable when process `pid` ends (pidfd_open(2), Linux
+/// 5.3); -1 with errno ESRCH when there is no such process any more.
+static inline int dpfs_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
 /// The calling thread's id (the name of its /proc/self/task entry).
 static inline pid_t dpfs_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
 

@@ -27,6 +27,8 @@ struct Daemon {
     /// The least severe level logged (mount --log-level).
     let logLevel: Logger.Level
     let readyFD: Int32?
+    /// The process whose end stops the daemon as a signal would (mount --end-with).
+    var owner: pid_t?
 
     func run() -> Int32 {
         let (device, mounted, level) = (directory.root, mountpoint, logLevel)
@@ -120,6 +122,7 @@ struct Daemon {
             logind?.start()
             logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
             signalReady("ok")
+            if let owner { OwnerWatch.start(owner: owner, logger: logger) }
             let rc = session.serve()
             server.stop()
             sync.stop()

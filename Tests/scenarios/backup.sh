@@ -322,6 +322,26 @@ else
     wait "$restore_pid"
     fail "the restore's temporary mount appears" "$(cat "$WORK/interrupted.err")"
 fi
+# Killed outright (SIGKILL, the OOM killer), restore runs no clean-up of its own: its
+# temporary mount's daemon sees it end and stops as on SIGTERM, the device locked and
+# unmounted, instead of serving the restored files unlocked with nothing to lock it.
+"$DPFS" restore "$WORK/killed" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \
+    --passcode-file "$PASS2" --secret-store "file:$SECRETS" >/dev/null 2>&1 &
+restore_pid=$!
+if within 60 grep -q "\.killed\.restore-" /proc/mounts; then
+    temporary=$(grep "\.killed\.restore-" /proc/mounts | awk '{print $2}' | head -1)
+    temporary_daemon=$("$DPFS" status "$temporary" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    kill -KILL "$restore_pid"; wait "$restore_pid" 2>/dev/null
+    check "a killed restore's temporary mount goes with it" within 60 sh -c '! grep -q "\.killed\.restore-" /proc/mounts'
+    check "and so does its daemon" within 60 sh -c "[ -n '$temporary_daemon' ] && ! kill -0 '$temporary_daemon'"
+    # The half-made device and its secret stay (nothing ran to remove them): gone here.
+    for half in "$WORK"/.killed.restore-*; do "$DPFS" forget "$half" >/dev/null 2>&1; rm -rf "$half"; done
+    rmdir "$temporary" 2>/dev/null
+    secrets_before=$(ls "$SECRETS" | wc -l)
+else
+    wait "$restore_pid"
+    fail "the killed restore's temporary mount appears"
+fi
 # Into a mount point, the half-made device is inside it: it goes, the mount point stays.
 if mount_tmpfs; then
     "$DPFS" restore "$MOUNTPOINT" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \

@@ -29,6 +29,8 @@ struct Mount: ParsableCommand {
                                valueName: "events"))
     var lockOn: String?
     @Option(help: .hidden) var readyFD: Int32?
+    /// A command's own mount (restore's) ends with the command, however it ends.
+    @Option(help: .hidden) var endWith: Int32?
 
     var lockTriggers: Set<LockTrigger> {
         guard let lockOn, case .success(let triggers) = LockTrigger.parse(lockOn) else { return [] }
@@ -85,6 +87,7 @@ struct Mount: ParsableCommand {
                                 inactivityReboot: inactivityReboot > 0 ? inactivityReboot * 3600 : nil,
                                 logLevel: Logger.Level(rawValue: logLevel) ?? .info, readyFD: readyFD)
             daemon.userInactivePeriod = userInactivePeriod * 3600
+            daemon.owner = endWith
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
@@ -130,6 +133,7 @@ struct Mount: ParsableCommand {
         if let lockOn { arguments += ["--lock-on", lockOn] }
         arguments += ["--inactivity-reboot", String(inactivityReboot), "--log-level", logLevel]
         arguments += ["--user-inactive-period", String(userInactivePeriod)]
+        if let endWith { arguments += ["--end-with", String(endWith)] }
         let logPath = directory.root + "/daemon.log"
         Self.rotate(logPath)
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath, readyPipe: writeEnd)

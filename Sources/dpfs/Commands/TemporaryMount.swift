@@ -19,7 +19,9 @@ final class TemporaryMount {
         }
         mountpoint = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         do {
-            try run(["mount", directory.root, mountpoint, "--inactivity-reboot", "0"])
+            // Killed (SIGKILL, the OOM killer), the command takes down nothing itself:
+            // the daemon sees it end and stops as on SIGTERM, locked first.
+            try run(["mount", directory.root, mountpoint, "--inactivity-reboot", "0", "--end-with", String(getpid())])
             mounted = true
             daemonPID = try DaemonDeadline.client(for: mountpoint).send(.status).status?.pid
         } catch {
