@@ -3,6 +3,7 @@
 # appends, truncates, renames, class changes, passcode changes, keychain adds),
 # remount, unlock, and check that everything committed before the kill is intact.
 source "$(dirname "$0")/lib.sh"
+require_tools strace
 LOAD="$(dirname "$0")/../tools/crashload.py"
 SEEDS=${CRASH_SEEDS:-6}
 
@@ -97,4 +98,15 @@ PY
     for f in "$MNT/Documents/crash"/*; do [ -f "$f" ] && { cat "$f" >/dev/null 2>&1 || unreadable=$((unreadable + 1)); }; done
     expect_eq "seed $seed: no file unreadable as a whole" "$unreadable" "0"
 done
+
+# An init killed part-way (strace delivers SIGKILL at its first rename, the keybag's
+# atomic save) leaves the directory as it was: a second init takes it.
+mkdir -m 700 "$WORK/killed-init" "$WORK/killed-init-mnt"
+# (In a subshell: the shell's own line about the kill stays out of the log.)
+(strace -f -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=KILL:when=1 \
+    "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS") >/dev/null 2>&1
+expect_eq "an init killed part-way leaves its directory empty" "$(ls -A "$WORK/killed-init")" ""
+check "and a second init takes it" "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+check "which mounts" "$DPFS" mount "$WORK/killed-init" "$WORK/killed-init-mnt"
+"$DPFS" unmount "$WORK/killed-init-mnt" >/dev/null 2>&1
 finish

@@ -1,5 +1,7 @@
 // dpfs init: a new device directory with its keybag, device secret, item store and
-// the app sandbox layout (NewDeviceOptions makes it).
+// the app sandbox layout (NewDeviceOptions makes it), made in a hidden directory and
+// renamed into place whole (BuildDirectory): an init killed part-way leaves the
+// directory as it was, not half a device that nothing will take.
 import ArgumentParser
 import DataProtection
 import Foundation
@@ -21,7 +23,21 @@ struct Init: ParsableCommand {
         var initialised = false
         defer { if made && !initialised { rmdir(directory.root) } }
         let passcode = try options.readPasscode()
-        _ = try options.make(in: directory, plan: plan, passcode: passcode)
+        var existing = stat()
+        let mode = made || stat(directory.root, &existing) != 0 ? nil : existing.st_mode & 0o7777
+        let building = try BuildDirectory(for: directory, purpose: "init")
+        do {
+            let deviceUUID = try options.make(in: building.directory, plan: plan, passcode: passcode)
+            do { try building.commit(as: directory) } catch {
+                DeviceProvisioning.discard(deviceUUID, in: plan.store)
+                throw error
+            }
+        } catch {
+            building.discard()
+            throw error
+        }
+        // The directory the user made keeps its mode (the device's files are 0600).
+        if let mode { chmod(directory.root, mode) }
         initialised = true
         print("secret store: \(plan.store) (\(plan.storeNote))")
         print("initialised \(directory.root) (default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")

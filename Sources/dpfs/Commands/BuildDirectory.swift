@@ -1,0 +1,96 @@
+// Where init and restore make a new device: a hidden directory, made DEVICE_DIR only
+// once the device is whole, so that a command killed part-way (SIGKILL, a power cut)
+// leaves DEVICE_DIR as it found it, and a second try finds it empty.
+import CLinux
+import DataProtection
+import Foundation
+import Glibc
+import SystemCalls
+
+/// The hidden directory where the new device is made, then made DEVICE_DIR: beside it,
+/// renamed over it once complete. A mount point (an empty filesystem mounted for the
+/// device, as `init` takes one) cannot be renamed over: the device is then made inside
+/// it and its entries moved up one by one, the keybag last, for the keybag is what
+/// makes a directory a device.
+struct BuildDirectory {
+    let directory: DeviceDirectory
+    /// Whether it lies inside DEVICE_DIR, a mount point, rather than beside it.
+    let inside: Bool
+
+    /// `purpose` names the hidden directory: `.NAME.PURPOSE-XXXXXX`.
+    init(for target: DeviceDirectory, purpose: String) throws {
+        inside = Self.isMountPoint(target.root)
+        let parent = (target.root as NSString).deletingLastPathComponent
+        let name = (target.root as NSString).lastPathComponent
+        var isDirectory: ObjCBool = false
+        if !inside {
+            guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CLIError("\(parent) does not exist; make it first")
+            }
+        }
+        var template = Array((inside ? "\(target.root)/.\(purpose)-XXXXXX" : "\(parent)/.\(name).\(purpose)-XXXXXX").utf8CString)
+        guard mkdtemp(&template) != nil else {
+            throw CLIError("cannot make a directory \(inside ? "in" : "beside") \(target.root): \(String(cString: strerror(errno)))")
+        }
+        directory = DeviceDirectory(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    /// Whether `path` is the root of a mount (its mount is not its parent's): a bind
+    /// mount of a directory of the same filesystem is one too.
+    static func isMountPoint(_ path: String) -> Bool {
+        var own: UInt64 = 0
+        var parents: UInt64 = 0
+        guard dpfs_mount_id(path, &own) >= 0, dpfs_mount_id(path + "/..", &parents) >= 0 else { return false }
+        return own != parents
+    }
+
+    /// Makes the finished device DEVICE_DIR (which is absent or empty).
+    func commit(as target: DeviceDirectory) throws {
+        if inside { return try moveUp(into: target) }
+        guard rename(directory.root, target.root) == 0 else {
+            throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
+        }
+        try? AtomicFile.syncDirectory(of: target.root)
+    }
+
+    /// Moves each entry up into `target`, the keybag last and after a sync, so that a
+    /// crash on the way leaves no directory that looks like a device. A failure moves
+    /// back what was moved, for `discard` to remove with the rest.
+    private func moveUp(into target: DeviceDirectory) throws {
+        let keybag = (target.keybagPath as NSString).lastPathComponent
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.root).filter { $0 != keybag }
+        } catch {
+            throw CLIError("cannot list the new device in \(directory.root): \(error)")
+        }
+        // The mode a device directory made by rename has (mkdtemp's 0700), not the
+        // mount's (a tmpfs is 1777): where it is made does not change what it is.
+        var own = stat()
+        if stat(directory.root, &own) == 0 { chmod(target.root, own.st_mode & 0o7777) }
+        var moved: [String] = []
+        for name in names + [keybag] {
+            // syncDirectory(of: a path) syncs the directory holding it: the target.
+            if name == keybag { try? AtomicFile.syncDirectory(of: target.keybagPath) }
+            guard Self.moveWithoutReplacing(directory.root + "/" + name, to: target.root + "/" + name) else {
+                let reason = String(cString: strerror(errno))
+                for name in moved { _ = rename(target.root + "/" + name, directory.root + "/" + name) }
+                throw CLIError("cannot move the new device's \(name) into \(target.root): \(reason)")
+            }
+            moved.append(name)
+        }
+        rmdir(directory.root)
+        try? AtomicFile.syncDirectory(of: target.keybagPath)
+    }
+
+    /// rename(2) that fails (EEXIST) rather than replace what someone put in the target
+    /// meanwhile; a plain rename where the filesystem has no RENAME_NOREPLACE.
+    private static func moveWithoutReplacing(_ source: String, to destination: String) -> Bool {
+        if renameat2(AT_FDCWD, source, AT_FDCWD, destination, RenameFlag.noReplace) == 0 { return true }
+        return errno == EINVAL && rename(source, destination) == 0
+    }
+
+    func discard() {
+        try? FileManager.default.removeItem(atPath: directory.root)
+    }
+}
