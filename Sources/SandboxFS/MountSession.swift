@@ -191,6 +191,10 @@ public final class MountSession {
     /// still serves; the session ends after it (SignalWatch).
     public var beforeStop: @Sendable (Int32) -> Void = { _ in }
 
+    /// Run once `serve` hears stopping signals (SignalWatch), before the first request:
+    /// from then on a SIGTERM the daemon sends itself stops it as a service's would.
+    public var whenListening: () -> Void = {}
+
     /// Run when the mount was taken from its mount point while its session goes on
     /// (DetachWatch): no dpfs command can reach the daemon any more.
     public var onDetached: @Sendable () -> Void = {}
@@ -199,6 +203,7 @@ public final class MountSession {
     public func serve() -> Int32 {
         let signals = SignalWatch(session: session, beforeStop: beforeStop)
         if signals == nil { _ = fuse_set_signal_handlers(session) }
+        whenListening()
         let shown = mounted
         let logger = fileSystem.logger
         let detach = DetachWatch(

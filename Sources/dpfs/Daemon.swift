@@ -121,8 +121,8 @@ struct Daemon {
             }
             logind?.start()
             logger.info("mounted \(directory.root) on \(mountpoint), state \(device.phase.rawValue)")
+            if let owner { session.whenListening = { OwnerWatch.start(owner: owner, logger: logger) } }
             signalReady("ok")
-            if let owner { OwnerWatch.start(owner: owner, logger: logger) }
             let rc = session.serve()
             server.stop()
             sync.stop()
