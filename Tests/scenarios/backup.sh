@@ -305,6 +305,18 @@ check "--to a new name through a linked directory" \
 # piece, unmounts, and removes the half-made device and its secret.
 head -c 48000000 /dev/urandom > "$D/large.bin"
 check "backup with a large file" "$DPFS" backup "$MNT" --to "$WORK/large.dpfsbackup" --password-file "$PASSWORD"
+# Killed outright (SIGKILL), a backup leaves nothing beside its target: the file it
+# writes has no name until it is whole (O_TMPFILE). Stopped first, once its output is
+# open, so that the kill lands mid-way.
+"$DPFS" backup "$MNT" --to "$WORK/killed.dpfsbackup" --password-file "$PASSWORD" >/dev/null 2>&1 &
+backup_pid=$!
+if within 60 sh -c "ls -l /proc/$backup_pid/fd 2>/dev/null | grep -q '$WORK/'"; then
+    kill -STOP "$backup_pid"; kill -KILL "$backup_pid"; wait "$backup_pid" 2>/dev/null
+    expect_eq "a killed backup leaves no file beside its target" "$(ls -A "$WORK" | grep -c 'killed\.dpfsbackup')" "0"
+else
+    wait "$backup_pid"
+    fail "the killed backup opens its output"
+fi
 secrets_before=$(ls "$SECRETS" | wc -l)
 "$DPFS" restore "$WORK/interrupted" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \
     --passcode-file "$PASS2" --secret-store "file:$SECRETS" >/dev/null 2>"$WORK/interrupted.err" &

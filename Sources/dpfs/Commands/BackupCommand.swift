@@ -5,6 +5,7 @@
 // then renamed over it (BackupTarget says what the target may be).
 import ArgumentParser
 import Backup
+import CLinux
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -106,36 +107,70 @@ struct BackupCommand: ParsableCommand {
     }
 }
 
-/// A new file beside `target`, mode 0600, that becomes `target` only on commit.
+/// A new file beside `target`, mode 0600, that becomes `target` only on commit. Where
+/// the filesystem allows, it has no name until then (O_TMPFILE): a backup killed
+/// outright (SIGKILL, the OOM killer), which removes nothing itself, leaves nothing
+/// behind, where a named file of the backup's size stayed.
 final class TemporaryOutput {
     let fd: Int32
-    let path: String
     let target: String
+    /// The named file's path; nil while the file is unnamed.
+    private var path: String?
     private var isOpen = true
 
     init(beside target: String) throws {
         self.target = target
         let directory = (target as NSString).deletingLastPathComponent
-        let name = (target as NSString).lastPathComponent
-        var template = Array("\(directory)/.\(name).tmp-XXXXXX".utf8CString)
-        let fd = mkstemp(&template)
-        guard fd >= 0, fcntl(fd, F_SETFD, FD_CLOEXEC) == 0 else { throw CLIError("cannot create a file beside \(target): \(String(cString: strerror(errno)))") }
-        self.fd = fd
-        self.path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let unnamed = dpfs_open_tmpfile(AT_FDCWD, directory, 0o600)
+        if unnamed >= 0 {
+            fd = unnamed
+            return
+        }
+        // EOPNOTSUPP, EISDIR (an old kernel), EINVAL: a filesystem without unnamed files.
+        var template = Array(Self.namePattern(of: target).utf8CString)
+        let named = mkstemp(&template)
+        guard named >= 0, fcntl(named, F_SETFD, FD_CLOEXEC) == 0 else {
+            throw CLIError("cannot create a file beside \(target): \(String(cString: strerror(errno)))")
+        }
+        fd = named
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The file is synced already (SealingStream.finish); rename, then sync the directory.
-    /// On failure the caller discards it.
+    private static func namePattern(of target: String) -> String {
+        let directory = (target as NSString).deletingLastPathComponent
+        return "\(directory)/.\((target as NSString).lastPathComponent).tmp-XXXXXX"
+    }
+
+    /// The file is synced already (SealingStream.finish); named if it is not, renamed
+    /// over the target, then the directory synced. On failure the caller discards it.
     func commit() throws {
+        if path == nil { try giveName() }
         closeOnce()
+        guard let path else { return }
         try BackupTarget.checkUnchanged(target)
         guard rename(path, target) == 0 else { throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))") }
         try? AtomicFile.syncDirectory(of: target)
     }
 
+    /// Links the unnamed file under a new hidden name beside the target (linkat cannot
+    /// replace), for the rename; the name exists only for that moment.
+    private func giveName() throws {
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        for _ in 0..<16 {
+            let suffix = String((0..<6).map { _ in letters[Int.random(in: 0..<letters.count)] })
+            let name = String(Self.namePattern(of: target).dropLast(6)) + suffix
+            if linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 {
+                path = name
+                return
+            }
+            guard errno == EEXIST else { break }
+        }
+        throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))")
+    }
+
     func discard() {
         closeOnce()
-        unlink(path)
+        if let path { unlink(path) }
     }
 
     /// A second close could close a descriptor opened since under the same number.
