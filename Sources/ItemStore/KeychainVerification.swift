@@ -21,7 +21,8 @@ extension ItemStore {
     public static func verify(path: String, device: LockStateManager) throws -> VerifiedKeychain {
         do {
             return VerifiedKeychain(path: path, digest: try checkedDigest(path, device))
-        } catch {
+        } catch let error as DatabaseError where KeychainIntegrity.isDamage(error) {
+            // The file failed before its integrity check could run (not a database, say).
             throw KeychainIntegrity.damage(at: path) ?? error
         }
     }

@@ -16,6 +16,10 @@ enum UntouchedReading {
     /// holds committed transactions that only a WAL reader sees; it comes with the
     /// -shm SQLite made beside it, which this reader uses.
     static func open(_ path: String) throws -> DatabaseQueue {
+        // SQLite would say "unable to open database file", naming no file and no reason.
+        guard access(path, R_OK) == 0 else {
+            throw ItemStoreError("cannot open the item store \(path): \(String(cString: strerror(errno)))")
+        }
         var configuration = Configuration()
         configuration.readonly = true
         if ["-wal", "-journal"].contains(where: { holdsAnything(path + $0) }) {

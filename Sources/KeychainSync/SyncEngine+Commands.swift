@@ -130,7 +130,11 @@ extension SyncEngine {
     /// removed. The items stay on this device, no longer updated.
     private func leave(_ stillWanted: () throws -> Void) throws -> String {
         guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
-        let connection = try PostgresConnection(server: try connectionString(of: state))
+        // A leave needs no key: before the first unlock, or after an erase replaced the
+        // key the server's password was sealed under, it connects with the server as
+        // shown (libpq's password file, PGPASSWORD) rather than not at all.
+        let server = (try? state.connectionString(device: device)) ?? nil
+        let connection = try PostgresConnection(server: try server ?? ConnectionString(state.server))
         try connection.transaction {
             try connection.execute("DELETE FROM dpfs_sync_members WHERE account_id = $1 AND device_id = $2",
                                    [.text(state.accountID), .text(state.deviceID)])

@@ -93,8 +93,12 @@ import Testing
         try t.store.close()
         try DeviceRecordStore.update(for: t.device.deviceUUID, in: t.device.secretStore) { $0.keychainGeneration += 2 }
         let path = t.directory.itemStorePath
+        // A closed store's -wal is empty: without it and its -shm, the refusals must not
+        // make them again.
+        for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
         let files = ["", "-wal", "-shm"].map { path + $0 }
         let found = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(found[1] == nil && found[2] == nil)
         #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
         #expect(throws: DeviceRecordError.self) { try ItemStore.checkGeneration(path: path, device: t.device) }
         #expect(files.map { FileManager.default.contents(atPath: $0) } == found,

@@ -22,7 +22,7 @@ import Testing
         return try String(contentsOfFile: SyncState.path(in: directory), encoding: .utf8)
     }
 
-    @Test func aPasswordIsSealedAndTheServerStillConnects() throws {
+    @Test func aPasswordIsSealedAndOpensToTheWholeString() throws {
         let provisioned = try ProvisionedDevice(passcode: ProvisionedDevice.secret("1234"), prefix: "dpfs-syncserver")
         let device = try LockStateManager(directory: provisioned.directory, gracePeriod: 0)
         #expect(try SyncState.keeping(server: Self.server, accountID: "acct", device: device) == nil,

@@ -99,14 +99,16 @@ PY
     expect_eq "seed $seed: no file unreadable as a whole" "$unreadable" "0"
 done
 
-# An init killed part-way (strace delivers SIGKILL at its first rename, the keybag's
-# atomic save) leaves the directory as it was: a second init takes it.
+# An init killed part-way (strace delivers SIGKILL at its first rename: the secret
+# store's record, written once the device's files are made) leaves no device, and a
+# second init takes the directory, removing what the first left.
 mkdir -m 700 "$WORK/killed-init" "$WORK/killed-init-mnt"
 # (In a subshell: the shell's own line about the kill stays out of the log.)
 (strace -f -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=KILL:when=1 \
     "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS") >/dev/null 2>&1
-expect_eq "an init killed part-way leaves its directory empty" "$(ls -A "$WORK/killed-init")" ""
-check "and a second init takes it" "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+check_fails "an init killed part-way leaves no device there" test -e "$WORK/killed-init/keybag.json"
+check "and a second init takes the directory" "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+expect_eq "leaving nothing of the first" "$(ls -A "$WORK/killed-init" | grep -c '^\.init-')" "0"
 check "which mounts" "$DPFS" mount "$WORK/killed-init" "$WORK/killed-init-mnt"
 "$DPFS" unmount "$WORK/killed-init-mnt" >/dev/null 2>&1
 finish

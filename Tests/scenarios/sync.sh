@@ -231,6 +231,12 @@ expect_eq "and is no member any more" "$(pg_psql -c "SELECT count(*) FROM dpfs_s
 check "c keeps its own copy of what it had" has_value c MARK-service-conflict from-b
 check "c has no sync state left" test ! -e "$WORK/dev-c/sync.json"
 
+# A leave needs no key: b, restarted and not unlocked, cannot open its sealed password
+# and leaves with the server as status shows it (the server trusts local connections).
+check "b restarts again" "$DPFS" restart "$(mnt b)"
+check "b leaves before its first unlock" "$DPFS" sync leave "$(mnt b)"
+check "b has no sync state left" test ! -e "$WORK/dev-b/sync.json"
+
 check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
 check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
 check_fails "no daemon log names the server's password" grep -q "$SECRET" "$WORK"/dev-*/daemon.log

@@ -12,14 +12,21 @@ import SystemCalls
 /// device, as `init` takes one) cannot be renamed over: the device is then made inside
 /// it and its entries moved up one by one, the keybag last, for the keybag is what
 /// makes a directory a device.
+///
+/// The command holds an flock on it while it builds: one killed part-way releases it,
+/// and the next init or restore of the same DEVICE_DIR removes what it left
+/// (`removeAbandoned`), never a build still under way.
 struct BuildDirectory {
     let directory: DeviceDirectory
     /// Whether it lies inside DEVICE_DIR, a mount point, rather than beside it.
     let inside: Bool
+    private let lock: Int32
 
-    /// `purpose` names the hidden directory: `.NAME.PURPOSE-XXXXXX`.
-    init(for target: DeviceDirectory, purpose: String) throws {
-        inside = Self.isMountPoint(target.root)
+    /// `purpose` names the hidden directory: `.NAME.PURPOSE-XXXXXX` beside, `.PURPOSE-XXXXXX`
+    /// inside. Inside when DEVICE_DIR is a mount point, or when `inside` asks for it: a
+    /// directory someone else made keeps its inode, owner, group, ACLs and attributes.
+    init(for target: DeviceDirectory, purpose: String, inside asked: Bool = false) throws {
+        inside = asked || Self.isMountPoint(target.root)
         let parent = (target.root as NSString).deletingLastPathComponent
         let name = (target.root as NSString).lastPathComponent
         var isDirectory: ObjCBool = false
@@ -32,7 +39,28 @@ struct BuildDirectory {
         guard mkdtemp(&template) != nil else {
             throw CLIError("cannot make a directory \(inside ? "in" : "beside") \(target.root): \(String(cString: strerror(errno)))")
         }
-        directory = DeviceDirectory(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        directory = DeviceDirectory(path)
+        lock = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if lock >= 0 { _ = flock(lock, LOCK_EX) }
+    }
+
+    /// Removes the hidden directories of `purpose` that a command killed part-way left
+    /// inside or beside `target`: those whose flock no command holds.
+    static func removeAbandoned(for target: DeviceDirectory, purpose: String) {
+        let parent = (target.root as NSString).deletingLastPathComponent
+        let name = (target.root as NSString).lastPathComponent
+        let places = [(target.root, ".\(purpose)-"), (parent, ".\(name).\(purpose)-")]
+        for (place, prefix) in places {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: place)) ?? []
+            for entry in entries where entry.hasPrefix(prefix) && entry.count == prefix.count + 6 {
+                let path = place + "/" + entry
+                let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else { continue }
+                if flock(fd, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(atPath: path) }
+                close(fd)
+            }
+        }
     }
 
     /// Whether `path` is the root of a mount (its mount is not its parent's): a bind
@@ -46,6 +74,7 @@ struct BuildDirectory {
 
     /// Makes the finished device DEVICE_DIR (which is absent or empty).
     func commit(as target: DeviceDirectory) throws {
+        defer { if lock >= 0 { close(lock) } }
         if inside { return try moveUp(into: target) }
         guard rename(directory.root, target.root) == 0 else {
             throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
@@ -92,5 +121,6 @@ struct BuildDirectory {
 
     func discard() {
         try? FileManager.default.removeItem(atPath: directory.root)
+        if lock >= 0 { close(lock) }
     }
 }

@@ -17,6 +17,7 @@ struct Init: ParsableCommand {
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
         let plan = try options.plan(for: directory.root)
+        BuildDirectory.removeAbandoned(for: directory, purpose: "init")
         let made = try NewDeviceOptions.prepareEmptyDirectory(directory.root)
         // A failed init leaves no trace: the failure paths empty the directory, and
         // one this command made goes too.
@@ -25,7 +26,9 @@ struct Init: ParsableCommand {
         let passcode = try options.readPasscode()
         var existing = stat()
         let mode = made || stat(directory.root, &existing) != 0 ? nil : existing.st_mode & 0o7777
-        let building = try BuildDirectory(for: directory, purpose: "init")
+        // Beside the directory init made, renamed over it; inside one it was given, moved
+        // up: that one stays the same directory, wherever its parent lets nobody write.
+        let building = try BuildDirectory(for: directory, purpose: "init", inside: !made)
         do {
             let deviceUUID = try options.make(in: building.directory, plan: plan, passcode: passcode)
             do { try building.commit(as: directory) } catch {
@@ -36,7 +39,7 @@ struct Init: ParsableCommand {
             building.discard()
             throw error
         }
-        // The directory the user made keeps its mode (the device's files are 0600).
+        // The directory it was given keeps its mode (the device's files are 0600).
         if let mode { chmod(directory.root, mode) }
         initialised = true
         print("secret store: \(plan.store) (\(plan.storeNote))")
