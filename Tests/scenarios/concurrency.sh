@@ -48,12 +48,61 @@ for f in a b c; do
 done
 rm -rf "$D/ufa"/* "$D/none"/*
 
+STOP="$WORK/stop"
+
+# ---------------------------------------------------------------- one caller's streak
+# One thread alone asking, request after request, has a worker polling the device
+# while the others stand aside (caller_streak.c); others who arrive meanwhile must be
+# served, and every answer must stay right. The streamer asks for an attribute (a
+# request each time, never cached) and reads a file at random places.
+head -c 1048576 /dev/urandom > "$WORK/streamed"
+cp "$WORK/streamed" "$D/ufa/streamed"
+python3 - "$D/ufa/streamed" "$WORK/streamed" "$STOP.streak" > "$WORK/streak.out" 2>&1 <<'PY' &
+import os, random, sys
+path, reference, stop = sys.argv[1:4]
+expected = open(reference, "rb").read()
+fd = os.open(path, os.O_RDONLY)
+calls = 0
+rng = random.Random(5)
+while not os.path.exists(stop):
+    if os.getxattr(path, "user.dpfs.protection") != b"untilFirstAuth":
+        print("FAIL: wrong class"); sys.exit(1)
+    offset = rng.randrange(0, len(expected) // 4096) * 4096
+    if os.pread(fd, 4096, offset) != expected[offset:offset + 4096]:
+        print(f"FAIL: wrong bytes at {offset}"); sys.exit(1)
+    calls += 1
+    if calls % 500 == 0:
+        open(stop + ".next", "w").write(str(calls))
+        os.replace(stop + ".next", stop + ".progress")
+print(f"ok streamer: {calls} rounds")
+PY
+streamer=$!
+within 120 test -e "$STOP.streak.progress" || fail "the streamer got going"
+others_ok=1
+for i in $(seq 1 100); do
+    printf 'other caller %s\n' "$i" > "$D/none/other.$i" || others_ok=0
+    [ "$(cat "$D/none/other.$i")" = "other caller $i" ] || others_ok=0
+    stat "$D/none/other.$i" >/dev/null || others_ok=0
+done
+listed=$(ls "$D/none" | grep -c '^other\.')
+rm -f "$D/none"/other.*
+[ "$others_ok" = 1 ] && [ "$listed" = 100 ] && pass "other callers served while one thread streams" \
+    || fail "other callers while one thread streams" "listed $listed of 100"
+progress_before=$(cat "$STOP.streak.progress")
+within 120 sh -c "[ \$(cat '$STOP.streak.progress') -gt $progress_before ]" \
+    && pass "the streamer goes on after the others left" || fail "the streamer stalled"
+touch "$STOP.streak"
+timeout 120 tail --pid="$streamer" -f /dev/null || kill "$streamer" 2>/dev/null
+wait "$streamer"
+line=$(tail -1 "$WORK/streak.out")
+case $line in "ok streamer: "*) pass "streamed reads exact: $line" ;; *) fail "streamer" "$(tail -3 "$WORK/streak.out")" ;; esac
+rm -f "$D/ufa/streamed"
+
 # ---------------------------------------------------------------- while locking and unlocking
 head -c 300000 /dev/urandom > "$WORK/secret"
 cp "$WORK/secret" "$D/complete/secret"
 expect_eq "the watched file is of class complete" "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$D/complete/secret")" complete
 sha=$(sha256sum < "$WORK/secret" | cut -d' ' -f1)
-STOP="$WORK/stop"
 python3 "$TOOL" watch "$D/complete/secret" --sha256 "$sha" --stop "$STOP" > "$WORK/watch.out" 2>&1 &
 watcher=$!
 (
