@@ -1,8 +1,7 @@
 // dpfs's multithreaded session loop, in place of fuse_session_loop_mt: the same shape
 // (a worker starts another when none is left waiting, up to a maximum; none exits
 // before the session ends; each is cancelled only while it waits for a request), with
-// one difference for speed, while a single thread calls (caller_streak.c), and these
-// for the daemon's memory:
+// two differences for the daemon's memory:
 //
 // - Each worker's request buffer is a mapping of its own. libfuse malloc's 1 MiB per
 //   worker, and the daemon has glibc fill every malloc'd block (M_PERTURB, to scrub
@@ -37,16 +36,17 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-#include "caller_streak.h"
 #include "loop_threads.h"
 #include "ring_queues.h"
-#include "session_loop.h"
 #include "tmpfile_request.h"
 
+#define DPFS_LOOP_MAX_WORKERS 64
 /// What stays resident of a worker's buffer after a larger request.
 #define DPFS_LOOP_KEEP_BYTES ((size_t)64 * 1024)
 /// How long the session must be idle before memory is given back.
 #define DPFS_LOOP_IDLE_NANOSECONDS 250000000L
+
+struct dpfs_loop;
 
 /// The loop running now (one session per process), for dpfs_loop_stop.
 static struct dpfs_loop *_Atomic dpfs_running_loop;
@@ -62,6 +62,34 @@ void dpfs_loop_note_outside_request(void) {
     __atomic_add_fetch(&dpfs_outside_served, 1, __ATOMIC_RELAXED);
 }
 
+struct dpfs_worker {
+    struct dpfs_loop *loop;
+    pthread_t thread;
+    struct fuse_buf buf;
+    size_t touched;         // bytes of the buffer requests have touched
+    unsigned long trims;    // the loop's trims when this worker last looked
+};
+
+struct dpfs_loop {
+    struct fuse_session *se;
+    pthread_mutex_t lock;
+    sem_t finished;
+    unsigned int waiting;   // workers waiting for a request
+    unsigned int count;     // workers started
+    unsigned int max;
+    int error;
+    int exiting;
+    unsigned long served;   // requests served so far
+    unsigned long trims;    // times memory was given back
+    pthread_cond_t tick;    // wakes the trimmer early, at the end
+    pthread_t trimmer;
+    dpfs_idle_callback idle;
+    void *idle_context;
+    struct dpfs_rings *rings;   // FUSE over io_uring, when the kernel takes it (ring_queues.c)
+    int rings_tried;
+    struct dpfs_worker workers[DPFS_LOOP_MAX_WORKERS];
+};
+
 // The largest request libfuse reads into a buffer: FUSE_MAX_MAX_PAGES (256) pages and
 // a page of headers before the INIT exchange, max_write and the headers after it
 // (dpfs asks for 1 MiB, which libfuse caps at that first size anyway).
@@ -75,11 +103,10 @@ static void *dpfs_loop_worker(void *argument) {
     struct dpfs_worker *worker = (struct dpfs_worker *)argument;
     struct dpfs_loop *loop = worker->loop;
     struct fuse_buf *buf = &worker->buf;
-    dpfs_streak_block_kick();
     while (!fuse_session_exited(loop->se)) {
-        if (dpfs_streak_park(loop, worker)) continue;
-        if (__atomic_load_n(&loop->poller, __ATOMIC_SEQ_CST) == worker) dpfs_streak_poll(loop, worker);
-        int res = dpfs_streak_receive(loop, worker);
+        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+        int res = fuse_session_receive_buf(loop->se, buf);
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
         if (res == -EINTR) continue;
         if (res <= 0) {
             if (res < 0) {
@@ -88,15 +115,13 @@ static void *dpfs_loop_worker(void *argument) {
             }
             break;
         }
-        int queued = dpfs_streak_queued(loop, worker);
         pthread_mutex_lock(&loop->lock);
         if (loop->exiting) {
             pthread_mutex_unlock(&loop->lock);
             return NULL;
         }
         loop->waiting--;
-        dpfs_streak_note(loop, worker, (buf->flags & FUSE_BUF_IS_FD) ? NULL : buf->mem, queued);
-        if (dpfs_streak_needs_reader(loop) && loop->count < loop->max) dpfs_loop_start_worker(loop);
+        if (loop->waiting == 0 && loop->count < loop->max) dpfs_loop_start_worker(loop);
         pthread_mutex_unlock(&loop->lock);
         size_t received = buf->size;
         if (!(buf->flags & FUSE_BUF_IS_FD)) dpfs_tmpfile_as_create(buf->mem, received);
@@ -110,7 +135,6 @@ static void *dpfs_loop_worker(void *argument) {
         pthread_mutex_lock(&loop->lock);
         loop->waiting++;
         loop->served++;
-        dpfs_streak_answered(loop, worker);
         unsigned long trims = loop->trims;
         pthread_mutex_unlock(&loop->lock);
         // After the session was idle, the first request gives back what large requests
@@ -165,7 +189,6 @@ static void *dpfs_loop_trimmer(void *argument) {
         if (until.tv_nsec >= 1000000000L) { until.tv_sec += 1; until.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&loop->tick, &loop->lock, &until);
         if (loop->exiting) break;
-        dpfs_streak_watch(loop);
         unsigned long served = loop->served + __atomic_load_n(&dpfs_outside_served, __ATOMIC_RELAXED);
         int busy = loop->waiting < loop->count;
         if (loop->rings != NULL) {
@@ -237,14 +260,10 @@ int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
     loop->rings = rings;
     pthread_mutex_init(&loop->lock, NULL);
     pthread_cond_init(&loop->tick, NULL);
-    pthread_cond_init(&loop->unparked, NULL);
     sem_init(&loop->finished, 0, 0);
-    int err = dpfs_streak_prepare();
-    if (err == 0) {
-        pthread_mutex_lock(&loop->lock);
-        err = dpfs_loop_start_worker(loop);
-        pthread_mutex_unlock(&loop->lock);
-    }
+    pthread_mutex_lock(&loop->lock);
+    int err = dpfs_loop_start_worker(loop);
+    pthread_mutex_unlock(&loop->lock);
     int trimming = 0;
     if (err == 0) {
         trimming = dpfs_loop_create_thread(&loop->trimmer, dpfs_loop_trimmer, loop) == 0;
@@ -257,7 +276,6 @@ int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
         pthread_mutex_lock(&loop->lock);
         for (unsigned int i = 0; i < loop->count; i++) pthread_cancel(loop->workers[i].thread);
         loop->exiting = 1;
-        dpfs_streak_release(loop);
         pthread_cond_signal(&loop->tick);
         unsigned int count = loop->count;
         pthread_mutex_unlock(&loop->lock);
@@ -272,7 +290,6 @@ int dpfs_session_loop_mt(struct fuse_session *se, unsigned int max_workers,
         err = -ENOMEM;
     }
     pthread_cond_destroy(&loop->tick);
-    pthread_cond_destroy(&loop->unparked);
     pthread_mutex_destroy(&loop->lock);
     sem_destroy(&loop->finished);
     free(loop);

@@ -50,11 +50,10 @@ rm -rf "$D/ufa"/* "$D/none"/*
 
 STOP="$WORK/stop"
 
-# ---------------------------------------------------------------- one caller's streak
-# One thread alone asking, request after request, has a worker polling the device
-# while the others stand aside (caller_streak.c); others who arrive meanwhile must be
-# served, and every answer must stay right. The streamer asks for an attribute (a
-# request each time, never cached) and reads a file at random places.
+# ---------------------------------------------------------------- one thread streaming
+# One thread asking, request after request (an attribute, never cached, and reads at
+# random places), while other processes come and go: they must be served, and every
+# answer must stay right.
 head -c 1048576 /dev/urandom > "$WORK/streamed"
 cp "$WORK/streamed" "$D/ufa/streamed"
 python3 - "$D/ufa/streamed" "$WORK/streamed" "$STOP.streak" > "$WORK/streak.out" 2>&1 <<'PY' &

@@ -12,7 +12,6 @@
 #define DPFS_FUSE_IN_HEADER_SIZE 40     // struct fuse_in_header
 #define DPFS_FUSE_IN_OPCODE_OFFSET 4
 #define DPFS_FUSE_IN_UNIQUE_OFFSET 8
-#define DPFS_FUSE_IN_PID_OFFSET 32       // the calling thread's id, 0 for the kernel's own
 #define DPFS_FUSE_OUT_HEADER_SIZE 16    // struct fuse_out_header
 #define DPFS_FUSE_OUT_ERROR_OFFSET 4
 #define DPFS_FUSE_OUT_UNIQUE_OFFSET 8
