@@ -35,6 +35,8 @@ let package = Package(
         .systemLibrary(name: "CFuse", pkgConfig: "fuse3",
                        providers: [.apt(["libfuse3-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // The sqlite3_db_config call GRDB does not make, for the keychain's untouched reads.
+        .systemLibrary(name: "CSQLiteConfig"),
         // The session loop and FUSE over io_uring, in C: libfuse's own loop does not
         // fit the daemon's memory, and libfuse 3.14 does not speak io_uring.
         .target(name: "FuseLoop", dependencies: ["CFuse"], linkerSettings: [.linkedLibrary("uring")]),
@@ -58,7 +60,7 @@ let package = Package(
         .target(name: "ItemStore", dependencies: [
             "DataProtection", "DPFSProtocol",
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            "SecKeyCrypto",
+            "CSQLiteConfig", "SecKeyCrypto",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

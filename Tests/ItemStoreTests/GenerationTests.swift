@@ -105,6 +105,55 @@ import Testing
                 "the file is as it was, byte for byte, and no -wal or -shm was made or changed")
     }
 
+    /// A device whose store was killed after a write: the database and the -wal that
+    /// holds the write as they were while the store ran, and the -shm with them only
+    /// `withIndex` (a crash image copied without it, or a -shm removed). Its paths: the
+    /// file, -wal and -shm.
+    private func killedAfterAWrite(withIndex: Bool = false) throws -> (TestDevice, [String]) {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        let path = t.directory.itemStorePath
+        let files = ["", "-wal", "-shm"].map { path + $0 }
+        let copies = try files.prefix(withIndex ? 3 : 2).map { try #require(FileManager.default.contents(atPath: $0)) }
+        try t.store.close()
+        for (file, bytes) in zip(files, copies) { try bytes.write(to: URL(fileURLWithPath: file)) }
+        if !withIndex { unlink(files[2]) }
+        #expect(copies[1].count > 32, "the write is in the -wal (past its header), not in the file")
+        return (t, files)
+    }
+
+    @Test(arguments: [false, true])
+    func aRefusedOpenLeavesAKilledStoresFilesAsItFoundThem(withIndex: Bool) throws {
+        let (t, files) = try killedAfterAWrite(withIndex: withIndex)
+        try DeviceRecordStore.update(for: t.device.deviceUUID, in: t.device.secretStore) { $0.keychainGeneration += 2 }
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+        #expect(throws: DeviceRecordError.self) { try ItemStore.checkGeneration(path: files[0], device: t.device) }
+        #expect(KeychainIntegrity.damage(at: files[0]) == nil)
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found,
+                "the file, its -wal and its -shm (or none) are as they were, byte for byte")
+    }
+
+    @Test func aKilledStoresWALIsReadByTheChecksAndTheOpen() throws {
+        let (t, files) = try killedAfterAWrite()
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        // The record names the state with the write: a check that missed the -wal refuses.
+        try ItemStore.checkGeneration(path: files[0], device: t.device)
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found, "fsck's check changes no file")
+        try t.reopenStore()
+        #expect(t.secret(["service": "mail"]) == "secret")
+    }
+
+    @Test func aRefusedOpenLeavesAWALBesideAnEmptyFile() throws {
+        let (t, files) = try killedAfterAWrite()
+        // SQLite deletes the -wal of an empty database file as it opens it.
+        try Data().write(to: URL(fileURLWithPath: files[0]))
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+        #expect(throws: DeviceRecordError.self) { try ItemStore.checkGeneration(path: files[0], device: t.device) }
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found, "the -wal is still there, unchanged")
+    }
+
     @Test func aKeychainTheOpenMigratesIsCheckedAsMigrated() throws {
         let t = try TestDevice()
         #expect(t.add(["service": "mail"]).status == 0)
