@@ -7,10 +7,11 @@ source "$(dirname "$0")/lib.sh"
 
 attempt() { printf 'wrong%s\n' "$1" > "$WORK/w"; chmod 600 "$WORK/w"; "$DPFS" unlock "$MNT" --passcode-file "$WORK/w" 2>&1; }
 OLD="older than the device's record in secret store file:$SECRETS"
-# What a refused mount leaves as it found it: the keybag's and the keychain's bytes and
-# the device directory's names (no -wal or -shm made beside the keychain). The copy
-# put back is the user's, and the evidence of a rollback.
-found() { (cd "$DEV" && ls -A && sha256sum keybag.json keychain.sqlite); }
+# What a refused mount leaves as it found it: the keybag's and the keychain's bytes (its
+# -wal and -shm too, when there are) and the device directory's names (no -wal or -shm
+# made beside the keychain). The copy put back is the user's, and the evidence of a
+# rollback.
+found() { (cd "$DEV" && ls -A && sha256sum keybag.json keychain.sqlite*); }
 
 # 1. The whole device directory from before five failures.
 setup_device
@@ -73,7 +74,27 @@ out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)
 expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
 check_fails "and nothing is mounted" grep -qs " $MNT fuse" /proc/mounts
 
-# 2c. A deleted item's row put back into the current database, from an older copy.
+# 2c. The old copy as a crash leaves it: a write in its -wal and no -shm beside it (a
+# copy made while the keychain was open). The refusal names the generation that write
+# raised, so the -wal is read, and leaves the -wal as it was, with no -shm made.
+mkdir "$WORK/crashed"
+cp "$WORK/keychain-before" "$WORK/crashed/keychain.sqlite"
+raised=$(sqlite3 "$WORK/crashed/keychain.sqlite" "SELECT value + 7 FROM meta WHERE key = 'generation'")
+rm -f "$DEV/keychain.sqlite-wal" "$DEV/keychain.sqlite-shm"
+sqlite3 "$WORK/crashed/keychain.sqlite" >/dev/null <<EOF
+PRAGMA wal_autocheckpoint = 0;
+UPDATE meta SET value = value + 7 WHERE key = 'generation';
+.shell cp $WORK/crashed/keychain.sqlite $WORK/crashed/keychain.sqlite-wal $DEV/
+EOF
+expect_eq "the crashed copy has a -wal and no -shm" "$(cd "$DEV" && ls -d keychain.sqlite-*)" "keychain.sqlite-wal"
+before=$(found)
+check_error "an old keychain with a write in its -wal is refused at mount, that write read" \
+    "$ALTERED (generation $raised, recorded [0-9]*, other items)" "$DPFS" mount "$DEV" "$MNT"
+expect_eq "the refused keychain and its -wal are left byte for byte, with no -shm made" "$(found)" "$before"
+check_error "fsck reports it" "$ALTERED (generation $raised," "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+expect_eq "and fsck leaves them so too" "$(found)" "$before"
+
+# 2d. A deleted item's row put back into the current database, from an older copy.
 rm -rf "$DEV"
 setup_device
 unlock_device
