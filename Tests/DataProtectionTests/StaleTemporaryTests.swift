@@ -50,4 +50,23 @@ final class StaleTemporaryTests: XCTestCase {
         for path in kept { XCTAssertTrue(exists(path), "\(path) stays") }
         XCTAssertTrue(exists(directory), "a directory by that name stays")
     }
+
+    /// Forgetting a device (`forget`, or an init or restore removing a build a kill
+    /// left) takes its record's temporary too: left in the store by a kill between the
+    /// write and its rename, it would otherwise stay for ever.
+    func testDiscardRemovesTheRecordTemporaryAKillLeft() throws {
+        let device = try TestDevice()
+        let uuid = try device.boot().deviceUUID
+        let dead = try deadPID()
+        let store = SecretStoreLocation.file(directory: device.secretStore)
+        let temporary = DeviceRecordStore.statePath(of: uuid, in: device.secretStore) + ".tmp-\(dead)"
+        let another = device.secretStore + "/another-device.state.tmp-\(dead)"
+        try plant(temporary)
+        try plant(another)
+
+        DeviceProvisioning.discard(uuid, in: store)
+        XCTAssertEqual(DeviceProvisioning.entries(of: uuid, in: store), [])
+        XCTAssertFalse(exists(temporary), "the forgotten device's temporary is removed")
+        XCTAssertTrue(exists(another), "another device's stays")
+    }
 }

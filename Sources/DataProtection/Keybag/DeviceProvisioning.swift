@@ -27,7 +27,6 @@ public enum DeviceProvisioning {
         }
     }
 
-    /// Removes a secret whose device was never finished (init failed after creating it).
     /// What `discard` would remove of `deviceUUID` from `store`: the paths of a file
     /// store's secret and record that exist, or for a tpm2 store its NV index, if defined.
     public static func entries(of deviceUUID: String, in store: SecretStoreLocation) -> [String] {
@@ -41,9 +40,15 @@ public enum DeviceProvisioning {
         }
     }
 
+    /// Removes a device's entries from its store: one never finished (init failed after
+    /// creating them, or was killed), or one `dpfs forget` is asked to forget.
     public static func discard(_ deviceUUID: String, in store: SecretStoreLocation) {
         switch store {
         case .file(let directory):
+            // A write of the record that a kill cut short (init's, say) left its temporary.
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME_COARSE, &now)
+            _ = try? DeviceRecordStore.removeStaleTemporaries(for: deviceUUID, in: store, openedAt: now)
             _ = DeviceSecretStore.path(of: deviceUUID, in: directory).withCString { unlink($0) }
             _ = DeviceRecordStore.statePath(of: deviceUUID, in: directory).withCString { unlink($0) }
         case .tpm2(let tcti):
