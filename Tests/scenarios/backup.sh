@@ -346,8 +346,18 @@ if within 60 grep -q "\.killed\.restore-" /proc/mounts; then
     kill -KILL "$restore_pid"; wait "$restore_pid" 2>/dev/null
     check "a killed restore's temporary mount goes with it" within 60 sh -c '! grep -q "\.killed\.restore-" /proc/mounts'
     check "and so does its daemon" within 60 sh -c "[ -n '$temporary_daemon' ] && ! kill -0 '$temporary_daemon'"
-    # The half-made device and its secret stay (nothing ran to remove them): gone here.
-    for half in "$WORK"/.killed.restore-*; do "$DPFS" forget "$half" >/dev/null 2>&1; rm -rf "$half"; done
+    # The half-made device and its secret stay (nothing ran to remove them) until the
+    # next restore into the same directory, which removes both.
+    abandoned=$(cat "$WORK"/.killed.restore-*/keybag.json 2>/dev/null | json_field deviceUUID)
+    expect_eq "the killed restore leaves its secret in the store" "$(ls "$SECRETS" | grep -c "^${abandoned:-none}\.secret$")" "1"
+    check "a second restore takes the directory" "$DPFS" restore "$WORK/killed" --from "$WORK/large.dpfsbackup" \
+        --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
+    expect_eq "removing the killed one's half-made device" "$(ls -A "$WORK" | grep -c '^\.killed\.restore-')" "0"
+    expect_eq "and its secret-store entries" "$(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "0"
+    mkdir -p "$WORK/killed-mnt"
+    check "the new device mounts" "$DPFS" mount "$WORK/killed" "$WORK/killed-mnt"
+    check "and unlocks" "$DPFS" unlock "$WORK/killed-mnt" --passcode-file "$PASS2"
+    "$DPFS" unmount "$WORK/killed-mnt" >/dev/null 2>&1
     rmdir "$temporary" 2>/dev/null
     secrets_before=$(ls "$SECRETS" | wc -l)
 else

@@ -100,15 +100,24 @@ PY
 done
 
 # An init killed part-way (strace delivers SIGKILL at its first rename: the secret
-# store's record, written once the device's files are made) leaves no device, and a
-# second init takes the directory, removing what the first left.
+# store's record, written once the device's files are made, before its keybag) leaves
+# no device, and a second init takes the directory, removing what the first left: its
+# half-made device and that device's entries in the secret store (its secret), which
+# nobody else knows the UUID of.
 mkdir -m 700 "$WORK/killed-init" "$WORK/killed-init-mnt"
+ls "$SECRETS" | sort > "$WORK/secrets-before"
 # (In a subshell: the shell's own line about the kill stays out of the log.)
 (strace -f -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=KILL:when=1 \
     "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS") >/dev/null 2>&1
 check_fails "an init killed part-way leaves no device there" test -e "$WORK/killed-init/keybag.json"
+abandoned=$(ls "$SECRETS" | sort | comm -13 "$WORK/secrets-before" - | grep -o '^[0-9a-f-]\{36\}' | sort -u)
+expect_eq "but its secret, in the secret store" "$(printf '%s\n' "$abandoned" | grep -c .)" "1"
 check "and a second init takes the directory" "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS"
 expect_eq "leaving nothing of the first" "$(ls -A "$WORK/killed-init" | grep -c '^\.init-')" "0"
+expect_eq "not even its secret-store entries" "$(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "0"
 check "which mounts" "$DPFS" mount "$WORK/killed-init" "$WORK/killed-init-mnt"
+check "and unlocks" "$DPFS" unlock "$WORK/killed-init-mnt" --passcode-file "$PASS"
 "$DPFS" unmount "$WORK/killed-init-mnt" >/dev/null 2>&1
+"$DPFS" lock "$MNT" --now >/dev/null 2>&1
+check "the first device still unlocks" unlock_any
 finish

@@ -10,9 +10,15 @@ public enum DeviceProvisioning {
         public let secret: SecureBuffer
     }
 
+    /// A new device's UUID, for a caller that must note it somewhere before `create`
+    /// stores anything under it.
+    public static func newDeviceUUID() -> String {
+        UUIDText.random()
+    }
+
     public static func create(store: SecretStoreLocation, passcode: SecureBuffer?, defaultProtection: ProtectionClass,
-                              eraseAfter: Int?, kdf: KDFParameters = .standard()) throws -> NewDevice {
-        let deviceUUID = UUIDText.random()
+                              eraseAfter: Int?, kdf: KDFParameters = .standard(),
+                              deviceUUID: String = DeviceProvisioning.newDeviceUUID()) throws -> NewDevice {
         let (secret, sealed) = try DeviceSecretStore.create(for: deviceUUID, in: store)
         do {
             var keybag = try Keybag.create(passcode: passcode, deviceSecret: secret, defaultProtection: defaultProtection,

@@ -50,7 +50,11 @@ public struct KeybagFile: Codable, Sendable {
 
     /// The keybag as stored, not yet authenticated: what a device needs to find its secret.
     static func decode(from directory: DeviceDirectory) throws -> KeybagFile {
-        let bytes = try AtomicFile.read(directory.keybagPath)
+        try decode(AtomicFile.read(directory.keybagPath), of: directory)
+    }
+
+    /// The keybag of `directory` (named in errors) from its bytes.
+    static func decode(_ bytes: [UInt8], of directory: DeviceDirectory) throws -> KeybagFile {
         // The version alone first: an older format is named as such, not as damage.
         struct Version: Decodable { var formatVersion: Int }
         guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
@@ -76,6 +80,15 @@ public struct KeybagFile: Codable, Sendable {
     /// find the device's entries in the store; nothing here is trusted for more).
     public static func storeEntry(of directory: DeviceDirectory) throws -> (deviceUUID: String, store: SecretStoreLocation) {
         let file = try decode(from: directory)
+        return (file.deviceUUID, try file.storeLocation())
+    }
+
+    /// As `storeEntry(of:)`, from the bytes of the keybag of `directory` (named in
+    /// errors) that the caller read: through a directory it holds open, say, whose
+    /// path someone could point elsewhere meanwhile.
+    public static func storeEntry(decoding bytes: [UInt8], of directory: DeviceDirectory) throws
+        -> (deviceUUID: String, store: SecretStoreLocation) {
+        let file = try decode(bytes, of: directory)
         return (file.deviceUUID, try file.storeLocation())
     }
 

@@ -15,7 +15,8 @@ import SystemCalls
 ///
 /// The command holds an flock on it while it builds: one killed part-way releases it,
 /// and the next init or restore of the same DEVICE_DIR removes what it left
-/// (`removeAbandoned`), never a build still under way.
+/// (`removeAbandoned`), the device's secret-store entry included, never a build still
+/// under way.
 struct BuildDirectory {
     let directory: DeviceDirectory
     /// Whether it lies inside DEVICE_DIR, a mount point, rather than beside it.
@@ -46,7 +47,9 @@ struct BuildDirectory {
     }
 
     /// Removes the hidden directories of `purpose` that a command killed part-way left
-    /// inside or beside `target`: those whose flock no command holds.
+    /// inside or beside `target`: those whose flock no command holds, and no daemon
+    /// still serves. Each one's secret-store entry goes first (BuildEntry): a kill
+    /// between the two leaves a build whose entry is gone, never an entry nothing names.
     static func removeAbandoned(for target: DeviceDirectory, purpose: String) {
         let parent = (target.root as NSString).deletingLastPathComponent
         let name = (target.root as NSString).lastPathComponent
@@ -57,10 +60,27 @@ struct BuildDirectory {
                 let path = place + "/" + entry
                 let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else { continue }
-                if flock(fd, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(atPath: path) }
-                close(fd)
+                defer { close(fd) }
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0, !isServed(fd, DeviceDirectory(path)) else { continue }
+                let forgotten = BuildEntry.forgetAbandoned(fd, at: path, sparing: target)
+                try? FileManager.default.removeItem(atPath: path)
+                if !forgotten.isEmpty {
+                    FileHandle.standardError.write(Data(("note: removed the device a killed \(purpose) left half-made in "
+                        + "\(path), and its secret-store entries \(forgotten.joined(separator: ", "))\n").utf8))
+                }
             }
         }
+    }
+
+    /// Whether a daemon holds the mount lock of the build open as `build` (`directory`):
+    /// a killed restore's temporary mount, in its last moments. Its files and its
+    /// entries are not taken from under it; the next command finds the build abandoned.
+    private static func isServed(_ build: Int32, _ directory: DeviceDirectory) -> Bool {
+        let lock = (directory.lockPath as NSString).lastPathComponent
+        let fd = openat(build, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0
     }
 
     /// Whether `path` is the root of a mount (its mount is not its parent's): a bind

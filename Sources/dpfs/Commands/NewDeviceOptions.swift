@@ -60,14 +60,18 @@ struct NewDeviceOptions: ParsableArguments {
         noPasscode ? nil : try PasscodeSource.readNew(file: passcodeFile)
     }
 
-    /// Makes the device in `directory`, which must exist and be empty; its UUID. On
-    /// failure the directory is left empty and the secret store holds nothing of it.
+    /// Makes the device in `directory`, a build's (BuildDirectory), which must exist and
+    /// be empty; its UUID. On failure the directory is left empty and the secret store
+    /// holds nothing of it. Killed part-way, it leaves the build naming the device's
+    /// secret-store entry (BuildEntry), for the next command to forget.
     func make(in directory: DeviceDirectory, plan: Plan, passcode: SecureBuffer?) throws -> String {
         let (store, defaultClass, defaults) = (plan.store, plan.defaultClass, plan.defaults)
         let device: DeviceProvisioning.NewDevice
         do {
+            let deviceUUID = DeviceProvisioning.newDeviceUUID()
+            try BuildEntry.note(deviceUUID, in: store, at: directory)
             device = try DeviceProvisioning.create(store: store, passcode: passcode, defaultProtection: defaultClass,
-                                                   eraseAfter: eraseAfter)
+                                                   eraseAfter: eraseAfter, deviceUUID: deviceUUID)
         } catch {
             Self.removeContents(of: directory.root)
             throw CLIError("init failed: \(error)")
@@ -89,6 +93,7 @@ struct NewDeviceOptions: ParsableArguments {
             }
             // The keybag last: its presence is what marks a device as initialised.
             try keybag.save(in: directory, deviceSecret: device.secret)
+            try BuildEntry.removeNote(from: directory)
         } catch {
             Self.removeContents(of: directory.root)
             DeviceProvisioning.discard(device.keybag.deviceUUID, in: store)
