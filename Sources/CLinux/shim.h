@@ -102,6 +102,9 @@ static inline int dpfs_stat_birth(int dirfd, const char *name, int flags, struct
 /// Names the calling thread (as /proc/PID/task/TID/comm shows it; 15 bytes at most).
 static inline void dpfs_name_thread(const char *name) { (void)pthread_setname_np(pthread_self(), name); }
 
+/// The calling thread's name into `name` (16 bytes with its NUL); 0 on success.
+static inline int dpfs_thread_name(char *name) { return prctl(PR_GET_NAME, name, 0, 0, 0); }
+
 /// A descriptor that becomes readable when process `pid` ends (pidfd_open(2), Linux
 /// 5.3); -1 with errno ESRCH when there is no such process any more.
 static inline int dpfs_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -22,6 +22,7 @@ struct Dpfs: ParsableCommand {
     /// `help` printed the overview and exited 0 for any name, so a script could not
     /// tell a typo from a command.
     static func main() {
+        ProcessName.adoptCommandName()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "help" {
             var command: ParsableCommand.Type = Dpfs.self
@@ -34,6 +35,7 @@ struct Dpfs: ParsableCommand {
         }
         do {
             var command = try parseAsRoot(nil)
+            refuseMissingSubcommand(type(of: command))
             try command.run()
         } catch {
             // The failures scripts tell apart exit with their own status (ExitStatus);
@@ -45,5 +47,15 @@ struct Dpfs: ParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// `dpfs`, `dpfs keychain` and the other groups named without a subcommand print
+    /// their help on standard error and exit 64, as any missing argument does
+    /// (ArgumentParser printed the help and exited 0, which a script reads as done).
+    private static func refuseMissingSubcommand(_ command: ParsableCommand.Type) {
+        let configuration = command.configuration
+        guard !configuration.subcommands.isEmpty, configuration.defaultSubcommand == nil else { return }
+        FileHandle.standardError.write(Data(("Error: missing subcommand\n\n" + helpMessage(for: command)).utf8))
+        Glibc.exit(ExitStatus.usage.rawValue)
     }
 }

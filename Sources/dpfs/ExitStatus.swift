@@ -19,6 +19,7 @@ enum ExitStatus: Int32 {
     static func of(_ error: any Error) -> ExitStatus {
         switch error {
         case let error as CLIError: return error.status
+        case let error as KeychainCall.Unreachable: return of(error.cause)
         case let error as LockError: return of(error)
         case let error as DeviceError:
             if case .notInitialised = error { return .deviceNotFound }

@@ -26,6 +26,18 @@ exits_with "a device directory that is not one: device not found (mount)" 16 "$D
 exits_with "a device directory that is not one: device not found (fsck)" 16 "$DPFS" fsck "$WORK/nothing"
 exits_with "a directory that is no dpfs mount: not a dpfs mount" 15 "$DPFS" status "$WORK"
 exits_with "lock of a directory that is no dpfs mount" 15 "$DPFS" lock "$WORK"
+exits_with "unmount of a directory that is no dpfs mount" 15 "$DPFS" unmount "$WORK"
+exits_with "a keychain call to a directory that is no dpfs mount" 15 \
+    "$DPFS" keychain find "$WORK" --service s
+exits_with "dpfs alone: a missing subcommand" 64 "$DPFS"
+exits_with "a group without its subcommand: a missing subcommand" 64 "$DPFS" keychain
+exits_with "dpfs passcode without its subcommand" 64 "$DPFS" passcode
+check "but --help of a group exits 0" "$DPFS" keychain --help
+exits_with "a negative duration is a usage error" 64 "$DPFS" clock advance "$WORK" -5
+check_error "that names the clock's direction, not a missing argument" "only moves forward" \
+    "$DPFS" clock advance "$WORK" -5
+check_error "a device directory that does not exist is named so" "does not exist" \
+    "$DPFS" mount "$WORK/nothing" "$MNT"
 json=$("$DPFS" status "$WORK" --json 2>/dev/null)
 expect_eq "status --json says so in JSON too" \
     "$(printf '%s' "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["exitStatus"], "not a dpfs mount" in d["error"])')" \
@@ -37,6 +49,8 @@ touch "$MNT/stray"
 exits_with "a mount point that is not empty is refused" 10 "$DPFS" mount "$DEV" "$MNT"
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 check "-o nonempty mounts over it" "$DPFS" mount "$DEV" "$MNT" -o nonempty
+daemon=$("$DPFS" status "$MNT" --json | json_field pid)
+expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"
 check "unmount" "$DPFS" unmount "$MNT"
 rm -f "$MNT/stray"

@@ -58,7 +58,10 @@ public enum DeviceError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .alreadyMounted(let path): return "device \(path) is already mounted by another dpfs daemon"
-        case .notInitialised(let path): return "\(path) is not a dpfs device directory (run dpfs init first)"
+        case .notInitialised(let path):
+            // A mistyped path is the likelier slip than a directory that never was a device.
+            guard access(path, F_OK) == 0 else { return "\(path) does not exist (dpfs init makes a device there)" }
+            return "\(path) is not a dpfs device directory (run dpfs init first)"
         case .notEmpty(let path): return "\(path) is not empty; dpfs init needs a new or empty directory"
         case .corruptKeybag(let why): return "the keybag is damaged: \(why)"
         case .keybagDoesNotVerify(let store, let uuid):

@@ -12,11 +12,24 @@ struct Clock: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Move the device's clock forward: what falls due on the way happens now.")
         @Argument(help: "The mountpoint.") var mountpoint: String
-        @Argument(help: "How far: 90s, 10m, 48h, 3d, or a sum such as 1h30m.") var duration: String
+        // Taken as it comes, dash and all: "-5" read as an option was "a missing
+        // argument", not the clock's refusal to go back.
+        @Argument(parsing: .allUnrecognized, help: ArgumentHelp("How far: 90s, 10m, 48h, 3d, or a sum such as 1h30m.",
+                                                                  valueName: "duration"))
+        var durationWords: [String] = []
+
+        /// The words given, without the `--` that ends the options (it comes along).
+        private var given: [String] { durationWords.filter { $0 != "--" } }
+        private var duration: String { given.first ?? "" }
 
         func validate() throws {
+            guard given.count == 1 else {
+                throw ValidationError(given.isEmpty ? "Missing expected argument '<duration>'"
+                                                    : "give one duration, not \(given.count)")
+            }
             guard ClockDuration.seconds(in: duration) != nil else {
-                throw ValidationError("'\(duration)' is not a duration (90s, 10m, 48h, 3d, 1h30m)")
+                let forward = duration.hasPrefix("-") ? ": the clock only moves forward" : ""
+                throw ValidationError("'\(duration)' is not a duration (90s, 10m, 48h, 3d, 1h30m)\(forward)")
             }
         }
 

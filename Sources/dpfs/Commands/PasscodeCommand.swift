@@ -33,7 +33,8 @@ struct Passcode: ParsableCommand {
         func validate() throws {
             // Both from one stdin cannot be told apart; a terminal prompts for each.
             if passcodeFile == nil && newPasscodeFile == nil && isatty(STDIN_FILENO) == 0 {
-                throw ValidationError("give --new-passcode-file (and --passcode-file or the current passcode on stdin)")
+                throw ValidationError("the current and the new passcode cannot both come from stdin: "
+                                      + "give --passcode-file or --new-passcode-file, and the other on stdin")
             }
         }
 

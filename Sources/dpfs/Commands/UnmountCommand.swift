@@ -32,7 +32,9 @@ struct Unmount: ParsableCommand {
         }
         let target = AbsolutePath.of(mountpoint)
         let pid = (try? DaemonDeadline.client(for: target).send(.status))?.status?.pid
-        guard pid != nil || isMountpoint(target) else { throw CLIError("\(target) is not a mounted dpfs sandbox") }
+        guard pid != nil || isMountpoint(target) else {
+            throw CLIError("\(target) is not a mounted dpfs sandbox", status: .notADpfsMount)
+        }
         if Self.fusermountUnmount(target, lazily: false) != 0 && umount(target) != 0 {
             throw CLIError("cannot unmount \(target): \(String(cString: strerror(errno)))")
         }
