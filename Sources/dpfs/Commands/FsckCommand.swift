@@ -55,11 +55,13 @@ struct Fsck: ParsableCommand {
         let report = DeviceCheck(device: device).run(salvageInto: salvage.map(AbsolutePath.of))
         for damage in report.damage { print(damage) }
         let problems = report.damage.count + (keychain == nil ? 0 : 1)
-        let verdict = problems == 0 ? "clean" : "\(problems) problem\(problems == 1 ? "" : "s")"
-        print("checked \(report.files) files, \(report.blocks) blocks: \(verdict)"
-              + (salvage != nil ? "; salvaged \(report.salvaged) files into \(AbsolutePath.of(salvage ?? ""))" : ""))
+        let verdict = problems == 0 ? "clean" : counted(problems, "problem")
+        print("checked \(counted(report.files, "file")), \(counted(report.blocks, "block")): \(verdict)"
+              + (salvage != nil ? "; salvaged \(counted(report.salvaged, "file")) into \(AbsolutePath.of(salvage ?? ""))" : ""))
         // A keychain that is whole but not the one the record names keeps its own status.
         if let keychain, keychain.status != .failure { throw ExitCode(keychain.status.rawValue) }
         if problems > 0 { throw ExitCode.failure }
     }
+
+    private func counted(_ number: Int, _ noun: String) -> String { "\(number) \(noun)\(number == 1 ? "" : "s")" }
 }
