@@ -6,6 +6,18 @@ source "$(dirname "$0")/lib.sh"
 require_tools strace
 LOAD="$(dirname "$0")/../tools/crashload.py"
 SEEDS=${CRASH_SEEDS:-6}
+KILLED_MOUNT="$WORK/killed-mount"
+
+scenario_cleanup() {
+    local mnt
+    for mnt in "$WORK/killed-init-mnt" "$WORK/killed-mount-mnt"; do
+        if grep -qs " $mnt fuse" /proc/mounts; then
+            "$DPFS" unmount "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null
+        fi
+    done
+    # After the device on it is unmounted: the tmpfs the mount-point init is killed in.
+    if grep -qs " $KILLED_MOUNT tmpfs" /proc/mounts; then umount "$KILLED_MOUNT" 2>/dev/null || umount -l "$KILLED_MOUNT"; fi
+}
 
 printf 'alpha\n' > "$WORK/pa"; printf 'bravo\n' > "$WORK/pb"; chmod 600 "$WORK/pa" "$WORK/pb"
 cp "$WORK/pa" "$PASS"
@@ -113,11 +125,51 @@ check_fails "an init killed part-way leaves no device there" test -e "$WORK/kill
 abandoned=$(ls "$SECRETS" | sort | comm -13 "$WORK/secrets-before" - | grep -o '^[0-9a-f-]\{36\}' | sort -u)
 expect_eq "but its secret, in the secret store" "$(printf '%s\n' "$abandoned" | grep -c .)" "1"
 check "and a second init takes the directory" "$DPFS" init "$WORK/killed-init" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+device_entries=$(ls -A "$WORK/killed-init")
 expect_eq "leaving nothing of the first" "$(ls -A "$WORK/killed-init" | grep -c '^\.init-')" "0"
 expect_eq "not even its secret-store entries" "$(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "0"
 check "which mounts" "$DPFS" mount "$WORK/killed-init" "$WORK/killed-init-mnt"
 check "and unlocks" "$DPFS" unlock "$WORK/killed-init-mnt" --passcode-file "$PASS"
 "$DPFS" unmount "$WORK/killed-init-mnt" >/dev/null 2>&1
+
+# Into a mount point (a filesystem mounted for the device), init builds inside it and
+# moves the entries up one by one, the keybag last. Killed between two of those moves
+# (renameat2, the only one; the record's rename is rename), it leaves some of the
+# device's entries in the mount point and the rest, with the keybag, in the build: the
+# next init removes those entries too, and never a file that is not the build's.
+if mkdir -p "$KILLED_MOUNT" "$WORK/killed-mount-mnt" \
+    && mount -t tmpfs -o size=64m,mode=1777 dpfs-crash-test "$KILLED_MOUNT" 2>/dev/null; then
+    ls "$SECRETS" | sort > "$WORK/secrets-before"
+    (strace -f -o /dev/null -e trace=renameat2 -e inject=renameat2:signal=KILL:when=3 \
+        "$DPFS" init "$KILLED_MOUNT" --passcode-file "$PASS" --secret-store "file:$SECRETS" || :) >/dev/null 2>&1
+    left=$(ls -A "$KILLED_MOUNT")
+    if [ "$(printf '%s\n' "$left" | grep -c '^\.init-')" = 1 ] && ! printf '%s\n' "$left" | grep -qx keybag.json \
+        && [ "$(printf '%s\n' "$left" | grep -vc '^\.init-')" -ge 1 ]; then
+        pass "an init into a mount point killed while moving up leaves entries there, no keybag"
+    else
+        fail "an init into a mount point killed while moving up leaves entries there, no keybag" "$(echo $left)"
+    fi
+    abandoned=$(ls "$SECRETS" | sort | comm -13 "$WORK/secrets-before" - | grep -o '^[0-9a-f-]\{36\}' | sort -u)
+    expect_eq "and its secret in the secret store" "$(printf '%s\n' "$abandoned" | grep -c .)" "1"
+    printf 'a note of the user\n' > "$KILLED_MOUNT/notes.txt"
+    check_error "an init finding a file of someone else's there refuses" "is not empty" \
+        "$DPFS" init "$KILLED_MOUNT" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+    expect_eq "keeps that file, and removes all the killed init left" \
+        "$(ls -A "$KILLED_MOUNT" | tr '\n' ' ')$(cat "$KILLED_MOUNT/notes.txt")" "notes.txt a note of the user"
+    expect_eq "its secret-store entries too" "$(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "0"
+    expect_eq "and gives the mount point back its mode" "$(stat -c %a "$KILLED_MOUNT")" "1777"
+    rm -f "$KILLED_MOUNT/notes.txt"
+    check "with that file gone, an init takes the mount point" \
+        "$DPFS" init "$KILLED_MOUNT" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+    expect_eq "which holds a device's entries and nothing else" "$(ls -A "$KILLED_MOUNT")" "$device_entries"
+    expect_eq "keeping its mode" "$(stat -c %a "$KILLED_MOUNT")" "1777"
+    check "the device there mounts" "$DPFS" mount "$KILLED_MOUNT" "$WORK/killed-mount-mnt"
+    check "and unlocks" "$DPFS" unlock "$WORK/killed-mount-mnt" --passcode-file "$PASS"
+    "$DPFS" unmount "$WORK/killed-mount-mnt" >/dev/null 2>&1
+    umount "$KILLED_MOUNT"
+else
+    log "mounting a tmpfs needs root: an init killed while moving up into a mount point is not checked"
+fi
 "$DPFS" lock "$MNT" --now >/dev/null 2>&1
 check "the first device still unlocks" unlock_any
 finish

@@ -15,8 +15,8 @@ import SystemCalls
 ///
 /// The command holds an flock on it while it builds: one killed part-way releases it,
 /// and the next init or restore of the same DEVICE_DIR removes what it left
-/// (`removeAbandoned`), the device's secret-store entry included, never a build still
-/// under way.
+/// (`removeAbandoned`), the device's secret-store entry and the entries it had moved up
+/// included, never a build still under way.
 struct BuildDirectory {
     let directory: DeviceDirectory
     /// Whether it lies inside DEVICE_DIR, a mount point, rather than beside it.
@@ -48,8 +48,9 @@ struct BuildDirectory {
 
     /// Removes the hidden directories of `purpose` that a command killed part-way left
     /// inside or beside `target`: those whose flock no command holds, and no daemon
-    /// still serves. Each one's secret-store entry goes first (BuildEntry): a kill
-    /// between the two leaves a build whose entry is gone, never an entry nothing names.
+    /// still serves. Each one's secret-store entry goes first (BuildEntry), then what it
+    /// had moved up into a `target` it had not made a device (MoveUpList), then the
+    /// build, which names both: a kill on the way leaves them for the next command.
     static func removeAbandoned(for target: DeviceDirectory, purpose: String) {
         let parent = (target.root as NSString).deletingLastPathComponent
         let name = (target.root as NSString).lastPathComponent
@@ -63,10 +64,13 @@ struct BuildDirectory {
                 defer { close(fd) }
                 guard flock(fd, LOCK_EX | LOCK_NB) == 0, !isServed(fd, DeviceDirectory(path)) else { continue }
                 let forgotten = BuildEntry.forgetAbandoned(fd, at: path, sparing: target)
+                let movedUp = place == target.root ? MoveUpList.removeMoved(fd, from: target) : []
                 try? FileManager.default.removeItem(atPath: path)
-                if !forgotten.isEmpty {
+                if !forgotten.isEmpty || !movedUp.isEmpty {
                     FileHandle.standardError.write(Data(("note: removed the device a killed \(purpose) left half-made in "
-                        + "\(path), and its secret-store entries \(forgotten.joined(separator: ", "))\n").utf8))
+                        + "\(path)" + (movedUp.isEmpty ? "" : " and \(target.root) (\(movedUp.joined(separator: ", ")))")
+                        + (forgotten.isEmpty ? "" : ", and its secret-store entries \(forgotten.joined(separator: ", "))")
+                        + "\n").utf8))
                 }
             }
         }
@@ -103,15 +107,24 @@ struct BuildDirectory {
     }
 
     /// Moves each entry up into `target`, the keybag last and after a sync, so that a
-    /// crash on the way leaves no directory that looks like a device. A failure moves
-    /// back what was moved, for `discard` to remove with the rest.
+    /// crash on the way leaves no directory that looks like a device, and a list of
+    /// them (MoveUpList) first, by which the next command removes what a kill left. A
+    /// failure moves back what was moved, for `discard` to remove with the rest.
     private func moveUp(into target: DeviceDirectory) throws {
         let keybag = (target.keybagPath as NSString).lastPathComponent
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory.root).filter { $0 != keybag }
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.root)
+                .filter { $0 != keybag && $0 != MoveUpList.name }
         } catch {
             throw CLIError("cannot list the new device in \(directory.root): \(error)")
+        }
+        var given = stat()
+        guard stat(target.root, &given) == 0 else {
+            throw CLIError("cannot read \(target.root): \(String(cString: strerror(errno)))")
+        }
+        do { try MoveUpList.write(names + [keybag], of: directory, targetMode: given.st_mode) } catch {
+            throw CLIError("cannot note the new device's entries in \(directory.root): \(error)")
         }
         // The mode a device directory made by rename has (mkdtemp's 0700), not the
         // mount's (a tmpfs is 1777): where it is made does not change what it is.
@@ -124,10 +137,12 @@ struct BuildDirectory {
             guard Self.moveWithoutReplacing(directory.root + "/" + name, to: target.root + "/" + name) else {
                 let reason = String(cString: strerror(errno))
                 for name in moved { _ = rename(target.root + "/" + name, directory.root + "/" + name) }
+                chmod(target.root, given.st_mode & 0o7777)
                 throw CLIError("cannot move the new device's \(name) into \(target.root): \(reason)")
             }
             moved.append(name)
         }
+        MoveUpList.remove(from: directory)
         rmdir(directory.root)
         try? AtomicFile.syncDirectory(of: target.keybagPath)
     }

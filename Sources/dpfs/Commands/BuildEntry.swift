@@ -43,12 +43,9 @@ enum BuildEntry {
     /// died before making one. Never the entry of the device at `target`. The paths of
     /// what it removed.
     static func forgetAbandoned(_ build: Int32, at path: String, sparing target: DeviceDirectory) -> [String] {
-        // Only a build of this user's that nobody else can write into: what it names
-        // was noted by a command of ours, not planted to have another device forgotten.
-        var info = stat()
-        guard fstat(build, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
-              info.st_mode & 0o022 == 0 else { return [] }
-        guard let abandoned = entry(of: build, at: path), Forget.isUUID(abandoned.deviceUUID) else { return [] }
+        guard isOwnBuild(build), let abandoned = entry(of: build, at: path), Forget.isUUID(abandoned.deviceUUID) else {
+            return []
+        }
         if target.isInitialised, let live = try? KeybagFile.storeEntry(of: target), live.deviceUUID == abandoned.deviceUUID {
             return []
         }
@@ -56,6 +53,15 @@ enum BuildEntry {
         guard !entries.isEmpty else { return [] }
         DeviceProvisioning.discard(abandoned.deviceUUID, in: abandoned.store)
         return entries
+    }
+
+    /// Whether the build open as `build` is a directory of this user's that nobody else
+    /// can write into: what it names was noted by a command of ours, not planted to have
+    /// another device's entry forgotten or another's files removed.
+    static func isOwnBuild(_ build: Int32) -> Bool {
+        var info = stat()
+        return fstat(build, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && info.st_uid == geteuid()
+            && info.st_mode & 0o022 == 0
     }
 
     /// The entry the build names: its keybag's, else its note's.
@@ -73,7 +79,7 @@ enum BuildEntry {
     /// The file `name` of the directory open as `directory`, read through that
     /// descriptor (its path could be made to lead elsewhere): a regular file of this
     /// user's only, never a link.
-    private static func read(_ name: String, in directory: Int32) -> [UInt8]? {
+    static func read(_ name: String, in directory: Int32) -> [UInt8]? {
         let fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         let file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
