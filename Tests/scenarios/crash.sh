@@ -132,6 +132,19 @@ check "which mounts" "$DPFS" mount "$WORK/killed-init" "$WORK/killed-init-mnt"
 check "and unlocks" "$DPFS" unlock "$WORK/killed-init-mnt" --passcode-file "$PASS"
 "$DPFS" unmount "$WORK/killed-init-mnt" >/dev/null 2>&1
 
+# Into a directory it makes, init makes none until the device is whole: killed at the
+# same rename, it leaves nothing where the directory would be.
+ls "$SECRETS" | sort > "$WORK/secrets-before"
+(strace -f -o /dev/null -e trace=rename,renameat,renameat2 -e inject=rename,renameat,renameat2:signal=KILL:when=1 \
+    "$DPFS" init "$WORK/killed-absent" --passcode-file "$PASS" --secret-store "file:$SECRETS" || :) >/dev/null 2>&1
+check_fails "an init killed part-way leaves no directory it was to make" test -e "$WORK/killed-absent"
+abandoned=$(ls "$SECRETS" | sort | comm -13 "$WORK/secrets-before" - | grep -o '^[0-9a-f-]\{36\}' | sort -u)
+check "and a second init makes it" "$DPFS" init "$WORK/killed-absent" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+expect_eq "forgetting the first one's secret-store entries" \
+    "$(printf '%s\n' "$abandoned" | grep -c .) $(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "1 0"
+expect_eq "a device directory, mode 700, with nothing of the first beside it" \
+    "$(stat -c %a "$WORK/killed-absent") $(ls -A "$WORK" | grep -c '^\.killed-absent\.init-')" "700 0"
+
 # Into a mount point (a filesystem mounted for the device), init builds inside it and
 # moves the entries up one by one, the keybag last. Killed between two of those moves
 # (renameat2, the only one; the record's rename is rename), it leaves some of the

@@ -8,10 +8,10 @@ import Glibc
 import SystemCalls
 
 /// The hidden directory where the new device is made, then made DEVICE_DIR: beside it,
-/// renamed over it once complete. A mount point (an empty filesystem mounted for the
-/// device, as `init` takes one) cannot be renamed over: the device is then made inside
-/// it and its entries moved up one by one, the keybag last, for the keybag is what
-/// makes a directory a device.
+/// renamed to it (or over it, empty) once complete. A mount point (an empty filesystem
+/// mounted for the device, as `init` takes one) cannot be renamed over: the device is
+/// then made inside it and its entries moved up one by one, the keybag last, for the
+/// keybag is what makes a directory a device.
 ///
 /// The command holds an flock on it while it builds: one killed part-way releases it,
 /// and the next init or restore of the same DEVICE_DIR removes what it left
@@ -32,9 +32,10 @@ struct BuildDirectory {
         let name = (target.root as NSString).lastPathComponent
         var isDirectory: ObjCBool = false
         if !inside {
-            guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory) else {
                 throw CLIError("\(parent) does not exist; make it first")
             }
+            guard isDirectory.boolValue else { throw CLIError("\(parent) is not a directory") }
         }
         var template = Array((inside ? "\(target.root)/.\(purpose)-XXXXXX" : "\(parent)/.\(name).\(purpose)-XXXXXX").utf8CString)
         guard mkdtemp(&template) != nil else {

@@ -18,17 +18,14 @@ struct Init: ParsableCommand {
         let directory = DeviceDirectory(deviceDirectory)
         let plan = try options.plan(for: directory.root)
         BuildDirectory.removeAbandoned(for: directory, purpose: "init")
-        let made = try NewDeviceOptions.prepareEmptyDirectory(directory.root)
-        // A failed init leaves no trace: the failure paths empty the directory, and
-        // one this command made goes too.
-        var initialised = false
-        defer { if made && !initialised { rmdir(directory.root) } }
+        let given = try NewDeviceOptions.prepareTarget(directory.root)
         let passcode = try options.readPasscode()
         var existing = stat()
-        let mode = made || stat(directory.root, &existing) != 0 ? nil : existing.st_mode & 0o7777
-        // Beside the directory init made, renamed over it; inside one it was given, moved
-        // up: that one stays the same directory, wherever its parent lets nobody write.
-        let building = try BuildDirectory(for: directory, purpose: "init", inside: !made)
+        let mode = !given || stat(directory.root, &existing) != 0 ? nil : existing.st_mode & 0o7777
+        // Beside an absent directory, renamed to it, so that DEVICE_DIR exists only once
+        // the device is whole; inside one it was given, moved up: that one stays the same
+        // directory, wherever its parent lets nobody write.
+        let building = try BuildDirectory(for: directory, purpose: "init", inside: given)
         do {
             let deviceUUID = try options.make(in: building.directory, plan: plan, passcode: passcode)
             do { try building.commit(as: directory) } catch {
@@ -41,7 +38,6 @@ struct Init: ParsableCommand {
         }
         // The directory it was given keeps its mode (the device's files are 0600).
         if let mode { chmod(directory.root, mode) }
-        initialised = true
         print("secret store: \(plan.store) (\(plan.storeNote))")
         print("initialised \(directory.root) (default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }

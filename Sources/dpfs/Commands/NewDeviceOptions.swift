@@ -149,23 +149,26 @@ struct NewDeviceOptions: ParsableArguments {
         return parsed
     }
 
-    /// Checks that `path` is an empty directory, or makes it; true if it made it.
-    static func prepareEmptyDirectory(_ path: String) throws -> Bool {
+    /// Checks that `path` is an empty directory (true), or is absent (false), its parent
+    /// then made if missing. Not `path` itself: the device's build becomes it whole, and
+    /// an init killed before that leaves nothing there.
+    static func prepareTarget(_ path: String) throws -> Bool {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw CLIError("\(path) exists and is not a directory") }
             let contents = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? ["?"]
             guard contents.isEmpty else { throw CLIError(DeviceError.notEmpty(path).description) }
-            return false
-        } else {
-            do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw CLIError("cannot create \(path): \(String(cString: strerror(errno)))")
-            }
             return true
         }
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !FileManager.default.fileExists(atPath: parent) else { return false }
+        do {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CLIError("cannot create \(parent): \(String(cString: strerror(errno)))")
+        }
+        return false
     }
 
     static func removeContents(of path: String) {
