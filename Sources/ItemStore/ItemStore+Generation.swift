@@ -143,7 +143,8 @@ final class KeychainLedger: Sendable {
     let changes = ChangedRows()
     private let digest = Mutex<RowSetDigest?>(nil)
 
-    init(pool: DatabasePool) {
+    /// Notes the rows each write of `pool` changes, from now on.
+    func watch(_ pool: DatabasePool) {
         pool.add(transactionObserver: changes, extent: .databaseLifetime)
     }
 

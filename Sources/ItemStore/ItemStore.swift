@@ -9,14 +9,16 @@ import Logging
 import Synchronization
 
 public final class ItemStore: Sendable {
-    let pool: DatabasePool
+    private let verified: VerifiedKeychain
+    /// The store's database for writing, from `open` on.
+    private let database = Mutex<DatabasePool?>(nil)
     private let lookups: LookupConnections
     let device: LockStateManager
     let keys: ItemKeys
-    let ledger: KeychainLedger
+    let ledger = KeychainLedger()
     /// The device's simulated user, asked before an item behind an access control is read.
     public let user: SimulatedUser
-    private let observerID: UInt64
+    private let observerID = Mutex<UInt64?>(nil)
     /// The device's erases this store has deleted its items for (ItemStore+Erase), as
     /// far as it knows: each request compares the device's count with it.
     let erasuresDeleted = Atomic<Int>(0)
@@ -28,22 +30,37 @@ public final class ItemStore: Sendable {
 
     /// Opens (creating if needed) the store of a running device, once `verify` accepts it.
     public convenience init(path: String, device: LockStateManager) throws {
-        try self.init(verified: try Self.verify(path: path, device: device), device: device)
+        self.init(verified: try Self.verify(path: path, device: device), device: device)
+        try open()
     }
 
-    /// Opens (creating if needed) the keychain `verify` accepted.
-    public init(verified: VerifiedKeychain, device: LockStateManager) throws {
-        let path = verified.path
-        let pool: DatabasePool
-        do { pool = try Schema.open(path) } catch { throw KeychainIntegrity.damage(at: path) ?? error }
-        self.pool = pool
-        self.lookups = LookupConnections(path: path)
+    /// The store of the keychain `verify` accepted, not yet open: `open` opens it.
+    public init(verified: VerifiedKeychain, device: LockStateManager) {
+        self.verified = verified
+        self.lookups = LookupConnections(path: verified.path)
         self.device = device
         self.keys = ItemKeys(metadataKey: device.metadataKey)
         self.user = SimulatedUser(device: device)
-        let ledger = KeychainLedger(pool: pool)
-        self.ledger = ledger
-        observerID = device.observe { [weak device] event in
+    }
+
+    /// Opens the keychain for writing (creating it if needed), applies the schema's
+    /// migrations, and deletes what an erase or a passcode removal made while no store
+    /// was listening left behind. This changes the file even with nothing to write
+    /// (WAL mode, GRDB's table made and dropped to start the -wal, a checkpoint at
+    /// close), so the daemon opens it last, once the mount stands: a mount refused or
+    /// failing before then leaves the keychain's files as it found them.
+    public func open() throws {
+        let path = verified.path
+        guard database.withLock({ $0 == nil }) else { throw ItemStoreError("the item store \(path) is open already") }
+        let pool: DatabasePool
+        do { pool = try Schema.open(path) } catch { throw KeychainIntegrity.damage(at: path) ?? error }
+        ledger.watch(pool)
+        // The rows' digest as `verify` read them: the file it checked, unchanged since
+        // (the daemon holds the mount lock), so no write scans them again.
+        ledger.keep(verified.digest)
+        database.withLock { $0 = pool }
+        let (device, ledger) = (device, ledger)
+        let id = device.observe { [weak device] event in
             switch event.event {
             case .passcodeChanged:
                 guard let device, !device.passcodeSet else { return }
@@ -60,16 +77,26 @@ public final class ItemStore: Sendable {
                 break
             }
         }
-        // An old copy put back, or a damaged file, was refused before the open, which
-        // changes the file (KeychainVerification): as it was found.
-        ledger.keep(verified.digest)
+        observerID.withLock { $0 = id }
         // The device may have been erased, or its passcode removed, while no store was
         // listening, or while one was and its delete failed.
         erasuresDeleted.store(try Self.finishErase(pool, device, ledger), ordering: .releasing)
         if !device.passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
     }
 
-    deinit { device.stopObserving(observerID) }
+    deinit {
+        if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }
+    }
+
+    /// The database for writing; an error until `open`.
+    var pool: DatabasePool {
+        get throws {
+            guard let pool = database.withLock({ $0 }) else {
+                throw ItemStoreError("the item store \(verified.path) is not open")
+            }
+            return pool
+        }
+    }
 
     /// Closes the database at the daemon's end, after `settle`: its write-ahead log is
     /// folded into the database file and emptied now, so that the file alone is
@@ -77,6 +104,7 @@ public final class ItemStore: Sendable {
     /// request that comes later gets an error.
     public func close() throws {
         try lookups.close()
+        guard let pool = database.withLock({ $0 }) else { return }
         try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
         try pool.close()
     }

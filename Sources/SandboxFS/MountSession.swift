@@ -225,13 +225,26 @@ public final class MountSession {
         dpfs_rings_free(rings)
         fileSystem.finishRemovals()
         if signals == nil { fuse_remove_signal_handlers(session) }
+        unmountAndDestroy()
+        return rc
+    }
+
+    /// Takes the mount down without serving it, when a step after the mount fails and
+    /// the daemon ends: as `serve` does at its end, so that no dead mount is left, and
+    /// the watch records no death.
+    public func unmountUnserved() {
+        KernelChannel.forgetRings()
+        dpfs_rings_free(rings)
+        unmountAndDestroy()
+    }
+
+    private func unmountAndDestroy() {
         fuse_session_unmount(session)
         // libfuse leaves a mount whose connection was aborted (and one it could not
         // unmount) in place, dead: the watch records it.
         DaemonWatch.dismiss(watch, unmounted: !(mounted.map { $0.mount.isShown(at: $0.path) } ?? false))
         fuse_session_destroy(session)
         for argument in arguments { free(argument) }
-        return rc
     }
 }
 

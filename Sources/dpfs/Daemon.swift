@@ -93,8 +93,9 @@ struct Daemon {
                 try device.markUpgraded()
                 logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
             }
-            // Opening it for writing changes the file, even with nothing written.
-            let items = try Self.hintingSalvage(directory) { try ItemStore(verified: keychain, device: device) }
+            // Not open yet: opening it for writing changes the file, even with nothing
+            // written, so it opens once the mount stands (below).
+            let items = ItemStore(verified: keychain, device: device)
             if let problem = items.user.recordProblem {
                 logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
             }
@@ -104,6 +105,12 @@ struct Daemon {
                                            log: { [logger] in logger.warning("\($0)") })
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
             let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
+            // The last step that may fail: a mount that FUSE refuses, or any step above
+            // that fails, leaves the keychain's files as it found them.
+            do { try Self.hintingSalvage(directory) { try items.open() } } catch {
+                session.unmountUnserved()
+                throw error
+            }
             // Stopped by a signal (a service's stop, a shutdown): as a phone powering off,
             // every protected class goes first, with what the kernel cached of it, while
             // the mount still serves; then the unmount, lazy if files are busy.

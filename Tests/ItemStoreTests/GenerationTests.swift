@@ -154,6 +154,21 @@ import Testing
         #expect(files.map { FileManager.default.contents(atPath: $0) } == found, "the -wal is still there, unchanged")
     }
 
+    @Test func aStoreChangesNoFileUntilItOpens() throws {
+        let (t, files) = try killedAfterAWrite(withIndex: true)
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        // As the daemon makes it before the mount, which may still fail.
+        let store = ItemStore(verified: try ItemStore.verify(path: files[0], device: t.device), device: t.device)
+        #expect(store.perform(KeychainRequest(operation: .find, app: nil, attributes: ["service": "mail"])).status
+                    == SecStatus.io, "a request before the open is refused, not served")
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found,
+                "the file, its -wal and its -shm are as they were, byte for byte")
+        try store.open()
+        #expect(store.perform(KeychainRequest(operation: .find, app: nil, attributes: ["service": "mail"])).status == 0,
+                "opened, it serves the write its -wal held")
+        #expect(throws: ItemStoreError.self) { try store.open() }
+    }
+
     @Test func aKeychainTheOpenMigratesIsCheckedAsMigrated() throws {
         let t = try TestDevice()
         #expect(t.add(["service": "mail"]).status == 0)

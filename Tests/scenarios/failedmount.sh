@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A mount that fails after every check, or at the keychain's own open, leaves the
+# keychain's files as it found them: keychain.sqlite, and the -wal and -shm a killed
+# daemon left beside it, byte for byte, with no -wal or -shm made where there was none
+# (the keychain opens for writing only once the mount stands), and no mount behind.
+# dpfs(5), "The device's record".
+source "$(dirname "$0")/lib.sh"
+require_tools chattr
+
+KEYCHAIN="$DEV/keychain.sqlite"
+scenario_cleanup() { chattr -i "$KEYCHAIN" 2>/dev/null; }
+
+# The keychain's files: their names and bytes.
+keychain_files() { (cd "$DEV" && ls -A | grep '^keychain' && sha256sum keychain.sqlite*); }
+
+# fails_late WHAT MESSAGE MOUNT-ARGUMENTS...: the mount fails with MESSAGE, leaving the
+# keychain's files as they were, no mount, and no death of a daemon recorded.
+fails_late() {
+    local what=$1 message=$2 before; shift 2
+    before=$(keychain_files)
+    check_error "$what: the mount fails" "$message" "$DPFS" mount "$DEV" "$MNT" "$@"
+    expect_eq "$what: the keychain's files are left byte for byte" "$(keychain_files)" "$before"
+    check_fails "$what: nothing is left mounted" grep -qs " $MNT fuse" /proc/mounts
+    check_fails "$what: no daemon died with its mount in place" grep -q "died" "$DEV/daemon.log"
+}
+
+setup_device
+unlock_device
+printf 'one' | "$DPFS" keychain add "$MNT" --service first >/dev/null || fail "keychain add"
+"$DPFS" unmount "$MNT" || fail "unmount"
+# A clean unmount empties the -wal: the file alone is the keychain. Without the -wal
+# and the -shm, a failed mount must not make them.
+expect_eq "unmounted, the -wal is empty" "$(stat -c %s "$KEYCHAIN-wal")" 0
+rm -f "$KEYCHAIN-wal" "$KEYCHAIN-shm"
+
+# 1. Refused by FUSE after the checks: an option libfuse does not know, and one the
+# kernel refuses (blksize is fuseblk's only).
+fails_late "an option libfuse does not know" "fuse_session_new rejected the options" -o dpfs_no_such_option
+fails_late "an option the kernel refuses" "cannot mount on $MNT" -o blksize=4096
+
+# 2. The keychain's own open fails, after the mount: a file no one may write (even
+# root: the immutable attribute), which the checks read all the same. The mount made
+# is taken down, not left dead.
+chattr +i "$KEYCHAIN" || fail "chattr +i"
+fails_late "a keychain no one may write" "cannot open the item store $KEYCHAIN: Operation not permitted"
+chattr -i "$KEYCHAIN"
+
+# 3. The daemon killed after a write: the write is in the -wal, a -shm beside it.
+mount_device
+unlock_device
+printf 'two' | "$DPFS" keychain add "$MNT" --service second >/dev/null || fail "keychain add"
+pid=$(daemon_pid)
+kill -9 "$pid"
+within 60 sh -c "! kill -0 $pid" || fail "the killed daemon ends"
+expect_eq "the killed daemon left a -wal and a -shm" "$(cd "$DEV" && ls -d keychain.sqlite-* | tr '\n' ' ')" \
+    "keychain.sqlite-shm keychain.sqlite-wal "
+within 60 grep -q "died" "$DEV/daemon.log" || fail "the watch records the killed daemon's death"
+: > "$DEV/daemon.log"
+fails_late "a killed daemon's keychain, refused by libfuse" "fuse_session_new rejected the options" -o dpfs_no_such_option
+fails_late "a killed daemon's keychain, refused by the kernel" "cannot mount on $MNT" -o blksize=4096
+mount_device
+unlock_device
+expect_eq "then it mounts with the write its -wal held" "$("$DPFS" keychain find "$MNT" --service second 2>&1)" "two"
+"$DPFS" unmount "$MNT" || fail "unmount"
+
+finish
