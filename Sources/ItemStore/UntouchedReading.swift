@@ -12,26 +12,27 @@ import GRDB
 
 enum UntouchedReading {
     /// A read-only connection to the database at `path` that makes, changes and
-    /// deletes no file. With no -wal or -journal beside it that holds anything, the
-    /// file alone is the whole database, opened as immutable (no locks, no -shm).
-    /// A -wal left by a crash holds committed transactions that only a WAL reader
-    /// sees: `walReader` reads them, the -shm left alone.
+    /// deletes no file. With no -wal beside it that holds anything, the file alone is
+    /// the whole database, opened as immutable (no locks, no -shm). A -wal left by a
+    /// crash holds committed transactions that only a WAL reader sees: `walReader`
+    /// reads them, the -shm left alone. A hot -journal is refused (`HotJournal`).
     static func open(_ path: String) throws -> DatabaseQueue {
         // SQLite would say "unable to open database file", naming no file and no reason.
         guard access(path, R_OK) == 0 else {
             throw ItemStoreError("cannot open the item store \(path): \(String(cString: strerror(errno)))")
         }
+        // SQLite deletes the -wal or -journal of an empty file as it opens it, then
+        // reads an empty database: what immutable reads, and what the store's open finds.
+        guard holdsAnything(path) else { return try DatabaseQueue(path: uri(path, "immutable=1"), configuration: readOnly) }
+        if HotJournal.isHot(path + "-journal") { throw HotJournal(path: path) }
+        if holdsAnything(path + "-wal") { return try walReader(path, readOnly) }
+        return try DatabaseQueue(path: uri(path, "immutable=1"), configuration: readOnly)
+    }
+
+    private static var readOnly: Configuration {
         var configuration = Configuration()
         configuration.readonly = true
-        let immutable = uri(path, "immutable=1")
-        if holdsAnything(path + "-wal") {
-            // SQLite deletes the -wal of an empty file as it opens it, then reads an
-            // empty database: what immutable reads, and what the store's open finds.
-            guard holdsAnything(path) else { return try DatabaseQueue(path: immutable, configuration: configuration) }
-            return try walReader(path, configuration)
-        }
-        if holdsAnything(path + "-journal") { return try DatabaseQueue(path: path, configuration: configuration) }
-        return try DatabaseQueue(path: immutable, configuration: configuration)
+        return configuration
     }
 
     /// A reader of the file and its -wal that keeps the WAL's index in heap memory, so

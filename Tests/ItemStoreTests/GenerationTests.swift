@@ -169,6 +169,52 @@ import Testing
         #expect(throws: ItemStoreError.self) { try store.open() }
     }
 
+    /// The keychain as a write by sqlite3 in rollback mode, cut short, leaves it: pages
+    /// of the write in the file, the pages they replace in a hot -journal. Its paths:
+    /// the file, -journal, -wal and -shm.
+    private func cutShortInRollbackMode(_ t: TestDevice) throws -> [String] {
+        try t.store.settle()
+        try t.store.close()
+        let path = t.directory.itemStorePath
+        let files = ["", "-journal", "-wal", "-shm"].map { path + $0 }
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = DELETE") }
+        var cutShort: [Data] = []
+        try queue.inDatabase { db in
+            // So small a cache that the write's pages go to the file before any commit.
+            try db.execute(sql: "PRAGMA cache_size = 2")
+            try db.inTransaction {
+                try db.execute(sql: "CREATE TABLE cut_short (x)")
+                for _ in 0..<100 { try db.execute(sql: "INSERT INTO cut_short VALUES (randomblob(4000))") }
+                cutShort = try files.prefix(2).map { try #require(FileManager.default.contents(atPath: $0)) }
+                return .rollback
+            }
+        }
+        try queue.close()
+        for (file, bytes) in zip(files, cutShort) { try bytes.write(to: URL(fileURLWithPath: file)) }
+        #expect(HotJournal.isHot(files[1]))
+        return files
+    }
+
+    @Test func aHotJournalIsRefusedAndLeftAsItWasFound() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "mail"]).status == 0)
+        let files = try cutShortInRollbackMode(t)
+        let found = files.map { FileManager.default.contents(atPath: $0) }
+        #expect(throws: HotJournal.self) { try ItemStore.verify(path: files[0], device: t.device) }
+        #expect(throws: HotJournal.self) { try ItemStore.checkGeneration(path: files[0], device: t.device) }
+        #expect(KeychainIntegrity.damage(at: files[0]) == nil, "no damage is claimed for it")
+        #expect(files.map { FileManager.default.contents(atPath: $0) } == found,
+                "the file and its -journal are as they were, byte for byte, and no -wal or -shm was made")
+        // What the refusal says to do: any SQLite connection plays the journal back.
+        let checked = try DatabaseQueue(path: files[0]).read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }
+        #expect(checked == "ok")
+        #expect(FileManager.default.contents(atPath: files[1]) == nil, "the journal was played back")
+        try ItemStore.checkGeneration(path: files[0], device: t.device)
+        try t.reopenStore()
+        #expect(t.secret(["service": "mail"]) == "secret")
+    }
+
     @Test func aKeychainTheOpenMigratesIsCheckedAsMigrated() throws {
         let t = try TestDevice()
         #expect(t.add(["service": "mail"]).status == 0)

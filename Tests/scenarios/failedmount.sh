@@ -2,10 +2,11 @@
 # A mount that fails after every check, or at the keychain's own open, leaves the
 # keychain's files as it found them: keychain.sqlite, and the -wal and -shm a killed
 # daemon left beside it, byte for byte, with no -wal or -shm made where there was none
-# (the keychain opens for writing only once the mount stands), and no mount behind.
-# dpfs(5), "The device's record".
+# (the keychain opens for writing only once the mount stands), and no mount behind. A
+# hot -journal (a write by sqlite3 in rollback mode, cut short) is refused by mount
+# and fsck with what to do, and left as it is. dpfs(5), "The device's record".
 source "$(dirname "$0")/lib.sh"
-require_tools chattr
+require_tools sqlite3 chattr
 
 KEYCHAIN="$DEV/keychain.sqlite"
 scenario_cleanup() { chattr -i "$KEYCHAIN" 2>/dev/null; }
@@ -63,4 +64,33 @@ unlock_device
 expect_eq "then it mounts with the write its -wal held" "$("$DPFS" keychain find "$MNT" --service second 2>&1)" "two"
 "$DPFS" unmount "$MNT" || fail "unmount"
 
+# 4. A hot -journal: sqlite3's write in rollback mode, killed before its commit, with
+# pages of it in the file already.
+sqlite3 "$KEYCHAIN" "PRAGMA journal_mode = DELETE" >/dev/null || fail "journal_mode = DELETE"
+python3 - "$KEYCHAIN" <<'PY'
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA cache_size = 2")  # the write's pages reach the file before any commit
+db.execute("BEGIN")
+db.execute("CREATE TABLE cut_short (x)")
+for _ in range(200):
+    db.execute("INSERT INTO cut_short VALUES (randomblob(4000))")
+os._exit(0)
+PY
+expect_eq "the cut-short write left a -journal" "$(cd "$DEV" && ls -d keychain.sqlite-*)" "keychain.sqlite-journal"
+before=$(keychain_files)
+HOT="the keychain $KEYCHAIN has a hot journal, $KEYCHAIN-journal: .*sqlite3 $KEYCHAIN 'PRAGMA integrity_check'"
+check_error "a hot -journal is refused at mount, with what to do" "$HOT" "$DPFS" mount "$DEV" "$MNT"
+out=$("$DPFS" mount "$DEV" "$MNT" 2>&1)
+expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+expect_eq "the keychain and its -journal are left byte for byte" "$(keychain_files)" "$before"
+check_error "fsck reports it" "keychain.sqlite: $HOT" "$DPFS" fsck "$DEV" --passcode-file "$PASS"
+expect_eq "and fsck leaves them so too" "$(keychain_files)" "$before"
+check "rolled back as the refusal says" sqlite3 "$KEYCHAIN" "PRAGMA integrity_check"
+mount_device
+unlock_device
+expect_eq "then it mounts with what it held before the cut-short write" \
+    "$("$DPFS" keychain find "$MNT" --service second 2>&1)" "two"
+"$DPFS" unmount "$MNT" || fail "unmount"
+expect_eq "and is in WAL mode again" "$(sqlite3 "$KEYCHAIN" 'PRAGMA journal_mode')" "wal"
 finish
