@@ -20,8 +20,15 @@ enum BuildEntry {
     static func note(_ deviceUUID: String, in store: SecretStoreLocation, at build: DeviceDirectory) throws {
         let path = build.root + "/" + noteName
         let bytes = try [UInt8](JSONEncoder().encode(Note(deviceUUID: deviceUUID, secretStore: store.description)))
-        // Created in place, not renamed into place: it is synced before the entry is
-        // made, so a note cut short (a power cut) is one whose entry was never made.
+        // Synced before the entry is made, so a note cut short (a power cut) is one
+        // whose entry was never made.
+        try createSynced(bytes, at: path)
+    }
+
+    /// Creates the build's file `path` in place with `bytes`, then syncs it and its
+    /// directory: not renamed into place, as a file of the build is only believed
+    /// while the build is abandoned, and one cut short names what never happened.
+    static func createSynced(_ bytes: [UInt8], at path: String) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SystemError("create", path) }
         defer { close(fd) }

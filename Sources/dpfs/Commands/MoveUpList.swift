@@ -32,14 +32,8 @@ enum MoveUpList {
         }
         let path = build.root + "/" + name
         let bytes = try [UInt8](JSONEncoder().encode(List(mode: UInt32(mode & 0o7777), entries: entries)))
-        // Created in place and synced before the first move: a list cut short is one
-        // whose entries never moved.
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemError("create", path) }
-        defer { close(fd) }
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(fd) == 0 else { throw SystemError("write", path) }
-        try AtomicFile.syncDirectory(of: path)
+        // Synced before the first move: a list cut short is one whose entries never moved.
+        try BuildEntry.createSynced(bytes, at: path)
     }
 
     /// Removes the list once every entry has moved up.
