@@ -26,7 +26,7 @@ extension Data {
     /// the class while still empty, before any content reaches it. Throws CocoaError
     /// with EPERM inside when the class (or an existing file's) is not available now.
     public func write(to url: URL, protection: FileProtectionType, options: Data.WritingOptions = []) throws {
-        let path = try url.sandboxPath(writing: true)
+        let path = try url.sandboxPath(writing: true, creating: true)
         guard let protectionClass = protection.dpfsClass else { throw FileErrors.cocoa(EINVAL, path: path, writing: true) }
         let atomic = options.contains(.atomic)
         let exclusive = options.contains(.withoutOverwriting)

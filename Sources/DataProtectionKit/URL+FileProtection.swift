@@ -42,12 +42,15 @@ extension URL {
     }
 
     /// The path, if it names something inside a mounted dpfs sandbox: setting the
-    /// attribute on an ordinary filesystem would store it and mean nothing.
-    func sandboxPath(writing: Bool) throws -> String {
+    /// attribute on an ordinary filesystem would store it and mean nothing. Outside one
+    /// the error is ENOTSUP, or ENOENT when there is nothing there: no file, or, for
+    /// one to be `creating`, no directory to make it in.
+    func sandboxPath(writing: Bool, creating: Bool = false) throws -> String {
         guard isFileURL else { throw FileErrors.cocoa(EINVAL, path: absoluteString, writing: writing) }
         let path = self.path
         guard SandboxCheck.isInSandbox(path) else {
-            let code = SandboxCheck.exists(path) ? ENOTSUP : ENOENT
+            let there = creating ? (path as NSString).deletingLastPathComponent : path
+            let code = SandboxCheck.exists(there) ? ENOTSUP : ENOENT
             throw FileErrors.cocoa(code, path: path, writing: writing)
         }
         return path

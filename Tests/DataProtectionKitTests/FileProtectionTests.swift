@@ -88,6 +88,15 @@ final class FileProtectionTests: XCTestCase {
         }
         XCTAssertNil(outside.fileProtection)
         XCTAssertThrowsError(try Data("z".utf8).writeProtected(to: outside, options: .completeFileProtection))
+        // A new file outside: "not supported here", not "no such file" (its directory is there).
+        let new = device.work.appendingPathComponent("new-outside.txt")
+        XCTAssertThrowsError(try Data("z".utf8).writeProtected(to: new, options: .completeFileProtection)) { error in
+            XCTAssertEqual(error.posixCode?.rawValue, ENOTSUP)
+        }
+        let nowhere = device.work.appendingPathComponent("no-such-directory/new.txt")
+        XCTAssertThrowsError(try Data("z".utf8).writeProtected(to: nowhere, options: .completeFileProtection)) { error in
+            XCTAssertEqual(error.posixCode?.rawValue, ENOENT)
+        }
     }
 
     func testCompleteFileIsEPERMAfterLockNowAndUntilFirstAuthStaysReadable() throws {
