@@ -25,13 +25,13 @@ public enum ControlScope: Sendable, Equatable {
             return named == nil || named == bundleID ? nil : Self.notOtherApp(bundleID, named)
         case .lock, .unlock, .restart, .passcode, .clockAdvance:
             return deviceControl ? nil
-                : "\(bundleID) may not control the device; run its tests with `dpfs run --device-control`"
+                : "\(bundleID) may not control the device; run its tests with `dpfs test --device-control` or `dpfs run --device-control`"
         case .biometry(let request):
             switch request {
             case .state, .evaluate, .invalidate: return nil
             case .enroll, .unenroll, .reenroll, .respond, .promptTimeout:
                 return deviceControl ? nil
-                    : "\(bundleID) may not act as the device's user; run its tests with `dpfs run --device-control`"
+                    : "\(bundleID) may not act as the device's user; run its tests with `dpfs test --device-control` or `dpfs run --device-control`"
             }
         case .appAdd, .appSession:
             return "\(bundleID) runs as an app; only the device's owner may register apps or start app sessions"

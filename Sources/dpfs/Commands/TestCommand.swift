@@ -21,7 +21,7 @@ struct Test: ParsableCommand {
     @Option(help: "Run the tests as this registered app (default: the sandbox's own app).") var app: String?
     @Flag(help: "Let the tests lock, unlock and restart the device, as a test host does.") var deviceControl = false
     @Flag(help: "Run the test bundle without bubblewrap (see dpfs run).") var noIsolation = false
-    @Option(help: ArgumentHelp("The swift driver to run (default: swift on PATH).", valueName: "path"))
+    @Option(help: ArgumentHelp("The swift driver to run, looked up on PATH.", valueName: "path"))
     var swift = "swift"
     @Argument(parsing: .postTerminator, help: "swift test's arguments, after --.") var arguments: [String] = []
 
