@@ -1,5 +1,5 @@
 // Biometry requests: the test's hand on the simulated user (enroll, unenroll,
-// reenroll, respond) and LocalAuthentication's calls (state, evaluate, invalidate).
+// reenroll, respond, clear) and LocalAuthentication's calls (state, evaluate, invalidate).
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -30,6 +30,8 @@ extension RequestHandler {
             try user.reenroll(type: type)
         case .respond(let answer, let times):
             try user.respond(answer, times: times, passcode: secrets.first)
+        case .clearAnswers:
+            user.clearAnswers()
         case .evaluate(let policy, let context, _, let reuse, let interactive):
             errorCode = user.evaluate(policy, context: context, reuse: reuse,
                                       interactive: interactive).localAuthenticationCode

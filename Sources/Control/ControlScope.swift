@@ -29,7 +29,7 @@ public enum ControlScope: Sendable, Equatable {
         case .biometry(let request):
             switch request {
             case .state, .evaluate, .invalidate: return nil
-            case .enroll, .unenroll, .reenroll, .respond, .promptTimeout:
+            case .enroll, .unenroll, .reenroll, .respond, .clearAnswers, .promptTimeout:
                 return deviceControl ? nil
                     : "\(bundleID) may not act as the device's user; run its tests with `dpfs test --device-control` or `dpfs run --device-control`"
             }

@@ -33,6 +33,8 @@ public enum BiometryRequest: Codable, Sendable {
     case reenroll(type: BiometryType?)
     /// Queues `times` answers for the next prompts; a passcode answer's passcode is the frame's secret.
     case respond(answer: BiometryAnswer, times: Int)
+    /// Drops every queued answer: they outlive the process that queued them.
+    case clearAnswers
     /// LAContext.evaluatePolicy: asks the simulated user, remembering a success under `context`.
     /// `reuse` is touchIDAuthenticationAllowableReuseDuration (seconds).
     case evaluate(policy: AuthenticationPolicy, context: String, reason: String, reuse: Double, interactive: Bool)

@@ -71,6 +71,11 @@ extension DeviceControl {
         try biometry(.respond(answer: .passcode, times: times), secrets: [passcode.secret])
     }
 
+    /// Drops every queued answer, which outlive the process that queued them (a test's setUp).
+    public func clearBiometryResponses() throws {
+        try biometry(.clearAnswers)
+    }
+
     /// How long a prompt waits for an answer before it fails as cancelled (default 5 s,
     /// at most 9), until the unmount.
     public func setBiometryPromptTimeout(_ seconds: Double) throws {

@@ -13,7 +13,7 @@ import Testing
         let token = String(repeating: "a1", count: 16)
         let requests: [BiometryRequest] = [
             .state, .enroll(type: .touchID), .enroll(type: nil), .unenroll, .reenroll(type: .faceID),
-            .respond(answer: .nomatch, times: 5), .respond(answer: .passcode, times: 1),
+            .respond(answer: .nomatch, times: 5), .respond(answer: .passcode, times: 1), .clearAnswers,
             .evaluate(policy: .deviceOwner, context: token, reason: "Sign in ✓", reuse: 30, interactive: false),
             .invalidate(context: token),
         ]

@@ -320,6 +320,36 @@ import Testing
 }
 
 @Suite struct SimulatedUserTests {
+    @Test func clearingDropsEveryQueuedAnswerAndWipesThePasscode() throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 0.3)
+        try user.enroll(type: nil)
+        let passcode = TestDevice.secret(TestDevice.passcode)
+        try user.respond(.match, times: 3, passcode: nil)
+        try user.respond(.passcode, times: 2, passcode: passcode)
+        #expect(user.state().queued == 5)
+        user.clearAnswers()
+        #expect(user.state().queued == 0)
+        #expect(passcode.isWiped)
+        #expect(user.evaluate(.biometrics, context: String(repeating: "c", count: 32), reuse: 0, interactive: true) == .cancelled,
+                "the prompt finds no answer, as with none queued")
+        try user.respond(.match, times: 1, passcode: nil)
+        #expect(user.evaluate(.biometrics, context: String(repeating: "d", count: 32), reuse: 0, interactive: true) == .granted,
+                "answers queued after the clear are taken")
+    }
+
+    @Test func aRestartDropsTheQueuedAnswers() throws {
+        let t = try TestDevice()
+        let user = SimulatedUser(device: t.device, promptTimeout: 0.3)
+        try user.enroll(type: nil)
+        let passcode = TestDevice.secret(TestDevice.passcode)
+        try user.respond(.cancel, times: 2, passcode: nil)
+        try user.respond(.passcode, times: 1, passcode: passcode)
+        t.restart()
+        #expect(user.state().queued == 0, "a reboot forgets what the user was about to answer")
+        #expect(passcode.isWiped)
+    }
+
     @Test func anUnansweredPromptFailsAsCancelledAfterItsTimeout() throws {
         let t = try TestDevice()
         let user = SimulatedUser(device: t.device, promptTimeout: 0.3)

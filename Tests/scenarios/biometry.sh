@@ -5,7 +5,7 @@
 # the passcode, as do a restart and 48 hours without the passcode; re-enrollment
 # invalidates .biometryCurrentSet items; the enrollment survives a remount, but an
 # older copy of it put back does not; a prompt with no answer fails as cancelled after
-# its timeout.
+# its timeout; queued answers wait until taken, cleared or a restart.
 source "$(dirname "$0")/lib.sh"
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 find_token() { "$DPFS" keychain find "$MNT" --service bank --account "$1" "${@:2}"; }
@@ -60,6 +60,20 @@ start=$SECONDS
 check_error "no answer in 1 s: cancelled" "errSecUserCanceled (-128)" find_token current
 if [ $((SECONDS - start)) -le 3 ]; then pass "after about a second"; else fail "after about a second" "took $((SECONDS - start)) s"; fi
 check_error "a timeout above 9 s is refused" "at most 9" "$DPFS" biometry timeout "$MNT" 10
+
+# Answers wait in the daemon, whoever queued them, until a prompt takes them: a test
+# that failed before its prompts leaves them to the next test, unless it clears them.
+failed_before=$(bio failedMatches)
+check "queue answers no prompt takes" "$DPFS" biometry respond "$MNT" nomatch --times 3
+check "and a passcode answer" "$DPFS" biometry respond "$MNT" passcode --passcode-file "$PASS"
+expect_eq "they outlive the process that queued them" "$(bio queued)" "4"
+expect_eq "clear drops them all" "$("$DPFS" biometry clear "$MNT")" "0 answers queued"
+expect_eq "status shows none queued" "$(bio queued)" "0"
+start=$SECONDS
+check_error "a prompt then fails as cancelled, as with none queued" "errSecUserCanceled (-128)" find_token current
+if [ $((SECONDS - start)) -ge 1 ]; then pass "after the prompt timeout"; else fail "after the prompt timeout" "took $((SECONDS - start)) s"; fi
+expect_eq "no cleared nomatch was counted" "$(bio failedMatches)" "$failed_before"
+expect_eq "clearing nothing is fine" "$("$DPFS" biometry clear "$MNT")" "0 answers queued"
 check "back to 5 s" "$DPFS" biometry timeout "$MNT" 5
 
 # An answer given while the prompt waits is taken.
@@ -107,7 +121,9 @@ printf 'token-4' > "$WORK/token4"; chmod 600 "$WORK/token4"
 check "add one behind biometryAny, readable before the first unlock" \
     "$DPFS" keychain add "$MNT" --service bank --account always --access-control biometryAny \
     --accessible Always --data-file "$WORK/token4"
+check "queue answers before a restart" "$DPFS" biometry respond "$MNT" cancel --times 2
 check "restart" "$DPFS" restart "$MNT"
+expect_eq "a restart drops the queued answers" "$(bio queued)" "0"
 expect_eq "after a restart biometry waits for the passcode" "$(bio lockedOut)" "True"
 expect_eq "status says why" "$(bio lockout)" "restart"
 check "queue a match" "$DPFS" biometry respond "$MNT" match

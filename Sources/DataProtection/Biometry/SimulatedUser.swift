@@ -6,8 +6,9 @@
 // time, as on iOS. Biometry is locked out, as iOS locks it, until the passcode is
 // entered (an unlock, or a passcode answer): after five failed matches in a row, after
 // a restart, and when the passcode has not been entered for more than 48 hours. A
-// restart also ends every LAContext's proofs and the last match. Removing the passcode
-// removes the enrollment, as iOS does.
+// restart also ends every LAContext's proofs and the last match, and drops the queued
+// answers. Queued answers otherwise wait until taken, cleared or the mount ends, whoever
+// queued them. Removing the passcode removes the enrollment, as iOS does.
 import DPFSProtocol
 import Foundation
 import Synchronization
@@ -87,7 +88,9 @@ public final class SimulatedUser: Sendable {
             switch event.event {
             case .passcodeChanged where !self.device.passcodeSet: try? self.unenroll()
             case .didBecomeAvailable: self.passcodeEntered()
-            case .restart: self.forgetProofs()
+            case .restart:
+                self.forgetProofs()
+                self.clearAnswers()
             case .erased: try? self.unenroll()
             default: break
             }
@@ -216,6 +219,13 @@ public final class SimulatedUser: Sendable {
             queued = .passcode(passcode)
         }
         guard answers.append(queued, times: times) else { throw BiometryError.tooManyAnswers }
+    }
+
+    /// Drops every queued answer, wiping a passcode answer's buffer: answers outlive the
+    /// test that queued them, and one that failed before its prompts would otherwise
+    /// leave them to answer the next test's.
+    public func clearAnswers() {
+        answers.removeAll()
     }
 
     // MARK: Prompts

@@ -1,6 +1,6 @@
 // dpfs biometry: the simulated user's face or finger. Tests enroll, re-enroll (which
 // invalidates .biometryCurrentSet items) and queue the answers to the next prompts
-// (match, nomatch, cancel, or the passcode); a keychain read of an item behind an
+// (match, nomatch, cancel, or the passcode), or drop them; a keychain read of an item behind an
 // access control, or LAContext.evaluatePolicy, takes the next one.
 import ArgumentParser
 import DPFSProtocol
@@ -13,7 +13,8 @@ extension KeychainAuthentication.Interaction: ExpressibleByArgument {}
 struct Biometry: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The simulated user's biometry: enroll, re-enroll, answer prompts.",
-        subcommands: [Enroll.self, Unenroll.self, Reenroll.self, Respond.self, Timeout.self, BiometryStatusCommand.self])
+        subcommands: [Enroll.self, Unenroll.self, Reenroll.self, Respond.self, Clear.self, Timeout.self,
+                      BiometryStatusCommand.self])
 
     struct Enroll: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -74,7 +75,21 @@ struct Biometry: ParsableCommand {
             let client = try DaemonDeadline.client(for: mountpoint)
             let secrets = answer == .passcode ? [try PasscodeSource.read(file: passcodeFile)] : []
             let reply = try client.send(.biometry(.respond(answer: answer, times: times)), secrets: secrets)
-            if let state = reply.biometry { print("\(state.queued) answer\(state.queued == 1 ? "" : "s") queued") }
+            if let state = reply.biometry { print(Biometry.queued(state)) }
+        }
+    }
+
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Drop every queued answer.",
+            discussion: """
+                Answers wait in the daemon until a prompt takes them, whoever queued them: \
+                a test that failed before its prompts leaves its answers to the next one.
+                """)
+        @Argument(help: "The mountpoint.") var mountpoint: String
+
+        func run() throws {
+            print(Biometry.queued(try Biometry.send(.clearAnswers, to: mountpoint)))
         }
     }
 
@@ -120,6 +135,10 @@ struct Biometry: ParsableCommand {
             case nil: return ""
             }
         }
+    }
+
+    static func queued(_ state: BiometryReply) -> String {
+        "\(state.queued) answer\(state.queued == 1 ? "" : "s") queued"
     }
 
     static func send(_ request: BiometryRequest, to mountpoint: String) throws -> BiometryReply {
