@@ -102,10 +102,16 @@ public final class ItemStore: Sendable {
     /// folded into the database file and emptied now, so that the file alone is
     /// complete when `dpfs unmount` returns, whatever threads still hold the store. A
     /// request that comes later gets an error.
+    ///
+    /// SQLite removes the -wal and the -shm only when the connection that closes last
+    /// can write, and GRDB's `close` closes the pool's writer before its read-only
+    /// readers: so the lookups' and the pool's readers close first, and the writer,
+    /// closing last, leaves the database file alone beside the device.
     public func close() throws {
         try lookups.close()
         guard let pool = database.withLock({ $0 }) else { return }
         try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        pool.releaseMemory()
         try pool.close()
     }
 

@@ -1,6 +1,6 @@
 // Finds run on the store's own read-only connections (LookupConnections), beside
 // GRDB's pool: they must see every committed change at once, serve several threads, and
-// stop when the store closes.
+// stop when the store closes, closing before its writer.
 import DPFSProtocol
 import Foundation
 import Synchronization
@@ -52,5 +52,19 @@ import Testing
         let response = t.find(["service": "s", "account": "a"])
         #expect(response.status == SecStatus.io)
         #expect(response.items.isEmpty)
+    }
+
+    /// SQLite removes the -wal and -shm only when the connection that closes last can
+    /// write: a store closed after lookups and reads of GRDB's pool leaves the
+    /// database file alone.
+    @Test func aClosedStoreLeavesNoWalOrShmBesideItsFile() throws {
+        let t = try TestDevice()
+        t.add(["service": "s", "account": "a"])
+        #expect(t.secret(["service": "s", "account": "a"]) == "secret")
+        _ = try t.store.entitlements(of: nil)
+        try t.store.close()
+        let name = (t.directory.itemStorePath as NSString).lastPathComponent
+        let left = try FileManager.default.contentsOfDirectory(atPath: t.root).filter { $0.hasPrefix(name) }
+        #expect(left == [name])
     }
 }

@@ -29,10 +29,10 @@ setup_device
 unlock_device
 printf 'one' | "$DPFS" keychain add "$MNT" --service first >/dev/null || fail "keychain add"
 "$DPFS" unmount "$MNT" || fail "unmount"
-# A clean unmount empties the -wal: the file alone is the keychain. Without the -wal
-# and the -shm, a failed mount must not make them.
-expect_eq "unmounted, the -wal is empty" "$(stat -c %s "$KEYCHAIN-wal")" 0
-rm -f "$KEYCHAIN-wal" "$KEYCHAIN-shm"
+# A clean unmount folds the -wal into the file and removes it and the -shm: the file
+# alone is the keychain. Without them, a failed mount must not make them.
+expect_eq "unmounted, the keychain's file is alone, no -wal or -shm" "$(cd "$DEV" && ls -d keychain.sqlite*)" \
+    "keychain.sqlite"
 
 # 1. Refused by FUSE after the checks: an option libfuse does not know, and one the
 # kernel refuses (blksize is fuseblk's only).
