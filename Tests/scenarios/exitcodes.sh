@@ -2,7 +2,8 @@
 # What a script sees: `dpfs --version`, and the distinct exit statuses of dpfs(1) for
 # the failures a script must tell apart (usage 64, mount point not empty 10, wrong
 # passcode 12, passcode delay 13, device locked 14, not a dpfs mount 15, device not
-# found 16, rollback refused 17), each with one line on stderr.
+# found 16, rollback refused 17), each with one line on stderr; an unknown protection
+# class is a usage error in one line.
 source "$(dirname "$0")/lib.sh"
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
@@ -38,6 +39,25 @@ check_error "that names the clock's direction, not a missing argument" "only mov
     "$DPFS" clock advance "$WORK" -5
 check_error "a device directory that does not exist is named so" "does not exist" \
     "$DPFS" mount "$WORK/nothing" "$MNT"
+
+# refuses_class "what" command...: an unknown protection class name is a usage error
+# too (as an unknown --accessible is), in one line that names the valid classes.
+refuses_class() {
+    local what=$1; shift
+    local out rc
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -ne 64 ]; then fail "$what" "exit $rc, expected 64: $(printf '%s' "$out" | head -2)"
+    elif [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then fail "$what" "not one line: $out"
+    elif ! printf '%s' "$out" | grep -q "unknown protection class 'bogus'; valid: none, complete, "; then
+        fail "$what" "does not name the valid classes: $out"
+    else pass "$what"; fi
+}
+refuses_class "an unknown class is a usage error: protection set" "$DPFS" protection set bogus "$WORK"
+refuses_class "init --default-protection" \
+    "$DPFS" init "$WORK/new" --default-protection bogus --passcode-file "$PASS" --secret-store "file:$SECRETS"
+check_fails "which makes no device" test -e "$WORK/new"
+refuses_class "restore --default-protection, before it reads the backup" \
+    "$DPFS" restore "$WORK/new" --from "$WORK/no-such-backup" --default-protection bogus
 json=$("$DPFS" status "$WORK" --json 2>/dev/null)
 expect_eq "status --json says so in JSON too" \
     "$(printf '%s' "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["exitStatus"], "not a dpfs mount" in d["error"])')" \

@@ -44,15 +44,19 @@ struct NewDeviceOptions: ParsableArguments {
     /// Checks what can be checked before anything is made. `root`: the directory the
     /// device ends up in (the secret store must lie outside it).
     func plan(for root: String, defaults: Defaults = Defaults()) throws -> Plan {
-        if let defaultProtection, ProtectionClass(name: defaultProtection) == nil {
-            throw CLIError("unknown protection class '\(defaultProtection)'; valid: \(ProtectionClass.validNames)")
-        }
+        try checkClassName()
         let (store, note) = try chooseStore()
         try checkStoreDirectoryExists(store)
         if case .file(let secrets) = store, secrets == root || secrets.hasPrefix(root + "/") {
             throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
         }
         return Plan(store: store, storeNote: note, defaultClass: try resolveDefaultClass(defaults.protection), defaults: defaults)
+    }
+
+    /// Refuses an unknown --default-protection, a usage error; `restore` asks before it
+    /// reads the backup.
+    func checkClassName() throws {
+        if let defaultProtection { _ = try ProtectionClass.named(onCommandLine: defaultProtection) }
     }
 
     /// The passcode the new device gets (nil with --no-passcode).

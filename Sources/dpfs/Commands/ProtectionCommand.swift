@@ -49,9 +49,7 @@ struct Protection: ParsableCommand {
         @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
 
         func run() throws {
-            guard let name = ProtectionClass(name: protectionClass)?.name else {
-                throw CLIError("unknown protection class '\(protectionClass)'; valid: \(ProtectionClass.validNames)")
-            }
+            let name = try ProtectionClass.named(onCommandLine: protectionClass).name
             var failed = false
             let mounts = Protection.dpfsDevices()
             for path in RawArguments.trailing(paths) {

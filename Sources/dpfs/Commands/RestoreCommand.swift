@@ -31,6 +31,7 @@ struct RestoreCommand: ParsableCommand {
 
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
+        try options.checkClassName()
         BuildDirectory.removeAbandoned(for: directory, purpose: "restore")
         try Self.checkTarget(directory.root)
         let fd = open(AbsolutePath.of(from), O_RDONLY | O_CLOEXEC)
