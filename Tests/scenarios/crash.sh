@@ -10,7 +10,7 @@ KILLED_MOUNT="$WORK/killed-mount"
 
 scenario_cleanup() {
     local mnt
-    for mnt in "$WORK/killed-init-mnt" "$WORK/killed-mount-mnt"; do
+    for mnt in "$WORK/killed-init-mnt" "$WORK/killed-moved-mnt" "$WORK/killed-mount-mnt"; do
         if grep -qs " $mnt fuse" /proc/mounts; then
             "$DPFS" unmount "$mnt" 2>/dev/null || fusermount3 -uz "$mnt" 2>/dev/null
         fi
@@ -144,6 +144,20 @@ expect_eq "forgetting the first one's secret-store entries" \
     "$(printf '%s\n' "$abandoned" | grep -c .) $(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "1 0"
 expect_eq "a device directory, mode 700, with nothing of the first beside it" \
     "$(stat -c %a "$WORK/killed-absent") $(ls -A "$WORK" | grep -c '^\.killed-absent\.init-')" "700 0"
+
+# Into a directory it is given, init builds inside it, moves the entries up and keeps
+# the directory's mode. Killed once the keybag has moved (strace delivers SIGKILL at
+# the build's rmdir, after the last move), it has made a whole device there, and that
+# device has the mode the directory had.
+mkdir -m 755 "$WORK/killed-moved" "$WORK/killed-moved-mnt"
+(strace -f -o /dev/null -e trace=rmdir -e inject=rmdir:signal=KILL:when=1 \
+    "$DPFS" init "$WORK/killed-moved" --passcode-file "$PASS" --secret-store "file:$SECRETS" || :) >/dev/null 2>&1
+expect_eq "an init killed after its keybag moved leaves a device, and its build" \
+    "$(ls -A "$WORK/killed-moved" | grep -c '^keybag\.json$\|^\.init-')" "2"
+expect_eq "with the mode the directory had" "$(stat -c %a "$WORK/killed-moved")" "755"
+check "which mounts" "$DPFS" mount "$WORK/killed-moved" "$WORK/killed-moved-mnt"
+check "and unlocks" "$DPFS" unlock "$WORK/killed-moved-mnt" --passcode-file "$PASS"
+"$DPFS" unmount "$WORK/killed-moved-mnt" >/dev/null 2>&1
 
 # Into a mount point (a filesystem mounted for the device), init builds inside it and
 # moves the entries up one by one, the keybag last. Killed between two of those moves

@@ -97,10 +97,12 @@ struct BuildDirectory {
         return own != parents
     }
 
-    /// Makes the finished device DEVICE_DIR (which is absent or empty).
-    func commit(as target: DeviceDirectory) throws {
+    /// Makes the finished device DEVICE_DIR (which is absent or empty). Moved up into
+    /// it, the device takes the mode of a new device directory, or with `keepingMode`
+    /// keeps the one DEVICE_DIR has.
+    func commit(as target: DeviceDirectory, keepingMode: Bool = false) throws {
         defer { if lock >= 0 { close(lock) } }
-        if inside { return try moveUp(into: target) }
+        if inside { return try moveUp(into: target, keepingMode: keepingMode) }
         guard rename(directory.root, target.root) == 0 else {
             throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
         }
@@ -111,7 +113,7 @@ struct BuildDirectory {
     /// crash on the way leaves no directory that looks like a device, and a list of
     /// them (MoveUpList) first, by which the next command removes what a kill left. A
     /// failure moves back what was moved, for `discard` to remove with the rest.
-    private func moveUp(into target: DeviceDirectory) throws {
+    private func moveUp(into target: DeviceDirectory, keepingMode: Bool) throws {
         let keybag = (target.keybagPath as NSString).lastPathComponent
         let names: [String]
         do {
@@ -128,9 +130,11 @@ struct BuildDirectory {
             throw CLIError("cannot note the new device's entries in \(directory.root): \(error)")
         }
         // The mode a device directory made by rename has (mkdtemp's 0700), not the
-        // mount's (a tmpfs is 1777): where it is made does not change what it is.
+        // mount's (a tmpfs is 1777): where it is made does not change what it is. Set
+        // before the first move (the list holds the mode to give back), not after the
+        // last: once the keybag has moved the device is whole, and nothing sets it again.
         var own = stat()
-        if stat(directory.root, &own) == 0 { chmod(target.root, own.st_mode & 0o7777) }
+        if !keepingMode, stat(directory.root, &own) == 0 { chmod(target.root, own.st_mode & 0o7777) }
         var moved: [String] = []
         for name in names + [keybag] {
             // syncDirectory(of: a path) syncs the directory holding it: the target.

@@ -5,7 +5,6 @@
 import ArgumentParser
 import DataProtection
 import Foundation
-import Glibc
 
 struct Init: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,15 +19,14 @@ struct Init: ParsableCommand {
         BuildDirectory.removeAbandoned(for: directory, purpose: "init")
         let given = try NewDeviceOptions.prepareTarget(directory.root)
         let passcode = try options.readPasscode()
-        var existing = stat()
-        let mode = !given || stat(directory.root, &existing) != 0 ? nil : existing.st_mode & 0o7777
         // Beside an absent directory, renamed to it, so that DEVICE_DIR exists only once
         // the device is whole; inside one it was given, moved up: that one stays the same
-        // directory, wherever its parent lets nobody write.
+        // directory, wherever its parent lets nobody write, and keeps its mode (the
+        // device's files are 0600).
         let building = try BuildDirectory(for: directory, purpose: "init", inside: given)
         do {
             let deviceUUID = try options.make(in: building.directory, plan: plan, passcode: passcode)
-            do { try building.commit(as: directory) } catch {
+            do { try building.commit(as: directory, keepingMode: given) } catch {
                 DeviceProvisioning.discard(deviceUUID, in: plan.store)
                 throw error
             }
@@ -36,8 +34,6 @@ struct Init: ParsableCommand {
             building.discard()
             throw error
         }
-        // The directory it was given keeps its mode (the device's files are 0600).
-        if let mode { chmod(directory.root, mode) }
         print("secret store: \(plan.store) (\(plan.storeNote))")
         print("initialised \(directory.root) (default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
     }
