@@ -21,6 +21,8 @@ public enum ControlScope: Sendable, Equatable {
         switch request {
         case .status, .events, .keychain, .secKey:
             return nil
+        case .appList:
+            return nil  // answered with this app alone (RequestHandler)
         case .appIdentity(let named):
             return named == nil || named == bundleID ? nil : Self.notOtherApp(bundleID, named)
         case .lock, .unlock, .restart, .passcode, .clockAdvance:

@@ -78,6 +78,11 @@ struct RequestHandler {
                 return ControlReply(ok: true, message: "registered \(bundleID)")
             case .appIdentity(let bundleID):
                 return appIdentity(bundleID ?? scope.bundleID)
+            case .appList:
+                // An app is only itself, as on iOS: it does not learn which others exist.
+                var reply = ControlReply(ok: true)
+                reply.apps = try items.listedApps(only: scope.bundleID)
+                return reply
             case .biometry(let request):
                 return try handleBiometry(request, secrets: secrets)
             case .keychainImport(let attributes):

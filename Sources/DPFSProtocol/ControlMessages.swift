@@ -25,6 +25,8 @@ public enum ControlRequest: Codable, Sendable {
     /// request on it acts as that app (ControlScope). It lives as long as the
     /// connection that asked for it; the reply names it in `socket`.
     case appSession(bundleID: String?, deviceControl: Bool)
+    /// The registered apps (the reply's `apps`); on an app's socket, that app alone.
+    case appList
     /// The simulated user's biometry (BiometryMessages).
     case biometry(BiometryRequest)
     /// A SecKey call the app cannot answer alone (KeyRequest).
@@ -64,6 +66,8 @@ public struct ControlReply: Codable, Sendable {
     public var sandboxApp: Bool?
     /// For sync: the device's sync state after the command.
     public var sync: SyncReport?
+    /// For appList: the registered apps, the sandbox's own first.
+    public var apps: [ListedApp]?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -52,11 +52,34 @@ enum AppRegistry {
             throw SecError(SecStatus.missingEntitlement,
                            bundleID.map { "no app \($0) is registered (dpfs app add)" } ?? "the sandbox has no registered app")
         }
+        return try entitlements(of: row, named: bundleID ?? "the sandbox's app")
+    }
+
+    /// Every registered app (only `bundleID` when given), the sandbox's own first.
+    static func listed(only bundleID: String?, in db: Database) throws -> [ListedApp] {
+        let rows: [Row]
+        if let bundleID {
+            rows = try Row.fetchAll(db, sql: "SELECT * FROM apps WHERE bundleID = ?", arguments: [bundleID])
+        } else {
+            rows = try Row.fetchAll(db, sql: "SELECT * FROM apps ORDER BY isSandboxApp DESC, bundleID")
+        }
+        return try rows.map { row in
+            let app = try entitlements(of: row, named: String.fromDatabaseValue(row["bundleID"]) ?? "an app")
+            // Without a plist the team is the placeholder, which no signature states.
+            let stated = Data.fromDatabaseValue(row["entitlements"]) != nil
+            return ListedApp(bundleID: app.bundleID, own: Bool.fromDatabaseValue(row["isSandboxApp"]) ?? false,
+                             accessGroups: app.accessGroups, teamID: stated ? app.teamID : nil,
+                             applicationIdentifier: stated ? app.applicationIdentifier : nil,
+                             defaultDataProtection: app.defaultDataProtection?.name)
+        }
+    }
+
+    private static func entitlements(of row: Row, named name: String) throws -> Entitlements {
         let groupsJSON = String.fromDatabaseValue(row["accessGroups"]) ?? ""
         guard let bundle = String.fromDatabaseValue(row["bundleID"]),
               let team = String.fromDatabaseValue(row["teamID"]),
               let groups = try? JSONDecoder().decode([String].self, from: Data(groupsJSON.utf8)) else {
-            throw SecError(SecStatus.decode, "the registration of \(bundleID ?? "the sandbox's app") is damaged")
+            throw SecError(SecStatus.decode, "the registration of \(name) is damaged")
         }
         let protection = String.fromDatabaseValue(row["defaultDataProtection"]).flatMap { ProtectionClass(name: $0) }
         return Entitlements(teamID: team, bundleID: bundle, accessGroups: groups, defaultDataProtection: protection)

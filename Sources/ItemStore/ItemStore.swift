@@ -155,6 +155,17 @@ public final class ItemStore: Sendable {
         try pool.read { try AppRegistry.caller(bundleID, in: $0) }
     }
 
+    /// The registered apps, the sandbox's own first; with `only`, that app alone (none
+    /// when it is not registered).
+    public func listedApps(only bundleID: String? = nil) throws -> [ListedApp] {
+        do {
+            return try pool.read { try AppRegistry.listed(only: bundleID, in: $0) }
+        } catch let error as SecError {
+            // A list has no OSStatus to carry; its reader wants the reason.
+            throw EntitlementsError(error.reason ?? "the registered apps cannot be read")
+        }
+    }
+
     /// Destroys every WhenPasscodeSetThisDeviceOnly item; called when the passcode is removed.
     public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool, device, ledger) }
 

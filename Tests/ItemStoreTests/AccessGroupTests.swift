@@ -98,4 +98,32 @@ import Testing
         #expect(groups == ["\(Self.team).com.example.notes"])
         #expect(try t.store.entitlements(of: nil).bundleID == "com.example.app")
     }
+
+    @Test func theListNamesEveryAppTheSandboxsOwnFirst() throws {
+        let t = try TestDevice(sandboxApp: "org.demo.app")
+        _ = try t.registerApp(entitlementsPlist(appID: "\(Self.team).com.example.notes",
+                                                groups: ["\(Self.team).com.example.shared"],
+                                                protection: "NSFileProtectionComplete"))
+        _ = try t.registerApp(mailPlist)
+        let apps = try t.store.listedApps()
+        #expect(apps.map(\.bundleID) == ["org.demo.app", "com.example.mail", "com.example.notes"])
+        #expect(apps.map(\.own) == [true, false, false])
+        // Registered without a plist: its team is a placeholder no signature states.
+        #expect(apps[0].accessGroups == ["XXXXXXXXXX.org.demo.app"])
+        #expect(apps[0].teamID == nil && apps[0].applicationIdentifier == nil && apps[0].defaultDataProtection == nil)
+        #expect(apps[2].accessGroups == ["\(Self.team).com.example.shared", "\(Self.team).com.example.notes"])
+        #expect(apps[2].teamID == Self.team && apps[2].applicationIdentifier == "\(Self.team).com.example.notes")
+        #expect(apps[2].defaultDataProtection == "complete")
+        #expect(try t.store.listedApps(only: "com.example.mail").map(\.bundleID) == ["com.example.mail"])
+        #expect(try t.store.listedApps(only: "org.demo.app").map(\.own) == [true])
+        #expect(try t.store.listedApps(only: "com.nobody").isEmpty)
+    }
+
+    @Test func aDamagedRegistrationFailsTheList() throws {
+        let t = try TestDevice()
+        _ = try t.registerApp(mailPlist)
+        try t.tamper("UPDATE apps SET accessGroups = 'not json' WHERE bundleID = 'com.example.mail'")
+        #expect(throws: EntitlementsError.self) { try t.store.listedApps() }
+        #expect(try t.store.listedApps(only: "com.example.app").count == 1)
+    }
 }
