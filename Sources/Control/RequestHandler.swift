@@ -18,6 +18,7 @@ struct RequestHandler {
             case .status:
                 var status = device.status()
                 status.sync = sync?.statusLine
+                status.app = sandboxApp()
                 return ControlReply(ok: true, status: status)
             case .lock(let now):
                 let locks = device.lock(now: now)
@@ -115,6 +116,13 @@ struct RequestHandler {
         var reply = ControlReply(ok: true)
         reply.app = app.bundleID
         return reply
+    }
+
+    /// The sandbox's own app, for the owner and for that app's own socket; nil for
+    /// another app's, which does not learn other apps' identities.
+    private func sandboxApp() -> String? {
+        guard let own = try? items.entitlements(of: nil).bundleID else { return nil }
+        return scope.bundleID == nil || scope.bundleID == own ? own : nil
     }
 
     private func changePasscode(_ action: PasscodeAction, secrets: [SecureBuffer]) throws {

@@ -75,6 +75,9 @@ public struct DeviceStatus: Codable, Sendable {
     public var userInactivePeriodHours: Double?
     /// Keychain sync's connection ("connected", "server unreachable", …); nil: not in an account.
     public var sync: String?
+    /// The sandbox's own app's bundle ID (nil on another app's socket: an app does not
+    /// learn other apps' identities).
+    public var app: String?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

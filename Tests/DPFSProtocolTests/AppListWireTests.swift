@@ -32,6 +32,15 @@ import Testing
         #expect(try roundTrip(ControlReply(ok: true)).apps == nil)
     }
 
+    @Test func theStatusNamesTheSandboxApp() throws {
+        var status = DeviceStatus(state: .unlocked, classes: ["none": true], passcodeSet: false, failedAttempts: 0,
+                                  retryAfter: nil, erased: false, gracePeriod: 10, defaultProtection: "untilFirstAuth",
+                                  deviceDirectory: "/d", pid: 1, secretStore: nil, inodes: nil)
+        #expect(try roundTrip(ControlReply(ok: true, status: status)).status?.app == nil)
+        status.app = "com.example.app"
+        #expect(try roundTrip(ControlReply(ok: true, status: status)).status?.app == "com.example.app")
+    }
+
     @Test func malformedRequestsAreRefused() {
         for arguments: WireValue in [.string("all"), .list([]), .null] {
             let body = WireValue.map([("appList", arguments)]).serialized()

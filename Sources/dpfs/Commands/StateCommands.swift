@@ -78,6 +78,7 @@ struct Status: ParsableCommand {
         if let hours = status.inactivityRebootHours { print("inactivity restart after: \(hours) h locked") }
         if let seconds = status.clockAdvanced { print("clock advanced: \(seconds) s") }
         print("device: \(status.deviceDirectory) (daemon pid \(status.pid))")
+        if let app = status.app { print("app: \(app)") }
         if let store = status.secretStore { print("secret store: \(store)") }
         if let transport = status.transport { print("transport: \(transport)") }
         if let inodes = status.inodes { print("inodes held for the kernel: \(inodes)") }
