@@ -1,5 +1,6 @@
 // dpfs app add: registers another app identity (bundle ID and keychain access groups
 // from an Apple-style entitlements plist) with the device, for `keychain --app`.
+// dpfs app list: AppListCommand.swift.
 import ArgumentParser
 import DPFSProtocol
 import Foundation
@@ -7,8 +8,8 @@ import ItemStore
 
 struct App: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Register app identities whose keychain calls the device answers.",
-        subcommands: [Add.self])
+        abstract: "Register app identities whose keychain calls the device answers, and list them.",
+        subcommands: [Add.self, List.self])
 }
 
 extension App {
