@@ -276,6 +276,23 @@ public enum BlockIO {
         guard opened else { throw Errno.io }
     }
 
+    /// Whether full block `block` opens as an ordinary block, not the file's last, its
+    /// plaintext then in `output`: the last stored block of a file cut short by whole
+    /// blocks does (fsck), where the size alone places it last.
+    public static func opensAsOrdinaryBlock(_ file: SealedFile, key: SecureBuffer, block: Int,
+                                            sealedScratch: UnsafeMutableRawBufferPointer,
+                                            into output: UnsafeMutableRawBufferPointer) -> Bool {
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: sealedScratch[0..<cipherSize])
+        file.readsAccess(false)
+        guard (try? preadAll(file.fd, sealed, at: BlockLayout.backingOffset(ofBlock: block))) == cipherSize else {
+            return false
+        }
+        let target = UnsafeMutableRawBufferPointer(rebasing: output[0..<blockSize])
+        return BlockSealer(cipher: file.header.cipher, key: key.pointer).withSession {
+            open($0, AdditionalData(file.fileID), block: block, last: false, sealed: UnsafeRawBufferPointer(sealed), into: target)
+        }
+    }
+
     // MARK: Write
 
     /// Writes `data` at plaintext `offset`; returns bytes written.

@@ -160,9 +160,6 @@ public struct DeviceCheck {
         // Blocks a kill tore mid-rewrite are whole in the raise's journal.
         let journaled = header.isRekeying ? RekeyJournal(device: device.directory, fileID: header.fileID).range() : nil
         let backingSize = Int(st.st_size)
-        if !BlockLayout.isWholeBacking(backingSize) {
-            report.damage.append(Damage(path: relative, problem: "cut short: the backing file does not end with a whole last block"))
-        }
         let file = SealedFile(fd: fd, header: header, slot: slot, key: key,
                               plainSize: BlockLayout.plainSize(backingSize: backingSize))
         if header.pendingCut != nil {
@@ -177,6 +174,7 @@ public struct DeviceCheck {
         let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1
         defer { if output >= 0 { ftruncate(output, off_t(plainSize)); close(output) } }
         var damaged: [Int] = []
+        var endsInOrdinaryBlock = false
         let blockCount = (plainSize + BlockLayout.plainBlockSize - 1) / BlockLayout.plainBlockSize
         pool.withBuffer { buffer in
             let plain = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<BlockLayout.plainBlockSize])
@@ -189,6 +187,14 @@ public struct DeviceCheck {
                     opened = (try? BlockIO.readBlock(file, key: oldKey, block: block, size: plainSize,
                                                      sealedScratch: sealed, into: plain)) != nil
                 }
+                // A file cut short on a block boundary ends in a block sealed as an ordinary one.
+                if !opened, block == blockCount - 1, plainSize % BlockLayout.plainBlockSize == 0 {
+                    func opensAsOrdinary(_ key: SecureBuffer) -> Bool {
+                        BlockIO.opensAsOrdinaryBlock(file, key: key, block: block, sealedScratch: sealed, into: plain)
+                    }
+                    endsInOrdinaryBlock = opensAsOrdinary(key) || oldKey.map(opensAsOrdinary) == true
+                    opened = endsInOrdinaryBlock
+                }
                 if !opened, let journaled, journaled.contains(BlockLayout.backingOffset(ofBlock: block)) { continue }
                 if !opened { damaged.append(block); continue }
                 if output >= 0 {
@@ -199,10 +205,16 @@ public struct DeviceCheck {
             }
             plain.initializeMemory(as: UInt8.self, repeating: 0)
         }
+        let end = FileEnd(backingSize: backingSize, plainSize: plainSize, endsInOrdinaryBlock: endsInOrdinaryBlock,
+                          lastBlockOpens: damaged.last != blockCount - 1)
+        damaged.removeAll { $0 == end.unopenedBlock }
+        var problems: [String] = []
         if !damaged.isEmpty {
             let list = damaged.prefix(10).map(String.init).joined(separator: ", ") + (damaged.count > 10 ? ", …" : "")
-            report.damage.append(Damage(path: relative, problem: "\(damaged.count) damaged block\(damaged.count == 1 ? "" : "s") (\(list)) of \(blockCount)"))
+            problems.append("\(damaged.count) damaged block\(damaged.count == 1 ? "" : "s") (\(list)) of \(blockCount)")
         }
+        if let cut = end.problem(salvaged: output >= 0) { problems.append(cut) }
+        if !problems.isEmpty { report.damage.append(Damage(path: relative, problem: problems.joined(separator: "; "))) }
         if output >= 0 { report.salvaged += 1 }
     }
 

@@ -1,11 +1,13 @@
 // fsck's walk (DeviceCheck) on a backing tree made as `dpfs init` makes it, without a
 // mount: a new tree is clean, and a planted name, an altered class record and a file
-// that is not a sealed file are each reported by path, never skipped.
+// that is not a sealed file are each reported by path, never skipped; a file cut
+// short is reported as cut, with what is left of it.
 import BlockStore
 import DataProtection
 import Foundation
 import CLinux
 import Glibc
+import SystemCalls
 import Testing
 import TestSupport
 
@@ -35,7 +37,35 @@ final class CheckedDevice {
         throw SystemError("no layout directory", plain, code: ENOENT)
     }
 
-    func check() -> DeviceCheck.Report { DeviceCheck(device: device).run(salvageInto: nil) }
+    func check(salvageInto salvage: String? = nil) -> DeviceCheck.Report {
+        DeviceCheck(device: device).run(salvageInto: salvage)
+    }
+
+    /// Makes Documents/`name` as the mount does, holding `plain`; its backing path.
+    func makeFile(_ name: String, holding plain: [UInt8]) throws -> String {
+        let documents = try backing(of: "Documents")
+        let id = try #require(DirectoryClassRecord.read(at: documents, metadataKey: device.metadataKey)?.directoryID)
+        let sealedName = device.nameCipher.seal(Array(name.utf8), directoryID: id)
+        let path = documents + "/" + sealedName.stored
+        let fileID = Sodium.randomBytes(FileHeader.fileIDSize)
+        let key = SecureBuffer.random(count: FileKeyWrap.fileKeySize)
+        let wrapped = try #require(FileKeyWrap.wrap(key, fileID: fileID, as: .untilFirstAuth, device: device))
+        let slot = FileHeader.KeySlot(generation: 1, protectionClass: .untilFirstAuth, wrappedKey: wrapped)
+        let header = FileHeader(fileID: fileID, slot: slot)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        let headerBytes = header.serialized(metadataKey: device.metadataKey)
+        try headerBytes.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: 0) }
+        try BlockIO.writeEmptyFile(fd: fd, header: header, key: key)
+        let file = SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: 0)
+        let pool = BufferPool(size: (1 << 20) + 4 * BlockLayout.cipherBlockSize + 64 * 1024)
+        let written = try plain.withBytes { (data) throws(Errno) in
+            try BlockIO.write(file, key: key, data: data, offset: 0, pool: pool)
+        }
+        try #require(written == plain.count)
+        try NameTagStore.write(path, [NameBinding.tag(identity: fileID, place: sealedName.place, metadataKey: device.metadataKey)])
+        return path
+    }
 }
 
 @Suite struct DeviceCheckTests {
@@ -74,5 +104,64 @@ final class CheckedDevice {
         #expect(FileManager.default.createFile(atPath: documents + "/" + sealed.stored, contents: Data("plaintext".utf8)))
         let report = checked.check()
         #expect(report.damage.contains { $0.path == "Documents/notes.txt" }, "\(report.damage)")
+    }
+
+    // The seal binds whether a block is the file's last: a file cut short names the
+    // cut and how much is left, never a damaged block.
+
+    static let block = BlockLayout.plainBlockSize
+    static let contents = (0..<(244 * block + 576)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+
+    @Test func aWholeFileIsClean() throws {
+        let checked = try CheckedDevice()
+        _ = try checked.makeFile("whole", holding: Self.contents)
+        let report = checked.check()
+        #expect(report.damage.isEmpty, "\(report.damage)")
+        #expect(report.blocks == 245)
+    }
+
+    @Test func aCutOnABlockBoundaryIsReportedAsACut() throws {
+        let checked = try CheckedDevice()
+        let path = try checked.makeFile("cutme", holding: Self.contents)
+        try #require(truncate(path, off_t(BlockLayout.backingOffset(ofBlock: 100))) == 0)
+        let salvage = checked.provisioned.directory.root + "-salvage"
+        defer { try? FileManager.default.removeItem(atPath: salvage) }
+        let damage = checked.check(salvageInto: salvage).damage
+        #expect(damage.map(\.description) == ["Documents/cutme: cut short after \(100 * Self.block) bytes: the rest is lost; "
+            + "the salvaged copy holds those \(100 * Self.block) bytes, short of the original"])
+        let copy = try Data(contentsOf: URL(fileURLWithPath: salvage + "/Documents/cutme"))
+        #expect(copy == Data(Self.contents.prefix(100 * Self.block)), "the salvaged copy keeps the last stored block")
+    }
+
+    @Test func aCutThroughABlocksSealIsReportedAsACut() throws {
+        let checked = try CheckedDevice()
+        let path = try checked.makeFile("cutme", holding: Self.contents)
+        try #require(truncate(path, off_t(BlockLayout.backingOffset(ofBlock: 100) + 20)) == 0)
+        let damage = checked.check().damage
+        #expect(damage.map(\.description) == ["Documents/cutme: cut short after \(100 * Self.block) bytes: the rest is lost"])
+    }
+
+    @Test func aCutInsideABlockNamesTheCutAndTheDamageItLooksLike() throws {
+        let checked = try CheckedDevice()
+        let path = try checked.makeFile("cutme", holding: Self.contents)
+        try #require(truncate(path, off_t(BlockLayout.backingOffset(ofBlock: 150) + 1000)) == 0)
+        let damage = checked.check().damage
+        #expect(damage.map(\.description) == ["Documents/cutme: its last block (150) does not open: cut short inside it "
+            + "after \(150 * Self.block) bytes, the rest lost, or that block is damaged"])
+    }
+
+    @Test func aDamagedFullLastBlockIsNoCut() throws {
+        let checked = try CheckedDevice()
+        let path = try checked.makeFile("full", holding: Array(Self.contents.prefix(3 * Self.block)))
+        let fd = open(path, O_RDWR)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        let offset = off_t(BlockLayout.backingOffset(ofBlock: 2) + 100)
+        try #require(pread(fd, &byte, 1, offset) == 1)
+        byte ^= 1
+        try #require(pwrite(fd, &byte, 1, offset) == 1)
+        let damage = checked.check().damage
+        #expect(damage.map(\.description) == ["Documents/full: 1 damaged block (2) of 3"])
     }
 }

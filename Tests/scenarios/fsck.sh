@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7: dpfs fsck finds every damaged file and block, exits non-zero, and
-# --salvage copies out what still reads, also when the keychain is damaged or not the
-# one the device's record names: the files do not depend on it.
+# dpfs fsck finds every damaged file and block and every file cut short, exits
+# non-zero, and --salvage copies out what still reads, also when the keychain is
+# damaged or not the one the device's record names: the files do not depend on it.
 source "$(dirname "$0")/lib.sh"
 
 setup_device
@@ -11,6 +11,9 @@ head -c 50000 /dev/urandom > "$WORK/a.bin"
 cp "$WORK/a.bin" "$D/a.bin"; cp "$WORK/a.bin" "$D/b.bin"; cp "$WORK/a.bin" "$D/c.bin"
 setfattr -n user.dpfs.protection -v complete "$D/b.bin"
 echo small > "$D/small.txt"
+# Two files of 1,000,000 bytes, cut short below: on a block boundary and inside a block.
+head -c 1000000 /dev/urandom > "$WORK/cut.bin"
+cp "$WORK/cut.bin" "$D/cutme"; cp "$WORK/cut.bin" "$D/cutin"
 for service in one two three; do
     printf 'secret-%s' "$service" | "$DPFS" keychain add "$MNT" --service "$service" --account a >/dev/null \
         || fail "keychain add $service"
@@ -23,6 +26,7 @@ ln -s "$long_target" "$D/link730"
 ln -s "$longest_target" "$D/link3031"
 ln -s "$(head -c 4095 /dev/zero | tr '\0' v)" "$D/link4095"
 A=$(backing "$D/a.bin"); BB=$(backing "$D/b.bin"); C=$(backing "$D/c.bin")
+CUTME=$(backing "$D/cutme"); CUTIN=$(backing "$D/cutin")
 "$DPFS" unmount "$MNT"
 
 check_fails "fsck refuses a wrong passcode" sh -c "echo nope | '$DPFS' fsck '$DEV'"
@@ -33,12 +37,25 @@ case "$out" in *"clean"*) pass "a clean device is reported clean" ;; *) fail "a 
 flip_bit "$A" $((512 + 4136 * 3 + 7))   # block 3
 flip_bit "$BB" $((512 + 4136 * 0 + 60))  # block 0
 printf 'XXXX' | dd of="$C" bs=1 seek=0 conv=notrunc status=none                          # magic
+truncate -s $((512 + 4136 * 100)) "$CUTME"          # after block 99
+truncate -s $((512 + 4136 * 150 + 1000)) "$CUTIN"   # inside block 150
 out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$WORK/salvage"); rc=$?
 expect_eq "damage: exit 1" "$rc" "1"
 case "$out" in *"Documents/a.bin: 1 damaged block (3)"*) pass "names a.bin's damaged block 3" ;; *) fail "names a.bin's damaged block 3" "$out" ;; esac
 case "$out" in *"Documents/b.bin: 1 damaged block (0)"*) pass "names b.bin's damaged block 0" ;; *) fail "names b.bin's damaged block 0" "$out" ;; esac
 case "$out" in *"Documents/c.bin: header damaged"*) pass "names c.bin's damaged header" ;; *) fail "names c.bin's damaged header" "$out" ;; esac
 case "$out" in *small.txt*) fail "does not flag an intact file" "$out" ;; *) pass "does not flag an intact file" ;; esac
+case "$out" in *"Documents/cutme: cut short after 409600 bytes: the rest is lost; the salvaged copy holds those 409600 bytes, short of the original"*)
+                   pass "a file cut on a block boundary is reported cut, with what is left" ;;
+               *) fail "a file cut on a block boundary is reported cut, with what is left" "$out" ;; esac
+case "$out" in *"cutme: "*"damaged block"*) fail "and not as a damaged block" "$out" ;; *) pass "and not as a damaged block" ;; esac
+cmp -s <(head -c 409600 "$WORK/cut.bin") "$WORK/salvage/Documents/cutme" && pass "its salvaged copy is all that is left of it" \
+    || fail "its salvaged copy is all that is left of it"
+case "$out" in *"Documents/cutin: its last block (150) does not open: cut short inside it after 614400 bytes, the rest lost, or that block is damaged; the salvaged copy"*"may be short of the original"*)
+                   pass "a file cut inside a block is reported cut (or that block damaged)" ;;
+               *) fail "a file cut inside a block is reported cut (or that block damaged)" "$out" ;; esac
+cmp -s <(head -c 614400 "$WORK/cut.bin") <(head -c 614400 "$WORK/salvage/Documents/cutin") && pass "its salvaged copy keeps the blocks before the cut" \
+    || fail "its salvaged copy keeps the blocks before the cut"
 cmp -s <(head -c 12288 "$WORK/a.bin") <(head -c 12288 "$WORK/salvage/Documents/a.bin") && pass "salvage keeps the blocks before the damage" || fail "salvage keeps the blocks before the damage"
 cmp -s <(tail -c +16385 "$WORK/a.bin") <(tail -c +16385 "$WORK/salvage/Documents/a.bin") && pass "salvage keeps the blocks after the damage" || fail "salvage keeps the blocks after the damage"
 expect_eq "salvage zero-fills the damaged block" "$(dd if="$WORK/salvage/Documents/a.bin" bs=4096 skip=3 count=1 status=none | tr -d '\0' | wc -c)" "0"
