@@ -37,6 +37,24 @@ check "but --help of a group exits 0" "$DPFS" keychain --help
 exits_with "a negative duration is a usage error" 64 "$DPFS" clock advance "$WORK" -5
 check_error "that names the clock's direction, not a missing argument" "only moves forward" \
     "$DPFS" clock advance "$WORK" -5
+# A negative number after a numeric option, given with a space as with "=", is that
+# option's own refusal (a usage error), not "a missing value".
+for option in --grace-period --inactivity-reboot --user-inactive-period; do
+    exits_with "mount $option -1 is a usage error" 64 "$DPFS" mount "$WORK/nothing" "$MNT" "$option" -1
+    check_error "that names $option's numbers, not a missing value" "$option needs a" \
+        "$DPFS" mount "$WORK/nothing" "$MNT" "$option" -1
+done
+exits_with "init --erase-after -3 is a usage error" 64 "$DPFS" init "$WORK/never" --no-passcode --erase-after -3
+check_error "that names --erase-after's numbers" "--erase-after needs a positive number" \
+    "$DPFS" init "$WORK/never" --no-passcode --erase-after -3
+exits_with "biometry respond --times -1 is a usage error" 64 "$DPFS" biometry respond "$WORK" match --times -1
+check_error "that names --times's numbers" "--times must be at least 1" \
+    "$DPFS" biometry respond "$WORK" match --times -1
+# A file to read that is not there fails as every such file does: exit 1, saying why.
+exits_with "sync join with no invitation file: exit 1" 1 \
+    "$DPFS" sync join "$WORK" --server "postgresql://dpfs@127.0.0.1:1/sync" --invitation-file "$WORK/no-invitation"
+check_error "naming the file and why" "cannot read invitation file $WORK/no-invitation: No such file or directory" \
+    "$DPFS" sync join "$WORK" --server "postgresql://dpfs@127.0.0.1:1/sync" --invitation-file "$WORK/no-invitation"
 check_error "a device directory that does not exist is named so" "does not exist" \
     "$DPFS" mount "$WORK/nothing" "$MNT"
 

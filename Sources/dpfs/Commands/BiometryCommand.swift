@@ -61,7 +61,9 @@ struct Biometry: ParsableCommand {
                 """)
         @Argument(help: "The mountpoint.") var mountpoint: String
         @Argument(help: "match, nomatch, cancel or passcode.") var answer: BiometryAnswer
-        @Option(help: "Answer this many prompts the same way.") var times = 1
+        // Numbers taken as they come, dash and all (.unconditional): "-1" read as an option
+        // was "a missing value", not the option's own refusal of a negative number.
+        @Option(parsing: .unconditional, help: "Answer this many prompts the same way.") var times = 1
         @Option(help: "For a passcode answer: read the passcode from the first line of this file.") var passcodeFile: String?
 
         func validate() throws {

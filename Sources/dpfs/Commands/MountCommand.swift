@@ -15,14 +15,17 @@ struct Mount: ParsableCommand {
     @Argument(help: "The device directory made by dpfs init.") var deviceDirectory: String
     @Argument(help: "An existing directory to mount on.") var mountpoint: String
     @Flag(help: "Stay attached to the terminal instead of running in the background.") var foreground = false
-    @Option(help: "Seconds between lock and the wipe of class keys.") var gracePeriod: Double = 10
+    // Numbers taken as they come, dash and all (.unconditional): "-1" read as an option
+    // was "a missing value", not the option's own refusal of a negative number.
+    @Option(parsing: .unconditional, help: "Seconds between lock and the wipe of class keys.") var gracePeriod: Double = 10
     @Option(name: .customShort("o"), help: "FUSE mount options, comma-separated (allow_other, ro, …).")
     var options: [String] = []
     @Option(help: "The least severe messages logged: debug, info, notice, warning, error.")
     var logLevel: String = "info"
-    @Option(help: "Hours locked after which the device restarts, as iOS 18 does (0: never).")
+    @Option(parsing: .unconditional, help: "Hours locked after which the device restarts, as iOS 18 does (0: never).")
     var inactivityReboot: Double = 72
-    @Option(help: ArgumentHelp("Hours locked after which completeWhenUserInactive files are unavailable until the next unlock.",
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Hours locked after which completeWhenUserInactive files are unavailable until the next unlock.",
                                valueName: "hours"))
     var userInactivePeriod: Double = LockStateManager.defaultUserInactivePeriod / 3600
     @Option(help: ArgumentHelp("Lock when logind says so: screen-lock, suspend, logout (comma-separated).",

@@ -14,7 +14,10 @@ struct NewDeviceOptions: ParsableArguments {
     @Option(help: "Apple-style entitlements plist of the sandbox's app.") var entitlements: String?
     @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive).")
     var defaultProtection: String?
-    @Option(help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).") var eraseAfter: Int?
+    // Numbers taken as they come, dash and all (.unconditional): "-1" read as an option
+    // was "a missing value", not the option's own refusal of a negative number.
+    @Option(parsing: .unconditional, help: "Erase the keys after this many consecutive failed passcodes (iOS: 10).")
+    var eraseAfter: Int?
     @Option(help: ArgumentHelp(
         "Where the device secret lives, outside the device directory: tpm2[:TCTI] (sealed to a TPM 2.0; the default where /dev/tpmrm0 answers), file (the default elsewhere: /var/lib/dpfs for root, else $XDG_STATE_HOME/dpfs), or file:DIR.",
         valueName: "store")) var secretStore: String?

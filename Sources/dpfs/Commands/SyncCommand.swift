@@ -45,14 +45,13 @@ extension Sync {
         @Option(help: "The account's PostgreSQL server.") var server: String
         @Option(name: .customLong("invitation-file"), help: "The invitation (used once, then removed).") var invitationFile: String
 
-        func validate() throws {
-            guard FileManager.default.isReadableFile(atPath: invitationFile) else {
-                throw ValidationError("cannot read \(invitationFile)")
-            }
-        }
-
         func run() throws {
             ArgumentHiding.hideValues(of: "server")
+            // The daemon reads it; a file the caller cannot read is refused here, as the
+            // other commands refuse a file they cannot read: exit 1, naming why.
+            guard access(invitationFile, R_OK) == 0 else {
+                throw CLIError("cannot read invitation file \(invitationFile): \(String(cString: strerror(errno)))")
+            }
             let reply = try Sync.send(.join(server: server, invitationFile: AbsolutePath.of(invitationFile)), to: mountpoint)
             if let message = reply.message { print(message) }
         }
