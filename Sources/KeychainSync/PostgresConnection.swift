@@ -43,6 +43,7 @@ final class PostgresConnection {
             Self.withCStrings(settings.map(\.1)) { values in pq.pointee.connectdbParams(keys, values, 0) }
         }
         guard let made else { throw SyncError("cannot reach the sync server: out of memory") }
+        PostgresNotices.route(made, pq)
         // Non-blocking, so that sending a statement never waits on a full socket either.
         guard pq.pointee.status(made) == CONNECTION_OK, pq.pointee.setnonblocking(made, 1) == 0 else {
             let message = server.redacting(Self.oneLine(pq.pointee.errorMessage(made)))

@@ -46,7 +46,7 @@ static void dpfs_libpq_load(void) {
         DPFS_FIND(consumeInput, PQconsumeInput) && DPFS_FIND(notifies, PQnotifies) &&
         DPFS_FIND(freemem, PQfreemem) && DPFS_FIND(ntuples, PQntuples) &&
         DPFS_FIND(cmdTuples, PQcmdTuples) && DPFS_FIND(getisnull, PQgetisnull) &&
-        DPFS_FIND(getvalue, PQgetvalue);
+        DPFS_FIND(getvalue, PQgetvalue) && DPFS_FIND(setNoticeReceiver, PQsetNoticeReceiver);
 #undef DPFS_FIND
     if (!found) {
         dlclose(library);

@@ -186,6 +186,16 @@ check "and on b" within 20 has_value b MARK-service-conflict from-b
 check "and on c" within 20 has_value c MARK-service-conflict from-b
 check "an offline add reaches b" within 20 has_value b MARK-service-offline MARK-secret-offline
 check "an offline delete reaches c" within 20 absent c MARK-service-later
+# What the server said as it shut down (its FATAL, a notice to libpq) is a line of the
+# daemon's log with its time and level, never written raw beside them.
+check "the daemon logged the server closing its connection" \
+    grep -q " info dpfs.sync: .*keychain sync: the sync server closed the connection: terminating connection due to administrator command" \
+    "$WORK/dev-a/daemon.log"
+unprefixed_lines() {
+    grep -v -E '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[+-][0-9]{4} (trace|debug|info|notice|warning|error|critical) ' \
+        "$WORK"/dev-*/daemon.log
+}
+check_fails "every line of every daemon's log has its time and level" unprefixed_lines
 
 # --- updates at once on every device: all converge on one of them
 add a MARK-service-race start >/dev/null

@@ -36,6 +36,7 @@ struct dpfs_libpq {
     __typeof__(PQcmdTuples) *_Nonnull cmdTuples;
     __typeof__(PQgetisnull) *_Nonnull getisnull;
     __typeof__(PQgetvalue) *_Nonnull getvalue;
+    __typeof__(PQsetNoticeReceiver) *_Nonnull setNoticeReceiver;
 };
 
 /// libpq's calls, loaded once (the first caller loads, others wait); NULL when the
