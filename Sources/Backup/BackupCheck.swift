@@ -52,7 +52,10 @@ public enum BackupCheck {
                 case .symlink: contents.symlinks += 1
                 case .hardLink: contents.hardLinks += 1
                 default:
-                    try stream.readContent { contents.contentBytes += UInt64($0.count); try progress?() }
+                    try stream.readFileContent { part in
+                        if case .bytes(let piece) = part { contents.contentBytes += UInt64(piece.count) }
+                        try progress?()
+                    }
                     contents.files += 1
                 }
             }

@@ -7,7 +7,9 @@ import DataProtection
 
 public struct BackupHeader: Sendable, Equatable {
     public static let magic: [UInt8] = Array("DPFSBKUP".utf8)
-    public static let currentVersion: UInt16 = 1
+    /// 2: a file's content may hold holes (BackupRecord). Version 1 is read as well.
+    public static let currentVersion: UInt16 = 2
+    public static let oldestVersion: UInt16 = 1
     static let saltSize = Int(crypto_pwhash_SALTBYTES)
     static let streamHeaderSize = Int(crypto_secretstream_xchacha20poly1305_HEADERBYTES)
     static let keyCheckSize = 16
@@ -57,7 +59,8 @@ public struct BackupHeader: Sendable, Equatable {
     public init(parsing bytes: [UInt8]) throws {
         guard bytes.count == Self.size, Array(bytes[0..<8]) == Self.magic else { throw BackupError.notABackup }
         let version = UInt16(BigEndian.value(bytes[8..<10]))
-        guard version == Self.currentVersion else { throw BackupError.unsupportedVersion(version) }
+        guard version >= Self.oldestVersion else { throw BackupError.unsupportedVersion(version) }
+        guard version <= Self.currentVersion else { throw BackupError.newerVersion(version) }
         let ops = BigEndian.value(bytes[12..<20])
         let mem = BigEndian.value(bytes[20..<28])
         guard ops >= UInt64(crypto_pwhash_OPSLIMIT_MIN), ops <= Self.maxOpsLimit,

@@ -2,7 +2,10 @@
 //   kind u8 | fields length u32 | fields | [content]
 // Fields are name/value pairs, each part a u32 length then its bytes; a file's or an
 // item's content follows as pieces (u32 length, bytes), ended by a piece of length 0,
-// so a file is streamed without its size being known first. Integers are big-endian.
+// so a file is streamed without its size being known first. From format version 2 a
+// file's content may also hold holes: a marker in place of a piece's length, then the
+// hole's length (u64), and no bytes, so that a sparse file is neither read nor stored
+// whole. Integers are big-endian.
 import DataProtection
 import DPFSProtocol
 
@@ -45,6 +48,15 @@ public struct BackupRecord: Sendable {
     static let maxFieldsSize = 1 << 20
     /// The largest content piece a writer makes and a reader accepts.
     public static let maxPieceSize = 1 << 20
+    /// Where a piece's length would be: a hole in a file's content (format version 2).
+    static let holeMarker: [UInt8] = [0xff, 0xff, 0xff, 0xff]
+}
+
+/// One part of a file's content as a reader meets it.
+public enum ContentPart {
+    case bytes(UnsafeRawBufferPointer)
+    /// That many bytes of the file that are a hole: never written, read as zeros.
+    case hole(UInt64)
 }
 
 extension SealingStream {
@@ -69,6 +81,12 @@ extension SealingStream {
             try write(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
             offset += count
         }
+    }
+
+    /// Writes a hole of `length` bytes in a file's content.
+    public func writeHole(_ length: UInt64) throws {
+        guard length > 0 else { return }
+        try write(BackupRecord.holeMarker + BigEndian.bytes(length, count: 8))
     }
 
     public func endContent() throws { try write([0, 0, 0, 0]) }
@@ -99,17 +117,40 @@ extension OpeningStream {
         return BackupRecord(kind, fields)
     }
 
-    /// Hands each content piece to `body` in locked memory, until the content ends.
+    /// Hands each content piece to `body` in locked memory, until the content ends; a
+    /// hole is refused (an item's data has none).
     public func readContent(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try readFileContent { part in
+            guard case .bytes(let piece) = part else { throw BackupError.damaged("an item's data holds a hole") }
+            try body(piece)
+        }
+    }
+
+    /// Hands each part of a file's content to `body`, bytes in locked memory, until the
+    /// content ends. A hole is accepted from format version 2 on, and the file's size
+    /// must stay within what an off_t holds.
+    public func readFileContent(_ body: (ContentPart) throws -> Void) throws {
         let piece = pieceBuffer ?? SecureBuffer(count: BackupRecord.maxPieceSize)
         pieceBuffer = piece
+        var size: UInt64 = 0
         while true {
-            let length = Int(BigEndian.value(try readBytes(4)))
+            let head = try readBytes(4)
+            if head == BackupRecord.holeMarker {
+                guard version >= 2 else { throw BackupError.damaged("a content piece is too large") }
+                let length = BigEndian.value(try readBytes(8))
+                guard length > 0, length <= UInt64(Int64.max) - size else { throw BackupError.damaged("a file's hole is not valid") }
+                size += length
+                try body(.hole(length))
+                continue
+            }
+            let length = Int(BigEndian.value(head))
             if length == 0 { return }
             guard length <= BackupRecord.maxPieceSize else { throw BackupError.damaged("a content piece is too large") }
+            guard UInt64(length) <= UInt64(Int64.max) - size else { throw BackupError.damaged("a file is too large") }
+            size += UInt64(length)
             let part = UnsafeMutableRawBufferPointer(rebasing: piece.mutableBytes[0..<length])
             try read(into: part)
-            try body(UnsafeRawBufferPointer(part))
+            try body(.bytes(UnsafeRawBufferPointer(part)))
         }
     }
 }

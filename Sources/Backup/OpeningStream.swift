@@ -21,6 +21,8 @@ public final class OpeningStream {
     /// Where content pieces are read (BackupRecord), made on first use.
     var pieceBuffer: SecureBuffer?
     public private(set) var reachedFinal = false
+    /// The header's format version: what the records may hold.
+    public let version: UInt16
     /// Ciphertext bytes read so far (header included), for progress reports.
     public private(set) var fileBytes: UInt64 = 0
 
@@ -35,6 +37,7 @@ public final class OpeningStream {
         key = try BackupKey.derive(password: password, header: header)
         guard BackupKey.check(key) == header.keyCheck else { throw BackupError.wrongPassword }
         self.header = headerBytes
+        version = header.version
         try start(header)
     }
 

@@ -2,13 +2,15 @@
 // symbolic link with its relative path, mode, times and protection class (read through
 // the mount's own attribute, so a file's class is what the filesystem says it is), a
 // further name of a hard-linked file as a link to the first, and each file's bytes
-// read through the mount. tmp/ and Library/Caches/ keep their directory but not their
+// read through the mount: its data extents only (SEEK_DATA, SEEK_HOLE), its holes as
+// holes, so that a sparse file (a VM image, a database) is stored at what it holds. tmp/ and Library/Caches/ keep their directory but not their
 // contents, as in an iOS backup. Other node types (FIFOs, sockets, devices) are counted
 // and left out, and so are entries removed while the backup runs.
 import DataProtection
 import DPFSProtocol
 import CLinux
 import Glibc
+import SystemCalls
 
 public final class SandboxArchiver {
     /// Why the tree could not be read; `errno` EPERM means a class key went away (the
@@ -165,19 +167,55 @@ public final class SandboxArchiver {
         defer { close(fd) }
         guard let protection = try protection(fd, path) else { return false }
         try write(.file, path, info, protection: protection)
-        let buffer = scratch.mutableBytes
-        while true {
-            let n = read(fd, buffer.start, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
-            if n == 0 { break }
-            try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            try progress?()
-        }
+        try content(fd, path)
         try stream.endContent()
         files += 1
         try progress?()
         return true
+    }
+
+    /// Writes the content of the file open at `fd`: each data extent's bytes, and a
+    /// hole before it and at the end where the file has one. A file or filesystem that
+    /// cannot tell its holes (SEEK_DATA refused) is read whole.
+    private func content(_ fd: Int32, _ path: [UInt8]) throws {
+        var position: off_t = 0
+        while true {
+            let data = lseek(fd, position, SeekWhence.data)
+            if data < 0 {
+                if errno == ENXIO { break }  // no data after `position`: a hole to the end
+                _ = try copy(fd, path, from: position, to: nil)
+                return
+            }
+            let hole = lseek(fd, data, SeekWhence.hole)
+            guard hole > data else {
+                _ = try copy(fd, path, from: position, to: nil)
+                return
+            }
+            try stream.writeHole(UInt64(data - position))
+            position = try copy(fd, path, from: data, to: hole)
+            if position < hole { return }  // cut short while it was read: the file ends there
+        }
+        let end = lseek(fd, 0, SEEK_END)
+        guard end >= 0 else { throw Failure(operation: "seek in", path: display(path), code: errno) }
+        if end > position { try stream.writeHole(UInt64(end - position)) }
+    }
+
+    /// Copies the bytes from `start` up to `end` (nil: the end of the file) into the
+    /// stream; where it stopped.
+    private func copy(_ fd: Int32, _ path: [UInt8], from start: off_t, to end: off_t?) throws -> off_t {
+        let buffer = scratch.mutableBytes
+        var position = start
+        while end.map({ position < $0 }) ?? true {
+            let want = end.map { min(buffer.count, Int($0 - position)) } ?? buffer.count
+            let n = pread(fd, buffer.start, want, position)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
+            if n == 0 { break }
+            try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            position += off_t(n)
+            try progress?()
+        }
+        return position
     }
 
     /// Writes a link's record; false when it was removed before it could be read.

@@ -77,7 +77,7 @@ public final class SandboxExtractor {
             guard fd >= 0 else { throw Failure(operation: "create", path: display(path), code: errno) }
             do {
                 try setClass(record, fd, path)
-                try stream.readContent { piece in try Self.writeAll(fd, piece, self.display(path)); try self.progress?() }
+                try writeContent(fd, path, from: stream)
             } catch {
                 close(fd)
                 throw error
@@ -159,10 +159,33 @@ public final class SandboxExtractor {
         guard rc == 0 else { throw Failure(operation: "set the times of", path: display(path), code: errno) }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ path: String) throws {
+    /// Writes a file's content into the new file open at `fd`: a hole is skipped over,
+    /// never written, and the size set at the end, so that a file ending in a hole
+    /// keeps its size.
+    private func writeContent(_ fd: Int32, _ path: [UInt8], from stream: OpeningStream) throws {
+        var position: off_t = 0
+        var endsInHole = false
+        try stream.readFileContent { part in
+            switch part {
+            case .bytes(let piece):
+                try Self.writeAll(fd, piece, at: position, display(path))
+                position += off_t(piece.count)
+                endsInHole = false
+            case .hole(let length):
+                position += off_t(length)
+                endsInHole = true
+            }
+            try progress?()
+        }
+        if endsInHole {
+            guard ftruncate(fd, position) == 0 else { throw Failure(operation: "write", path: display(path), code: errno) }
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, _ path: String) throws {
         var done = 0
         while done < bytes.count {
-            let n = write(fd, bytes.start + done, bytes.count - done)
+            let n = pwrite(fd, bytes.start + done, bytes.count - done, offset + off_t(done))
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw Failure(operation: "write", path: path, code: errno) }
             done += n

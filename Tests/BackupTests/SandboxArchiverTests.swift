@@ -66,7 +66,7 @@ import Testing
         while true {
             let record = try reading.readRecord()
             if record.kind == .end { break }
-            if record.kind == .file { try reading.readContent { _ in } }
+            if record.kind == .file { try reading.readFileContent { _ in } }
             records.append(record)
         }
         return (archiver, records)

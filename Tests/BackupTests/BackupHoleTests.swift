@@ -1,0 +1,105 @@
+// A file's holes in the backup stream (format version 2): they read back in place,
+// between and after its bytes; a version 1 backup, which has none, still reads, and
+// one that claims a hole is refused as damaged; a version above this dpfs's is
+// refused as newer, not misread.
+import Backup
+import DataProtection
+import Foundation
+import Glibc
+import Testing
+
+@Suite struct BackupHoleTests {
+    enum Part: Equatable {
+        case bytes([UInt8])
+        case hole(UInt64)
+    }
+
+    func password() -> SecureBuffer {
+        Array("correct horse".utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
+    }
+
+    /// A backup of one file record with `parts` as its content, under a header of
+    /// `version`, in an unlinked temporary file; its descriptor.
+    func makeBackup(_ parts: [Part], version: UInt16 = BackupHeader.currentVersion) throws -> Int32 {
+        let path = NSTemporaryDirectory() + "/dpfs-backup-holes-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        unlink(path)
+        var header = BackupStreamTests.cheap
+        header.version = version
+        let stream = try SealingStream(fd: fd, password: password(), header: header)
+        try stream.writeRecord(BackupRecord(.file, ["path": Array("Documents/sparse".utf8)]))
+        for part in parts {
+            switch part {
+            case .bytes(let bytes): try bytes.withUnsafeBytes { try stream.writePiece($0) }
+            case .hole(let length): try stream.writeHole(length)
+            }
+        }
+        try stream.endContent()
+        try stream.writeRecord(BackupRecord(.end, ["count": Array("1".utf8)]))
+        try stream.finish()
+        #expect(lseek(fd, 0, SEEK_SET) == 0)
+        return fd
+    }
+
+    func readBack(_ fd: Int32) throws -> [Part] {
+        let stream = try OpeningStream(fd: fd, password: password())
+        #expect(try stream.readRecord().kind == .file)
+        var parts: [Part] = []
+        try stream.readFileContent { part in
+            switch part {
+            case .bytes(let piece): parts.append(.bytes(Array(piece)))
+            case .hole(let length): parts.append(.hole(length))
+            }
+        }
+        #expect(try stream.readRecord().kind == .end)
+        try stream.expectEnd()
+        return parts
+    }
+
+    @Test func holesReadBackInPlace() throws {
+        let parts: [Part] = [.hole(1 << 30), .bytes([1, 2, 3]), .hole(4096), .bytes([4]), .hole(1 << 40)]
+        let fd = try makeBackup(parts)
+        defer { close(fd) }
+        #expect(try readBack(fd) == parts)
+    }
+
+    @Test func aFileOfOnlyAHole() throws {
+        let fd = try makeBackup([.hole(5 << 20)])
+        defer { close(fd) }
+        #expect(try readBack(fd) == [.hole(5 << 20)])
+    }
+
+    @Test func anItemsDataHasNoHole() throws {
+        let fd = try makeBackup([.bytes([1]), .hole(10)])
+        defer { close(fd) }
+        let stream = try OpeningStream(fd: fd, password: password())
+        _ = try stream.readRecord()
+        #expect(throws: BackupError.damaged("an item's data holds a hole")) { try stream.readContent { _ in } }
+    }
+
+    @Test func aVersion1BackupStillReads() throws {
+        let fd = try makeBackup([.bytes([7, 8, 9])], version: 1)
+        defer { close(fd) }
+        #expect(try readBack(fd) == [.bytes([7, 8, 9])])
+    }
+
+    @Test func aVersion1BackupWithAHoleIsDamaged() throws {
+        let fd = try makeBackup([.bytes([7]), .hole(100)], version: 1)
+        defer { close(fd) }
+        #expect(throws: BackupError.self) { try readBack(fd) }
+    }
+
+    @Test func holesPastAnOffTAreRefused() throws {
+        let fd = try makeBackup([.hole(UInt64(Int64.max)), .bytes([1])])
+        defer { close(fd) }
+        #expect(throws: BackupError.damaged("a file is too large")) { try readBack(fd) }
+    }
+
+    @Test func aNewerVersionIsRefusedAsNewer() throws {
+        let fd = try makeBackup([.bytes([1])], version: BackupHeader.currentVersion + 1)
+        defer { close(fd) }
+        #expect(throws: BackupError.newerVersion(BackupHeader.currentVersion + 1)) { try readBack(fd) }
+        #expect(BackupError.newerVersion(3).description.contains("newer dpfs"))
+    }
+}
