@@ -14,6 +14,8 @@ public struct BackupContents: Sendable {
     public var symlinks = 0
     public var hardLinks = 0
     public var contentBytes: UInt64 = 0
+    /// Files the backup left out for failing to read (dpfs backup --skip-damaged).
+    public var damagedFiles = 0
 }
 
 public enum BackupCheck {
@@ -52,11 +54,16 @@ public enum BackupCheck {
                 case .symlink: contents.symlinks += 1
                 case .hardLink: contents.hardLinks += 1
                 default:
-                    try stream.readFileContent { part in
+                    let whole = try stream.readFileContent { part in
                         if case .bytes(let piece) = part { contents.contentBytes += UInt64(piece.count) }
                         try progress?()
                     }
-                    contents.files += 1
+                    if whole {
+                        contents.files += 1
+                    } else {
+                        tree.forget(record)
+                        contents.damagedFiles += 1
+                    }
                 }
             }
             records += 1
@@ -71,6 +78,14 @@ struct TreeCheck {
     private var directories: Set<[UInt8]> = []
     private var files: Set<[UInt8]> = []
     private var seen: Set<[UInt8]> = []
+
+    /// A file left out (its content abandoned): no hard link may name it, and its path
+    /// may come again (as a further name of the same file, left out too).
+    mutating func forget(_ record: BackupRecord) {
+        guard let path = record.fields["path"] else { return }
+        files.remove(path)
+        seen.remove(path)
+    }
 
     mutating func check(_ record: BackupRecord) throws {
         guard let path = record.fields["path"], SandboxPath.isValid(path) else {

@@ -50,6 +50,10 @@ public struct BackupRecord: Sendable {
     public static let maxPieceSize = 1 << 20
     /// Where a piece's length would be: a hole in a file's content (format version 2).
     static let holeMarker: [UInt8] = [0xff, 0xff, 0xff, 0xff]
+    /// Where a piece's length would be: the end of the content of a file that could not
+    /// be read whole (a damaged file, `dpfs backup --skip-damaged`): a restore leaves
+    /// the file out (format version 2).
+    static let abandonedMarker: [UInt8] = [0xff, 0xff, 0xff, 0xfe]
 }
 
 /// One part of a file's content as a reader meets it.
@@ -90,6 +94,9 @@ extension SealingStream {
     }
 
     public func endContent() throws { try write([0, 0, 0, 0]) }
+
+    /// Ends a file's content as abandoned: what came of it is to be dropped.
+    public func abandonContent() throws { try write(BackupRecord.abandonedMarker) }
 }
 
 extension OpeningStream {
@@ -120,16 +127,19 @@ extension OpeningStream {
     /// Hands each content piece to `body` in locked memory, until the content ends; a
     /// hole is refused (an item's data has none).
     public func readContent(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        try readFileContent { part in
+        let whole = try readFileContent { part in
             guard case .bytes(let piece) = part else { throw BackupError.damaged("an item's data holds a hole") }
             try body(piece)
         }
+        guard whole else { throw BackupError.damaged("an item's data is abandoned") }
     }
 
     /// Hands each part of a file's content to `body`, bytes in locked memory, until the
-    /// content ends. A hole is accepted from format version 2 on, and the file's size
+    /// content ends; false when it ends abandoned (the file is to be left out). A hole
+    /// and an abandoned end are accepted from format version 2 on, and the file's size
     /// must stay within what an off_t holds.
-    public func readFileContent(_ body: (ContentPart) throws -> Void) throws {
+    @discardableResult
+    public func readFileContent(_ body: (ContentPart) throws -> Void) throws -> Bool {
         let piece = pieceBuffer ?? SecureBuffer(count: BackupRecord.maxPieceSize)
         pieceBuffer = piece
         var size: UInt64 = 0
@@ -143,8 +153,12 @@ extension OpeningStream {
                 try body(.hole(length))
                 continue
             }
+            if head == BackupRecord.abandonedMarker {
+                guard version >= 2 else { throw BackupError.damaged("a content piece is too large") }
+                return false
+            }
             let length = Int(BigEndian.value(head))
-            if length == 0 { return }
+            if length == 0 { return true }
             guard length <= BackupRecord.maxPieceSize else { throw BackupError.damaged("a content piece is too large") }
             guard UInt64(length) <= UInt64(Int64.max) - size else { throw BackupError.damaged("a file is too large") }
             size += UInt64(length)

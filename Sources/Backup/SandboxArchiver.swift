@@ -5,7 +5,9 @@
 // read through the mount: its data extents only (SEEK_DATA, SEEK_HOLE), its holes as
 // holes, so that a sparse file (a VM image, a database) is stored at what it holds. tmp/ and Library/Caches/ keep their directory but not their
 // contents, as in an iOS backup. Other node types (FIFOs, sockets, devices) are counted
-// and left out, and so are entries removed while the backup runs.
+// and left out, and so are entries removed while the backup runs. A file that fails to
+// read (EIO: its backing copy is damaged) ends the backup, unless asked to leave such
+// files out: then its content is marked abandoned and the file named in `damaged`.
 import DataProtection
 import DPFSProtocol
 import CLinux
@@ -35,6 +37,10 @@ public final class SandboxArchiver {
     /// Files, directories and links removed while the backup ran, between the listing
     /// of their directory and their own reading: left out, as files removed before it.
     public private(set) var vanished = 0
+    /// Whether a file that fails to read with EIO is left out rather than ending the archive.
+    public var skipDamaged = false
+    /// The files left out for that, as the mount shows them.
+    public private(set) var damaged: [String] = []
     /// Called after each piece and file; what it throws (an interruption) ends the archive.
     public var progress: (() throws -> Void)?
 
@@ -99,8 +105,11 @@ public final class SandboxArchiver {
                 records += 1
                 return true
             }
-            guard try file(path, name: name, in: fd, info) else { return false }
-            if info.st_nlink > 1 { firstNames[inode] = path }
+            switch try file(path, name: name, in: fd, info) {
+            case .vanished: return false
+            case .written: if info.st_nlink > 1 { firstNames[inode] = path }
+            case .damaged: break  // a further name is tried as a file of its own, and left out too
+            }
             return true
         case S_IFLNK:
             return try symlink(path, name: name, in: fd, info)
@@ -157,21 +166,42 @@ public final class SandboxArchiver {
         records += 1
     }
 
-    /// Writes a file's record and content; false when it was removed before its record.
-    private func file(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws -> Bool {
+    private enum FileOutcome { case written, vanished, damaged }
+
+    /// Writes a file's record and content: vanished when it was removed before its
+    /// record, damaged when it was left out for failing to read (`skipDamaged`).
+    private func file(_ path: [UInt8], name: [UInt8], in directory: Int32, _ info: stat) throws -> FileOutcome {
         let fd = name.withCString { openat(directory, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else {
-            if errno == ENOENT { return false }
+            if errno == ENOENT { return .vanished }
+            if errno == EIO && skipDamaged {
+                damaged.append(display(path))
+                return .damaged
+            }
             throw Failure(operation: "open", path: display(path), code: errno)
         }
         defer { close(fd) }
-        guard let protection = try protection(fd, path) else { return false }
+        let protection: [UInt8]
+        do {
+            guard let found = try self.protection(fd, path) else { return .vanished }
+            protection = found
+        } catch let failure as Failure where failure.code == EIO && skipDamaged {
+            damaged.append(display(path))
+            return .damaged
+        }
         try write(.file, path, info, protection: protection)
-        try content(fd, path)
+        do {
+            try content(fd, path)
+        } catch let failure as Failure where failure.code == EIO && skipDamaged {
+            try stream.abandonContent()
+            damaged.append(display(path))
+            try progress?()
+            return .damaged
+        }
         try stream.endContent()
         files += 1
         try progress?()
-        return true
+        return .written
     }
 
     /// Writes the content of the file open at `fd`: each data extent's bytes, and a

@@ -75,14 +75,22 @@ public final class SandboxExtractor {
             let (directory, name) = try place(path)
             let fd = name.withCString { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
             guard fd >= 0 else { throw Failure(operation: "create", path: display(path), code: errno) }
+            let whole: Bool
             do {
                 try setClass(record, fd, path)
-                try writeContent(fd, path, from: stream)
+                whole = try writeContent(fd, path, from: stream)
             } catch {
                 close(fd)
                 throw error
             }
             guard close(fd) == 0 else { throw Failure(operation: "close", path: display(path), code: errno) }
+            guard whole else {
+                // Left out of the backup (damaged): what came of it goes.
+                guard name.withCString({ unlinkat(directory, $0, 0) }) == 0 else {
+                    throw Failure(operation: "remove", path: display(path), code: errno)
+                }
+                return
+            }
             try finish(path, mode: mode(record), times: times(record))
         case .symlink:
             guard let link = record.fields["target"] else { throw BackupError.damaged("a symbolic link has no target") }
@@ -161,11 +169,11 @@ public final class SandboxExtractor {
 
     /// Writes a file's content into the new file open at `fd`: a hole is skipped over,
     /// never written, and the size set at the end, so that a file ending in a hole
-    /// keeps its size.
-    private func writeContent(_ fd: Int32, _ path: [UInt8], from stream: OpeningStream) throws {
+    /// keeps its size. False when the content is abandoned (the file is left out).
+    private func writeContent(_ fd: Int32, _ path: [UInt8], from stream: OpeningStream) throws -> Bool {
         var position: off_t = 0
         var endsInHole = false
-        try stream.readFileContent { part in
+        let whole = try stream.readFileContent { part in
             switch part {
             case .bytes(let piece):
                 try Self.writeAll(fd, piece, at: position, display(path))
@@ -177,9 +185,10 @@ public final class SandboxExtractor {
             }
             try progress?()
         }
-        if endsInHole {
+        if whole && endsInHole {
             guard ftruncate(fd, position) == 0 else { throw Failure(operation: "write", path: display(path), code: errno) }
         }
+        return whole
     }
 
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, _ path: String) throws {

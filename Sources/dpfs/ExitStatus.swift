@@ -13,6 +13,8 @@ enum ExitStatus: Int32 {
     case notADpfsMount = 15
     case deviceNotFound = 16
     case rollbackRefused = 17
+    /// dpfs backup --skip-damaged wrote the backup without the files it could not read.
+    case backupIncomplete = 18
     case usage = 64
 
     /// The status a failure exits with.

@@ -19,6 +19,9 @@ struct BackupCommand: ParsableCommand {
     @Argument(help: "The mountpoint of an unlocked device.") var mountpoint: String
     @Option(help: ArgumentHelp("The backup file to write (replaced whole, or left as it was).", valueName: "file")) var to: String
     @Option(help: "Read the backup password from the first line of this file (mode 0600).") var passwordFile: String?
+    @Flag(help: ArgumentHelp("Leave out each file that fails to read (damaged), name it, and exit \(ExitStatus.backupIncomplete.rawValue).",
+                             discussion: "Without it a damaged file ends the backup and none is written."))
+    var skipDamaged = false
 
     func run() throws {
         let target = try BackupTarget.resolve(to)
@@ -38,15 +41,29 @@ struct BackupCommand: ParsableCommand {
             try output.commit()
             print("backed up \(counted(counts.files, "file")) and \(counted(counts.items, "keychain item")) of \(root) to \(target) "
                   + "(ThisDeviceOnly items stay on the device)")
+            guard counts.damaged.isEmpty else { throw Self.incomplete(counts.damaged, device: status.deviceDirectory) }
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             password.wipe()
             output.discard()
-            throw Self.explain(error, root: root)
+            throw Self.explain(error, root: root, device: status.deviceDirectory)
         }
     }
 
+    /// The backup is written without the damaged files: each named, and the status that
+    /// tells a script so.
+    private static func incomplete(_ damaged: [String], device: String) -> ExitCode {
+        var text = ""
+        for path in damaged { text += "warning: left out \(path): it cannot be read (Input/output error)\n" }
+        text += "warning: the backup lacks \(counted(damaged.count, "damaged file")); `dpfs fsck \(device)` names the damage, "
+            + "and its --salvage recovers what is readable\n"
+        FileHandle.standardError.write(Data(text.utf8))
+        return ExitCode(ExitStatus.backupIncomplete.rawValue)
+    }
+
     private func write(into fd: Int32, password: SecureBuffer, root: String, client: ControlClient,
-                       status: DeviceStatus) throws -> (files: Int, items: Int) {
+                       status: DeviceStatus) throws -> (files: Int, items: Int, damaged: [String]) {
         let stream = try SealingStream(fd: fd, password: password)
         password.wipe()
         let progress = ProgressLine()
@@ -78,6 +95,7 @@ struct BackupCommand: ParsableCommand {
         var written = stat()
         let output = fstat(fd, &written) == 0 ? (UInt64(written.st_dev), UInt64(written.st_ino)) : nil
         let archiver = SandboxArchiver(root: root, into: stream, skipping: output)
+        archiver.skipDamaged = skipDamaged
         archiver.progress = { [unowned archiver] in
             try Interruption.check()
             progress.update("backing up: \(archiver.files) files, \(ProgressLine.size(stream.plaintextBytes))")
@@ -93,14 +111,20 @@ struct BackupCommand: ParsableCommand {
             let note = "note: \(archiver.vanished) files, directories or links removed during the backup were left out\n"
             FileHandle.standardError.write(Data(note.utf8))
         }
-        return (archiver.files, items)
+        return (archiver.files, items, archiver.damaged)
     }
 
-    /// A class key gone in the middle (the device locked) is the device-locked status.
-    static func explain(_ error: any Error, root: String) -> any Error {
+    /// A class key gone in the middle (the device locked) is the device-locked status; a
+    /// file that cannot be read (EIO) is damaged, and the user is told the ways on.
+    static func explain(_ error: any Error, root: String, device: String) -> any Error {
         if let failure = error as? SandboxArchiver.Failure, failure.code == EPERM {
             return CLIError("the device at \(root) locked during the backup (\(failure)); no backup was written",
                             status: .deviceLocked)
+        }
+        if let failure = error as? SandboxArchiver.Failure, failure.code == EIO {
+            return CLIError("\(failure): the file is damaged (`dpfs fsck \(device)` names it, and its --salvage recovers "
+                            + "what is readable); move or remove it, or back up with --skip-damaged to leave it out; "
+                            + "no backup was written")
         }
         if error is CLIError || error is ControlClientError { return error }
         return CLIError("\(error); no backup was written")

@@ -77,6 +77,10 @@ struct RestoreCommand: ParsableCommand {
             building.discard()
             throw Self.explain(error)
         }
+        if contents.damagedFiles > 0 {
+            let note = "note: the backup left out \(counted(contents.damagedFiles, "damaged file")) (dpfs backup --skip-damaged)\n"
+            FileHandle.standardError.write(Data(note.utf8))
+        }
         print("secret store: \(plan.store) (\(plan.storeNote))")
         print("restored \(counted(contents.files, "file")) and \(counted(contents.items, "keychain item")) into \(directory.root) "
               + "(a new device: default class \(plan.defaultClass.name), passcode \(passcode == nil ? "none" : "set"))")
