@@ -25,6 +25,11 @@ chmod 600 "$PASSWORD" "$PASS2"
 
 MOUNTPOINT="$WORK/mountpoint"
 scenario_cleanup() {
+    # A killed restore's temporary mount (its device is in $WORK, its mount point
+    # wherever the dpfs under test put it), if a check failed before it was taken down.
+    awk -v w="dpfs:$WORK/" 'index($1, w) == 1 && $1 ~ /\.restore-[^\/]*$/ {print $2}' /proc/mounts | while read -r m; do
+        fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+    done
     if grep -qs " $MNT2 fuse" /proc/mounts; then
         "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
     fi
@@ -354,16 +359,40 @@ if within 60 grep -q "\.killed\.restore-" /proc/mounts; then
         --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
     expect_eq "removing the killed one's half-made device" "$(ls -A "$WORK" | grep -c '^\.killed\.restore-')" "0"
     expect_eq "and its secret-store entries" "$(ls -A "$SECRETS" | grep -c "^${abandoned:-none}")" "0"
+    [ -n "$temporary" ] && [ ! -e "$temporary" ] && pass "and its temporary mount point" \
+        || fail "and its temporary mount point" "${temporary:-none found} is left"
     mkdir -p "$WORK/killed-mnt"
     check "the new device mounts" "$DPFS" mount "$WORK/killed" "$WORK/killed-mnt"
     check "and unlocks" "$DPFS" unlock "$WORK/killed-mnt" --passcode-file "$PASS2"
     "$DPFS" unmount "$WORK/killed-mnt" >/dev/null 2>&1
-    rmdir "$temporary" 2>/dev/null
-    secrets_before=$(ls "$SECRETS" | wc -l)
 else
     wait "$restore_pid"
     fail "the killed restore's temporary mount appears"
 fi
+# Killed with its daemon (both SIGKILL), a restore leaves a dead mount on its temporary
+# mount point: the next restore takes it down and removes it with the rest.
+"$DPFS" restore "$WORK/deadmount" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \
+    --passcode-file "$PASS2" --secret-store "file:$SECRETS" >/dev/null 2>&1 &
+restore_pid=$!
+if within 60 grep -q "\.deadmount\.restore-" /proc/mounts; then
+    temporary=$(grep "\.deadmount\.restore-" /proc/mounts | awk '{print $2}' | head -1)
+    temporary_daemon=$("$DPFS" status "$temporary" --json | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    if [ -n "$temporary_daemon" ]; then kill -KILL "$temporary_daemon"; fi
+    kill -KILL "$restore_pid"; wait "$restore_pid" 2>/dev/null
+    check "the killed daemon is gone" within 60 sh -c "[ -n '$temporary_daemon' ] && ! kill -0 '$temporary_daemon'"
+    grep -q " $temporary fuse" /proc/mounts && pass "a dead mount is left on the temporary mount point" \
+        || log "no dead mount was left (the kernel took it down)"
+    check "a second restore takes the directory" "$DPFS" restore "$WORK/deadmount" --from "$WORK/large.dpfsbackup" \
+        --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
+    ! grep -q "\.deadmount\.restore-" /proc/mounts && [ -n "$temporary" ] && [ ! -e "$temporary" ] \
+        && [ "$(ls -A "$WORK" | grep -c '^\.deadmount\.restore-')" = 0 ] \
+        && pass "taking down the dead mount and removing its mount point" \
+        || fail "taking down the dead mount and removing its mount point" "$(grep restore- /proc/mounts; ls -A "$WORK")"
+else
+    wait "$restore_pid"
+    fail "the second killed restore's temporary mount appears"
+fi
+secrets_before=$(ls "$SECRETS" | wc -l)
 # Into a mount point, the half-made device is inside it: it goes, the mount point stays.
 if mount_tmpfs; then
     "$DPFS" restore "$MOUNTPOINT" --from "$WORK/large.dpfsbackup" --password-file "$PASSWORD" \

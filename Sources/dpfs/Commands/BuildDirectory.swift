@@ -5,6 +5,7 @@ import CLinux
 import DataProtection
 import Foundation
 import Glibc
+import SandboxFS
 import SystemCalls
 
 /// The hidden directory where the new device is made, then made DEVICE_DIR: beside it,
@@ -15,8 +16,9 @@ import SystemCalls
 ///
 /// The command holds an flock on it while it builds: one killed part-way releases it,
 /// and the next init or restore of the same DEVICE_DIR removes what it left
-/// (`removeAbandoned`), the device's secret-store entry and the entries it had moved up
-/// included, never a build still under way.
+/// (`removeAbandoned`), the device's secret-store entry, the entries it had moved up
+/// and the temporary mount point beside it (TemporaryMount) included, never a build
+/// still under way.
 struct BuildDirectory {
     let directory: DeviceDirectory
     /// Whether it lies inside DEVICE_DIR, a mount point, rather than beside it.
@@ -66,6 +68,7 @@ struct BuildDirectory {
                 guard flock(fd, LOCK_EX | LOCK_NB) == 0, !isServed(fd, DeviceDirectory(path)) else { continue }
                 let forgotten = BuildEntry.forgetAbandoned(fd, at: path, sparing: target)
                 let movedUp = place == target.root ? MoveUpList.removeMoved(fd, from: target) : []
+                removeMountPoint(path + TemporaryMount.mountSuffix)
                 try? FileManager.default.removeItem(atPath: path)
                 if !forgotten.isEmpty || !movedUp.isEmpty {
                     FileHandle.standardError.write(Data(("note: removed the device a killed \(purpose) left half-made in "
@@ -75,6 +78,16 @@ struct BuildDirectory {
                 }
             }
         }
+    }
+
+    /// Removes the temporary mount point of an abandoned build, taking down first the
+    /// mount left on it if its daemon died with no unmount (killed outright too).
+    private static func removeMountPoint(_ path: String) {
+        guard let parent = realpath((path as NSString).deletingLastPathComponent, nil) else { return }
+        let resolved = String(cString: parent) + "/" + (path as NSString).lastPathComponent
+        free(parent)
+        if DaemonWatch.showsDeadMount(at: resolved) { try? DeadMount.takeDown(at: resolved) }
+        rmdir(resolved)
     }
 
     /// Whether a daemon holds the mount lock of the build open as `build` (`directory`):

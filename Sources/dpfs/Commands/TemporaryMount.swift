@@ -1,7 +1,9 @@
 // A device mounted for the length of one command (dpfs restore fills a new device
 // through it) on a private directory of its own: by this executable's own `mount`,
 // and taken down again by `unmount`'s means, waiting for the daemon to end so that
-// the device is whole on disk when the command goes on.
+// the device is whole on disk when the command goes on. The directory is the build
+// directory's name with `mountSuffix`, beside it, so that the clean-up that removes
+// what a killed command left (BuildDirectory.removeAbandoned) finds it too.
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -12,12 +14,14 @@ final class TemporaryMount {
     private var daemonPID: pid_t?
     private var mounted = false
 
+    static let mountSuffix = ".mnt"
+
+    /// Mounts the device being built in `directory` (a BuildDirectory's).
     init(_ directory: DeviceDirectory) throws {
-        var template = Array((NSTemporaryDirectory() + "/dpfs-restore-XXXXXX").utf8CString)
-        guard mkdtemp(&template) != nil else {
-            throw CLIError("cannot make a temporary mount point: \(String(cString: strerror(errno)))")
+        mountpoint = directory.root + Self.mountSuffix
+        guard mkdir(mountpoint, 0o700) == 0 else {
+            throw CLIError("cannot make a temporary mount point beside \(directory.root): \(String(cString: strerror(errno)))")
         }
-        mountpoint = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         do {
             // Killed (SIGKILL, the OOM killer), the command takes down nothing itself:
             // the daemon sees it end and stops as on SIGTERM, locked first.
