@@ -26,14 +26,16 @@ public final class SandboxExtractor {
 
     deinit { if let parent { close(parent.fd) } }
 
-    private func display(_ path: [UInt8]) -> String { root + "/" + String(decoding: path, as: UTF8.self) }
+    /// A path as a failure names it: in the sandbox, for the mount is the restore's own
+    /// and temporary, not a place the user knows.
+    private func display(_ path: [UInt8]) -> String { path.isEmpty ? "the sandbox's root" : String(decoding: path, as: UTF8.self) }
 
     /// The directory at `path`, opened one name at a time from the sandbox root, so that
     /// no path the kernel is given passes PATH_MAX however deep the tree a backup holds
     /// (a full path of a deep tree did, and the restore failed). The caller closes it.
     private func openDirectory(_ path: [UInt8]) throws -> Int32 {
         var fd = root.withCString { open($0, OpenFlag.path | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { throw Failure(operation: "open", path: root, code: errno) }
+        guard fd >= 0 else { throw Failure(operation: "open", path: display([]), code: errno) }
         guard !path.isEmpty else { return fd }
         for name in path.split(separator: UInt8(ascii: "/")) {
             let next = Array(name).withCString { openat(fd, $0, OpenFlag.path | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }

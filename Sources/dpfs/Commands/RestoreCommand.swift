@@ -52,7 +52,7 @@ struct RestoreCommand: ParsableCommand {
             progress.end()
         } catch {
             progress.end()
-            throw Self.explain(error)
+            throw Self.explain(error, device: directory.root)
         }
         let plan = try options.plan(for: directory.root, defaults: Self.defaults(contents))
         let passcode = try options.readPasscode()
@@ -75,7 +75,7 @@ struct RestoreCommand: ParsableCommand {
         } catch {
             if let deviceUUID { DeviceProvisioning.discard(deviceUUID, in: plan.store) }
             building.discard()
-            throw Self.explain(error)
+            throw Self.explain(error, device: directory.root)
         }
         if contents.damagedFiles > 0 {
             let note = "note: the backup left out \(counted(contents.damagedFiles, "damaged file")) (dpfs backup --skip-damaged)\n"
@@ -167,12 +167,14 @@ struct RestoreCommand: ParsableCommand {
         }
     }
 
-    static func explain(_ error: any Error) -> any Error {
+    /// One line for a failure; a file of the sandbox by its path there and the device
+    /// being restored, not the temporary mount it was written through.
+    static func explain(_ error: any Error, device: String) -> any Error {
         switch error {
         case let error as BackupError:
             return CLIError(error.description)
         case let error as SandboxArchiver.Failure:
-            return CLIError("cannot restore the sandbox: \(error); nothing was restored")
+            return CLIError("cannot restore into \(device): \(error); nothing was restored")
         default:
             return error
         }
