@@ -48,7 +48,11 @@ case "$out" in *small.txt*) fail "does not flag an intact file" "$out" ;; *) pas
 case "$out" in *"Documents/cutme: cut short after 409600 bytes: the rest is lost; the salvaged copy holds those 409600 bytes, short of the original"*)
                    pass "a file cut on a block boundary is reported cut, with what is left" ;;
                *) fail "a file cut on a block boundary is reported cut, with what is left" "$out" ;; esac
-case "$out" in *"cutme: "*"damaged block"*) fail "and not as a damaged block" "$out" ;; *) pass "and not as a damaged block" ;; esac
+if printf '%s\n' "$out" | grep "cutme: " | grep -q "damaged block"; then
+    fail "and not as a damaged block" "$out"
+else
+    pass "and not as a damaged block"
+fi
 cmp -s <(head -c 409600 "$WORK/cut.bin") "$WORK/salvage/Documents/cutme" && pass "its salvaged copy is all that is left of it" \
     || fail "its salvaged copy is all that is left of it"
 case "$out" in *"Documents/cutin: its last block (150) does not open: cut short inside it after 614400 bytes, the rest lost, or that block is damaged; the salvaged copy"*"may be short of the original"*)
