@@ -87,24 +87,36 @@ public struct ControlReply: Codable, Sendable {
 /// everything else goes through Codable.
 public enum ControlCoding {
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        if T.self == ControlRequest.self, let request = value as? ControlRequest,
-           let direct = KeychainWireForm.bytes(of: request) {
-            return direct
-        }
-        if T.self == ControlReply.self, let reply = value as? ControlReply, let direct = KeychainWireForm.bytes(of: reply) {
-            return direct
-        }
+        if T.self == ControlRequest.self, let request = value as? ControlRequest { return try encode(request) }
+        if T.self == ControlReply.self, let reply = value as? ControlReply { return try encode(reply) }
         return try WireEncoder.encode(value)
     }
 
     /// A request is held to WireValue.Limits.request (a count beyond them is a
     /// FrameError); a reply, the daemon's, only to its frame's size.
     public static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        if T.self == ControlRequest.self {
-            if let request = KeychainWireForm.request(from: bytes) as? T { return request }
-            return try WireDecoder.decode(type, from: bytes, limits: .request)
-        }
-        if T.self == ControlReply.self, let reply = KeychainWireForm.reply(from: bytes) as? T { return reply }
+        if T.self == ControlRequest.self, let request = try decode(ControlRequest.self, bytes) as? T { return request }
+        if T.self == ControlReply.self, let reply = try decode(ControlReply.self, bytes) as? T { return reply }
         return try WireDecoder.decode(type, from: bytes)
+    }
+
+    // The messages of every call, by their own types: the compiler picks these over the
+    // generic forms, which run unspecialized in the modules that call them (the daemon,
+    // the Security library), testing the type and casting the value at every call.
+
+    public static func encode(_ request: ControlRequest) throws -> [UInt8] {
+        try KeychainWireForm.bytes(of: request) ?? WireEncoder.encode(request)
+    }
+
+    public static func encode(_ reply: ControlReply) throws -> [UInt8] {
+        try KeychainWireForm.bytes(of: reply) ?? WireEncoder.encode(reply)
+    }
+
+    public static func decode(_ type: ControlRequest.Type, _ bytes: [UInt8]) throws -> ControlRequest {
+        try KeychainWireForm.request(from: bytes) ?? WireDecoder.decode(type, from: bytes, limits: .request)
+    }
+
+    public static func decode(_ type: ControlReply.Type, _ bytes: [UInt8]) throws -> ControlReply {
+        try KeychainWireForm.reply(from: bytes) ?? WireDecoder.decode(type, from: bytes)
     }
 }
