@@ -285,8 +285,8 @@ private struct FieldReader {
     /// A map of text to text; a key's first entry wins.
     mutating func strings() throws -> [String: String] {
         let count = try mapCount()
-        var result: [String: String] = [:]
-        result.reserveCapacity(count)
+        // Not reserveCapacity: on an empty dictionary it runs unspecialized, and copies.
+        var result = [String: String](minimumCapacity: count)
         for _ in 0..<count {
             let key = try reader.text()
             let value = try string()
