@@ -14,9 +14,12 @@ import Foundation
 import Glibc
 
 extension ControlServer {
-    /// A worker's turn on `connection`, whose socket woke.
-    func serveReady(_ connection: ControlConnection) -> ControlWorkers.Disposition {
-        let arrival = FrameArrival.peek(connection.fd, into: connection.peekBuffer)
+    /// A worker's turn on `connection`, whose socket woke, or on which the worker's poll
+    /// saw `peeked` arrive.
+    func serveReady(_ connection: ControlConnection, peeked: FrameArrival?) -> ControlWorkers.Disposition {
+        // A whole frame stays whole; what was partial (or ended) is looked at afresh.
+        var arrival = peeked ?? .nothing
+        if case .whole = arrival {} else { arrival = FrameArrival.peek(connection.fd, into: connection.peekBuffer) }
         var lengths: FrameLengths?
         switch arrival {
         case .closed: return .close

@@ -83,8 +83,8 @@ public final class ControlServer: Sendable {
     static var workerCount: Int { max(2, ProcessInfo.processInfo.activeProcessorCount) }
 
     public func start() {
-        ownerWorkers.start(count: Self.workerCount) { [self] in serveReady($0) }
-        appWorkers.start(count: Self.workerCount) { [self] in serveReady($0) }
+        ownerWorkers.start(count: Self.workerCount) { [self] in serveReady($0, peeked: $1) }
+        appWorkers.start(count: Self.workerCount) { [self] in serveReady($0, peeked: $1) }
         // A prompt may wait seconds for its answer: not on a worker's time (where no
         // thread can take its place, it waits all the same, for its timeout at most).
         items.user.onWaitingForAnswer { [ownerWorkers, appWorkers] in

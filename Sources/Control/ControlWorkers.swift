@@ -36,7 +36,9 @@ final class ControlWorkers: Sendable {
 
     /// What becomes of a connection once its request is answered.
     enum Disposition { case keep, close }
-    typealias Serve = @Sendable (ControlConnection) -> Disposition
+    /// Serves a connection's request; `peeked` is what the worker's poll saw waiting on
+    /// it (nil when an epoll wake-up brought the worker, which has not looked yet).
+    typealias Serve = @Sendable (ControlConnection, _ peeked: FrameArrival?) -> Disposition
 
     private struct Entry {
         let connection: ControlConnection
@@ -184,8 +186,10 @@ final class ControlWorkers: Sendable {
             if key == Self.timerKey {
                 timerFired()
             } else if let connection = claim(Int(key)) {
-                var disposition = serve(connection)
-                while disposition == .keep, nextRequestComes(on: connection) { disposition = serve(connection) }
+                var disposition = serve(connection, nil)
+                while disposition == .keep, let arrival = nextRequest(on: connection) {
+                    disposition = serve(connection, arrival)
+                }
                 finish(connection, disposition)
             }
         }
@@ -200,17 +204,21 @@ final class ControlWorkers: Sendable {
         }
     }
 
-    /// While `connection` is the daemon's only caller (SocketPolling), whether its next
-    /// request comes within SocketPolling's window: the worker polls its socket rather
-    /// than arming it and sleeping, which would cost a wake-up of an idle CPU per call.
-    /// Polling the epoll set instead would not do: the kernel wakes a sleeping worker
-    /// for the request all the same, and the poller keeps it from a CPU.
-    private func nextRequestComes(on connection: ControlConnection) -> Bool {
-        guard SocketPolling.onlyCaller(connection.id) else { return false }
-        return SocketPolling.poll(upTo: SocketPolling.window, while: { SocketPolling.onlyCaller(connection.id) }) {
-            var byte: UInt8 = 0
-            return recv(connection.fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT)) >= 0 || (errno != EAGAIN && errno != EINTR)
+    /// While `connection` is the daemon's only caller (SocketPolling), what of its next
+    /// request came within SocketPolling's window (FrameArrival), if anything: the
+    /// worker polls its socket rather than arming it and sleeping, which would cost a
+    /// wake-up of an idle CPU per call. Polling the epoll set instead would not do: the
+    /// kernel wakes a sleeping worker for the request all the same, and the poller keeps
+    /// it from a CPU. The poll peeks as serving does, so a request that came is not
+    /// peeked at twice.
+    private func nextRequest(on connection: ControlConnection) -> FrameArrival? {
+        guard SocketPolling.onlyCaller(connection.id) else { return nil }
+        var arrival = FrameArrival.nothing
+        let came = SocketPolling.poll(upTo: SocketPolling.window, while: { SocketPolling.onlyCaller(connection.id) }) {
+            arrival = FrameArrival.peek(connection.fd, into: connection.peekBuffer)
+            return arrival != .nothing
         }
+        return came ? arrival : nil
     }
 
     /// The connection behind a wake-up, now this thread's; nil when it is gone (closed

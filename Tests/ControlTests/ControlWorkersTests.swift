@@ -15,7 +15,7 @@ import Testing
         let lines = PosixMutex<[String]>([])
         let workers = try ControlWorkers(name: "test-unstarted", log: { line in lines.withLock { $0.append(line) } },
                                          startThread: starts.start)
-        workers.start(count: 2) { echo($0) }
+        workers.start(count: 2) { connection, _ in echo(connection) }
         let (client, server) = try connectedPair()
         defer { close(client) }
         workers.add(ControlConnection(fd: server, scope: .owner))
@@ -42,7 +42,7 @@ import Testing
         pool.withLock { $0 = workers }
         // "w": a request that waits on someone once its worker is released, as a prompt
         // does; "n" when it may not wait. Anything else is echoed.
-        workers.start(count: 2) { connection in
+        workers.start(count: 2) { connection, _ in
             guard let byte = readByte(connection.fd) else { return .close }
             guard byte == UInt8(ascii: "w") else { return answer(connection.fd, byte) }
             guard pool.withLock({ $0?.release() }) == true else { return answer(connection.fd, UInt8(ascii: "n")) }
