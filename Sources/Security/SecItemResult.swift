@@ -7,12 +7,12 @@ import Foundation
 enum SecItemResult {
     static func object(for response: KeychainResponse, _ query: SecItemQuery) -> CFTypeRef? {
         guard query.wantsResult else { return nil }
-        let values = response.items.map { value(for: $0, query) }
         if query.limit == "all" {
+            let values = response.items.map { value(for: $0, query) }
             let wanted = query.count.map { Array(values.prefix($0)) } ?? values
             return wanted as NSArray
         }
-        return values.first.map { $0 as AnyObject }
+        return response.items.first.map { value(for: $0, query) as AnyObject }
     }
 
     private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) -> Any {
