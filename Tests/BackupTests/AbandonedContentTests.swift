@@ -8,10 +8,6 @@ import Glibc
 import Testing
 
 @Suite struct AbandonedContentTests {
-    func password() -> SecureBuffer {
-        Array("correct horse".utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
-    }
-
     func record(_ kind: RecordKind, _ path: String, target: String? = nil) -> BackupRecord {
         var fields: [String: [UInt8]] = ["path": Array(path.utf8), "mode": Array("420".utf8), "class": Array("none".utf8),
                                          "mtime": Array("1.000000000".utf8), "atime": Array("1.000000000".utf8)]
@@ -22,13 +18,8 @@ import Testing
     /// A backup of a root, a whole file "a", an abandoned file "b", then `last` if any;
     /// an unlinked temporary file's descriptor, at its start.
     func makeBackup(version: UInt16 = BackupHeader.currentVersion, last: BackupRecord? = nil) throws -> Int32 {
-        let path = NSTemporaryDirectory() + "/dpfs-backup-abandoned-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        unlink(path)
-        var header = BackupStreamTests.cheap
-        header.version = version
-        let stream = try SealingStream(fd: fd, password: password(), header: header)
+        let fd = try TestBackupFile.unlinked("abandoned")
+        let stream = try TestBackupFile.stream(into: fd, version: version)
         try stream.writeRecord(BackupRecord(.device))
         try stream.writeRecord(record(.directory, ""))
         try stream.writeRecord(record(.file, "a"))
@@ -51,7 +42,7 @@ import Testing
     @Test func anAbandonedFileIsLeftOut() throws {
         let fd = try makeBackup()
         defer { close(fd) }
-        let contents = try BackupCheck.run(try OpeningStream(fd: fd, password: password()))
+        let contents = try BackupCheck.run(try OpeningStream(fd: fd, password: TestBackupFile.password()))
         #expect(contents.files == 1)
         #expect(contents.damagedFiles == 1)
     }
@@ -60,13 +51,13 @@ import Testing
         let fd = try makeBackup(last: record(.hardLink, "c", target: "b"))
         defer { close(fd) }
         #expect(throws: BackupError.damaged("a hard link points to no file of the backup")) {
-            try BackupCheck.run(try OpeningStream(fd: fd, password: password()))
+            try BackupCheck.run(try OpeningStream(fd: fd, password: TestBackupFile.password()))
         }
     }
 
     @Test func aVersion1BackupHasNone() throws {
         let fd = try makeBackup(version: 1)
         defer { close(fd) }
-        #expect(throws: BackupError.self) { try BackupCheck.run(try OpeningStream(fd: fd, password: password())) }
+        #expect(throws: BackupError.self) { try BackupCheck.run(try OpeningStream(fd: fd, password: TestBackupFile.password())) }
     }
 }

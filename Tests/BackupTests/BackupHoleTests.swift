@@ -14,20 +14,11 @@ import Testing
         case hole(UInt64)
     }
 
-    func password() -> SecureBuffer {
-        Array("correct horse".utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
-    }
-
     /// A backup of one file record with `parts` as its content, under a header of
     /// `version`, in an unlinked temporary file; its descriptor.
     func makeBackup(_ parts: [Part], version: UInt16 = BackupHeader.currentVersion) throws -> Int32 {
-        let path = NSTemporaryDirectory() + "/dpfs-backup-holes-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        unlink(path)
-        var header = BackupStreamTests.cheap
-        header.version = version
-        let stream = try SealingStream(fd: fd, password: password(), header: header)
+        let fd = try TestBackupFile.unlinked("holes")
+        let stream = try TestBackupFile.stream(into: fd, version: version)
         try stream.writeRecord(BackupRecord(.file, ["path": Array("Documents/sparse".utf8)]))
         for part in parts {
             switch part {
@@ -43,7 +34,7 @@ import Testing
     }
 
     func readBack(_ fd: Int32) throws -> [Part] {
-        let stream = try OpeningStream(fd: fd, password: password())
+        let stream = try OpeningStream(fd: fd, password: TestBackupFile.password())
         #expect(try stream.readRecord().kind == .file)
         var parts: [Part] = []
         try stream.readFileContent { part in
@@ -73,7 +64,7 @@ import Testing
     @Test func anItemsDataHasNoHole() throws {
         let fd = try makeBackup([.bytes([1]), .hole(10)])
         defer { close(fd) }
-        let stream = try OpeningStream(fd: fd, password: password())
+        let stream = try OpeningStream(fd: fd, password: TestBackupFile.password())
         _ = try stream.readRecord()
         #expect(throws: BackupError.damaged("an item's data holds a hole")) { try stream.readContent { _ in } }
     }

@@ -40,11 +40,10 @@ import Testing
     func roundTrip(_ source: String, into target: String) throws -> off_t {
         let path = source + ".dpfsbackup"
         defer { unlink(path) }
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
+        let fd = try TestBackupFile.create(path)
         defer { close(fd) }
-        let password = Array("correct horse".utf8).withUnsafeBytes { SecureBuffer(copying: $0) }
-        let stream = try SealingStream(fd: fd, password: password, header: BackupStreamTests.cheap)
+        let password = TestBackupFile.password()
+        let stream = try TestBackupFile.stream(into: fd)
         try stream.writeRecord(BackupRecord(.device))
         let archiver = SandboxArchiver(root: source, into: stream)
         try archiver.archive()
