@@ -13,15 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 
 kc() { "$DPFS" keychain "$@"; }
-NEW="$WORK/restored"
-MNT2="$WORK/mnt2"
-BACKUP="$WORK/phone.dpfsbackup"
-PASSWORD="$WORK/password.txt"
-PASS2="$WORK/pass2.txt"
-mkdir -p "$MNT2"
-printf 'correct horse battery staple\n' > "$PASSWORD"
-printf '5678\n' > "$PASS2"
-chmod 600 "$PASSWORD" "$PASS2"
+setup_restore_target phone.dpfsbackup
 
 MOUNTPOINT="$WORK/mountpoint"
 scenario_cleanup() {
@@ -30,9 +22,7 @@ scenario_cleanup() {
     awk -v w="dpfs:$WORK/" 'index($1, w) == 1 && $1 ~ /\.restore-[^\/]*$/ {print $2}' /proc/mounts | while read -r m; do
         fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
     done
-    if grep -qs " $MNT2 fuse" /proc/mounts; then
-        "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
-    fi
+    unmount_restore_target
     # After the device on it is unmounted: the tmpfs the mount point checks mount.
     if grep -qs " $MOUNTPOINT tmpfs" /proc/mounts; then umount "$MOUNTPOINT" 2>/dev/null || umount -l "$MOUNTPOINT"; fi
 }

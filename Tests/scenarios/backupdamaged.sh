@@ -7,20 +7,8 @@
 # holds every other file and notes what was left out.
 source "$(dirname "$0")/lib.sh"
 
-NEW="$WORK/restored"
-MNT2="$WORK/mnt2"
-BACKUP="$WORK/damaged.dpfsbackup"
-PASSWORD="$WORK/password.txt"
-PASS2="$WORK/pass2.txt"
-mkdir -p "$MNT2"
-printf 'correct horse battery staple\n' > "$PASSWORD"
-printf '5678\n' > "$PASS2"
-chmod 600 "$PASSWORD" "$PASS2"
-scenario_cleanup() {
-    if grep -qs " $MNT2 fuse" /proc/mounts; then
-        "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
-    fi
-}
+setup_restore_target damaged.dpfsbackup
+scenario_cleanup() { unmount_restore_target; }
 
 setup_device
 check "unlock" unlock_device

@@ -9,20 +9,8 @@
 source "$(dirname "$0")/lib.sh"
 
 FIXTURES="$(cd "$(dirname "$0")/.." && pwd)/fixtures"
-NEW="$WORK/restored"
-MNT2="$WORK/mnt2"
-BACKUP="$WORK/sparse.dpfsbackup"
-PASSWORD="$WORK/password.txt"
-PASS2="$WORK/pass2.txt"
-mkdir -p "$MNT2"
-printf 'correct horse battery staple\n' > "$PASSWORD"
-printf '5678\n' > "$PASS2"
-chmod 600 "$PASSWORD" "$PASS2"
-scenario_cleanup() {
-    if grep -qs " $MNT2 fuse" /proc/mounts; then
-        "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
-    fi
-}
+setup_restore_target sparse.dpfsbackup
+scenario_cleanup() { unmount_restore_target; }
 MiB=$((1024 * 1024))
 # put_at FILE OFFSET TEXT: TEXT written at OFFSET of FILE, the rest left as it is.
 put_at() { printf '%s' "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }

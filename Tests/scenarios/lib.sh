@@ -35,6 +35,30 @@ trap 'exit 130' INT TERM
 
 log() { printf '  %s\n' "$*"; }
 
+# setup_restore_target BACKUP_NAME: what the backup scenarios share: $NEW (a device
+# directory for restore to make), $MNT2 (its mount point, unmounted at exit when
+# mounted), $BACKUP ($WORK/BACKUP_NAME), and $PASSWORD and $PASS2 (the backup's password
+# and the restored device's passcode, in files only we may read).
+setup_restore_target() {
+    NEW="$WORK/restored"
+    MNT2="$WORK/mnt2"
+    BACKUP="$WORK/$1"
+    PASSWORD="$WORK/password.txt"
+    PASS2="$WORK/pass2.txt"
+    mkdir -p "$MNT2"
+    printf 'correct horse battery staple\n' > "$PASSWORD"
+    printf '5678\n' > "$PASS2"
+    chmod 600 "$PASSWORD" "$PASS2"
+}
+
+# unmount_restore_target: takes $MNT2's mount down if it is up (scenario_cleanup).
+unmount_restore_target() {
+    if grep -qs " $MNT2 fuse" /proc/mounts; then
+        "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null
+    fi
+}
+
+
 pass() { PASSES=$((PASSES + 1)); printf 'ok   %s: %s\n' "$SCENARIO" "$1"; }
 fail() { FAILS=$((FAILS + 1)); printf 'FAIL %s: %s\n' "$SCENARIO" "$1"; [ -n "${2:-}" ] && printf '     %s\n' "$2"; }
 
