@@ -3,11 +3,12 @@
 // the mount's own attribute, so a file's class is what the filesystem says it is), a
 // further name of a hard-linked file as a link to the first, and each file's bytes
 // read through the mount: its data extents only (SEEK_DATA, SEEK_HOLE), its holes as
-// holes, so that a sparse file (a VM image, a database) is stored at what it holds. tmp/ and Library/Caches/ keep their directory but not their
-// contents, as in an iOS backup. Other node types (FIFOs, sockets, devices) are counted
-// and left out, and so are entries removed while the backup runs. A file that fails to
-// read (EIO: its backing copy is damaged) ends the backup, unless asked to leave such
-// files out: then its content is marked abandoned and the file named in `damaged`.
+// holes, so that a sparse file (a VM image, a database) is stored at what it holds.
+// tmp/ and Library/Caches/ keep their directory but not their contents, as in an iOS
+// backup. Other node types (FIFOs, sockets, devices) are counted and left out, and so
+// are entries removed while the backup runs. A file that fails to read (EIO: its
+// backing copy is damaged) ends the backup, unless asked to leave such files out: then
+// its content is marked abandoned and the file named in `damaged`.
 import DataProtection
 import DPFSProtocol
 import CLinux
