@@ -121,7 +121,7 @@ struct RequestHandler {
     /// The sandbox's own app, for the owner and for that app's own socket; nil for
     /// another app's, which does not learn other apps' identities.
     private func sandboxApp() -> String? {
-        guard let own = try? items.entitlements(of: nil).bundleID else { return nil }
+        guard let own = try? items.sandboxAppBundleID() else { return nil }
         return scope.bundleID == nil || scope.bundleID == own ? own : nil
     }
 

@@ -3,6 +3,8 @@
 import Foundation
 
 struct AccessScope: Sendable {
+    /// The app whose scope this is.
+    let bundleID: String
     let exact: [String]
     let prefixes: [String]
     /// Where a new item goes when the caller names no group: the first concrete
@@ -23,6 +25,7 @@ struct AccessScope: Sendable {
                 exact.append(group)
             }
         }
+        self.bundleID = entitlements.bundleID
         self.exact = exact
         self.prefixes = prefixes
         // The application identifier is always in the list, so `exact` is never empty.

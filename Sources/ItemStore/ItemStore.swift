@@ -155,6 +155,12 @@ public final class ItemStore: Sendable {
         try pool.read { try AppRegistry.caller(bundleID, in: $0) }
     }
 
+    /// The sandbox's own app's bundle ID, from the callers' cache: every status names
+    /// it, and every client connection begins with a status.
+    public func sandboxAppBundleID() throws -> String {
+        try scope(of: nil).bundleID
+    }
+
     /// The registered apps, the sandbox's own first; with `only`, that app alone (none
     /// when it is not registered).
     public func listedApps(only bundleID: String? = nil) throws -> [ListedApp] {
