@@ -17,16 +17,11 @@ extension App {
         }
 
         func run() throws {
-            let apps: [ListedApp]
-            do {
+            let apps = try JSONFailure.reported(if: json) {
                 guard let listed = try DaemonDeadline.send(.appList, to: mountpoint).apps else {
                     throw CLIError("the daemon sent no list of apps")
                 }
-                apps = listed
-            } catch {
-                // A script reading --json gets JSON on failure too, with the exit status.
-                if json { try? printJSON(JSONFailure(error: "\(error)", exitStatus: ExitStatus.of(error).rawValue)) }
-                throw error
+                return listed
             }
             if json { return try printJSON(Output(apps: apps)) }
             for line in Self.lines(apps) { print(line) }

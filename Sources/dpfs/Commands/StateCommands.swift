@@ -40,27 +40,17 @@ struct Restart: ParsableCommand {
 }
 
 /// What a command with --json prints on stdout when it fails (the message is on stderr too).
-struct JSONFailure: Encodable {
-    let error: String
-    let exitStatus: Int32
-}
-
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the lock state and which classes are available.")
     @Argument(help: "The mountpoint.") var mountpoint: String
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let status: DeviceStatus
-        do {
+        let status = try JSONFailure.reported(if: json) {
             guard let answered = try DaemonDeadline.send(.status, to: mountpoint).status else {
                 throw CLIError("the daemon sent no status")
             }
-            status = answered
-        } catch {
-            // A script reading --json gets JSON on failure too, with the exit status.
-            if json { try? printJSON(JSONFailure(error: "\(error)", exitStatus: ExitStatus.of(error).rawValue)) }
-            throw error
+            return answered
         }
         if json { return try printJSON(status) }
         print("state: \(status.state.rawValue)")
