@@ -206,8 +206,14 @@ public final class MountSession {
         whenListening()
         let shown = mounted
         let logger = fileSystem.logger
+        // Each read of the table runs code the trim gave back; counted as a request, the
+        // trim gives it back again once the daemon is idle (every other mount made on
+        // the machine changes the table).
         let detach = DetachWatch(
-            isShown: { shown.map { $0.mount.shown(at: $0.path) } ?? true },
+            isShown: {
+                defer { Self.noteOutsideRequest() }
+                return shown.map { $0.mount.shown(at: $0.path) } ?? true
+            },
             onUnreadable: {
                 logger.warning("cannot read the mount table (out of descriptors or memory?): it is read again every second until it can, for a mount taken from its mount point")
             },
