@@ -20,6 +20,11 @@ expect_eq "DPFS_APP is the sandbox's app" "$(value DPFS_APP)" "com.example.app"
 out=$(DPFS_PASSCODE=1234 DPFS_MOUNT=/elsewhere "$DPFS" run "$MNT" -- env)
 expect_eq "other DPFS_* variables are not passed on" "$(value DPFS_PASSCODE)" ""
 expect_eq "DPFS_MOUNT is its own, not the caller's" "$(value DPFS_MOUNT)" "$MNT"
+out=$(env -u DPFS "$DPFS" run "$MNT" -- sh -c 'echo "DPFS=$DPFS"; "$DPFS" status "$DPFS_MOUNT" >/dev/null && echo "RAN=yes"')
+expect_eq "DPFS names the dpfs that runs the program" "$(value DPFS)" "$(readlink -f "$DPFS")"
+expect_eq "and the program can run it" "$(value RAN)" "yes"
+out=$(DPFS=/opt/other/dpfs "$DPFS" run "$MNT" -- env)
+expect_eq "a DPFS the caller set is kept" "$(value DPFS)" "/opt/other/dpfs"
 ( cd "$WORK" && "$DPFS" run mnt -- env ) > "$WORK/relative.env"
 expect_eq "a relative mountpoint is made absolute" "$(sed -n 's/^HOME=//p' "$WORK/relative.env")" "$MNT"
 

@@ -53,7 +53,7 @@ struct Run: ParsableCommand {
         try view.makeContainer()
         let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,
                                                   app: session.bundleID, socket: session.socket,
-                                                  inherited: ProcessInfo.processInfo.environment)
+                                                  dpfs: Bundle.main.executablePath, inherited: ProcessInfo.processInfo.environment)
         let program = RawArguments.trailing(command)
         let status = try session.hold {
             noIsolation
