@@ -76,6 +76,9 @@ struct Daemon {
                 try ItemStore.verify(path: directory.itemStorePath, device: device)
             }
             try SyncEngine.checkState(in: directory)
+            for build in LeftoverBuild.remove(from: directory) {
+                logger.notice("removed \(build), the build directory a killed init or restore left in the finished device")
+            }
             let place = try Self.socketPlace()
             defer {
                 if let temporary = place.temporary {

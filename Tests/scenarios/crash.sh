@@ -148,14 +148,21 @@ expect_eq "a device directory, mode 700, with nothing of the first beside it" \
 # Into a directory it is given, init builds inside it, moves the entries up and keeps
 # the directory's mode. Killed once the keybag has moved (strace delivers SIGKILL at
 # the build's rmdir, after the last move), it has made a whole device there, and that
-# device has the mode the directory had.
+# device has the mode the directory had. The build it leaves inside the device goes
+# at the next mount; a directory of that name holding anything else stays.
 mkdir -m 755 "$WORK/killed-moved" "$WORK/killed-moved-mnt"
 (strace -f -o /dev/null -e trace=rmdir -e inject=rmdir:signal=KILL:when=1 \
     "$DPFS" init "$WORK/killed-moved" --passcode-file "$PASS" --secret-store "file:$SECRETS" || :) >/dev/null 2>&1
 expect_eq "an init killed after its keybag moved leaves a device, and its build" \
     "$(ls -A "$WORK/killed-moved" | grep -c '^keybag\.json$\|^\.init-')" "2"
 expect_eq "with the mode the directory had" "$(stat -c %a "$WORK/killed-moved")" "755"
+mkdir -m 700 "$WORK/killed-moved/.init-a1B2c3"
+printf 'a note of the user\n' > "$WORK/killed-moved/.init-a1B2c3/notes.txt"
 check "which mounts" "$DPFS" mount "$WORK/killed-moved" "$WORK/killed-moved-mnt"
+expect_eq "the mount removes the build the killed init left, and keeps the directory the user made" \
+    "$(ls -A "$WORK/killed-moved" | grep '^\.init-' | tr '\n' ' ')$(cat "$WORK/killed-moved/.init-a1B2c3/notes.txt")" \
+    ".init-a1B2c3 a note of the user"
+check "saying so in daemon.log" grep -q "removed $WORK/killed-moved/\.init-.*killed init" "$WORK/killed-moved/daemon.log"
 check "and unlocks" "$DPFS" unlock "$WORK/killed-moved-mnt" --passcode-file "$PASS"
 "$DPFS" unmount "$WORK/killed-moved-mnt" >/dev/null 2>&1
 

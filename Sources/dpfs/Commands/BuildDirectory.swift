@@ -39,14 +39,41 @@ struct BuildDirectory {
             }
             guard isDirectory.boolValue else { throw CLIError("\(parent) is not a directory") }
         }
-        var template = Array((inside ? "\(target.root)/.\(purpose)-XXXXXX" : "\(parent)/.\(name).\(purpose)-XXXXXX").utf8CString)
-        guard mkdtemp(&template) != nil else {
-            throw CLIError("cannot make a directory \(inside ? "in" : "beside") \(target.root): \(String(cString: strerror(errno)))")
-        }
-        let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let pattern = inside ? "\(target.root)/.\(purpose)-XXXXXX" : "\(parent)/.\(name).\(purpose)-XXXXXX"
+        let (path, fd) = try Self.makeLocked(pattern, where: "\(inside ? "in" : "beside") \(target.root)")
         directory = DeviceDirectory(path)
-        lock = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if lock >= 0 { _ = flock(lock, LOCK_EX) }
+        lock = fd
+    }
+
+    /// A new directory from the mkdtemp `pattern`, open and flocked. Made, then locked:
+    /// in between, another command's clean-up (removeAbandoned, LeftoverBuild) may take
+    /// it for an abandoned build and remove it, so once locked it is the build only if
+    /// its name still leads to it; else another is made.
+    private static func makeLocked(_ pattern: String, where place: String) throws -> (String, Int32) {
+        for _ in 0..<8 {
+            var template = Array(pattern.utf8CString)
+            guard mkdtemp(&template) != nil else {
+                throw CLIError("cannot make a directory \(place): \(String(cString: strerror(errno)))")
+            }
+            let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                let reason = String(cString: strerror(errno))
+                rmdir(path)
+                throw CLIError("cannot open the directory \(path): \(reason)")
+            }
+            if flock(fd, LOCK_EX) == 0, leads(path, to: fd) { return (path, fd) }
+            close(fd)
+        }
+        throw CLIError("cannot make a directory \(place): another command's clean-up kept removing it")
+    }
+
+    /// Whether `path` still names the directory open as `fd`.
+    private static func leads(_ path: String, to fd: Int32) -> Bool {
+        var opened = stat()
+        var named = stat()
+        return fstat(fd, &opened) == 0 && lstat(path, &named) == 0
+            && opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
     }
 
     /// Removes the hidden directories of `purpose` that a command killed part-way left
@@ -114,7 +141,7 @@ struct BuildDirectory {
     /// it, the device takes the mode of a new device directory, or with `keepingMode`
     /// keeps the one DEVICE_DIR has.
     func commit(as target: DeviceDirectory, keepingMode: Bool = false) throws {
-        defer { if lock >= 0 { close(lock) } }
+        defer { close(lock) }
         if inside { return try moveUp(into: target, keepingMode: keepingMode) }
         guard rename(directory.root, target.root) == 0 else {
             throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
@@ -174,6 +201,6 @@ struct BuildDirectory {
 
     func discard() {
         try? FileManager.default.removeItem(atPath: directory.root)
-        if lock >= 0 { close(lock) }
+        close(lock)
     }
 }

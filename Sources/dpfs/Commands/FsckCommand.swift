@@ -23,6 +23,9 @@ struct Fsck: ParsableCommand {
         let device: LockStateManager
         do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError(error) }
         if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }
+        for build in LeftoverBuild.remove(from: directory) {
+            FileHandle.standardError.write(Data("note: removed \(build), the build directory a killed init or restore left in the finished device\n".utf8))
+        }
         // An old copy of the keybag was refused above; the keychain is reported below.
         let keychain = KeychainFinding.of(directory, device: device)
         if device.status().passcodeSet {

@@ -67,6 +67,15 @@ enum MoveUpList {
         return removed
     }
 
+    /// The names the list in the build open as `build` holds; nil when it has none or
+    /// it does not read as one, or the build is not one of this user's that nobody else
+    /// can write into.
+    static func names(in build: Int32) -> [String]? {
+        guard BuildEntry.isOwnBuild(build), let bytes = BuildEntry.read(name, in: build),
+              let list = try? JSONDecoder().decode(List.self, from: Data(bytes)) else { return nil }
+        return list.entries.map(\.name)
+    }
+
     /// A name of an entry of the directory itself: no path, no `.` or `..`.
     private static func isPlainName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
