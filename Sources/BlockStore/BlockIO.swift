@@ -293,6 +293,20 @@ public enum BlockIO {
         }
     }
 
+    /// Whether `file` is cut short on a block boundary: its size a whole number of
+    /// blocks, and its last stored block opens only as an ordinary one (FileEnd), as a
+    /// read of that block then fails. `scratch` holds a block and its seal; the block's
+    /// plaintext is wiped from it.
+    public static func isCutOnBlockBoundary(_ file: SealedFile, key: SecureBuffer,
+                                            scratch: UnsafeMutableRawBufferPointer) -> Bool {
+        let size = file.plainSize
+        guard size > 0, size % blockSize == 0, scratch.count >= blockSize + cipherSize else { return false }
+        let plain = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<blockSize])
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: scratch[blockSize..<blockSize + cipherSize])
+        defer { plain.initializeMemory(as: UInt8.self, repeating: 0) }
+        return opensAsOrdinaryBlock(file, key: key, block: size / blockSize - 1, sealedScratch: sealed, into: plain)
+    }
+
     // MARK: Write
 
     /// Writes `data` at plaintext `offset`; returns bytes written.

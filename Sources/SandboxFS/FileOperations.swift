@@ -524,6 +524,7 @@ extension SandboxFileSystem {
             }
             fuse_reply_buf(req, buffer.assumingMemoryBound(to: CChar.self), n)
         } catch {
+            if error == .io { noteDamagedRead(file, handle.inode) }
             reply(req, error)
         }
         guard inPlace == nil else { return }

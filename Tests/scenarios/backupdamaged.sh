@@ -26,6 +26,12 @@ truncate -s $((512 + 4136 * 2)) "$CUT"
 mount_device
 check "unlock again" unlock_device
 check_fails "the damaged file fails to read" sh -c "cat '$D/cutme' >/dev/null"
+# Cut on a block boundary, the backing size shows no cut: the failed read finds it, and
+# the log names the file by the inode number the mount and the backing tree share.
+cut_line="a backing file is cut short after 8192 bytes, on a block boundary (inode $(stat -c %i "$D/cutme"))"
+check "the daemon's log names the cut file" within 30 grep -qF "$cut_line" "$DEV/daemon.log"
+check_fails "a second read fails too" sh -c "cat '$D/cutme-too' >/dev/null"
+expect_eq "and is not logged again" "$(grep -cF "$cut_line" "$DEV/daemon.log")" "1"
 
 out=$("$DPFS" backup "$MNT" --to "$BACKUP" --password-file "$PASSWORD" 2>&1)
 status=$?
