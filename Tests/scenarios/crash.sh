@@ -165,6 +165,11 @@ expect_eq "the mount removes the build the killed init left, and keeps the direc
 check "saying so in daemon.log" grep -q "removed $WORK/killed-moved/\.init-.*killed init" "$WORK/killed-moved/daemon.log"
 check "and unlocks" "$DPFS" unlock "$WORK/killed-moved-mnt" --passcode-file "$PASS"
 "$DPFS" unmount "$WORK/killed-moved-mnt" >/dev/null 2>&1
+# An init on a directory that is not empty is refused; what it clears first of killed
+# builds is only what a build holds, never a directory of the user's that is named so.
+check_fails "an init on the device is refused" "$DPFS" init "$WORK/killed-moved" --passcode-file "$PASS" --secret-store "file:$SECRETS"
+expect_eq "and keeps the user's directory named as a build, with what it holds" \
+    "$(cat "$WORK/killed-moved/.init-a1B2c3/notes.txt" 2>&1)" "a note of the user"
 
 # Into a mount point (a filesystem mounted for the device), init builds inside it and
 # moves the entries up one by one, the keybag last. Killed between two of those moves

@@ -92,7 +92,8 @@ struct BuildDirectory {
                 let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else { continue }
                 defer { close(fd) }
-                guard flock(fd, LOCK_EX | LOCK_NB) == 0, !isServed(fd, DeviceDirectory(path)) else { continue }
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0, !isServed(fd, DeviceDirectory(path)),
+                      isBuildOfOurs(fd, DeviceDirectory(path)) else { continue }
                 let forgotten = BuildEntry.forgetAbandoned(fd, at: path, sparing: target)
                 let movedUp = place == target.root ? MoveUpList.removeMoved(fd, from: target) : []
                 removeMountPoint(path + TemporaryMount.mountSuffix)
@@ -105,6 +106,18 @@ struct BuildDirectory {
                 }
             }
         }
+    }
+
+    /// Whether the directory open as `build`, named as a build is, was made by a command
+    /// of ours: this user's, writable by nobody else, and empty (killed before its first
+    /// write) or holding what a build holds from its first write on (the secret-store
+    /// note, then the keybag, then the list of what moves up). A directory of the
+    /// user's that only happens to be named so is left alone, whatever it holds.
+    private static func isBuildOfOurs(_ build: Int32, _ directory: DeviceDirectory) -> Bool {
+        guard BuildEntry.isOwnBuild(build) else { return false }
+        let marks = [BuildEntry.noteName, (directory.keybagPath as NSString).lastPathComponent, MoveUpList.name]
+        if marks.contains(where: { faccessat(build, $0, F_OK, AT_SYMLINK_NOFOLLOW) == 0 }) { return true }
+        return BuildEntry.names(in: build)?.isEmpty == true
     }
 
     /// Removes the temporary mount point of an abandoned build, taking down first the

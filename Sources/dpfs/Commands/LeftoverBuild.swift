@@ -25,12 +25,12 @@ enum LeftoverBuild {
         defer { close(parent) }
         let keybag = (device.keybagPath as NSString).lastPathComponent
         var removed: [String] = []
-        for name in entryNames(of: parent) ?? [] where isBuildName(name) {
+        for name in BuildEntry.names(in: parent) ?? [] where isBuildName(name) {
             let build = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard build >= 0 else { continue }
             defer { close(build) }
             guard flock(build, LOCK_EX | LOCK_NB) == 0, BuildEntry.isOwnBuild(build),
-                  let contents = entryNames(of: build), contents.allSatisfy({ $0 == MoveUpList.name }) else { continue }
+                  let contents = BuildEntry.names(in: build), contents.allSatisfy({ $0 == MoveUpList.name }) else { continue }
             if !contents.isEmpty {
                 guard MoveUpList.names(in: build)?.contains(keybag) == true,
                       unlinkat(build, MoveUpList.name, 0) == 0 else { continue }
@@ -59,23 +59,5 @@ enum LeftoverBuild {
         var named = stat()
         return fstat(build, &opened) == 0 && fstatat(parent, name, &named, AT_SYMLINK_NOFOLLOW) == 0
             && opened.st_dev == named.st_dev && opened.st_ino == named.st_ino
-    }
-
-    /// The names in the directory open as `directory` (without "." and ".."), read
-    /// through a descriptor of its own; nil if it cannot be read.
-    private static func entryNames(of directory: Int32) -> [String]? {
-        let listing = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard listing >= 0 else { return nil }
-        guard let stream = fdopendir(listing) else { close(listing); return nil }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(stream) else { return errno == 0 ? names : nil }
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
     }
 }
