@@ -98,10 +98,15 @@ struct ParsedAttributes {
     /// kSecAttrAccessControl's flags: a new item's, or a query's term (ItemQuery).
     var accessControl: AccessControlFlags?
     var descriptive: [DescriptiveAttribute: String] = [:]
+    /// kSecMatchHostOrSubdomainOfHost: a find's or update's internet passwords whose
+    /// server is this host or one of its subdomains (ItemQuery).
+    var hostOrSubdomainOf: String?
 
     /// `classContext` is the class the attributes apply to when they carry none
     /// (update's new attributes apply to the query's class).
-    init(_ raw: [String: String], classContext: ItemClass? = nil) throws {
+    /// `matching`: the attributes are a find's or update's query, which alone may
+    /// carry match terms.
+    init(_ raw: [String: String], classContext: ItemClass? = nil, matching: Bool = false) throws {
         for (name, value) in raw {
             switch name {
             case "class":
@@ -109,6 +114,11 @@ struct ParsedAttributes {
                 itemClass = parsed
             case "label": label = value
             case "publicKey": publicKey = value
+            case "hostOrSubdomainOf":
+                guard matching else {
+                    throw SecError(SecStatus.param, "hostOrSubdomainOf is a term of a find's or update's query only")
+                }
+                hostOrSubdomainOf = value
             case "accessGroup":
                 guard !value.isEmpty else { throw SecError(SecStatus.param, "the access group may not be empty") }
                 accessGroup = value
@@ -138,6 +148,7 @@ struct ParsedAttributes {
         let effectiveClass = itemClass ?? classContext ?? .genp
         let foreign = keys.keys.filter { !effectiveClass.keyAttributes.contains($0) }.map(\.rawValue)
             + descriptive.keys.filter { !$0.applies(to: effectiveClass) }.map(\.rawValue)
+            + (hostOrSubdomainOf != nil && effectiveClass != .inet ? ["hostOrSubdomainOf"] : [])
         if let name = foreign.first {
             throw SecError(SecStatus.param, "\(name) is not an attribute of \(effectiveClass.rawValue) items")
         }

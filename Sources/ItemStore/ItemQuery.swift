@@ -24,14 +24,17 @@ struct ItemQuery {
     /// record as descriptive terms are: only an item stored with these very flags
     /// matches, never one without an access control.
     private let accessControlTerm: AccessControlFlags?
+    /// kSecMatchHostOrSubdomainOfHost: the server, compared in the opened record.
+    private let hostTerm: String?
     /// Whether a row must be opened to tell if it matches.
-    private var comparesSealedTerms: Bool { !descriptiveTerms.isEmpty || accessControlTerm != nil }
+    private var comparesSealedTerms: Bool { !descriptiveTerms.isEmpty || accessControlTerm != nil || hostTerm != nil }
 
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
         descriptiveTerms = attributes.descriptive
         accessControlTerm = attributes.accessControl
+        hostTerm = attributes.hostOrSubdomainOf
         add(.itemClass, .text(itemClass.rawValue))
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
@@ -117,6 +120,12 @@ struct ItemQuery {
 
     private func matchesSealedTerms(_ record: ItemRecord) -> Bool {
         if let accessControlTerm, record.accessControl?.flags != accessControlTerm { return false }
+        if let hostTerm, !Self.isHostOrSubdomain(record.identity.keys[.server] ?? "", of: hostTerm) { return false }
         return descriptiveTerms.allSatisfy { record.descriptive[$0.key] == $0.value }
+    }
+
+    /// As iOS compares them: exactly, or with "." and the host as the server's suffix.
+    static func isHostOrSubdomain(_ server: String, of host: String) -> Bool {
+        server == host || server.hasSuffix("." + host)
     }
 }

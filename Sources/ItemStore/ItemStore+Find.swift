@@ -11,7 +11,7 @@ extension ItemStore {
         }
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
-        let query = try query(request.attributes, caller: caller)
+        let query = try query(request.attributes, caller: caller, matching: true)
         var fetched = FindReplyBudget(shape: shape)
         var matches = try selecting {
             try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys) { try fetched.admit($0) }

@@ -15,7 +15,7 @@ extension ItemStore {
         }
         try Self.checkDataSize(request.newData)
         try ItemSizeLimits.check(request.updateAttributes)
-        let query = try query(request.attributes, caller: caller)
+        let query = try query(request.attributes, caller: caller, matching: true)
         let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970

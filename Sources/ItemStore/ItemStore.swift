@@ -228,8 +228,9 @@ public final class ItemStore: Sendable {
         try item.record ?? ItemRecord(opening: item, keys: keys)
     }
 
-    func query(_ attributes: [String: String], caller: AccessScope) throws -> ItemQuery {
-        try ItemQuery(ParsedAttributes(attributes), scope: caller, passcodeSet: passcodeSet, keys: keys)
+    /// `matching`: a find's or update's query, which may carry match terms.
+    func query(_ attributes: [String: String], caller: AccessScope, matching: Bool = false) throws -> ItemQuery {
+        try ItemQuery(ParsedAttributes(attributes, matching: matching), scope: caller, passcodeSet: passcodeSet, keys: keys)
     }
     var passcodeSet: Bool { device.passcodeSet }
 

@@ -39,6 +39,9 @@ enum SecItemCall {
         do {
             query = try SecItemQuery(dictionary, role: .query)
             update = try changes.map { try SecItemQuery($0, role: .changes) }
+            // securityd's errSecItemMatchUnsupported, which is errSecParam.
+            if operation == .add || operation == .delete, !query.matchTerms.isEmpty { return errSecParam }
+            try query.applyMatchTerms()
             if operation == .add, let key = query.valueRef {
                 query.valueData = try KeyItemAttributes.forAdding(key, &query.attributes)
             } else if operation == .add, query.attributes["class"] == kSecClassKey {

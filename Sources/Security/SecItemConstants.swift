@@ -33,6 +33,24 @@ public let kSecAttrCreator: CFString = "crtr"
 public let kSecAttrType: CFString = "type"
 public let kSecAttrIsInvisible: CFString = "invi"
 public let kSecAttrIsNegative: CFString = "nega"
+/// Part of an item's identity on iOS; no item here has one (SecItemMatch.swift).
+public let kSecAttrSyncViewHint: CFString = "vwht"
+/// A key of returned attributes on iOS, never of a query (errSecParam there, as on iOS).
+public let kSecAttrPersistentReference: CFString = "persistref"
+/// Apple's misspelt twin of kSecAttrPersistentReference, with the same string.
+public let kSecAttrPersistantReference: CFString = "persistref"
+/// The kSecAttrAccessGroup value of items a smart card provides; this keychain has none.
+public let kSecAttrAccessGroupToken: CFString = "com.apple.token"
+
+// Attributes of certificates (and identities), named so code compiles; a password or
+// key query naming one is errSecNoSuchAttr, as on iOS.
+public let kSecAttrSubject: CFString = "subj"
+public let kSecAttrIssuer: CFString = "issr"
+public let kSecAttrSerialNumber: CFString = "slnr"
+public let kSecAttrSubjectKeyID: CFString = "skid"
+public let kSecAttrPublicKeyHash: CFString = "pkhh"
+public let kSecAttrCertificateType: CFString = "ctyp"
+public let kSecAttrCertificateEncoding: CFString = "cenc"
 
 // Accessibility
 public let kSecAttrAccessible: CFString = "pdmn"
@@ -56,6 +74,18 @@ public let kSecMatchLimit: CFString = "m_Limit"
 public let kSecMatchLimitOne: CFString = "m_LimitOne"
 public let kSecMatchLimitAll: CFString = "m_LimitAll"
 
+// The other match keys: what a query with each answers is in SecItemMatch.swift.
+public let kSecMatchPolicy: CFString = "m_Policy"
+public let kSecMatchItemList: CFString = "m_ItemList"
+public let kSecMatchSearchList: CFString = "m_SearchList"
+public let kSecMatchIssuers: CFString = "m_Issuers"
+public let kSecMatchEmailAddressIfPresent: CFString = "m_EmailAddressIfPresent"
+public let kSecMatchSubjectContains: CFString = "m_SubjectContains"
+public let kSecMatchHostOrSubdomainOfHost: CFString = "m_HostOrSubdomainOfHost"
+public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
+public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"
+public let kSecMatchValidOnDate: CFString = "m_ValidOnDate"
+
 // kSecUse: one keychain (nleg changes nothing); the authentication keys go to the
 // device's simulated user (SecAccessControl.swift)
 public let kSecUseDataProtectionKeychain: CFString = "nleg"
@@ -64,6 +94,8 @@ public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
 public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
 public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
+/// Not implemented on iOS (deprecated there since iOS 12): a call naming it is errSecParam.
+public let kSecUseItemList: CFString = "u_ItemList"
 
 // kSecAttrProtocol values
 public let kSecAttrProtocolFTP: CFString = "ftp "

@@ -29,6 +29,8 @@ struct SecItemQuery {
     /// kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecUseAuthenticationContext.
     var authentication: CallAuthentication?
     private var accessControl: SecAccessControl?
+    /// The kSecMatch keys besides kSecMatchLimit (SecItemMatch).
+    private(set) var matchTerms: [SecItemMatch.Term] = []
 
     enum Role {
         /// A query or a new item's attributes: kSecClass (or a persistent ref) required.
@@ -38,6 +40,7 @@ struct SecItemQuery {
     }
 
     init(_ dictionary: [String: Any], role: Role) throws {
+        var namesCertificateAttribute = false
         for (key, value) in dictionary {
             if let name = Self.stringAttributes[key] {
                 attributes[name] = try Self.string(value)
@@ -92,6 +95,15 @@ struct SecItemQuery {
             case kSecValueRef where role == .query:
                 guard let key = value as? SecKey else { throw SecItemRefusal.param }
                 valueRef = key
+            case _ where role == .query && SecItemMatch.keys.contains(key):
+                matchTerms.append(try SecItemMatch.term(key, value))
+            case _ where Self.certificateAttributes.contains(key):
+                namesCertificateAttribute = true
+            case kSecAttrSyncViewHint:
+                // No item here has a view hint, and none can be given one: an empty hint
+                // (every item's) asks nothing.
+                guard try !Self.string(value).isEmpty else { break }
+                throw SecItemRefusal(status: errSecUnimplemented)
             case _ where KeyItemAttributes.handles(key):
                 try KeyItemAttributes.parse(key, value, into: &attributes)
             case kSecUseDataProtectionKeychain:
@@ -108,6 +120,8 @@ struct SecItemQuery {
         }
         if let key = valueRef { KeyItemAttributes.identify(key, in: &attributes) }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
+        // Every class here lacks the certificate attributes: iOS's errSecNoSuchAttr.
+        if namesCertificateAttribute { throw SecItemRefusal(status: errSecNoSuchAttr) }
         // A password has no ref object (Apple's SecItemCreateFromAttributeDictionary
         // makes none for it): kSecReturnRef asks nothing more of the call.
         if attributes["class"] != kSecClassKey { returnRef = false }
@@ -119,6 +133,21 @@ struct SecItemQuery {
             }
             attributes["accessible"] = name
             attributes["accessControl"] = String(accessControl.flags.rawValue)
+        }
+    }
+
+    /// A find's or update's match terms as the store's attributes (SecItemMatch).
+    mutating func applyMatchTerms() throws {
+        for term in matchTerms {
+            switch term {
+            case .nothing:
+                continue
+            case .certificateChain:
+                throw SecItemRefusal(status: errSecUnimplemented)
+            case .hostOrSubdomain(let host):
+                guard attributes["class"] == kSecClassInternetPassword else { throw SecItemRefusal(status: errSecUnimplemented) }
+                attributes["hostOrSubdomainOf"] = host
+            }
         }
     }
 
@@ -196,6 +225,12 @@ struct SecItemQuery {
         kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly: "AfterFirstUnlockThisDeviceOnly",
         kSecAttrAccessibleAlwaysThisDeviceOnly: "AlwaysThisDeviceOnly",
         kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly: "WhenPasscodeSetThisDeviceOnly",
+    ]
+
+    /// Attributes of certificates and identities only.
+    static let certificateAttributes: Set<String> = [
+        kSecAttrSubject, kSecAttrIssuer, kSecAttrSerialNumber, kSecAttrSubjectKeyID, kSecAttrPublicKeyHash,
+        kSecAttrCertificateType, kSecAttrCertificateEncoding,
     ]
 
     /// kSecClassCertificate, kSecClassKey, kSecClassIdentity.

@@ -39,6 +39,18 @@ final class KeychainWrapperTests: XCTestCase {
         XCTAssertEqual(kSecAttrAccessGroup as String, "agrp")
         XCTAssertEqual(kSecAttrAccessibleWhenUnlocked as String, "ak")
         XCTAssertEqual(errSecInteractionNotAllowed, -25308)
+        // Every kSec item constant of iOS's SecItem.h is there, with Apple's string.
+        XCTAssertEqual(kSecMatchCaseInsensitive as String, "m_CaseInsensitive")
+        XCTAssertEqual([kSecMatchPolicy, kSecMatchIssuers, kSecMatchItemList, kSecMatchSearchList, kSecMatchTrustedOnly,
+                        kSecMatchValidOnDate, kSecMatchSubjectContains, kSecMatchEmailAddressIfPresent,
+                        kSecMatchHostOrSubdomainOfHost] as [String],
+                       ["m_Policy", "m_Issuers", "m_ItemList", "m_SearchList", "m_TrustedOnly", "m_ValidOnDate",
+                        "m_SubjectContains", "m_EmailAddressIfPresent", "m_HostOrSubdomainOfHost"])
+        XCTAssertEqual([kSecAttrIssuer, kSecAttrSerialNumber, kSecAttrSubject, kSecAttrSubjectKeyID, kSecAttrPublicKeyHash,
+                        kSecAttrCertificateType, kSecAttrCertificateEncoding, kSecAttrSyncViewHint,
+                        kSecAttrPersistentReference, kSecAttrAccessGroupToken, kSecUseItemList] as [String],
+                       ["issr", "slnr", "subj", "skid", "pkhh", "ctyp", "cenc", "vwht", "persistref", "com.apple.token",
+                        "u_ItemList"])
         XCTAssertFalse(KeychainWrapper.message(for: errSecItemNotFound).isEmpty)
     }
 
