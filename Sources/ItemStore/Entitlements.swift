@@ -17,7 +17,9 @@ public struct Entitlements: Sendable, Equatable {
     public var teamID: String
     public var bundleID: String
     /// Apple's keychain access-group list, in Apple's order: keychain-access-groups,
-    /// then the application identifier, then app groups. Entries may be wildcards.
+    /// then the application identifier, then app groups, each group once (a
+    /// keychain-access-groups that lists the application identifier keeps its place
+    /// there). Entries may be wildcards.
     public var accessGroups: [String]
     public var defaultDataProtection: ProtectionClass?
 
@@ -35,7 +37,9 @@ public struct Entitlements: Sendable, Equatable {
     init(teamID: String, bundleID: String, accessGroups: [String], defaultDataProtection: ProtectionClass?) {
         self.teamID = teamID
         self.bundleID = bundleID
-        self.accessGroups = accessGroups
+        // Also for a registration stored before groups were made unique.
+        var seen: Set<String> = []
+        self.accessGroups = accessGroups.filter { seen.insert($0).inserted }
         self.defaultDataProtection = defaultDataProtection
     }
 

@@ -22,6 +22,15 @@ import Testing
         #expect(!scope.allows("ZZZZZ99999.com.example.shared") && !scope.allows("group.other"))
     }
 
+    @Test func listsTheApplicationIdentifierOnce() throws {
+        let plist = entitlementsPlist(appID: "ABCDE12345.com.example.vault",
+                                      groups: ["ABCDE12345.com.example.vault", "ABCDE12345.shared"])
+        let app = try Entitlements(plist: Data(plist.utf8))
+        #expect(app.accessGroups == ["ABCDE12345.com.example.vault", "ABCDE12345.shared"],
+                "keychain-access-groups keeps its order; the application identifier is not added again")
+        #expect(AccessScope(app).defaultGroup == "ABCDE12345.com.example.vault")
+    }
+
     @Test func expandsXcodeBuildSettings() throws {
         let plist = entitlementsPlist(appID: "ABCDE12345.com.example.mail", groups: ["$(AppIdentifierPrefix)com.example.shared"])
         #expect(try Entitlements(plist: Data(plist.utf8)).accessGroups.first == "ABCDE12345.com.example.shared")

@@ -18,6 +18,7 @@ plist() {
 plist "$TEAM.com.example.app" "$TEAM.shared" > "$WORK/app.plist"
 plist "$TEAM.com.example.widget" "$TEAM.shared" > "$WORK/widget.plist"
 plist "OTHER00001.org.other.tool" > "$WORK/tool.plist"
+plist "$TEAM.com.example.vault" "$TEAM.com.example.vault" "$TEAM.shared" > "$WORK/vault.plist"
 setup_device --app com.example.app --entitlements "$WORK/app.plist"
 
 # json_apps EXPRESSION: EXPRESSION of `apps`, the list `dpfs app list --json` (on stdin) holds.
@@ -84,6 +85,13 @@ expect_eq "the sandbox's own session lists itself, marked own" \
     "$("$DPFS" run "$MNT" -- "$DPFS" app list "$MNT" --json | json_apps '[(a["bundleID"], a["own"]) for a in apps]')" \
     "[('com.example.app', True)]"
 expect_eq "and its status names it" "$("$DPFS" run "$MNT" -- "$DPFS" status "$MNT" --json | json_field app)" "com.example.app"
+
+# An app whose keychain-access-groups name its application identifier: listed once,
+# in the place the entitlement gives it.
+"$DPFS" app add "$MNT" --entitlements "$WORK/vault.plist" >/dev/null || fail "register com.example.vault"
+expect_eq "the application identifier in keychain-access-groups is listed once" \
+    "$("$DPFS" app list "$MNT" --json | json_apps '[a["accessGroups"] for a in apps if a["bundleID"] == "com.example.vault"]')" \
+    "[['$TEAM.com.example.vault', '$TEAM.shared']]"
 
 # Exit statuses as for the other commands.
 # exits_with WHAT STATUS COMMAND...: COMMAND exits with STATUS.
