@@ -36,7 +36,8 @@ public enum BiometryRequest: Codable, Sendable {
     /// Drops every queued answer: they outlive the process that queued them.
     case clearAnswers
     /// LAContext.evaluatePolicy: asks the simulated user, remembering a success under `context`.
-    /// `reuse` is touchIDAuthenticationAllowableReuseDuration (seconds).
+    /// `reuse` is touchIDAuthenticationAllowableReuseDuration (seconds), which spares
+    /// no prompt here (SimulatedUser.evaluate).
     case evaluate(policy: AuthenticationPolicy, context: String, reason: String, reuse: Double, interactive: Bool)
     /// LAContext.invalidate: the daemon forgets the context's evaluations.
     case invalidate(context: String)

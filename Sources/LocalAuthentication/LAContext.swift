@@ -31,7 +31,8 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
     /// changes when the user re-enrolls (dpfs biometry reenroll).
     open var evaluatedPolicyDomainState: Data? { state.withLock { $0.domainState } }
 
-    /// A biometric match this recent (seconds, at most five minutes) succeeds without asking.
+    /// Kept (seconds, at most five minutes) and sent, but it spares no prompt: Apple
+    /// reuses only a device unlock by Touch ID, and no biometry unlocks this device.
     open var touchIDAuthenticationAllowableReuseDuration: TimeInterval {
         get { state.withLock { $0.reuseDuration } }
         set { state.withLock { $0.reuseDuration = min(max(newValue, 0), LATouchIDAuthenticationMaximumAllowableReuseDuration) } }

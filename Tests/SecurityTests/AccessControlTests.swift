@@ -210,4 +210,26 @@ final class AccessControlTests: MountedDeviceTestCase {
         context.interactionNotAllowed = true
         XCTAssertEqual(readToken([kSecUseAuthenticationContext as String: context]).1, "s3ss10n")
     }
+
+    func testTheReuseDurationDoesNotReuseAMatchInTheApp() async throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint, "--type", "touchID")
+        XCTAssertEqual(try storeToken(.biometryCurrentSet), errSecSuccess)
+        try respond("match")
+        XCTAssertEqual(readToken().1, "s3ss10n")
+
+        // Apple reuses a Touch ID device unlock only; nothing unlocks by biometry here.
+        let context = LAContext()
+        context.touchIDAuthenticationAllowableReuseDuration = 60
+        XCTAssertEqual(context.touchIDAuthenticationAllowableReuseDuration, 60)
+        try respond("nomatch")
+        do {
+            _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+            XCTFail("the read's match must not be reused: the prompt takes the queued answer")
+        } catch LAError.authenticationFailed {
+        } catch {
+            XCTFail("expected LAError.authenticationFailed, got \(error)")
+        }
+        let status = try device.dpfs("biometry", "status", device.mountpoint)
+        XCTAssertTrue(status.contains("queued answers: 0"), status)
+    }
 }

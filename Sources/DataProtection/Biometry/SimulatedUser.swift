@@ -38,8 +38,6 @@ public final class SimulatedUser: Sendable {
     public static let lockoutThreshold = 5
     /// After this long without the passcode (device clock), biometry waits for it.
     public static let passcodeInterval: TimeInterval = 48 * 3600
-    /// LATouchIDAuthenticationMaximumAllowableReuseDuration.
-    public static let maximumReuseDuration: Double = 300
     static let maximumContexts = 4096
 
     let device: LockStateManager
@@ -49,8 +47,6 @@ public final class SimulatedUser: Sendable {
     /// Proofs of LAContexts by token (128 random bits only its process knows), until
     /// invalidated, a restart or the end of the mount.
     private let contexts = Mutex<[String: AuthenticationProof]>([:])
-    /// The last biometric match (device clock), for the reuse duration.
-    private let lastMatch = Mutex<RecentMatch?>(nil)
     private let onScreen = NSLock()
     private let observerID = Mutex<UInt64?>(nil)
     /// Told on a call's thread before it may wait for an answer (up to the prompt
@@ -170,11 +166,10 @@ public final class SimulatedUser: Sendable {
         try? change { $0.failedMatches = 0 }
     }
 
-    /// A restart: what the user proved before it, to an LAContext or by a recent match,
+    /// A restart: what the user proved before it to an LAContext
     /// counts no more (on iOS no process outlives the reboot).
     private func forgetProofs() {
         contexts.withLock { $0.removeAll() }
-        lastMatch.withLock { $0 = nil }
     }
 
     /// Why biometry waits for the passcode now, or nil when a match may answer.
@@ -261,7 +256,6 @@ public final class SimulatedUser: Sendable {
             case .match:
                 guard let domain = usableDomain(for: pending, boundDomain: boundDomain) else { return .failed }
                 try? change { $0.failedMatches = 0 }
-                lastMatch.withLock { $0 = RecentMatch(at: device.clock.now, domain: domain) }
                 proof.biometryDomain = domain
             case .nomatch:
                 if usableDomain(for: pending, boundDomain: boundDomain) != nil {
@@ -277,21 +271,13 @@ public final class SimulatedUser: Sendable {
         return .granted
     }
 
-    /// LAContext.evaluatePolicy: a success is remembered under the context. With a
-    /// reuse duration, a biometric match that recent succeeds without asking, if it
-    /// was a match of the enrollment of now.
+    /// LAContext.evaluatePolicy: a success is remembered under the context. `reuse`
+    /// (touchIDAuthenticationAllowableReuseDuration) spares nothing: Apple applies it
+    /// to a device unlock by Touch ID only, never to a match inside an app, and
+    /// nothing unlocks this device by biometry.
     public func evaluate(_ policy: AuthenticationPolicy, context: String, reuse: Double,
                          interactive: Bool) -> AuthorizationOutcome {
-        let requirement = AccessRequirement(policy)
-        let reuse = min(max(reuse, 0), Self.maximumReuseDuration)
-        if reuse > 0, let last = lastMatch.withLock({ $0 }), device.clock.now.timeIntervalSince(last.at) <= reuse,
-           case let current = record.withLock({ $0 }), lockout(current) == nil,
-           let domain = current.domainState, domain == last.domain {
-            remember(AuthenticationProof(biometryDomain: domain), context)
-            return .granted
-        }
-        return authorize(requirement, boundDomain: nil, context: context,
-                         interaction: interactive ? .allow : .fail)
+        authorize(AccessRequirement(policy), boundDomain: nil, context: context, interaction: interactive ? .allow : .fail)
     }
 
     public func invalidate(context: String) {
@@ -364,10 +350,4 @@ public final class SimulatedUser: Sendable {
         }
     }
 
-}
-
-/// A biometric match: when (on the device's clock) and of which enrollment.
-private struct RecentMatch: Sendable {
-    let at: Date
-    let domain: String
 }
