@@ -204,10 +204,11 @@ for sig in TERM INT HUP; do
     unlock_device >/dev/null
     printf 'STOPPED-BY-%s\n' "$sig" > "$D/stop.txt"
     setfattr -n user.dpfs.protection -v complete "$D/stop.txt"
-    rm -f "$WORK/stop.out" "$WORK/stop.go" "$WORK/events.$sig"
-    "$DPFS" events "$MNT" > "$WORK/events.$sig" 2>&1 &
+    rm -f "$WORK/stop.out" "$WORK/stop.go" "$WORK/events.$sig" "$WORK/events.$sig.err"
+    "$DPFS" events "$MNT" > "$WORK/events.$sig" 2> "$WORK/events.$sig.err" &
     watcher=$!
     holders="$holders $watcher"
+    check "SIG$sig: a subscriber has subscribed" within 60 subscribed "$WORK/events.$sig.err"
     python3 - "$D/stop.txt" "$WORK/stop.go" <<'PY' > "$WORK/stop.out" 2>&1 &
 import mmap, os, sys, time
 path, go = sys.argv[1:]

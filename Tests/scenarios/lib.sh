@@ -162,6 +162,10 @@ require_tools() {
     done
 }
 
+# subscribed FILE: the dpfs events whose standard error goes to FILE has said that it
+# subscribed (dpfs(1), events): it misses no event from then on.
+subscribed() { grep -q '^dpfs events: subscribed to ' "$1" 2>/dev/null; }
+
 state_of() {
     "$DPFS" status "$MNT" --json | sed -n 's/.*"state":"\([a-zA-Z]*\)".*/\1/p'
 }

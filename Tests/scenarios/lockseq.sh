@@ -8,10 +8,10 @@ require_tools strace
 MOUNT_ARGS="--grace-period 2" setup_device
 unlock_device
 D="$MNT/Documents"
-"$DPFS" events "$MNT" > "$WORK/events.jsonl" &
+"$DPFS" events "$MNT" > "$WORK/events.jsonl" 2> "$WORK/events.err" &
 EVENTS_PID=$!
 trap 'kill $EVENTS_PID 2>/dev/null; cleanup' EXIT
-sleep 0.3
+check "dpfs events has subscribed" within 60 subscribed "$WORK/events.err"
 
 head -c 100000 /dev/urandom > "$WORK/secret.bin"
 cp "$WORK/secret.bin" "$D/secret.bin"

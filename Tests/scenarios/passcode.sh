@@ -6,12 +6,13 @@ printf 's3cr3t-PASS\n' > "$PASS"
 printf 'n3w-PASS\n' > "$WORK/new"; chmod 600 "$WORK/new"
 setup_device
 unlock_device
-"$DPFS" events "$MNT" > "$WORK/events1.jsonl" &
+"$DPFS" events "$MNT" > "$WORK/events1.jsonl" 2> "$WORK/err-events1" &
 E1=$!
-"$DPFS" events "$MNT" > "$WORK/events2.jsonl" &
+"$DPFS" events "$MNT" > "$WORK/events2.jsonl" 2> "$WORK/err-events2" &
 E2=$!
 trap 'kill $E1 $E2 2>/dev/null; cleanup' EXIT
-sleep 0.3
+check "two subscribers have subscribed" within 60 \
+    bash -c "grep -q '^dpfs events: subscribed' '$WORK/err-events1' && grep -q '^dpfs events: subscribed' '$WORK/err-events2'"
 D="$MNT/Documents"
 echo "complete data" > "$D/c.txt"; setfattr -n user.dpfs.protection -v complete "$D/c.txt"
 echo "ufa data" > "$D/u.txt"
@@ -20,9 +21,9 @@ CB=$(backing "$D/c.txt")
 sum_before=$(tail -c +513 "$CB" | sha256sum)
 
 # A third subscriber that goes away early must not disturb the daemon or the others.
-"$DPFS" events "$MNT" > /dev/null &
+"$DPFS" events "$MNT" > /dev/null 2> "$WORK/err-events3" &
 E3=$!
-sleep 0.2
+check "a third subscriber has subscribed" within 60 subscribed "$WORK/err-events3"
 kill -9 $E3; wait $E3 2>/dev/null
 check "passcode change" "$DPFS" passcode change "$MNT" --passcode-file "$PASS" --new-passcode-file "$WORK/new"
 expect_eq "content ciphertext unchanged by a passcode change" "$(tail -c +513 "$CB" | sha256sum)" "$sum_before"

@@ -35,12 +35,11 @@ check "setfattr makes it complete" setfattr -n user.dpfs.protection -v complete 
 expect_eq "dpfs protection get shows complete" "$("$DPFS" protection get "$MNT/Documents/report.pdf")" "complete"
 check "still readable while unlocked" cmp "$WORK/report.pdf" "$MNT/Documents/report.pdf"
 
-# As the README has it: events in the background, then the lock once it has connected
-# (the README gives it a second; here the daemon's writer thread for it is awaited).
+# As the README has it: events in the background, then the lock once it says it
+# has subscribed.
 "$DPFS" events "$MNT" > "$WORK/events.out" 2> "$WORK/events.err" &
 subscriber=$!
-subscribed() { grep -qlx dpfs-events /proc/"$(daemon_pid)"/task/*/comm 2>/dev/null; }
-check "dpfs events has connected" within 30 subscribed
+check "dpfs events has subscribed" within 60 subscribed "$WORK/events.err"
 
 check "lock --now" "$DPFS" lock "$MNT" --now
 expect_eq "locked after lock --now" "$(state_of)" "locked"

@@ -7,12 +7,22 @@ import Glibc
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stream protected-data events as JSON lines.")
     @Argument(help: "The mountpoint.") var mountpoint: String
+    @Flag(name: .shortAndLong, help: "No line on standard error once subscribed.") var quiet = false
 
     func run() throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
             try DaemonDeadline.client(for: mountpoint).stream(.events) { reply in
+                // The daemon's first reply: from here on no event is missed, which a
+                // script waits for before it locks. Standard output stays events only.
+                if reply.event == nil, let status = reply.status {
+                    if !quiet {
+                        let line = "dpfs events: subscribed to \(mountpoint) (state: \(status.state.rawValue))\n"
+                        FileHandle.standardError.write(Data(line.utf8))
+                    }
+                    return true
+                }
                 guard let event = reply.event, let line = try? encoder.encode(event) else { return true }
                 FileHandle.standardOutput.write(line + Data("\n".utf8))
                 return true
