@@ -1,7 +1,8 @@
 // Keychain calls per second: through the Security library (a Unix-socket round trip to
 // a mounted device's daemon) against the same ItemStore called in this process, one
 // thread and eight. It mounts its own device with the dpfs binary ($DPFS, else the
-// package's .build/release/dpfs) and unmounts it at the end.
+// package's .build/release/dpfs) and unmounts it at the end, or when interrupted; its
+// daemon also stops when the bench dies without a word (kill -9).
 // Run: Scripts/bench-micro Keychain   (or swift run -c release KeychainBench in Benchmarks/)
 import DPFSProtocol
 import DataProtection
@@ -17,7 +18,10 @@ let callsPerThread = 1000
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
 let dpfs = ProcessInfo.processInfo.environment["DPFS"] ?? root.appendingPathComponent(".build/release/dpfs").path
-let work = FileManager.default.temporaryDirectory.appendingPathComponent("dpfs-keychain-bench-\(UUID().uuidString)")
+let work: URL = {
+    WorkDirectory.removeAbandoned()
+    return WorkDirectory.make()
+}()
 let mountpoint = work.appendingPathComponent("mnt").path
 let passcodeFile = work.appendingPathComponent("pass.txt").path
 
@@ -32,11 +36,45 @@ func run(_ arguments: String...) -> Int32 {
     return status
 }
 
+/// Set once the mount and the work directory are gone (or going, under the lock).
+let cleanedUp = Mutex(false)
+
+/// Unmounts and removes the work directory, once, whoever asks first: the end, a
+/// failure or a signal; a second caller waits until it is done.
+func cleanUp() {
+    cleanedUp.withLock { done in
+        guard !done else { return }
+        done = true
+        run("unmount", mountpoint)
+        try? FileManager.default.removeItem(at: work)
+    }
+}
+
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("KeychainBench: \(message)\n".utf8))
-    run("unmount", mountpoint)
-    try? FileManager.default.removeItem(at: work)
+    cleanUp()
     exit(1)
+}
+
+/// Whether this process ignores `signal` (as under nohup, or as a script's background
+/// job does SIGINT): it is left so.
+func isIgnored(_ signal: Int32) -> Bool {
+    var current = sigaction()
+    guard sigaction(signal, nil, &current) == 0 else { return false }
+    return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
+}
+
+// Ctrl-C, SIGTERM or a closed terminal: the mount and the work directory go, as at
+// the end. The handlers run on a queue of their own, not in signal context.
+let stopSignals = [SIGINT, SIGTERM, SIGHUP].filter { !isIgnored($0) }.map { caught in
+    signal(caught, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: caught, queue: .global())
+    source.setEventHandler {
+        cleanUp()
+        _exit(128 + caught)
+    }
+    source.resume()
+    return source
 }
 
 /// Calls per second of `body(thread, index)` on `threadCount` threads of its own, all
@@ -81,7 +119,10 @@ let localDevice = work.appendingPathComponent("local").path
 let secrets = "file:" + work.appendingPathComponent("secrets").path
 guard run("init", mountedDevice, "--passcode-file", passcodeFile, "--secret-store", secrets, "--create") == 0,
       run("init", localDevice, "--passcode-file", passcodeFile, "--secret-store", secrets, "--create") == 0 else { fail("dpfs init failed (\(dpfs))") }
-guard run("mount", mountedDevice, mountpoint) == 0 else { fail("dpfs mount failed") }
+// Killed outright (kill -9), the bench unmounts nothing itself: --end-with has the
+// daemon watch this process and, once it is gone, stop as on SIGTERM (its device
+// restarted, then unmounted), as for dpfs restore's own mount.
+guard run("mount", mountedDevice, mountpoint, "--end-with", String(getpid())) == 0 else { fail("dpfs mount failed") }
 guard run("unlock", mountpoint, "--passcode-file", passcodeFile) == 0 else { fail("dpfs unlock failed") }
 setenv("DPFS_MOUNT", mountpoint, 1)
 
@@ -201,5 +242,4 @@ let jsonRate = rate(threadCount: 1, calls: singleThreadCalls) { _, index in
 print(column("body of one call", 18) + String(format: "%8.0f/s %7.1f µs   JSON: %8.0f/s %7.1f µs   %5.1fx",
                                                wireRate, 1e6 / wireRate, jsonRate, 1e6 / jsonRate, wireRate / jsonRate))
 
-run("unmount", mountpoint)
-try? FileManager.default.removeItem(at: work)
+cleanUp()
