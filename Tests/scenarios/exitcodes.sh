@@ -3,7 +3,7 @@
 # the failures a script must tell apart (usage 64, mount point not empty 10, wrong
 # passcode 12, passcode delay 13, device locked 14, not a dpfs mount 15, device not
 # found 16, rollback refused 17), each with one line on stderr; an unknown protection
-# class is a usage error in one line.
+# class is a usage error in one line. Each message says what went wrong and the way on.
 source "$(dirname "$0")/lib.sh"
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
@@ -14,6 +14,18 @@ exits_with() {
     out=$("$@" 2>&1 >/dev/null); rc=$?
     if [ "$rc" -ne "$want" ]; then fail "$what" "exit $rc, expected $want: $(printf '%s' "$out" | head -2)"
     elif [ "$want" -ne 64 ] && [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then fail "$what" "not one line: $out"
+    else pass "$what"; fi
+}
+
+# says_error "what" STATUS MESSAGE command...: the command exits with STATUS, printing
+# one line on stderr, "Error: ..." holding MESSAGE (a grep pattern), and no usage.
+says_error() {
+    local what=$1 want=$2 message=$3; shift 3
+    local out rc
+    out=$("$@" 2>&1 >/dev/null); rc=$?
+    if [ "$rc" -ne "$want" ]; then fail "$what" "exit $rc, expected $want: $(printf '%s' "$out" | head -2)"
+    elif [ "$(printf '%s\n' "$out" | grep -c .)" -ne 1 ]; then fail "$what" "not one line: $out"
+    elif ! printf '%s' "$out" | grep -q -e "^Error: .*$message"; then fail "$what" "not 'Error: ...$message': $out"
     else pass "$what"; fi
 }
 
@@ -85,6 +97,14 @@ expect_eq "status --json says so in JSON too" \
     || { fail "init"; finish; }
 touch "$MNT/stray"
 exits_with "a mount point that is not empty is refused" 10 "$DPFS" mount "$DEV" "$MNT"
+check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
+# A mount option libfuse does not know is named, with dpfs's own spelling where it is
+# one of dpfs's options, before anything starts.
+says_error "dpfs's own option given to -o: a usage error naming it and its spelling" 64 \
+    "unknown mount option 'grace-period=5'; dpfs's own option is --grace-period 5 on the dpfs mount command line" \
+    "$DPFS" mount "$DEV" "$MNT" -o nonempty,grace-period=5
+says_error "an option no one knows is named" 64 "unknown mount option 'frobnicate'; -o takes FUSE's mount options" \
+    "$DPFS" mount "$DEV" "$MNT" -o nonempty -o ro,frobnicate
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 check "-o nonempty mounts over it" "$DPFS" mount "$DEV" "$MNT" -o nonempty
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)

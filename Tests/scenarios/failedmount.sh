@@ -34,9 +34,9 @@ printf 'one' | "$DPFS" keychain add "$MNT" --service first >/dev/null || fail "k
 expect_eq "unmounted, the keychain's file is alone, no -wal or -shm" "$(cd "$DEV" && ls -d keychain.sqlite*)" \
     "keychain.sqlite"
 
-# 1. Refused by FUSE after the checks: an option libfuse does not know, and one the
-# kernel refuses (blksize is fuseblk's only).
-fails_late "an option libfuse does not know" "fuse_session_new rejected the options" -o dpfs_no_such_option
+# 1. Refused by FUSE: an option libfuse does not know (named, before the daemon
+# starts), and one the kernel refuses after the checks (blksize is fuseblk's only).
+fails_late "an option libfuse does not know" "unknown mount option .dpfs_no_such_option." -o dpfs_no_such_option
 fails_late "an option the kernel refuses" "cannot mount on $MNT" -o blksize=4096
 
 # 2. The keychain's own open fails, after the mount: a file no one may write (even
@@ -57,8 +57,10 @@ expect_eq "the killed daemon left a -wal and a -shm" "$(cd "$DEV" && ls -d keych
     "keychain.sqlite-shm keychain.sqlite-wal "
 within 60 grep -q "died" "$DEV/daemon.log" || fail "the watch records the killed daemon's death"
 : > "$DEV/daemon.log"
-fails_late "a killed daemon's keychain, refused by libfuse" "fuse_session_new rejected the options" -o dpfs_no_such_option
+# The kernel's refusal first: that mount takes the dead mount down before it fails,
+# where an option libfuse does not know is refused before anything, dead mount and all.
 fails_late "a killed daemon's keychain, refused by the kernel" "cannot mount on $MNT" -o blksize=4096
+fails_late "a killed daemon's keychain, refused by libfuse" "unknown mount option .dpfs_no_such_option." -o dpfs_no_such_option
 mount_device
 unlock_device
 expect_eq "then it mounts with the write its -wal held" "$("$DPFS" keychain find "$MNT" --service second 2>&1)" "two"

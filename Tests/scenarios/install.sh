@@ -77,6 +77,9 @@ expect_eq "and user-inactive-period" "$(status_field userInactivePeriodHours)" "
 expect_eq "and inactivity-reboot" "$(status_field inactivityRebootHours)" "72"
 check "unmount" "$DPFS" unmount "$MNT"
 check_error "the helper passes a usage error on" "usage" "$WORK/prefix/sbin/mount.fuse.dpfs" "$DEV"
+check_error "an fstab option misspelt (grace_period=): named, with dpfs's spelling" \
+    "unknown mount option 'grace_period=30'; dpfs's own option is --grace-period 30 .*, grace-period=30 in a mount -o list" \
+    "$WORK/prefix/sbin/mount.fuse.dpfs" "$DEV" "$MNT" -o rw,noauto,user,grace_period=30
 
 # mount(8) finds helpers in /sbin: linked there for the test, unless one is there already.
 if [ ! -e /sbin/mount.fuse.dpfs ] && [ -w /sbin ]; then

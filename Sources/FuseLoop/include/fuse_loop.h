@@ -79,4 +79,9 @@ void *dpfs_bufvec_memory(struct fuse_bufvec *bufv);
 /// Copies a request's bytes (from memory or a pipe) into `dst`.
 ssize_t dpfs_bufvec_copy(struct fuse_bufvec *bufv, void *dst, size_t size);
 
+/// Whether libfuse takes `options` (as after -o) for a session: 0, or -1 with what
+/// libfuse logged about them in `why` (`size` bytes, NUL-terminated). Not while
+/// another thread may log through libfuse: its log is taken for the call.
+int dpfs_fuse_check_options(const char *options, char *why, size_t size);
+
 #endif
