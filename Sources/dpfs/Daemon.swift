@@ -56,7 +56,8 @@ struct Daemon {
         // socket, its directory) pass explicit modes.
         umask(0)
         do {
-            let lockFD = try directory.takeMountLock()
+            let lockFD: Int32
+            do { lockFD = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
             defer { close(lockFD) }
             #if DPFS_TEST_HOOKS
             let testHooks = TestHooks.fromEnvironment()
@@ -145,7 +146,15 @@ struct Daemon {
             logger.info("unmounted \(mountpoint)")
             return rc == 0 ? 0 : 1
         } catch {
-            logger.error("\(error)")
+            if readyFD == nil {
+                // In the foreground the terminal gets the one "Error:" line every command
+                // prints (signalReady), not a log line of it too; the journal keeps its record.
+                if JournalLogHandler.isAvailable {
+                    Logger(label: "dpfs") { JournalLogHandler(label: $0, device: device, mountpoint: mounted) }.error("\(error)")
+                }
+            } else {
+                logger.error("\(error)")
+            }
             signalReady("\(error)")
             return ExitStatus.of(error).rawValue
         }
@@ -162,7 +171,7 @@ struct Daemon {
 
     private func signalReady(_ text: String) {
         guard let readyFD else {
-            if text != "ok" { FileHandle.standardError.write(Data("dpfs: \(text)\n".utf8)) }
+            if text != "ok" { FileHandle.standardError.write(Data("Error: \(text)\n".utf8)) }
             return
         }
         let line = Array((text + "\n").utf8)

@@ -107,6 +107,15 @@ says_error "an option no one knows is named" 64 "unknown mount option 'frobnicat
     "$DPFS" mount "$DEV" "$MNT" -o nonempty -o ro,frobnicate
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 check "-o nonempty mounts over it" "$DPFS" mount "$DEV" "$MNT" -o nonempty
+# The device mounted already: where, and the way on; in the foreground too, in the
+# one line every command prints.
+mkdir -p "$WORK/mnt2"
+says_error "a device mounted already: where, and to unmount it first" 1 \
+    "device $DEV is already mounted on $MNT by another dpfs daemon; unmount it first" \
+    "$DPFS" mount "$DEV" "$WORK/mnt2"
+says_error "the same with --foreground, in one Error: line" 1 \
+    "device $DEV is already mounted on $MNT by another dpfs daemon; unmount it first" \
+    "$DPFS" mount "$DEV" "$WORK/mnt2" --foreground
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)
 expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"

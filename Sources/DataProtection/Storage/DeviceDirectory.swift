@@ -39,14 +39,20 @@ public struct DeviceDirectory: Sendable {
         guard fd >= 0 else { throw SystemError("open", lockPath) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
-            throw DeviceError.alreadyMounted(root)
+            throw DeviceError.alreadyMounted(root, mountpoint: mountpoint)
         }
         return fd
+    }
+
+    /// Where the mount table shows this device mounted (its fsname is "dpfs:ROOT"), if
+    /// anywhere this process can see.
+    public var mountpoint: String? {
+        MountTable.entries().last { $0.fsType == MountEntry.dpfsType && $0.source == "dpfs:" + root }?.mountPoint
     }
 }
 
 public enum DeviceError: Error, CustomStringConvertible {
-    case alreadyMounted(String)
+    case alreadyMounted(String, mountpoint: String?)
     case notInitialised(String)
     case notEmpty(String)
     case corruptKeybag(String)
@@ -57,7 +63,9 @@ public enum DeviceError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .alreadyMounted(let path): return "device \(path) is already mounted by another dpfs daemon"
+        case .alreadyMounted(let path, let mountpoint?):
+            return "device \(path) is already mounted on \(mountpoint) by another dpfs daemon"
+        case .alreadyMounted(let path, nil): return "device \(path) is already mounted by another dpfs daemon"
         case .notInitialised(let path):
             // A mistyped path is the likelier slip than a directory that never was a device.
             guard access(path, F_OK) == 0 else { return "\(path) does not exist (dpfs init makes a device there)" }
