@@ -56,7 +56,8 @@ final class LogindWatch: @unchecked Sendable {
         var opened: OpaquePointer?
         let rc = sd_bus_open_system(&opened)
         guard rc >= 0, let opened else {
-            throw CLIError("--lock-on: cannot reach the system bus: \(String(cString: strerror(-rc)))")
+            let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"
+            throw CLIError("--lock-on: cannot reach the system bus at \(address): \(String(cString: strerror(-rc)))")
         }
         bus = opened
         do {

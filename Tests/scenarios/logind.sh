@@ -49,6 +49,8 @@ check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 # Mounted as an fstab line would (mount.fuse.dpfs, which finds dpfs on PATH outside an
 # install): lock-on=screen-lock+suspend+logout is --lock-on screen-lock,suspend,logout.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+check_error "a system bus that cannot be reached is named" "cannot reach the system bus at unix:path=$WORK/no-bus:" \
+    env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="unix:path=$WORK/no-bus" "$DPFS" mount "$DEV" "$MNT" --lock-on screen-lock
 # A comma where the helper's -o list wants +: the event that became an option is named.
 check_error "lock-on=screen-lock,suspend: the stray event named, with the + spelling" \
     "^Error: unknown mount option 'suspend'; in a mount -o list or an fstab line, lock-on= joins its events with +, as in lock-on=screen-lock+suspend" \
