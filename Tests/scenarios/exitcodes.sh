@@ -5,6 +5,8 @@
 # found 16, rollback refused 17), each with one line on stderr; an unknown protection
 # class is a usage error in one line. Each message says what went wrong and the way on.
 source "$(dirname "$0")/lib.sh"
+HOLDER=""
+scenario_cleanup() { [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null; }
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
 # line (a usage error adds the usage).
@@ -116,6 +118,15 @@ says_error "a device mounted already: where, and to unmount it first" 1 \
 says_error "the same with --foreground, in one Error: line" 1 \
     "device $DEV is already mounted on $MNT by another dpfs daemon; unmount it first" \
     "$DPFS" mount "$DEV" "$WORK/mnt2" --foreground
+# A mount kept busy by a process of the caller's: named, with the ways on.
+(cd "$MNT" && exec sleep 600) &
+HOLDER=$!
+holder_inside() { [ "$(readlink "/proc/$HOLDER/cwd")" = "$MNT" ]; }
+within 60 holder_inside || fail "a process works in the mount"
+says_error "unmount of a busy mount names what holds it" 1 \
+    "cannot unmount $MNT: it is busy: sleep (pid $HOLDER) works in it; .*fusermount3 -u -z $MNT" \
+    "$DPFS" unmount "$MNT"
+kill "$HOLDER"; wait "$HOLDER" 2>/dev/null; HOLDER=""
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)
 expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"

@@ -35,8 +35,14 @@ struct Unmount: ParsableCommand {
         guard pid != nil || isMountpoint(target) else {
             throw CLIError("\(target) is not a mounted dpfs sandbox", status: .notADpfsMount)
         }
-        if Self.fusermountUnmount(target, lazily: false) != 0 && umount(target) != 0 {
-            throw CLIError("cannot unmount \(target): \(String(cString: strerror(errno)))")
+        let fusermount = Self.fusermountUnmounting(target, lazily: false)
+        if fusermount.status != 0 && umount(target) != 0 {
+            // A user's umount(2) fails for want of privilege; fusermount3 said why it failed.
+            let reason = errno
+            let busy = reason == EBUSY || fusermount.said.contains(String(cString: strerror(EBUSY)))
+            let said = fusermount.said.split(separator: "\n").first.map(String.init) ?? ""
+            let why = reason == EPERM && !said.isEmpty ? said : String(cString: strerror(reason))
+            throw CLIError(Self.refusal(of: target, busy: busy, why: why))
         }
         // Wait for the daemon to flush and exit, so the device can be mounted again; on a
         // loaded machine, or with much to flush, that can take a while, and a script
@@ -50,15 +56,34 @@ struct Unmount: ParsableCommand {
         }
     }
 
+    /// Why `target` was not unmounted (`why`, unless it is busy): when it is busy, what
+    /// holds it (as far as this user may see) and the two ways on.
+    static func refusal(of target: String, busy: Bool, why: String) -> String {
+        let holders = MountHolders.find(under: target)
+        guard busy || !holders.isEmpty else { return "cannot unmount \(target): \(why)" }
+        let held = holders.isEmpty ? "it is busy (fuser -vm \(target) names what holds it)"
+                                   : "it is busy: \(MountHolders.describe(holders))"
+        return "cannot unmount \(target): \(held); end those processes or move them out, then unmount again, "
+            + "or detach it now with fusermount3 -u -z \(target) (the device then restarts: every protected class goes)"
+    }
+
     /// fusermount3 -u (-z): its exit status (0 if it unmounted; -1 if it did not run).
     static func fusermountUnmount(_ target: String, lazily: Bool) -> Int32 {
+        fusermountUnmounting(target, lazily: lazily).status
+    }
+
+    /// fusermount3 -u (-z): its exit status, as fusermountUnmount's, and what it said.
+    static func fusermountUnmounting(_ target: String, lazily: Bool) -> (status: Int32, said: String) {
         let fusermount = Process()
         fusermount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
         fusermount.arguments = lazily ? ["-u", "-z", target] : ["-u", target]
-        fusermount.standardError = FileHandle.nullDevice
-        guard (try? fusermount.run()) != nil else { return -1 }
+        let said = Pipe()
+        fusermount.standardError = said
+        guard (try? fusermount.run()) != nil else { return (-1, "") }
+        // Read before the wait: a line or two, but a full pipe would never end it.
+        let bytes = said.fileHandleForReading.readDataToEndOfFile()
         fusermount.waitUntilExit()
-        return fusermount.terminationStatus
+        return (fusermount.terminationStatus, String(decoding: bytes, as: UTF8.self))
     }
 
     private func isMountpoint(_ path: String) -> Bool {
