@@ -150,6 +150,9 @@ for i in 1 2 3 4 5; do
 done
 exits_with "after five failures, the next try: passcode delay in force" 13 \
     "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+wait_left=$("$DPFS" status "$MNT" --json | json_field retryAfter)
+case "$wait_left" in [1-9]|[1-9][0-9]) pass "status --json gives the wait in whole seconds" ;;
+                     *) fail "status --json gives the wait in whole seconds" "retryAfter: $wait_left" ;; esac
 check "unmount" "$DPFS" unmount "$MNT"
 
 # The device directory from before the failures, put back: the record refuses it.

@@ -289,7 +289,8 @@ public final class LockStateManager: Sendable {
             }
             return DeviceStatus(state: core.phase, classes: classes, passcodeSet: core.keybag.passcodeSet,
                                 failedAttempts: core.keybag.policy.failedAttempts,
-                                retryAfter: core.keybag.policy.waitRemaining(now: clock.now),
+                                // Whole seconds, rounded up: a client that waits that long is let in.
+                                retryAfter: core.keybag.policy.waitRemaining(now: clock.now)?.rounded(.up),
                                 erased: core.keybag.policy.erased,
                                 gracePeriod: gracePeriod,
                                 defaultProtection: core.keybag.defaultProtection.name,
