@@ -75,6 +75,17 @@ public enum MountTable {
         entries().last { $0.mountPoint == mountPoint }
     }
 
+    /// The mount `path` (an absolute path without symlinks) is in: the one on the
+    /// longest mount point that holds it, the last mounted there.
+    public static func enclosing(_ path: String) -> MountEntry? {
+        var found: MountEntry?
+        for entry in entries() where entry.mountPoint.count >= (found?.mountPoint.count ?? 0) {
+            let holds = entry.mountPoint == "/" || path == entry.mountPoint || path.hasPrefix(entry.mountPoint + "/")
+            if holds { found = entry }
+        }
+        return found
+    }
+
     /// The mount of device `device` ("major:minor") whose root is shown at `mountPoint`.
     public static func root(of device: String, at mountPoint: String) -> MountEntry? {
         entries().last { $0.device == device && $0.mountPoint == mountPoint && $0.root == "/" }

@@ -36,7 +36,12 @@ struct OwnedMount {
         path = String(cString: resolved)
         free(resolved)
         let uid = getuid()
-        guard let entry = MountTable.topmost(at: path) else { throw Refusal("nothing is mounted there") }
+        guard let entry = MountTable.topmost(at: path) else {
+            if let enclosing = MountTable.enclosing(path), enclosing.fsType == MountEntry.dpfsType {
+                throw Refusal("it is inside the dpfs mount \(enclosing.mountPoint); give that mount point")
+            }
+            throw Refusal("nothing is mounted there")
+        }
         guard entry.fsType == MountEntry.dpfsType else { throw Refusal("it is a \(entry.fsType) mount") }
         guard entry.root == "/" else { throw Refusal("it shows a directory inside a mount, not a mount's root") }
         guard let owner = entry.fuseOwner, owner == uid else {

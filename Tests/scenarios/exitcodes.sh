@@ -118,6 +118,8 @@ says_error "a device mounted already: where, and to unmount it first" 1 \
 says_error "the same with --foreground, in one Error: line" 1 \
     "device $DEV is already mounted on $MNT by another dpfs daemon; unmount it first" \
     "$DPFS" mount "$DEV" "$WORK/mnt2" --foreground
+says_error "a path inside a mount: the mount point to give" 15 "(it is inside the dpfs mount $MNT; give that mount point)" \
+    "$DPFS" status "$MNT/Documents"
 # A mount kept busy by a process of the caller's: named, with the ways on.
 (cd "$MNT" && exec sleep 600) &
 HOLDER=$!
