@@ -1,7 +1,11 @@
 // The lock that follows the session (dpfs mount --lock-on): logind's signals on the
 // system bus, through sd-bus, lock the device as the phone locks with its screen.
 // A screen lock starts the grace period, as a phone's does; a suspend or the end of
-// the session locks at once, since nothing will be left to run the grace timer.
+// the session locks at once, since nothing will be left to run the grace timer. A
+// screen lock is either the session's Lock signal (loginctl lock-session asks logind
+// for it) or its LockedHint turning true: GNOME, KDE and most lockers lock the screen
+// themselves and only tell logind so. The screen's unlock unlocks nothing: the device
+// stays locked until its passcode, as a phone does.
 // The session followed is XDG_SESSION_ID's, as the caller of `dpfs mount` had it.
 import CSystemd
 import DataProtection
@@ -33,6 +37,7 @@ final class LogindWatch: @unchecked Sendable {
     private let device: LockStateManager
     private let triggers: Set<LockTrigger>
     private let sessionID: String
+    private var sessionPath = ""
     private let logger: Logger
     // Owned by the watch's thread once started.
     private var bus: OpaquePointer?
@@ -42,6 +47,7 @@ final class LogindWatch: @unchecked Sendable {
     private static let service = "org.freedesktop.login1"
     private static let managerPath = "/org/freedesktop/login1"
     private static let managerInterface = "org.freedesktop.login1.Manager"
+    private static let sessionInterface = "org.freedesktop.login1.Session"
 
     /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, if set) and subscribes;
     /// throws one line when logind or the session cannot be reached.
@@ -61,9 +67,11 @@ final class LogindWatch: @unchecked Sendable {
         }
         bus = opened
         do {
-            let sessionPath = try sessionObjectPath()
+            sessionPath = try sessionObjectPath()
             if triggers.contains(.screenLock) {
-                try subscribe(path: sessionPath, interface: "org.freedesktop.login1.Session", member: "Lock", handler: Self.onLock)
+                try subscribe(path: sessionPath, interface: Self.sessionInterface, member: "Lock", handler: Self.onLock)
+                try subscribe(path: sessionPath, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                              handler: Self.onSessionChanged)
             }
             if triggers.contains(.suspend) {
                 try subscribe(path: Self.managerPath, interface: Self.managerInterface, member: "PrepareForSleep", handler: Self.onSleep)
@@ -115,7 +123,7 @@ final class LogindWatch: @unchecked Sendable {
             guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path else { return nil }
             return String(cString: path)
         }
-        _ = try call(sessionPath, "org.freedesktop.DBus.Properties", "Get", ["org.freedesktop.login1.Session", "Id"]) { _ in "" }
+        _ = try call(sessionPath, "org.freedesktop.DBus.Properties", "Get", [Self.sessionInterface, "Id"]) { _ in "" }
         return sessionPath
     }
 
@@ -145,6 +153,19 @@ final class LogindWatch: @unchecked Sendable {
         return value
     }
 
+    /// The session's LockedHint as logind has it now; nil when it cannot be read.
+    private func lockedHint() -> Bool? {
+        var reply: OpaquePointer?
+        var error = sd_bus_error()
+        defer {
+            sd_bus_message_unref(reply)
+            sd_bus_error_free(&error)
+        }
+        guard sd_bus_get_property(bus, Self.service, sessionPath, Self.sessionInterface, "LockedHint", &error, &reply, "b") >= 0
+        else { return nil }
+        return BusMessage.bool(reply)
+    }
+
     private func subscribe(path: String, interface: String, member: String, handler: sd_bus_message_handler_t) throws {
         var slot: OpaquePointer?
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -166,6 +187,25 @@ final class LogindWatch: @unchecked Sendable {
 
     private static let onLock: sd_bus_message_handler_t = { _, context, _ in
         watch(context)?.lock(now: false, because: "the session's screen locked")
+        return 0
+    }
+
+    /// The screen locker's word: SetLockedHint(true) on the session.
+    private static let onSessionChanged: sd_bus_message_handler_t = { message, context, _ in
+        guard let watch = watch(context) else { return 0 }
+        let locked: Bool
+        switch BusMessage.propertyChange(in: message, interface: sessionInterface, name: "LockedHint", type: "b",
+                                         read: BusMessage.bool) {
+        case .unchanged: return 0
+        case .changed(let hint): locked = hint
+        // Unread, it counts as locked: the lock fails closed.
+        case .invalidated: locked = watch.lockedHint() ?? true
+        }
+        if locked {
+            watch.lock(now: false, because: "the session's screen locked (its LockedHint)")
+        } else {
+            watch.logger.info("the session's screen unlocked: the device stays locked until its passcode")
+        }
         return 0
     }
 
