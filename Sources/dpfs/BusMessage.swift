@@ -72,3 +72,15 @@ enum BusMessage {
         return change
     }
 }
+
+extension BusMessage {
+    /// Appends a string argument; false when the message could not take it.
+    static func append(_ message: OpaquePointer?, string: String) -> Bool {
+        string.withCString { sd_bus_message_append_basic(message, code("s"), $0) } >= 0
+    }
+
+    static func append(_ message: OpaquePointer?, uint32 value: UInt32) -> Bool {
+        var value = value
+        return sd_bus_message_append_basic(message, code("u"), &value) >= 0
+    }
+}

@@ -89,7 +89,8 @@ struct Daemon {
             }
             let logind = lockTriggers.isEmpty ? nil : try LogindWatch(
                 device: device, triggers: lockTriggers,
-                sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], logger: logger)
+                source: SessionSource(sessionID: ProcessInfo.processInfo.environment["XDG_SESSION_ID"], uid: getuid()),
+                logger: logger)
             defer { logind?.stop() }
             if let notice = place.notice { logger.warning("\(notice)") }
             if device.formatVersion != KeybagFile.currentVersion {

@@ -6,8 +6,7 @@
 // for it) or its LockedHint turning true: GNOME, KDE and most lockers lock the screen
 // themselves and only tell logind so. The screen's unlock unlocks nothing: the device
 // stays locked until its passcode, as a phone does.
-// The session followed is XDG_SESSION_ID's, as the caller of `dpfs mount` had it.
-import CSystemd
+// Which session is followed: SessionChoice. The signals' handlers: LogindWatch+Signals.
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -15,91 +14,47 @@ import Glibc
 import Logging
 import Synchronization
 
-enum LockTrigger: String, CaseIterable, Sendable {
-    case screenLock = "screen-lock"
-    case suspend
-    case logout
-
-    struct UnknownWord: Error { let word: String }
-
-    /// "screen-lock,suspend,logout" → the triggers, or the word it does not know.
-    static func parse(_ list: String) -> Result<Set<LockTrigger>, UnknownWord> {
-        var triggers = Set<LockTrigger>()
-        for word in list.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let trigger = LockTrigger(rawValue: String(word)) else { return .failure(UnknownWord(word: String(word))) }
-            triggers.insert(trigger)
-        }
-        return .success(triggers)
-    }
-}
-
 final class LogindWatch: @unchecked Sendable {
-    private let device: LockStateManager
-    private let triggers: Set<LockTrigger>
-    private let sessionID: String
-    private var sessionPath = ""
-    private let logger: Logger
+    let device: LockStateManager
+    let triggers: Set<LockTrigger>
+    let source: SessionSource
+    let logger: Logger
     // Owned by the watch's thread once started.
-    private var bus: OpaquePointer?
-    private var slots: [OpaquePointer?] = []
+    private(set) var bus: LogindBus?
+    /// The session followed now, if any.
+    var followed: FollowedSession?
+    /// Set by a handler when the session followed may have to change: chosen again once
+    /// the handler returns, not inside it, whose own subscription may be among those replaced.
+    var mustChooseAgain = false
+    /// Set by a handler when the followed session ended.
+    var followedEnded = false
     private let stopped = Atomic<Bool>(false)
 
-    private static let service = "org.freedesktop.login1"
-    private static let managerPath = "/org/freedesktop/login1"
-    private static let managerInterface = "org.freedesktop.login1.Manager"
-    private static let sessionInterface = "org.freedesktop.login1.Session"
+    /// Whether a trigger needs a session to follow: suspend alone needs none.
+    var followsSession: Bool { triggers.contains(.screenLock) || triggers.contains(.logout) }
 
-    /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, if set) and subscribes;
-    /// throws one line when logind or the session cannot be reached.
-    init(device: LockStateManager, triggers: Set<LockTrigger>, sessionID: String?, logger: Logger) throws {
+    /// Connects to the system bus (DBUS_SYSTEM_BUS_ADDRESS, if set), finds the session to
+    /// follow and subscribes; throws one line when logind or a session cannot be found.
+    init(device: LockStateManager, triggers: Set<LockTrigger>, source: SessionSource, logger: Logger) throws {
         self.device = device
         self.triggers = triggers
+        self.source = source
         self.logger = logger
-        guard let sessionID, !sessionID.isEmpty else {
-            throw CLIError("--lock-on needs the login session to follow: XDG_SESSION_ID is not set")
-        }
-        self.sessionID = sessionID
-        var opened: OpaquePointer?
-        let rc = sd_bus_open_system(&opened)
-        guard rc >= 0, let opened else {
-            let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=/run/dbus/system_bus_socket"
-            throw CLIError("--lock-on: cannot reach the system bus at \(address): \(String(cString: strerror(-rc)))")
-        }
-        bus = opened
         do {
-            sessionPath = try sessionObjectPath()
-            if triggers.contains(.screenLock) {
-                try subscribe(path: sessionPath, interface: Self.sessionInterface, member: "Lock", handler: Self.onLock)
-                try subscribe(path: sessionPath, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                              handler: Self.onSessionChanged)
-            }
-            if triggers.contains(.suspend) {
-                try subscribe(path: Self.managerPath, interface: Self.managerInterface, member: "PrepareForSleep", handler: Self.onSleep)
-            }
-            if triggers.contains(.logout) {
-                try subscribe(path: Self.managerPath, interface: Self.managerInterface, member: "SessionRemoved", handler: Self.onSessionRemoved)
-            }
+            let bus = try LogindBus()
+            self.bus = bus
+            try subscribe(on: bus)
+            if followsSession { try follow(try bus.session(of: source), on: bus) }
         } catch {
-            close()
-            throw error
+            bus = nil
+            throw CLIError("--lock-on: \(error)")
         }
     }
-
-    deinit { close() }
 
     /// Serves the bus on a thread of its own until `stop`; says so in the log when no
     /// thread can start.
     func start() {
-        let started = PosixThread.start(named: "dpfs-logind") { [self] in
-            while !stopped.load(ordering: .acquiring) {
-                let processed = sd_bus_process(bus, nil)
-                if processed < 0 {
-                    logger.error("--lock-on: the system bus connection failed: \(String(cString: strerror(-processed))); the lock no longer follows the session")
-                    return
-                }
-                if processed == 0 { _ = sd_bus_wait(bus, 500_000) }
-            }
-        }
+        let started = PosixThread.start(named: "dpfs-logind") { [self] in serve() }
         if case .failure(let error) = started {
             logger.error("--lock-on: \(error); the lock does not follow the session")
         }
@@ -107,123 +62,99 @@ final class LogindWatch: @unchecked Sendable {
 
     func stop() { stopped.store(true, ordering: .releasing) }
 
-    private func close() {
-        for slot in slots { sd_bus_slot_unref(slot) }
-        slots = []
-        if let bus { sd_bus_flush_close_unref(bus) }
-        bus = nil
+    private func serve() {
+        while !stopped.load(ordering: .acquiring), let bus {
+            let processed = bus.process()
+            if processed < 0 {
+                logger.error("--lock-on: the system bus connection failed: \(String(cString: strerror(-processed))); the lock no longer follows the session")
+                return
+            }
+            if mustChooseAgain {
+                mustChooseAgain = false
+                chooseAgain(on: bus)
+            }
+            if processed == 0 { _ = bus.wait(microseconds: 500_000) }
+        }
     }
 
-    /// The object path of the followed session: logind's GetSession(ID), checked by
-    /// reading the session's Id, which only a session that exists has (a signal
-    /// subscribed on a path with no session behind it would never come).
-    private func sessionObjectPath() throws -> String {
-        let sessionPath = try call(Self.managerPath, Self.managerInterface, "GetSession", [sessionID]) { reply in
-            var path: UnsafePointer<CChar>?
-            guard sd_bus_message_read_basic(reply, CChar(UInt8(ascii: "o")), &path) > 0, let path else { return nil }
-            return String(cString: path)
-        }
-        _ = try call(sessionPath, "org.freedesktop.DBus.Properties", "Get", [Self.sessionInterface, "Id"]) { _ in "" }
-        return sessionPath
-    }
-
-    /// Calls logind's `member` with string arguments; `read` takes what it needs from the
-    /// reply (nil: the reply is not what logind sends).
-    private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [String],
-                      read: (OpaquePointer?) -> String?) throws -> String {
-        var call: OpaquePointer?
-        var reply: OpaquePointer?
-        var error = sd_bus_error()
-        defer {
-            sd_bus_message_unref(call)
-            sd_bus_message_unref(reply)
-            sd_bus_error_free(&error)
-        }
-        var sent = sd_bus_message_new_method_call(bus, &call, Self.service, path, interface, member) >= 0
-        for argument in arguments where sent {
-            sent = argument.withCString { sd_bus_message_append_basic(call, CChar(UInt8(ascii: "s")), $0) } >= 0
-        }
-        guard sent, sd_bus_call(bus, call, 5_000_000, &error, &reply) >= 0 else {
-            let why = error.message.map { String(cString: $0) } ?? "no answer"
-            throw CLIError("--lock-on: logind does not know session \(sessionID): \(why)")
-        }
-        guard let value = read(reply) else {
-            throw CLIError("--lock-on: logind's answer to \(member) for session \(sessionID) is not one it sends")
-        }
-        return value
-    }
-
-    /// The session's LockedHint as logind has it now; nil when it cannot be read.
-    private func lockedHint() -> Bool? {
-        var reply: OpaquePointer?
-        var error = sd_bus_error()
-        defer {
-            sd_bus_message_unref(reply)
-            sd_bus_error_free(&error)
-        }
-        guard sd_bus_get_property(bus, Self.service, sessionPath, Self.sessionInterface, "LockedHint", &error, &reply, "b") >= 0
-        else { return nil }
-        return BusMessage.bool(reply)
-    }
-
-    private func subscribe(path: String, interface: String, member: String, handler: sd_bus_message_handler_t) throws {
-        var slot: OpaquePointer?
+    /// logind's signals that concern no session in particular.
+    private func subscribe(on bus: LogindBus) throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let rc = sd_bus_match_signal(bus, &slot, Self.service, path, interface, member, handler, context)
-        guard rc >= 0 else {
-            throw CLIError("--lock-on: cannot subscribe to logind's \(member): \(String(cString: strerror(-rc)))")
+        let manager = (path: LogindBus.managerPath, interface: LogindBus.managerInterface)
+        if triggers.contains(.suspend) {
+            try bus.subscribe(.logind, path: manager.path, interface: manager.interface, member: "PrepareForSleep",
+                              handler: Self.onSleep, context: context)
         }
-        slots.append(slot)
+        guard followsSession else { return }
+        try bus.subscribe(.logind, path: manager.path, interface: manager.interface, member: "SessionRemoved",
+                          handler: Self.onSessionRemoved, context: context)
+        guard case .user(let uid) = source else { return }
+        // The user's display session changes with their User's Display; a session that
+        // comes may be their only one.
+        try bus.subscribe(.logind, path: try bus.userPath(uid), interface: LogindBus.propertiesInterface,
+                          member: "PropertiesChanged", handler: Self.onUserChanged, context: context)
+        try bus.subscribe(.logind, path: manager.path, interface: manager.interface, member: "SessionNew",
+                          handler: Self.onSessionNew, context: context)
     }
 
-    private func lock(now: Bool, because reason: String) {
+    /// Follows `session`: its screen lock's signals (subscribed before its LockedHint is
+    /// read, so that no change falls between the two).
+    private func follow(_ session: FollowedSession, on bus: LogindBus) throws {
+        bus.unsubscribe(.session)
+        followed = nil
+        if triggers.contains(.screenLock) {
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            try bus.subscribe(.session, path: session.path, interface: LogindBus.sessionInterface, member: "Lock",
+                              handler: Self.onLock, context: context)
+            try bus.subscribe(.session, path: session.path, interface: LogindBus.propertiesInterface,
+                              member: "PropertiesChanged", handler: Self.onSessionChanged, context: context)
+        }
+        followed = session
+        logger.notice("--lock-on: the lock follows session \(session.id), \(session.chosenAs)")
+        // A screen already locked locks the device; unread, it counts as locked.
+        if triggers.contains(.screenLock), device.phase == .unlocked, (try? bus.lockedHint(of: session)) ?? true {
+            lock(now: false, because: "the screen of session \(session.id) is locked")
+        }
+    }
+
+    /// Follows the session the source names now, if it changed. The one followed until
+    /// now, no longer the user's display session, is left as at its logout.
+    private func chooseAgain(on bus: LogindBus) {
+        if followedEnded, let ended = followed {
+            followedEnded = false
+            bus.unsubscribe(.session)
+            followed = nil
+            guard case .user = source else {
+                logger.notice("--lock-on: session \(ended.id) ended; the lock follows no session now")
+                return
+            }
+        }
+        guard case .user = source else { return }
+        let chosen: Result<FollowedSession, Error> = Result { try bus.session(of: source) }
+        if let followed, case .success(let session) = chosen, session.id == followed.id { return }
+        if let followed { lose(followed, because: "session \(followed.id) is no longer \(followed.chosenAs)") }
+        bus.unsubscribe(.session)
+        followed = nil
+        switch chosen {
+        case .success(let session):
+            do { try follow(session, on: bus) } catch {
+                bus.unsubscribe(.session)
+                logger.error("--lock-on: \(error); the lock follows no session until logind names another")
+            }
+        case .failure(let error):
+            logger.warning("--lock-on: \(error); the lock follows no session until logind names one")
+        }
+    }
+
+    /// The followed session is gone, or no longer the one to follow: its screen can no
+    /// longer be watched, so the device locks as at a logout (at once where logout is a
+    /// trigger, else as at a screen lock).
+    func lose(_ session: FollowedSession, because reason: String) {
+        lock(now: triggers.contains(.logout), because: reason)
+    }
+
+    func lock(now: Bool, because reason: String) {
         logger.notice("\(reason): locking\(now ? " now" : "")")
         _ = device.lock(now: now)
-    }
-
-    private static func watch(_ context: UnsafeMutableRawPointer?) -> LogindWatch? {
-        context.map { Unmanaged<LogindWatch>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    private static let onLock: sd_bus_message_handler_t = { _, context, _ in
-        watch(context)?.lock(now: false, because: "the session's screen locked")
-        return 0
-    }
-
-    /// The screen locker's word: SetLockedHint(true) on the session.
-    private static let onSessionChanged: sd_bus_message_handler_t = { message, context, _ in
-        guard let watch = watch(context) else { return 0 }
-        let locked: Bool
-        switch BusMessage.propertyChange(in: message, interface: sessionInterface, name: "LockedHint", type: "b",
-                                         read: BusMessage.bool) {
-        case .unchanged: return 0
-        case .changed(let hint): locked = hint
-        // Unread, it counts as locked: the lock fails closed.
-        case .invalidated: locked = watch.lockedHint() ?? true
-        }
-        if locked {
-            watch.lock(now: false, because: "the session's screen locked (its LockedHint)")
-        } else {
-            watch.logger.info("the session's screen unlocked: the device stays locked until its passcode")
-        }
-        return 0
-    }
-
-    private static let onSleep: sd_bus_message_handler_t = { message, context, _ in
-        var starting: Int32 = 0
-        // PrepareForSleep(true) comes before the suspend, (false) after the resume.
-        if sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &starting) > 0, starting != 0 {
-            watch(context)?.lock(now: true, because: "the machine is going to sleep")
-        }
-        return 0
-    }
-
-    private static let onSessionRemoved: sd_bus_message_handler_t = { message, context, _ in
-        var id: UnsafePointer<CChar>?
-        guard let watch = watch(context),
-              sd_bus_message_read_basic(message, CChar(UInt8(ascii: "s")), &id) > 0, let id,
-              String(cString: id) == watch.sessionID else { return 0 }
-        watch.lock(now: true, because: "the session ended")
-        return 0
     }
 }

@@ -50,6 +50,17 @@ if "LockedHint" not in session.GetAll(interface, dbus_interface=dbus.PROPERTIES_
     mock.AddMethod(interface, "SetLockedHint", "b", "", "self.UpdateProperties(%r, {\"LockedHint\": args[0]})" % interface)
 ' "$ADDRESS" "$1"
 }
+# Real logind answers GetUser(uid) with the User's path; the template's version fails.
+check "the fake logind's GetUser" mock AddMethod string:org.freedesktop.login1.Manager string:GetUser string:u string:o \
+    'string:ret = "/org/freedesktop/login1/user/%d" % args[0]'
+set_display() {  # set_display SESSION|"": logind elects SESSION uid 0's display session (none: "")
+    $PY -c 'import dbus, sys
+bus = dbus.bus.BusConnection(sys.argv[1])
+user = bus.get_object("org.freedesktop.login1", "/org/freedesktop/login1/user/0")
+path = "/org/freedesktop/login1/session/" + sys.argv[2] if sys.argv[2] else "/"
+user.Set("org.freedesktop.login1.User", "Display", dbus.Struct((sys.argv[2], dbus.ObjectPath(path)), signature="so"),
+         dbus_interface=dbus.PROPERTIES_IFACE)' "$ADDRESS" "$1"
+}
 check "the fake sessions have a LockedHint" locked_hint_mock c1
 locked_hint_mock c2
 set_locked_hint() {  # set_locked_hint SESSION true|false: what GNOME's or KDE's locker does
@@ -59,7 +70,7 @@ set_locked_hint() {  # set_locked_hint SESSION true|false: what GNOME's or KDE's
 
 "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection complete >/dev/null \
     || { fail "init"; finish; }
-check_error "--lock-on without a session to follow is refused" "XDG_SESSION_ID is not set" \
+check_error "--lock-on without a session to follow is refused" "uid 0 has no display session and 2 sessions" \
     env -u XDG_SESSION_ID DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEV" "$MNT" --lock-on screen-lock
 check_error "a session logind does not know is refused" "logind does not know session nope" \
     env XDG_SESSION_ID=nope DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEV" "$MNT" --lock-on screen-lock
@@ -112,6 +123,33 @@ expect_eq "only its own session's end locked it" "$(grep -c 'the session ended' 
 check "the daemon says why it locked" grep -q "the machine is going to sleep: locking now" "$DEV/daemon.log"
 check "unmount" "$DPFS" unmount "$MNT"
 
+# A service of the user's systemd (dpfs@.service) is in no session and has no
+# XDG_SESSION_ID: the mount follows the user's display session, as logind names it.
+check "c1 is uid 0's display session" set_display c1
+check "mount without XDG_SESSION_ID" env -u XDG_SESSION_ID DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" \
+    "$DPFS" mount "$DEV" "$MNT" --grace-period 1 --lock-on screen-lock,suspend,logout
+check "the daemon says which session it follows" grep -q "the lock follows session c1, uid 0's display session" "$DEV/daemon.log"
+check "unlock" unlock_device
+check "c1's screen locks" set_locked_hint c1 true
+within 60 is_state locked && pass "the device locks with the user's display session" \
+    || fail "the device locks with the user's display session" "$(state_of "$MNT")"
+check "c1's screen unlocks" set_locked_hint c1 false
+# The user logs out and in again while their systemd keeps running.
+check "unlock" unlock_device
+check "the user logs out: no display session" set_display ""
+within 60 is_state locked && pass "the logout locks the device" || fail "the logout locks the device" "$(state_of "$MNT")"
+no_session_said() { grep -q "uid 0 has no display session and 2 sessions" "$DEV/daemon.log"; }
+within 60 no_session_said && pass "the daemon says it follows no session" || fail "the daemon says it follows no session"
+check "the user logs in: c2 is the display session" set_display c2
+follows_c2() { grep -q "the lock follows session c2, uid 0's display session" "$DEV/daemon.log"; }
+within 60 follows_c2 && pass "the daemon follows the new session" || fail "the daemon follows the new session"
+check "unlock" unlock_device
+check "c2's screen locks" set_locked_hint c2 true
+within 60 is_state locked && pass "the new session's screen lock locks the device" \
+    || fail "the new session's screen lock locks the device" "$(state_of "$MNT")"
+check "c2's screen unlocks" set_locked_hint c2 false
+check "unmount" "$DPFS" unmount "$MNT"
+
 # The desktop profile in one command: a device whose files are complete and that locks
 # with the screen, mounted as the systemd user unit mounts it.
 check "dpfs-desktop-setup" env HOME="$WORK/home" XDG_DATA_HOME= XDG_CONFIG_HOME= "$ROOT/Scripts/dist/dpfs-desktop-setup" \
@@ -120,14 +158,15 @@ settings="$WORK/home/.config/dpfs/laptop.conf"
 check "writes the unit's settings" test -s "$settings"
 check_error "a second setup of the same name changes nothing" "exists already" env HOME="$WORK/home" \
     "$ROOT/Scripts/dist/dpfs-desktop-setup" laptop --mountpoint "$MNT" --passcode-file "$PASS" --secret-store "file:$SECRETS" --no-enable
-# What the unit runs (EnvironmentFile, then ExecStart without --foreground).
+# What the unit runs (EnvironmentFile, then ExecStart without --foreground), in no
+# login session as a service of the user's systemd is: it follows c2, the display session.
 unit_mount() { (set -a; . "$settings"; set +a
-    env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEVICE" "$MOUNTPOINT" --grace-period 0 $MOUNT_OPTIONS); }
+    env -u XDG_SESSION_ID DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" "$DPFS" mount "$DEVICE" "$MOUNTPOINT" --grace-period 0 $MOUNT_OPTIONS); }
 check "the unit's command mounts it" unit_mount
 expect_eq "files are complete by default" "$("$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["defaultProtection"])')" "complete"
 check "unlock" unlock_device
 echo "desktop" > "$MNT/Documents/mine.txt"
-check "the screen locks" set_locked_hint c1 true
+check "the screen locks" set_locked_hint c2 true
 within 60 is_state locked && pass "the desktop device locks with the screen" || fail "the desktop device locks with the screen" "$(state_of "$MNT")"
 check_fails "and its files are unreadable" cat "$MNT/Documents/mine.txt"
 
