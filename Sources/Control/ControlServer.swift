@@ -20,6 +20,8 @@ public final class ControlServer: Sendable {
     let items: ItemStore
     /// Keychain sync, where the daemon runs it.
     let sync: SyncEngine?
+    /// The lock that follows the login session (mount --lock-on), for status.
+    let lockFollowing: (@Sendable () -> LockFollowing)?
     let ownerUID: uid_t
     let listener: Int32
     /// The workers of the owner's socket.
@@ -39,11 +41,13 @@ public final class ControlServer: Sendable {
     /// Throws also when no thread can start to accept on the socket: before the mount,
     /// rather than a mount no command reaches.
     public init(socketPath: String, device: LockStateManager, items: ItemStore, sync: SyncEngine? = nil,
+                lockFollowing: (@Sendable () -> LockFollowing)? = nil,
                 served: (@Sendable () -> Void)? = nil, log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.socketPath = socketPath
         self.device = device
         self.items = items
         self.sync = sync
+        self.lockFollowing = lockFollowing
         self.served = served
         self.log = log
         self.ownerUID = getuid()

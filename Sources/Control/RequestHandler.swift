@@ -9,6 +9,8 @@ struct RequestHandler {
     let items: ItemStore
     var scope: ControlScope = .owner
     var sync: SyncEngine?
+    /// The lock that follows the login session, where the daemon has one.
+    var lockFollowing: (@Sendable () -> LockFollowing)?
     /// Whether the client that sent the request has hung up (a sync command then drops).
     var requesterGone: () -> Bool = { false }
 
@@ -19,6 +21,8 @@ struct RequestHandler {
                 var status = device.status()
                 status.sync = sync?.statusLine
                 status.app = sandboxApp()
+                // The owner's alone: an app learns nothing of the user's login sessions.
+                if scope == .owner { status.lockOn = lockFollowing?() }
                 return ControlReply(ok: true, status: status)
             case .lock(let now):
                 let locks = device.lock(now: now)

@@ -78,6 +78,8 @@ public struct DeviceStatus: Codable, Sendable {
     /// The sandbox's own app's bundle ID (nil on another app's socket: an app does not
     /// learn other apps' identities).
     public var app: String?
+    /// The lock that follows the login session (mount --lock-on); nil: none was asked for.
+    public var lockOn: LockFollowing?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

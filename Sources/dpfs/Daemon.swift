@@ -105,7 +105,10 @@ struct Daemon {
                 logger.warning("\(problem): nothing is enrolled until the next dpfs biometry enroll")
             }
             let sync = try SyncEngine(directory: directory, device: device, items: items)
+            var lockFollowing: (@Sendable () -> LockFollowing)?
+            if let logind { lockFollowing = { logind.status } }
             let server = try ControlServer(socketPath: place.socket, device: device, items: items, sync: sync,
+                                           lockFollowing: lockFollowing,
                                            served: { MountSession.noteOutsideRequest() },
                                            log: { [logger] in logger.warning("\($0)") })
             let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)

@@ -90,6 +90,17 @@ final class LogindBus {
         slots[group, default: []].append(slot)
     }
 
+    /// Has `handler` called for the messages a match `rule` of the bus's selects.
+    func subscribe(_ group: Group, rule: String, handler: sd_bus_message_handler_t,
+                   context: UnsafeMutableRawPointer) throws {
+        var slot: OpaquePointer?
+        let rc = sd_bus_add_match(bus, &slot, rule, handler, context)
+        guard rc >= 0, let slot else {
+            throw LogindError("cannot add the match \(rule): \(String(cString: strerror(-rc)))")
+        }
+        slots[group, default: []].append(slot)
+    }
+
     func unsubscribe(_ group: Group) {
         for slot in slots[group] ?? [] { sd_bus_slot_unref(slot) }
         slots[group] = nil

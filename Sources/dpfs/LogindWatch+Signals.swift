@@ -64,4 +64,13 @@ extension LogindWatch {
         }
         return 0
     }
+
+    /// NameOwnerChanged for logind's name: an empty new owner is logind gone.
+    static let onLogindOwnerChanged: sd_bus_message_handler_t = { message, context, _ in
+        // (name, old owner, new owner)
+        guard BusMessage.string(message) == LogindBus.service, BusMessage.string(message) != nil,
+              BusMessage.string(message) == "" else { return 0 }
+        watch(context)?.lostLogind = true
+        return 0
+    }
 }

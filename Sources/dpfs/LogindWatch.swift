@@ -6,6 +6,10 @@
 // for it) or its LockedHint turning true: GNOME, KDE and most lockers lock the screen
 // themselves and only tell logind so. The screen's unlock unlocks nothing: the device
 // stays locked until its passcode, as a phone does.
+// Where the lock cannot follow (the bus or logind gone), it fails closed: the device
+// locks, at once where suspend or logout is a trigger (neither could be seen now,
+// and both lock at once), else with the grace period; the watch reconnects, a second
+// apart at first and then up to four, and follows again once logind is back.
 // Which session is followed: SessionChoice. The signals' handlers: LogindWatch+Signals.
 import DataProtection
 import DPFSProtocol
@@ -28,7 +32,13 @@ final class LogindWatch: @unchecked Sendable {
     var mustChooseAgain = false
     /// Set by a handler when the followed session ended.
     var followedEnded = false
+    /// Set by a handler when logind left the bus: the watch reconnects.
+    var lostLogind = false
+    /// Why the lock stopped following, while the watch reconnects.
+    private var lostBecause: String?
     private let stopped = Atomic<Bool>(false)
+    /// What status says of the watch; written by its thread, read by the control's.
+    private let state: Mutex<LockFollowing>
 
     /// Whether a trigger needs a session to follow: suspend alone needs none.
     var followsSession: Bool { triggers.contains(.screenLock) || triggers.contains(.logout) }
@@ -40,14 +50,30 @@ final class LogindWatch: @unchecked Sendable {
         self.triggers = triggers
         self.source = source
         self.logger = logger
+        let events = LockTrigger.allCases.filter(triggers.contains).map(\.rawValue)
+        state = Mutex(LockFollowing(triggers: events, following: false, session: nil, problem: "not connected yet"))
+        do { try connect() } catch { throw CLIError("--lock-on: \(error)") }
+    }
+
+    /// The watch as `dpfs status` shows it.
+    var status: LockFollowing { state.withLock { $0 } }
+
+    /// Connects to the system bus, subscribes and finds the session to follow; throws one
+    /// line, with the bus left closed, when logind or a session cannot be found.
+    private func connect() throws {
+        let bus = try LogindBus()
+        self.bus = bus
         do {
-            let bus = try LogindBus()
-            self.bus = bus
             try subscribe(on: bus)
-            if followsSession { try follow(try bus.session(of: source), on: bus) }
+            if followsSession {
+                try follow(try bus.session(of: source), on: bus)
+            } else {
+                state.withLock { $0.following = true; $0.session = nil; $0.problem = nil }
+            }
         } catch {
-            bus = nil
-            throw CLIError("--lock-on: \(error)")
+            self.bus = nil
+            followed = nil
+            throw error
         }
     }
 
@@ -63,11 +89,21 @@ final class LogindWatch: @unchecked Sendable {
     func stop() { stopped.store(true, ordering: .releasing) }
 
     private func serve() {
-        while !stopped.load(ordering: .acquiring), let bus {
+        var pause = Self.firstPause
+        while !stopped.load(ordering: .acquiring) {
+            guard let bus else {
+                usleep(UInt32(pause * 1_000_000))
+                pause = reconnect() ? Self.firstPause : min(pause * 2, Self.longestPause)
+                continue
+            }
             let processed = bus.process()
             if processed < 0 {
-                logger.error("--lock-on: the system bus connection failed: \(String(cString: strerror(-processed))); the lock no longer follows the session")
-                return
+                lose(because: "the system bus is gone", detail: String(cString: strerror(-processed)))
+                continue
+            }
+            if lostLogind {
+                lose(because: "logind left the system bus", detail: nil)
+                continue
             }
             if mustChooseAgain {
                 mustChooseAgain = false
@@ -77,10 +113,51 @@ final class LogindWatch: @unchecked Sendable {
         }
     }
 
-    /// logind's signals that concern no session in particular.
+    private static let firstPause = 1.0
+    private static let longestPause = 4.0
+
+    /// The lock can no longer follow: the device locks, the bus closes, and the thread
+    /// reconnects.
+    private func lose(because reason: String, detail: String?) {
+        bus = nil
+        followed = nil
+        lostLogind = false
+        mustChooseAgain = false
+        followedEnded = false
+        lostBecause = reason
+        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(reason); locked, reconnecting" }
+        let now = triggers.contains(.suspend) || triggers.contains(.logout)
+        let why = detail.map { "\(reason) (\($0))" } ?? reason
+        logger.error("--lock-on: \(why): the lock cannot follow the session; locking\(now ? " now" : "") and reconnecting")
+        _ = device.lock(now: now)
+    }
+
+    /// One attempt to follow again; true when it does. Says in the log what stands in the way
+    /// when that changes, not at every attempt.
+    private func reconnect() -> Bool {
+        do {
+            try connect()
+            lostBecause = nil
+            logger.notice("--lock-on: logind is reached again; the lock follows \(followed.map { "session \($0.id)" } ?? "logind") again")
+            return true
+        } catch {
+            let problem = "\(lostBecause ?? "logind is not reached"); locked, reconnecting (\(error))"
+            let changed = state.withLock { state -> Bool in
+                defer { state.problem = problem }
+                return state.problem != problem
+            }
+            if changed { logger.warning("--lock-on: \(error); trying again") }
+            return false
+        }
+    }
+
+    /// logind's signals that concern no session in particular, and its leaving the bus.
     private func subscribe(on bus: LogindBus) throws {
         let context = Unmanaged.passUnretained(self).toOpaque()
         let manager = (path: LogindBus.managerPath, interface: LogindBus.managerInterface)
+        try bus.subscribe(.logind, rule: "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+                              + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(LogindBus.service)'",
+                          handler: Self.onLogindOwnerChanged, context: context)
         if triggers.contains(.suspend) {
             try bus.subscribe(.logind, path: manager.path, interface: manager.interface, member: "PrepareForSleep",
                               handler: Self.onSleep, context: context)
@@ -110,6 +187,7 @@ final class LogindWatch: @unchecked Sendable {
                               member: "PropertiesChanged", handler: Self.onSessionChanged, context: context)
         }
         followed = session
+        state.withLock { $0.following = true; $0.session = session.id; $0.problem = nil }
         logger.notice("--lock-on: the lock follows session \(session.id), \(session.chosenAs)")
         // A screen already locked locks the device; unread, it counts as locked.
         if triggers.contains(.screenLock), device.phase == .unlocked, (try? bus.lockedHint(of: session)) ?? true {
@@ -125,6 +203,7 @@ final class LogindWatch: @unchecked Sendable {
             bus.unsubscribe(.session)
             followed = nil
             guard case .user = source else {
+                state.withLock { $0.following = false; $0.session = nil; $0.problem = "session \(ended.id) ended; locked" }
                 logger.notice("--lock-on: session \(ended.id) ended; the lock follows no session now")
                 return
             }
@@ -139,11 +218,16 @@ final class LogindWatch: @unchecked Sendable {
         case .success(let session):
             do { try follow(session, on: bus) } catch {
                 bus.unsubscribe(.session)
-                logger.error("--lock-on: \(error); the lock follows no session until logind names another")
+                followsNone(because: error, until: "logind names another")
             }
         case .failure(let error):
-            logger.warning("--lock-on: \(error); the lock follows no session until logind names one")
+            followsNone(because: error, until: "logind names one")
         }
+    }
+
+    private func followsNone(because error: Error, until what: String) {
+        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(error); locked" }
+        logger.warning("--lock-on: \(error); the lock follows no session until \(what)")
     }
 
     /// The followed session is gone, or no longer the one to follow: its screen can no

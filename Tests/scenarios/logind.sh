@@ -2,8 +2,10 @@
 # The lock follows the session (dpfs mount --lock-on): a fake logind (python-dbusmock's
 # logind template) on a private bus, standing in for the system bus, says the screen
 # locked (the session's Lock signal, or its LockedHint as desktops set it), the machine
-# is going to sleep, or a session ended, and the device locks; and dpfs-desktop-setup
-# makes a device that does so with complete files by default.
+# is going to sleep, or a session ended, and the device locks; a mount in no session
+# follows the user's display session; a bus that goes away locks the device until the
+# watch follows again; and dpfs-desktop-setup makes a device that does so with
+# complete files by default.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3  # Debian's, which has python3-dbusmock
 BUS_PID=""
@@ -15,15 +17,13 @@ scenario_cleanup() {
 require_tools dbus-daemon dbus-send
 $PY -c 'import dbusmock' 2>/dev/null || { fail "python3-dbusmock is installed"; finish; }
 
-{ read -r ADDRESS; read -r BUS_PID; } < <(dbus-daemon --session --fork --print-address=1 --print-pid=1)
-[ -n "$ADDRESS" ] && pass "a private bus for the fake logind" || { fail "a private bus for the fake logind"; finish; }
-DBUS_SYSTEM_BUS_ADDRESS=$ADDRESS $PY -m dbusmock --system --template logind >"$WORK/mock.log" 2>&1 &
-MOCK_PID=$!
+# At a fixed path, without the bus's guid: the same address reaches the bus started
+# again after it is killed (below).
+ADDRESS="unix:path=$WORK/bus"
 logind_up() {
     dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
         string:org.freedesktop.login1 2>/dev/null | grep -q "boolean true"
 }
-within 60 logind_up && pass "the fake logind is on the bus" || { fail "the fake logind is on the bus" "$(cat "$WORK/mock.log")"; finish; }
 mock() {
     dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1 \
         "org.freedesktop.DBus.Mock.$@" >/dev/null
@@ -35,8 +35,6 @@ manager = bus.get_object("org.freedesktop.login1", "/org/freedesktop/login1")
 manager.EmitSignal("org.freedesktop.login1.Manager", sys.argv[2], sys.argv[3], eval(sys.argv[4]),
                    dbus_interface="org.freedesktop.DBus.Mock")' "$ADDRESS" "$@"
 }
-check "a session c1 of the fake logind" mock AddSession string:c1 string:seat0 uint32:0 string:root boolean:true
-check "and another, c2" mock AddSession string:c2 string:seat0 uint32:0 string:root boolean:false
 # A screen locker's word: SetLockedHint on the session, LockedHint in PropertiesChanged.
 # python-dbusmock's template has both since 0.19; an older one gets them here.
 locked_hint_mock() {
@@ -50,9 +48,10 @@ if "LockedHint" not in session.GetAll(interface, dbus_interface=dbus.PROPERTIES_
     mock.AddMethod(interface, "SetLockedHint", "b", "", "self.UpdateProperties(%r, {\"LockedHint\": args[0]})" % interface)
 ' "$ADDRESS" "$1"
 }
-# Real logind answers GetUser(uid) with the User's path; the template's version fails.
-check "the fake logind's GetUser" mock AddMethod string:org.freedesktop.login1.Manager string:GetUser string:u string:o \
-    'string:ret = "/org/freedesktop/login1/user/%d" % args[0]'
+set_locked_hint() {  # set_locked_hint SESSION true|false: what GNOME's or KDE's locker does
+    dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1/session/"$1" \
+        org.freedesktop.login1.Session.SetLockedHint boolean:"$2" >/dev/null
+}
 set_display() {  # set_display SESSION|"": logind elects SESSION uid 0's display session (none: "")
     $PY -c 'import dbus, sys
 bus = dbus.bus.BusConnection(sys.argv[1])
@@ -61,12 +60,37 @@ path = "/org/freedesktop/login1/session/" + sys.argv[2] if sys.argv[2] else "/"
 user.Set("org.freedesktop.login1.User", "Display", dbus.Struct((sys.argv[2], dbus.ObjectPath(path)), signature="so"),
          dbus_interface=dbus.PROPERTIES_IFACE)' "$ADDRESS" "$1"
 }
-check "the fake sessions have a LockedHint" locked_hint_mock c1
-locked_hint_mock c2
-set_locked_hint() {  # set_locked_hint SESSION true|false: what GNOME's or KDE's locker does
-    dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1/session/"$1" \
-        org.freedesktop.login1.Session.SetLockedHint boolean:"$2" >/dev/null
+start_bus() {
+    rm -f "$WORK/bus"
+    { read -r _; read -r BUS_PID; } < <(dbus-daemon --session --fork --address="$ADDRESS" --print-address=1 --print-pid=1)
+    [ -n "$BUS_PID" ] && pass "a private bus for the fake logind" || { fail "a private bus for the fake logind"; finish; }
 }
+# The fake logind on the bus, with uid 0's sessions c1 and c2.
+start_fake_logind() {
+    DBUS_SYSTEM_BUS_ADDRESS=$ADDRESS $PY -m dbusmock --system --template logind >"$WORK/mock.log" 2>&1 &
+    MOCK_PID=$!
+    within 60 logind_up && pass "the fake logind is on the bus" || { fail "the fake logind is on the bus" "$(cat "$WORK/mock.log")"; finish; }
+    check "a session c1 of the fake logind" mock AddSession string:c1 string:seat0 uint32:0 string:root boolean:true
+    check "and another, c2" mock AddSession string:c2 string:seat0 uint32:0 string:root boolean:false
+    # Real logind answers GetUser(uid) with the User's path; the template's version fails.
+    check "the fake logind's GetUser" mock AddMethod string:org.freedesktop.login1.Manager string:GetUser string:u string:o \
+        'string:ret = "/org/freedesktop/login1/user/%d" % args[0]'
+    check "the fake sessions have a LockedHint" locked_hint_mock c1
+    locked_hint_mock c2
+}
+stop_fake_logind() {
+    kill "$MOCK_PID" 2>/dev/null; wait "$MOCK_PID" 2>/dev/null
+    MOCK_PID=""
+}
+process_gone() { ! kill -0 "$1" 2>/dev/null; }
+stop_bus() {  # and with it the fake logind; killed, so that no client hears of another's leaving
+    kill -KILL "$BUS_PID"
+    within 60 process_gone "$BUS_PID" && pass "the bus is gone" || fail "the bus is gone"
+    stop_fake_logind
+    BUS_PID=""
+}
+start_bus
+start_fake_logind
 
 "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$SECRETS" --default-protection complete >/dev/null \
     || { fail "init"; finish; }
@@ -149,6 +173,39 @@ within 60 is_state locked && pass "the new session's screen lock locks the devic
     || fail "the new session's screen lock locks the device" "$(state_of "$MNT")"
 check "c2's screen unlocks" set_locked_hint c2 false
 check "unmount" "$DPFS" unmount "$MNT"
+
+# Losing logind or the bus fails closed: the device locks, status says the lock no
+# longer follows, and the watch follows again once logind is back.
+check "mount" env XDG_SESSION_ID=c1 DBUS_SYSTEM_BUS_ADDRESS="$ADDRESS" \
+    "$DPFS" mount "$DEV" "$MNT" --grace-period 1 --lock-on screen-lock,suspend,logout
+lock_on() { "$DPFS" status "$MNT" | sed -n 's/^lock-on: //p'; }
+lock_on_json() { "$DPFS" status "$MNT" --json | $PY -c 'import json, sys; print(json.load(sys.stdin)["lockOn"][sys.argv[1]])' "$1"; }
+expect_eq "status shows the events and the session followed" "$(lock_on)" "screen-lock,suspend,logout (following session c1)"
+expect_eq "and so does --json" "$(lock_on_json following) $(lock_on_json session)" "True c1"
+following_again() { [ "$(lock_on)" = "screen-lock,suspend,logout (following session c1)" ]; }
+check "unlock" unlock_device
+stop_fake_logind  # logind leaves the bus, which stays
+within 60 is_state locked && pass "losing logind locks the device" || fail "losing logind locks the device" "$(state_of "$MNT")"
+logind_left() { lock_on | grep -q "^screen-lock,suspend,logout (not following: logind left the system bus; locked"; }
+within 60 logind_left && pass "status says logind left" || fail "status says logind left" "$(lock_on)"
+start_fake_logind
+within 60 following_again && pass "the watch follows the session again" || fail "the watch follows the session again" "$(lock_on)"
+check "unlock" unlock_device
+stop_bus
+within 60 is_state locked && pass "losing the bus locks the device" || fail "losing the bus locks the device" "$(state_of "$MNT")"
+not_following() { lock_on | grep -q "^screen-lock,suspend,logout (not following: the system bus is gone; locked"; }
+within 60 not_following && pass "status says the lock no longer follows" || fail "status says the lock no longer follows" "$(lock_on)"
+expect_eq "and so does --json" "$(lock_on_json following)" "False"
+check "unlock, the bus still gone" unlock_device
+start_bus
+start_fake_logind
+within 60 following_again && pass "the watch follows once the bus is back" || fail "the watch follows once the bus is back" "$(lock_on)"
+check "a screen lock after the bus came back" set_locked_hint c1 true
+within 60 is_state locked && pass "locks the device again" || fail "locks the device again" "$(state_of "$MNT")"
+check "the daemon said it lost the bus" grep -q "the system bus is gone.*locking now and reconnecting" "$DEV/daemon.log"
+check "unmount" "$DPFS" unmount "$MNT"
+# The bus came back without uid 0's display session.
+check "c2 is uid 0's display session again" set_display c2
 
 # The desktop profile in one command: a device whose files are complete and that locks
 # with the screen, mounted as the systemd user unit mounts it.

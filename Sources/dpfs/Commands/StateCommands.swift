@@ -73,5 +73,6 @@ struct Status: ParsableCommand {
         if let transport = status.transport { print("transport: \(transport)") }
         if let inodes = status.inodes { print("inodes held for the kernel: \(inodes)") }
         if let sync = status.sync { print("keychain sync: \(sync)") }
+        if let lockOn = status.lockOn { print("lock-on: \(lockOn.line)") }
     }
 }
