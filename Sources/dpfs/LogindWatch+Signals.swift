@@ -43,7 +43,7 @@ extension LogindWatch {
     static let onSessionRemoved: sd_bus_message_handler_t = { message, context, _ in
         guard let watch = watch(context), let id = BusMessage.string(message),
               let followed = watch.followed, id == followed.id else { return 0 }
-        watch.lose(followed, because: "the session ended")
+        watch.lockForLostSession(because: "the session ended")
         watch.followedEnded = true
         watch.mustChooseAgain = true
         return 0

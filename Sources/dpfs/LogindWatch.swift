@@ -98,11 +98,11 @@ final class LogindWatch: @unchecked Sendable {
             }
             let processed = bus.process()
             if processed < 0 {
-                lose(because: "the system bus is gone", detail: String(cString: strerror(-processed)))
+                stopFollowing(because: "the system bus is gone", detail: String(cString: strerror(-processed)))
                 continue
             }
             if lostLogind {
-                lose(because: "logind left the system bus", detail: nil)
+                stopFollowing(because: "logind left the system bus", detail: nil)
                 continue
             }
             if mustChooseAgain {
@@ -118,7 +118,7 @@ final class LogindWatch: @unchecked Sendable {
 
     /// The lock can no longer follow: the device locks, the bus closes, and the thread
     /// reconnects.
-    private func lose(because reason: String, detail: String?) {
+    private func stopFollowing(because reason: String, detail: String?) {
         bus = nil
         followed = nil
         lostLogind = false
@@ -211,7 +211,7 @@ final class LogindWatch: @unchecked Sendable {
         guard case .user = source else { return }
         let chosen: Result<FollowedSession, Error> = Result { try bus.session(of: source) }
         if let followed, case .success(let session) = chosen, session.id == followed.id { return }
-        if let followed { lose(followed, because: "session \(followed.id) is no longer \(followed.chosenAs)") }
+        if let followed { lockForLostSession(because: "session \(followed.id) is no longer \(followed.chosenAs)") }
         bus.unsubscribe(.session)
         followed = nil
         switch chosen {
@@ -233,7 +233,7 @@ final class LogindWatch: @unchecked Sendable {
     /// The followed session is gone, or no longer the one to follow: its screen can no
     /// longer be watched, so the device locks as at a logout (at once where logout is a
     /// trigger, else as at a screen lock).
-    func lose(_ session: FollowedSession, because reason: String) {
+    func lockForLostSession(because reason: String) {
         lock(now: triggers.contains(.logout), because: reason)
     }
 
