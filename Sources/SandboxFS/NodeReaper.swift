@@ -66,7 +66,7 @@ final class NodeReaper: Sendable {
         self.startThread = startThread
         let stale = Self.openDirectory(sandbox)
         guard stale >= 0 else { return }
-        for name in Self.entryNames(of: stale) ?? [] { unlinkat(stale, name, 0) }
+        for name in directoryNames(of: stale) ?? [] { unlinkat(stale, name, 0) }
         close(stale)
         unlinkat(sandbox, Self.directoryName, AT_REMOVEDIR)
     }
@@ -119,23 +119,6 @@ final class NodeReaper: Sendable {
 
     private static func openDirectory(_ sandbox: Int32) -> Int32 {
         openat(sandbox, directoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
-    }
-
-    /// The names in the directory open as `directory` (without "." and ".."), read
-    /// through a descriptor of its own so `directory` stays open; nil if unreadable.
-    static func entryNames(of directory: Int32) -> [String]? {
-        let listing = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard listing >= 0 else { return nil }
-        guard let stream = fdopendir(listing) else { close(listing); return nil }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = Glibc.readdir(stream) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan

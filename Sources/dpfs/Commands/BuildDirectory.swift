@@ -117,7 +117,7 @@ struct BuildDirectory {
         guard BuildEntry.isOwnBuild(build) else { return false }
         let marks = [BuildEntry.noteName, (directory.keybagPath as NSString).lastPathComponent, MoveUpList.name]
         if marks.contains(where: { faccessat(build, $0, F_OK, AT_SYMLINK_NOFOLLOW) == 0 }) { return true }
-        return BuildEntry.names(in: build)?.isEmpty == true
+        return directoryNames(of: build)?.isEmpty == true
     }
 
     /// Removes the temporary mount point of an abandoned build, taking down first the

@@ -95,22 +95,4 @@ enum BuildEntry {
               let data = try? file.readToEnd() else { return nil }
         return [UInt8](data)
     }
-
-    /// The names in the directory open as `directory` (without "." and ".."), read
-    /// through a descriptor of its own; nil if it cannot be read.
-    static func names(in directory: Int32) -> [String]? {
-        let listing = openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard listing >= 0 else { return nil }
-        guard let stream = fdopendir(listing) else { close(listing); return nil }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(stream) else { return errno == 0 ? names : nil }
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-    }
 }

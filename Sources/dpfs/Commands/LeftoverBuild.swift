@@ -5,6 +5,7 @@
 import DataProtection
 import Foundation
 import Glibc
+import SystemCalls
 
 enum LeftoverBuild {
     /// The commands whose build may lie inside DEVICE_DIR: `.PURPOSE-XXXXXX`.
@@ -25,12 +26,12 @@ enum LeftoverBuild {
         defer { close(parent) }
         let keybag = (device.keybagPath as NSString).lastPathComponent
         var removed: [String] = []
-        for name in BuildEntry.names(in: parent) ?? [] where isBuildName(name) {
+        for name in directoryNames(of: parent) ?? [] where isBuildName(name) {
             let build = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard build >= 0 else { continue }
             defer { close(build) }
             guard flock(build, LOCK_EX | LOCK_NB) == 0, BuildEntry.isOwnBuild(build),
-                  let contents = BuildEntry.names(in: build), contents.allSatisfy({ $0 == MoveUpList.name }) else { continue }
+                  let contents = directoryNames(of: build), contents.allSatisfy({ $0 == MoveUpList.name }) else { continue }
             if !contents.isEmpty {
                 guard MoveUpList.names(in: build)?.contains(keybag) == true,
                       unlinkat(build, MoveUpList.name, 0) == 0 else { continue }
