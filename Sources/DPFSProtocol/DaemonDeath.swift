@@ -37,9 +37,12 @@ public enum DaemonDeath {
     /// Whether a call on a mount failed as one fails when its daemon dies.
     public static func isDeathErrno(_ code: Int32) -> Bool { code == ECONNABORTED || code == ENOTCONN }
 
-    /// Whether a control connection failed as one fails when the daemon dies under it.
+    /// Whether a control connection failed as one fails when the daemon dies under it,
+    /// or could not be made as when it died between the mount's check and the connect
+    /// (its socket left with no listener).
     static func breaksConnection(_ error: any Error) -> Bool {
         switch error {
+        case ControlClientError.cannotConnect(_, let code): return code == ECONNREFUSED || code == ENOENT
         case FrameError.closed: return true
         case FrameError.malformed(let why): return why == FrameError.truncatedFrame
         case FrameError.io(let code): return [EPIPE, ECONNRESET, ECONNABORTED, ENOTCONN].contains(code)

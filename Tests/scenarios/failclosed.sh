@@ -74,7 +74,8 @@ wait "$subscriber"
 expect_eq "with status 1, not as at an unmount" "$?" "1"
 # A subscriber that had not connected yet when the kill came hears it from the
 # connection instead: both say the daemon died.
-check "saying the daemon died" grep -q -e "the daemon died" -e "the dpfs daemon of .* has died" "$WORK/events.err"
+says_died() { grep -q -e "the daemon died" -e "the dpfs daemon of .* has died" "$1" || { cat "$1"; return 1; }; }
+check "saying the daemon died" says_died "$WORK/events.err"
 
 check "the mount stays in place" mounted
 check_error "a write by path fails" "Transport endpoint is not connected" sh -c "echo secret > '$D/new.txt'"
