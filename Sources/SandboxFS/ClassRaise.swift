@@ -53,12 +53,12 @@ extension SandboxFileSystem {
 
     /// Finishes a raise a kill cut short, at the first use of the file's key: both
     /// slots stand, blocks are under either key. EPERM while a class is unavailable.
-    func finishRekey(_ content: SealedFile) throws(Errno) {
+    func finishRekey(_ content: SealedFile, _ inode: Inode) throws(Errno) {
         guard let stale = content.header.staleSlotIndex, let oldSlot = content.header.slots[stale],
               let current = content.header.current else { throw Errno.io }
-        let newKey = try unwrapKey(current, of: content.header)
+        let newKey = try unwrapKey(current, of: content.header, inode)
         let oldKey: SecureBuffer
-        do throws(Errno) { oldKey = try unwrapKey(oldSlot, of: content.header) } catch {
+        do throws(Errno) { oldKey = try unwrapKey(oldSlot, of: content.header, inode) } catch {
             newKey.wipe()
             throw error
         }

@@ -53,19 +53,20 @@ extension SandboxFileSystem {
         return (FileHeader(fileID: random.fileID, slot: slot), key)
     }
 
-    func unwrapKey(_ header: FileHeader) throws(Errno) -> SecureBuffer {
+    func unwrapKey(_ header: FileHeader, of inode: Inode) throws(Errno) -> SecureBuffer {
         guard let slot = header.current else { throw Errno.io }
-        return try unwrapKey(slot, of: header)
+        return try unwrapKey(slot, of: header, inode)
     }
 
-    /// The key `slot` of `header` wraps; EPERM while its class is unavailable.
-    func unwrapKey(_ slot: FileHeader.KeySlot, of header: FileHeader) throws(Errno) -> SecureBuffer {
+    /// The key `slot` of `header` (the file on `inode`) wraps; EPERM while its class is
+    /// unavailable.
+    func unwrapKey(_ slot: FileHeader.KeySlot, of header: FileHeader, _ inode: Inode) throws(Errno) -> SecureBuffer {
         do {
             return try FileKeyWrap.unwrap(slot.wrappedKey, fileID: header.fileID, as: slot.protectionClass, device: device)
         } catch .unavailable {
             throw Errno.notPermitted
         } catch {
-            logger.error("file key does not unwrap: damaged header or keybag")
+            noteDamagedOpen(.file(id: header.fileID), inode, "a file key does not unwrap (a damaged header or keybag)")
             throw Errno.io
         }
     }
@@ -107,7 +108,7 @@ extension SandboxFileSystem {
         let file = try inode.retainOpen { () throws(Errno) in try loadFile(inode) }
         do throws(Errno) {
             try checkOwnNames(inode, identity: file.content.header.fileID, fd: file.content.fd)
-            try ensureKey(file)
+            try ensureKey(file, inode)
             try finishInterruptedCut(file, inode)
         } catch {
             inode.releaseOpen()
@@ -122,6 +123,7 @@ extension SandboxFileSystem {
         var header: FileHeader
         do throws(Errno) { header = try HeaderIO.read(fd, metadataKey: device.metadataKey) } catch {
             close(fd)
+            if error == .io { noteDamagedOpen(.unreadableHeader(inode: inode.key.inode), inode, "a backing file's header does not open") }
             throw error
         }
         // A class change cut short after its new slot was synced: finish it. A raise's
@@ -134,7 +136,7 @@ extension SandboxFileSystem {
         guard let slot = header.current, fstat(fd, &st) == 0 else { close(fd); throw Errno.io }
         guard BlockLayout.isWholeBacking(Int(st.st_size)) else {
             close(fd)
-            logger.error("a backing file is cut short: it reads as EIO")
+            noteDamagedOpen(.file(id: header.fileID), inode, "a backing file is cut short mid-block")
             throw Errno.io
         }
         let plainSize = BlockLayout.plainSize(backingSize: Int(st.st_size))
@@ -156,15 +158,15 @@ extension SandboxFileSystem {
         return OpenFile(content: content)
     }
 
-    /// Unwraps the file key if the entry has none.
-    func ensureKey(_ file: OpenFile) throws(Errno) {
+    /// Unwraps the file key (of the file on `inode`) if the entry has none.
+    func ensureKey(_ file: OpenFile, _ inode: Inode) throws(Errno) {
         if file.reading({ file.key != nil }) { return }
         try file.writing { () throws(Errno) in
             if file.content.key != nil { return }
             if file.content.header.isRekeying {
-                return try keepingModificationTime(file.content.fd) { () throws(Errno) in try finishRekey(file.content) }
+                return try keepingModificationTime(file.content.fd) { () throws(Errno) in try finishRekey(file.content, inode) }
             }
-            file.content.key = try unwrapKey(file.content.header)
+            file.content.key = try unwrapKey(file.content.header, of: inode)
         }
     }
 
@@ -177,7 +179,7 @@ extension SandboxFileSystem {
         do throws(Errno) {
             return try operation()
         } catch {
-            guard error == .notPermitted, file.reading({ file.key == nil }), (try? ensureKey(file)) != nil else { throw error }
+            guard error == .notPermitted, file.reading({ file.key == nil }), (try? ensureKey(file, inode)) != nil else { throw error }
         }
         inode.noteCachedClass(file.protectionClass)
         return try operation()

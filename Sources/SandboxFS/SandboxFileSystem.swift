@@ -9,7 +9,7 @@
 //   privileges   the set-ID/capability epoch (Privileges.swift)
 //   reaper       frees removed files off the request path (NodeReaper.swift)
 //   kernel       the session, for notifications (KernelNotifier below)
-//   damageNotes  the damaged files whose failed reads are logged (DamagedReads.swift)
+//   damageNotes  the damaged files whose damage the log has told (DamagedReads.swift)
 // Operations live in Namespace.swift (names), NodeAttributes.swift (stat, setattr),
 // Directories.swift, FileOperations.swift (data), Attributes.swift (xattrs),
 // DirectoryClasses.swift, Revocation.swift (lock).
@@ -35,7 +35,7 @@ public final class SandboxFileSystem: Sendable {
     let kernel = KernelNotifier()
     let acls: ACLPresence
     let spares = SpareFiles()
-    /// The damaged files whose failed reads are in the log already (DamagedReads.swift).
+    /// The damaged files whose damage is in the log already (DamagedReads.swift).
     let damageNotes = DamageNotes()
     /// Classes given at creation, by thread and directory (CreateClasses.swift).
     let createClasses = CreateClasses()

@@ -51,7 +51,7 @@ check "a lowering leaves the ciphertext unchanged" cmp "$WORK/before" "$WORK/aft
 
 # Tampering: work on copies so each case starts from a good file.
 cp "$D/none.txt" "$WORK/good.txt"
-make_victim() { cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; VB=$(backing "$D/victim.txt"); }
+make_victim() { rm -f "$D/victim.txt"; cp "$WORK/good.txt" "$D/victim.txt"; sync; echo 3 > /proc/sys/vm/drop_caches; VB=$(backing "$D/victim.txt"); }
 
 make_victim
 flip_bit "$VB" $((512 + 4136 + 100))
@@ -72,6 +72,24 @@ check_error "a block moved from another file reads as EIO" "Input/output error" 
 make_victim
 truncate -s $((512 + 4136 + 2000)) "$VB"
 check_error "a ciphertext cut mid-block reads as EIO" "Input/output error" cat "$D/victim.txt"
+# Damage found at open is logged once per file, by the inode number the mount and the
+# backing tree share: a program retrying would fill the log. Cut inside a block's
+# overhead, the size shows the cut before any block is read.
+make_victim
+truncate -s $((512 + 4136 + 10)) "$VB"
+check_error "a ciphertext cut inside a block's overhead reads as EIO" "Input/output error" cat "$D/victim.txt"
+cut_line="a backing file is cut short mid-block (inode $(stat -c %i "$D/victim.txt")): damaged, it reads as EIO"
+check "the daemon's log names the cut file" within 30 grep -qF "$cut_line" "$DEV/daemon.log"
+check_fails "a second open fails too" cat "$D/victim.txt"
+expect_eq "and is not logged again" "$(grep -cF "$cut_line" "$DEV/daemon.log")" "1"
+
+make_victim
+flip_bit "$VB" 100
+check_error "a flipped bit in the header reads as EIO" "Input/output error" cat "$D/victim.txt"
+header_line="a backing file's header does not open (inode $(stat -c %i "$D/victim.txt")): damaged, it reads as EIO"
+check "the daemon's log names the file whose header does not open" within 30 grep -qF "$header_line" "$DEV/daemon.log"
+check_fails "a second open fails too" cat "$D/victim.txt"
+expect_eq "and is not logged again" "$(grep -cF "$header_line" "$DEV/daemon.log")" "1"
 
 cp "$WORK/good.txt" "$D/other.txt"; make_victim
 OB=$(backing "$D/other.txt")
