@@ -122,6 +122,17 @@ final class PasscodePolicyTests: XCTestCase {
         XCTAssertNil(policy.retryAfter)
     }
 
+    func testAWaitSetUnderALaterClockLastsNoLongerThanItsDelay() {
+        var policy = PasscodePolicy()
+        let advanced = Date(timeIntervalSince1970: 1000 + 86_400)
+        for i in 0..<5 { _ = policy.recordFailure(fingerprint: [UInt8(i)], now: advanced) }
+        XCTAssertEqual(policy.waitRemaining(now: advanced), 60)
+        let real = Date(timeIntervalSince1970: 1000)
+        XCTAssertEqual(policy.waitRemaining(now: real), 60, "the fifth failure's minute, not a day and a minute")
+        XCTAssertEqual(policy.waitRemaining(now: advanced.addingTimeInterval(30)), 30)
+        XCTAssertNil(policy.waitRemaining(now: advanced.addingTimeInterval(61)))
+    }
+
     func testAdoptingARecordedCount() {
         let now = Date(timeIntervalSince1970: 1000)
         var policy = PasscodePolicy()

@@ -46,4 +46,17 @@ check "lock now" "$DPFS" lock "$MNT" --now
 check "a week passes" "$DPFS" clock advance "$MNT" 7d
 expect_eq "--inactivity-reboot 0: still locked" "$(state_of)" locked
 
+# A delay begun while the clock was a week ahead is a minute, not a week and a minute,
+# once the next mount has put the clock back to real time.
+for i in 1 2 3 4 5; do
+    printf '888%s\n' "$i" > "$WORK/wrong"; chmod 600 "$WORK/wrong"
+    "$DPFS" unlock "$MNT" --passcode-file "$WORK/wrong" >/dev/null 2>&1
+done
+check "unmount" "$DPFS" unmount "$MNT"
+mount_device
+wait_left=$("$DPFS" status "$MNT" --json | json_field retryAfter)
+[ -n "$wait_left" ] && [ "$wait_left" -ge 1 ] && [ "$wait_left" -le 60 ] \
+    && pass "after the remount the delay is at most its minute ($wait_left s)" \
+    || fail "after the remount the delay is at most its minute" "retryAfter: $wait_left"
+
 finish

@@ -25,10 +25,13 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
         }
     }
 
-    /// Seconds still to wait before an attempt is allowed, or nil.
+    /// Seconds still to wait before an attempt is allowed, or nil. Never more than the
+    /// failure count's whole delay: a wait set while the clock read later than it does
+    /// now (a test's `dpfs clock advance`, undone at the next mount; a clock set back)
+    /// would otherwise last as much longer as the clock went back.
     public func waitRemaining(now: Date = Date()) -> TimeInterval? {
         guard let retryAfter else { return nil }
-        let remaining = retryAfter - now.timeIntervalSince1970
+        let remaining = min(retryAfter - now.timeIntervalSince1970, Self.delay(afterFailures: failedAttempts))
         return remaining > 0 ? remaining : nil
     }
 
