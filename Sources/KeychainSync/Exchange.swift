@@ -166,11 +166,18 @@ struct Exchange {
         }
         guard !outgoing.isEmpty else { return false }
         let accountID = state.accountID, epoch = crypto.epoch, seen = state.lastSequence
-        let accepted: Bool = try connection.transaction(catchConflict: false) {
+        // A record whose server version this device has not pulled stays pending alone
+        // (its savepoint rolled back): the others go. A pull stopped by a class locked
+        // here (a received WhenUnlocked record) then holds back only the records it
+        // overlaps, not every change this device makes until its unlock.
+        let sent: [String]? = try connection.transaction(catchConflict: nil) {
+            var sent: [String] = []
             for record in outgoing {
+                try connection.execute("SAVEPOINT push_record")
                 let sequence = try connection.execute(
                     "UPDATE dpfs_sync_accounts SET seq = seq + 1 WHERE account_id = $1 AND epoch = $2 RETURNING seq",
                     [.text(accountID), .int(epoch)])
+                // The account moved to a new epoch: nothing goes under the old key.
                 guard sequence.count == 1, let next = sequence.int(0, 0) else { throw Conflict() }
                 let written = try connection.execute("""
                     INSERT INTO dpfs_sync_records (account_id, record_id, epoch, seq, payload) VALUES ($1, $2, $3, $4, $5)
@@ -178,14 +185,19 @@ struct Exchange {
                     SET epoch = EXCLUDED.epoch, seq = EXCLUDED.seq, payload = EXCLUDED.payload
                     WHERE dpfs_sync_records.seq <= $6
                     """, [.text(accountID), .text(record.recordID), .int(epoch), .int(next), .bytes(record.payload), .int(seen)])
-                guard written.changed == 1 else { throw Conflict() }
+                if written.changed == 1 {
+                    try connection.execute("RELEASE SAVEPOINT push_record")
+                    sent.append(record.recordID)
+                } else {
+                    try connection.execute("ROLLBACK TO SAVEPOINT push_record")
+                }
             }
-            try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(accountID))])
-            return true
+            if !sent.isEmpty { try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(accountID))]) }
+            return sent
         }
-        guard accepted else { return true }
-        for record in outgoing { state.entries[record.recordID]?.pending = false }
-        return false
+        guard let sent else { return true }
+        for recordID in sent { state.entries[recordID]?.pending = false }
+        return sent.count < outgoing.count
     }
 
     private func tombstoneAttributes(_ identity: [UInt8]) -> [String: String] {

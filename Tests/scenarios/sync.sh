@@ -149,8 +149,16 @@ expect_eq "a synced item lands in the group it had" "$(group_of c MARK-service-l
 check "a adds a WhenUnlocked item" sh -c "printf while-locked | '$DPFS' keychain add '$(mnt a)' --service MARK-service-locked --synchronizable yes --accessible WhenUnlocked --data-file -"
 check "c gets the WhenUnlocked item at once" within 20 has_value c MARK-service-locked while-locked
 check "b, locked, does not have it yet" sh -c "'$DPFS' keychain find '$(mnt b)' --service MARK-service-locked --synchronizable yes 2>&1 | grep -q -e errSecItemNotFound -e errSecInteractionNotAllowed"
+# Held back by that record, b still sends what it changes meanwhile: a record a has
+# changed since (unseen by b) waits for b's pull, the others go at once.
+check "a updates an item while b is held back" update a MARK-service-later from-a-meanwhile
+check "b, locked, updates the same item" update b MARK-service-later from-b-meanwhile
+add b MARK-service-from-locked-b sent-while-locked >/dev/null
+check "b's other change reaches a while b is locked" within 20 has_value a MARK-service-from-locked-b sent-while-locked
 check "b unlocks" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
 check "b gets it after the unlock" within 20 has_value b MARK-service-locked while-locked
+check "the item both changed ends as b's later change on a" within 20 has_value a MARK-service-later from-b-meanwhile
+check "and on b" has_value b MARK-service-later from-b-meanwhile
 check "b restarts" "$DPFS" restart "$(mnt b)"
 check "b's sync waits for the first unlock" within 20 connection_is b "waiting for the first unlock"
 add a MARK-service-restart after-restart >/dev/null
