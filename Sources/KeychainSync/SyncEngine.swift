@@ -146,6 +146,11 @@ public final class SyncEngine: Sendable {
                 // devices writing the same records): then a short pause lets them finish.
                 case .again: wait = again > 10 ? 0.2 : 0
                 }
+            } catch let error as SyncError where error.stopsSync {
+                // Only a command (leave) or an unlock wakes it: retrying changes nothing.
+                connection = nil
+                record(connection: "stopped", error: error.description)
+                wait = .infinity
             } catch let error as SyncError where error.isUnreachable {
                 connection = nil
                 record(connection: "server unreachable", error: error.description)

@@ -3,11 +3,19 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     public let description: String
     /// The server could not be reached or the connection broke: retried with backoff.
     public let isUnreachable: Bool
+    /// The device's own sync state no longer opens (an erase replaced the key it is
+    /// sealed under): no retry can help, only `dpfs sync leave`.
+    public let stopsSync: Bool
     /// PostgreSQL's SQLSTATE, when the server refused a statement.
     let state: String?
 
-    init(_ description: String, isUnreachable: Bool = false, state: String? = nil) {
-        self.description = description; self.isUnreachable = isUnreachable; self.state = state
+    init(_ description: String, isUnreachable: Bool = false, stopsSync: Bool = false, state: String? = nil) {
+        self.description = description; self.isUnreachable = isUnreachable; self.stopsSync = stopsSync; self.state = state
+    }
+
+    static func stateDoesNotOpen(_ purpose: String) -> SyncError {
+        SyncError("the sync state's \(purpose) no longer opens (the device was erased, or sync.json was altered): "
+                  + "`dpfs sync leave` ends this device's membership", stopsSync: true)
     }
 
     static func unreachable(_ reason: String) -> SyncError {

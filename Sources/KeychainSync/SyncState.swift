@@ -84,7 +84,7 @@ struct SyncState: Codable, Equatable {
             AEAD.open(bytes, additionalData: localAD(purpose, accountID: accountID), key: key)
         }
         guard let opened else { return nil }
-        guard let opened else { throw SyncError("the sync state's \(purpose) fails its integrity check") }
+        guard let opened else { throw SyncError.stateDoesNotOpen(purpose) }
         return opened
     }
 

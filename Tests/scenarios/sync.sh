@@ -255,6 +255,23 @@ check "b restarts again" "$DPFS" restart "$(mnt b)"
 check "b leaves before its first unlock" "$DPFS" sync leave "$(mnt b)"
 check "b has no sync state left" test ! -e "$WORK/dev-b/sync.json"
 
+# An erased member's sync state no longer opens: it stops and says how to leave.
+DEVICES="a b c e"
+mkdir -p "$(mnt e)"
+"$DPFS" init "$WORK/dev-e" --passcode-file "$PASS" --secret-store "file:$SECRETS" --erase-after 1 >/dev/null \
+    && "$DPFS" mount "$WORK/dev-e" "$(mnt e)" >/dev/null && "$DPFS" unlock "$(mnt e)" --passcode-file "$PASS" >/dev/null \
+    || fail "device e"
+check "a invites e" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-e"
+check "e joins" "$DPFS" sync join "$(mnt e)" --server "$PGURL" --invitation-file "$WORK/invite-e"
+check "e is connected" within 20 connection_is e connected
+"$DPFS" lock "$(mnt e)" --now >/dev/null
+printf 'wrong\n' > "$WORK/wrong-e"; chmod 600 "$WORK/wrong-e"
+check_fails "a wrong passcode erases e" "$DPFS" unlock "$(mnt e)" --passcode-file "$WORK/wrong-e"
+check "e's sync stops" within 20 connection_is e stopped
+check "and its status says how to leave" sh -c "'$DPFS' sync status '$(mnt e)' | grep -q 'dpfs sync leave'"
+check "dpfs status says it too" sh -c "'$DPFS' status '$(mnt e)' | grep -q 'keychain sync: stopped'"
+check "e leaves" "$DPFS" sync leave "$(mnt e)"
+
 check "the daemon logged the outage" grep -q "keychain sync: server unreachable" "$WORK/dev-a/daemon.log"
 check "and the reconnection" grep -q "keychain sync: connected" "$WORK/dev-a/daemon.log"
 check_fails "no daemon log names the server's password" grep -q "$SECRET" "$WORK"/dev-*/daemon.log
