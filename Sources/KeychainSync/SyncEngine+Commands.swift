@@ -93,6 +93,9 @@ extension SyncEngine {
         return "wrote an invitation for one device to \(file); it joins with dpfs sync join"
     }
 
+    /// PostgreSQL's SQLSTATE for a table that is not there.
+    static let undefinedTable = "42P01"
+
     private func join(server: String, invitationFile: String, _ stillWanted: () throws -> Void) throws -> String {
         try refuseMember()
         let parsed = try ConnectionString(server)
@@ -105,8 +108,14 @@ extension SyncEngine {
         let state = try newState(server: server, crypto: crypto, deviceID: deviceID, publicKey: publicKey, privateKey: privateKey)
         let connection = try PostgresConnection(server: parsed)
         try connection.transaction {
-            let account = try connection.execute(
-                "SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(crypto.accountID)])
+            let account: PostgresRows
+            do {
+                account = try connection.execute(
+                    "SELECT epoch FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(crypto.accountID)])
+            } catch let error as SyncError where error.state == Self.undefinedTable {
+                throw SyncError("the database at \(parsed.displayed) holds no dpfs sync accounts: "
+                                + "give --server the database the account was made in (as its members' sync status shows it)")
+            }
             guard account.count == 1 else { throw SyncError("the server at \(parsed.displayed) has no such account") }
             guard account.int(0, 0) == crypto.epoch else {
                 throw SyncError("the invitation is out of date (the account's keys changed since); ask a member for a new one")

@@ -255,6 +255,13 @@ check "b restarts again" "$DPFS" restart "$(mnt b)"
 check "b leaves before its first unlock" "$DPFS" sync leave "$(mnt b)"
 check "b has no sync state left" test ! -e "$WORK/dev-b/sync.json"
 
+# A join given another database of the server is told which database to give.
+check "b unlocks" "$DPFS" unlock "$(mnt b)" --passcode-file "$PASS"
+check "a invites b again" "$DPFS" sync invite "$(mnt a)" --to-file "$WORK/invite-b-again"
+check_error "a join to a database without the account names the way" "give --server the database the account was made in" \
+    "$DPFS" sync join "$(mnt b)" --server "postgresql://dpfs@127.0.0.1:$PGPORT/postgres" --invitation-file "$WORK/invite-b-again"
+check "b stays in no account" sh -c "'$DPFS' sync status '$(mnt b)' | grep -q 'in no account'"
+
 # An erased member's sync state no longer opens: it stops and says how to leave.
 DEVICES="a b c e"
 mkdir -p "$(mnt e)"
