@@ -41,6 +41,7 @@ extension ItemStore {
                                     accessGroup: group, synchronizable: synchronizable)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
+        try Self.checkSynchronizable(synchronizable, boundAccessControl?.flags ?? attributes.accessControl)
         let accessControl = try boundAccessControl ?? attributes.accessControl.map { try bind($0) }
         let record = ItemRecord(identity: identity, label: attributes.label, publicKey: attributes.publicKey,
                                 created: now, modified: now, accessControl: accessControl,
@@ -100,6 +101,15 @@ extension ItemStore {
     static func checkSynchronizable(_ synchronizable: Bool, _ accessibility: Accessibility) throws {
         if synchronizable && accessibility.isThisDeviceOnly {
             throw SecError(SecStatus.param, "a synchronizable item cannot be \(accessibility.rawValue)")
+        }
+    }
+
+    /// iOS refuses an item with both (SecItem.m, SecItemAuthDoQuery): the other devices
+    /// cannot ask this device's user, so a synced copy would be readable without asking.
+    /// Any flag counts, as any makes Apple's access control carry constraints.
+    static func checkSynchronizable(_ synchronizable: Bool, _ accessControl: AccessControlFlags?) throws {
+        if synchronizable, let accessControl, !accessControl.isEmpty {
+            throw SecError(SecStatus.param, "an item with an access control is not synchronizable")
         }
     }
 }

@@ -91,13 +91,17 @@ extension ItemStore {
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let label = item.attributes["label"]
         let descriptive = try DescriptiveAttribute.values(in: item.attributes, of: identity.itemClass)
+        let received = try Self.receivedAccessControl(item.attributes)
         let record = ItemRecord(identity: identity, label: label, created: created, modified: modified,
-                                descriptive: descriptive)
+                                accessControl: received, descriptive: descriptive)
         let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
         try commit { db in
             let id: Int64
+            var stored = record
             if let existing = try storedItem(identity, withSecret: false, db) {
                 id = existing.id
+                // A record never takes an access control away, nor changes one.
+                if let local = try self.record(of: existing).accessControl { stored.accessControl = local }
                 try db.execute(sql: "UPDATE items SET \(columns.assignments.map { "\"\($0.0)\" = ?" }.joined(separator: ", ")) WHERE id = ?",
                                arguments: StatementArguments(columns.assignments.map(\.1) + [id]))
             } else {
@@ -109,8 +113,20 @@ extension ItemStore {
             }
             let sealed = try crypto.seal(item.secret.bytes, id: id, columns: columns, accessibility: accessibility)
             try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
-                           arguments: [record.seal(id: id, columns: columns, keys: keys), sealed, id])
+                           arguments: [stored.seal(id: id, columns: columns, keys: keys), sealed, id])
         }
+    }
+
+    /// The access control a received record carries: only an item that is already
+    /// synchronizable with one has it, and its copies keep asking. Bound to no
+    /// enrollment, as the sender's is not this device's, a .biometryCurrentSet copy
+    /// never opens here (fails closed).
+    private static func receivedAccessControl(_ attributes: [String: String]) throws -> StoredAccessControl? {
+        guard let raw = attributes["accessControl"] else { return nil }
+        guard let flags = UInt(raw).map(AccessControlFlags.init(rawValue:)), flags.problem == nil else {
+            throw SecError(SecStatus.decode, "a synchronized item's access control is unreadable")
+        }
+        return flags.isEmpty ? nil : StoredAccessControl(flags: flags, boundDomain: nil)
     }
 
     /// Removes the synchronizable item with this identity (a received deletion); none is fine.

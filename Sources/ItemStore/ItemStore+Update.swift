@@ -54,6 +54,8 @@ extension ItemStore {
         if changes.synchronizable == .any {
             throw SecError(SecStatus.param, "an item is synchronizable or not, never any")
         }
+        // Where iOS refuses it, before asking anyone; the item decides the other cases.
+        try Self.checkSynchronizable(changes.synchronizable == .yes, changes.accessControl)
         if changes.accessible == .whenPasscodeSetThisDeviceOnly && !passcodeSet {
             throw SecError(SecStatus.notAvailable, "WhenPasscodeSetThisDeviceOnly items need a passcode")
         }
@@ -80,6 +82,11 @@ extension ItemStore {
         let accessibility = changes.accessible ?? oldAccessibility
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
+        // Only an update that makes the pair: an item that is both already keeps taking
+        // other changes, and "synchronizable": "no".
+        if changes.synchronizable == .yes || changes.accessControl != nil {
+            try Self.checkSynchronizable(identity.synchronizable, changes.accessControl ?? old.accessControl?.flags)
+        }
         let accessControl = try changes.accessControl.map { try bind($0) } ?? old.accessControl
         let record = ItemRecord(identity: identity, label: changes.label ?? old.label, publicKey: old.publicKey,
                                 created: old.created, modified: now, accessControl: accessControl,

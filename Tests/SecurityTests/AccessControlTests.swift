@@ -93,6 +93,29 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemAdd(both as CFDictionary, nil), errSecSuccess, "the same accessibility twice")
     }
 
+    func testAnItemWithAnAccessControlIsNotSynchronizable() throws {
+        // Apple's SecItem.m: "item with kSecAttrAccessControl is not synchronizable".
+        let presence = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)
+        var item = token
+        item[kSecAttrAccessControl as String] = presence as Any
+        item[kSecAttrSynchronizable as String] = kCFBooleanTrue
+        item[kSecValueData as String] = Data("s3".utf8)
+        XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecParam)
+        var any = token
+        any[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny
+        XCTAssertEqual(SecItemCopyMatching(any as CFDictionary, nil), errSecItemNotFound)
+
+        var plain = token
+        plain[kSecValueData as String] = Data("s3".utf8)
+        XCTAssertEqual(SecItemAdd(plain as CFDictionary, nil), errSecSuccess)
+        let both: [String: Any] = [kSecAttrAccessControl as String: presence as Any,
+                                   kSecAttrSynchronizable as String: kCFBooleanTrue as Any]
+        XCTAssertEqual(SecItemUpdate(token as CFDictionary, both as CFDictionary), errSecParam)
+        var synced = token
+        synced[kSecAttrSynchronizable as String] = kCFBooleanTrue
+        XCTAssertEqual(SecItemCopyMatching(synced as CFDictionary, nil), errSecItemNotFound)
+    }
+
     func testAQueryMatchesOnItsAccessControl() throws {
         // A delete naming an access control once removed every item, with or without one.
         var plain = token

@@ -2,10 +2,11 @@
 # Keychain sync through PostgreSQL (dpfs(1) "Keychain sync"): a private server started
 # here; three devices in one account converge after adds, updates, deletes, a
 # conflict and an offline period; ThisDeviceOnly and non-synchronizable items never
-# reach the server; the server's tables hold no plaintext; a device that left reads
-# nothing added after (the keys rotated); an app sees synced items through its own
-# access group; the server's password, in each of its forms, is never shown, logged
-# or passed on. Every wait is a condition with a deadline.
+# reach the server, nor does an item with an access control (no add or update makes
+# one synchronizable); the server's tables hold no plaintext; a device that left
+# reads nothing added after (the keys rotated); an app sees synced items through its
+# own access group; the server's password, in each of its forms, is never shown,
+# logged or passed on. Every wait is a condition with a deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
 source "$(dirname "$0")/syncdevices.bash"
@@ -172,10 +173,20 @@ printf 'MARK-secret-tdo' | "$DPFS" keychain add "$(mnt a)" --service MARK-servic
     --accessible AfterFirstUnlockThisDeviceOnly --data-file - >/dev/null
 check_error "a synchronizable item cannot be ThisDeviceOnly" "errSecParam" \
     sh -c "printf x | '$DPFS' keychain add '$(mnt a)' --service tdo-sync --synchronizable yes --accessible WhenUnlockedThisDeviceOnly --data-file -"
+# An access control asks this device's user, whom the others cannot ask: as on iOS,
+# no add or update makes an item with one synchronizable.
+check_error "an item with an access control is not synchronizable" "errSecParam" \
+    sh -c "printf x | '$DPFS' keychain add '$(mnt a)' --service MARK-service-acl --synchronizable yes --access-control userPresence --data-file -"
+printf 'MARK-secret-acl' | "$DPFS" keychain add "$(mnt a)" --service MARK-service-acl \
+    --access-control userPresence --data-file - >/dev/null
+"$DPFS" biometry respond "$(mnt a)" passcode --passcode-file "$PASS" >/dev/null
+check_error "nor can an update make one synchronizable" "errSecParam" \
+    "$DPFS" keychain update "$(mnt a)" --service MARK-service-acl --new-synchronizable yes
 add a MARK-service-fence fence >/dev/null
 check "a fence item after them arrives" within 20 has_value b MARK-service-fence fence
 check "a non-synchronizable item stays on a" absent b MARK-service-local
 check "a ThisDeviceOnly item stays on a" absent b MARK-service-tdo
+check "an item with an access control stays on a" absent b MARK-service-acl
 
 # --- a conflict: the server down, both update, the later date wins everywhere
 add a MARK-service-conflict base >/dev/null
