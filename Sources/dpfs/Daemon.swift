@@ -59,6 +59,12 @@ struct Daemon {
             let lockFD: Int32
             do { lockFD = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
             defer { close(lockFD) }
+            // Before the boot reads the secret store: a copy refused here moves nothing on.
+            let useFD: Int32?
+            do { useFD = try DeviceUseLock.take(for: directory) } catch let error as DeviceError {
+                throw CLIError(error, adding: "; unmount it first")
+            }
+            defer { if let useFD { close(useFD) } }
             #if DPFS_TEST_HOOKS
             let testHooks = TestHooks.fromEnvironment()
             #else

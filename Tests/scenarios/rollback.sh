@@ -182,4 +182,45 @@ check "unlocked, the class is set again" setfattr -n user.dpfs.protection -v com
 check "a lowering through the mount is recorded too" setfattr -n user.dpfs.protection -v none "$MNT/Documents/vault"
 check "and files are made in it" sh -c "echo x > '$MNT/Documents/vault/new.txt'"
 expect_eq "in its new class" "$(getfattr --absolute-names --only-values -n user.dpfs.protection "$MNT/Documents/vault/new.txt")" "none"
+
+# 5. A copy of the whole device directory mounted beside the original: both share the
+# record, so the copy is refused before it reads the secret store, the original keeps
+# working, and once the original is unmounted the copy, now older, is a rollback.
+"$DPFS" unmount "$MNT" || fail "unmount"
+COPY="$WORK/device-copy"
+MNT2="$WORK/mnt2"
+mkdir -p "$MNT2"
+scenario_cleanup() {
+    if grep -qs " $MNT2 fuse" /proc/mounts; then "$DPFS" unmount "$MNT2" 2>/dev/null || fusermount3 -uz "$MNT2" 2>/dev/null; fi
+}
+cp -a "$DEV" "$COPY"
+copy_found() { (cd "$COPY" && ls -A && sha256sum keybag.json keychain.sqlite*); }
+record() { sha256sum "$SECRETS"/*.state; }
+mount_device
+unlock_device
+before=$(copy_found)
+record_before=$(record)
+out=$("$DPFS" mount "$COPY" "$MNT2" 2>&1); rc=$?
+case "$rc/$out" in
+    "1/Error: device "*" is already mounted from $DEV on $MNT: a copy of a device directory cannot be mounted beside it; unmount it first")
+        pass "a copy is refused while the original is mounted, naming where" ;;
+    *) fail "a copy is refused while the original is mounted, naming where" "exit $rc: $out" ;;
+esac
+expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+check_fails "and the copy is not mounted" grep -qs " $MNT2 fuse" /proc/mounts
+expect_eq "the refused copy is left as it was found" "$(copy_found)" "$before"
+expect_eq "and the device's record is untouched" "$(record)" "$record_before"
+check_error "fsck of the copy is refused too" "a copy of a device directory cannot be mounted beside it" \
+    "$DPFS" fsck "$COPY" --passcode-file "$PASS"
+check_error "and so is forget of the copy" "a copy of a device directory cannot be mounted beside it" \
+    "$DPFS" forget "$COPY"
+check "the secret is still in the store" test -s "$SECRETS/$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$DEV/keybag.json").secret"
+check "the original still locks" "$DPFS" lock "$MNT" --now
+check "and unlocks with its passcode" unlock_device
+printf 'local' | "$DPFS" keychain add "$MNT" --service local-only >/dev/null || fail "keychain add"
+"$DPFS" unmount "$MNT" || fail "unmount"
+check_error "with the original unmounted, the older copy is a rollback" "$OLD" "$DPFS" mount "$COPY" "$MNT2"
+mount_device
+unlock_device
+expect_eq "and the original mounts with its item" "$("$DPFS" keychain find "$MNT" --service local-only 2>&1)" "local"
 finish

@@ -61,6 +61,7 @@ public enum DeviceProvisioning {
             TPMSecretStore.discard(deviceUUID, tcti: tcti)
         }
         if let lock = RecordFileLock.path(of: deviceUUID, in: store) { _ = lock.withCString { unlink($0) } }
+        DeviceUseLock.remove(of: deviceUUID, in: store)
     }
 }
 

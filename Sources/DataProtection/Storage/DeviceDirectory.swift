@@ -53,6 +53,9 @@ public struct DeviceDirectory: Sendable {
 
 public enum DeviceError: Error, CustomStringConvertible {
     case alreadyMounted(String, mountpoint: String?)
+    /// Another directory of the same device (a copy: the same UUID and secret store)
+    /// is mounted, or checked by fsck (DeviceUseLock).
+    case copyInUse(device: String, holder: String?, mountpoint: String?)
     case notInitialised(String)
     case notEmpty(String)
     case corruptKeybag(String)
@@ -66,6 +69,13 @@ public enum DeviceError: Error, CustomStringConvertible {
         case .alreadyMounted(let path, let mountpoint?):
             return "device \(path) is already mounted on \(mountpoint) by another dpfs daemon"
         case .alreadyMounted(let path, nil): return "device \(path) is already mounted by another dpfs daemon"
+        case .copyInUse(let uuid, let holder, let mountpoint):
+            let user = switch (holder, mountpoint) {
+            case (let holder?, let mountpoint?): "mounted from \(holder) on \(mountpoint)"
+            case (let holder?, nil): "in use (mounted or checked by fsck) from \(holder)"
+            case (nil, _): "in use from another copy of its directory"
+            }
+            return "device \(uuid) is already \(user): a copy of a device directory cannot be mounted beside it"
         case .notInitialised(let path):
             // A mistyped path is the likelier slip than a directory that never was a device.
             guard access(path, F_OK) == 0 else { return "\(path) does not exist (dpfs init makes a device there)" }

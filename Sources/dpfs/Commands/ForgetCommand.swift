@@ -47,6 +47,11 @@ struct Forget: ParsableCommand {
             let lock: Int32
             do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
             close(lock)
+            // Nor through a copy of the directory while the device is mounted from another.
+            // A store that cannot be used is the removal's to report, below.
+            do { try DeviceUseLock.checkNotInUse(directory) } catch let error as DeviceError {
+                throw CLIError(error, adding: "; unmount it first")
+            } catch {}
             do {
                 let entry = try KeybagFile.storeEntry(of: directory)
                 return (entry.deviceUUID, [entry.store])

@@ -20,6 +20,11 @@ struct Fsck: ParsableCommand {
         let lock: Int32
         do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
         defer { close(lock) }
+        let useLock: Int32?
+        do { useLock = try DeviceUseLock.take(for: directory) } catch let error as DeviceError {
+            throw CLIError(error, adding: "; unmount it first")
+        }
+        defer { if let useLock { close(useLock) } }
         let device: LockStateManager
         do { device = try LockStateManager(directory: directory, gracePeriod: 0) } catch { throw CLIError(error) }
         if let notice = device.bootNotice { FileHandle.standardError.write(Data("dpfs: \(notice)\n".utf8)) }

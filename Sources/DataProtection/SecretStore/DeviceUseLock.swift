@@ -1,0 +1,84 @@
+// An exclusive flock(2) held for the life of a process that serves or checks a device
+// (the daemon, fsck), on a file named by the device's UUID where its record lives.
+// Each copy of a device directory has its own mount.lock, but every copy shares the
+// record; a copy in use beside another moves the record on under it, and each then
+// reads the other's writes as a rollback. Keyed by what the copies share, this lock
+// lets one of them be in use at a time, and a flock ends with its holder: a killed
+// daemon leaves nothing to clear.
+import Glibc
+
+public enum DeviceUseLock {
+    /// A file store's sits beside the record; a tpm2 store's under /run/lock, on the
+    /// same terms as the record's lock (RecordFileLock).
+    static func path(of deviceUUID: String, in location: SecretStoreLocation) -> String? {
+        switch location {
+        case .file(let directory):
+            return directory + "/" + deviceUUID + ".inuse"
+        case .tpm2:
+            return access("/run/lock", W_OK) == 0 ? "/run/lock/dpfs-" + deviceUUID + ".inuse" : nil
+        }
+    }
+
+    /// Takes the lock of the device in `directory`, to hold until the process exits,
+    /// and writes the directory's path into it for a refused copy to name. Nil where
+    /// there is no lock to take: a keybag that names no store (the boot refuses it with
+    /// its own error), or a tpm2 store without a /run/lock file of ours.
+    public static func take(for directory: DeviceDirectory) throws -> Int32? {
+        guard let fd = try lock(for: directory, creating: true) else { return nil }
+        // Written in place, not replaced: the flock is on this inode. Only a refused
+        // process reads it, while the flock is held; a partial path is read as none.
+        let line = Array((directory.root + "\n").utf8)
+        _ = ftruncate(fd, 0)
+        _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return fd
+    }
+
+    /// Refuses, as `take` does, while a copy of `directory` is in use; creates nothing
+    /// (for a command that removes the device's entries).
+    public static func checkNotInUse(_ directory: DeviceDirectory) throws {
+        if let fd = try lock(for: directory, creating: false) { close(fd) }
+    }
+
+    private static func lock(for directory: DeviceDirectory, creating: Bool) throws -> Int32? {
+        guard let entry = try? KeybagFile.storeEntry(of: directory),
+              let path = path(of: entry.deviceUUID, in: entry.store) else { return nil }
+        if case .file(let storeDirectory) = entry.store {
+            // The refusal of a missing or open store, as the secret's load gives it.
+            try DeviceSecretStore.checkDirectory(storeDirectory, store: entry.store)
+        }
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (creating ? O_CREAT : 0), 0o600)
+        if fd < 0, !creating, errno == ENOENT { return nil }
+        var info = stat()
+        if case .tpm2 = entry.store, fd < 0 || fstat(fd, &info) != 0 || info.st_uid != geteuid() {
+            // /run/lock is shared by every user: one who made this name first could
+            // refuse every mount of the device (docs/limitations.md).
+            if fd >= 0 { close(fd) }
+            return nil
+        }
+        guard fd >= 0 else {
+            throw DeviceRecordError.unreadable(store: entry.store.description, device: entry.deviceUUID,
+                                               reason: "its lock file \(path) cannot be opened: \(String(cString: strerror(errno)))")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = holderDirectory(fd)
+            close(fd)
+            throw DeviceError.copyInUse(device: entry.deviceUUID, holder: holder,
+                                        mountpoint: holder.flatMap { DeviceDirectory($0).mountpoint })
+        }
+        return fd
+    }
+
+    /// The device directory the holder of the lock on `fd` wrote, if it wrote it whole.
+    private static func holderDirectory(_ fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 1, buffer[count - 1] == UInt8(ascii: "\n") else { return nil }
+        let path = String(decoding: buffer[0 ..< count - 1], as: UTF8.self)
+        return path.hasPrefix("/") ? path : nil
+    }
+
+    /// Removes the lock file of a device whose store entries are removed.
+    static func remove(of deviceUUID: String, in store: SecretStoreLocation) {
+        if let path = path(of: deviceUUID, in: store) { _ = path.withCString { unlink($0) } }
+    }
+}
