@@ -36,6 +36,29 @@ struct AppSession {
 
     var isSandboxApp: Bool { bundleID == sandboxApp }
 
+    /// The class another app's new container takes: its own
+    /// com.apple.developer.default-data-protection entitlement's, else untilFirstAuth,
+    /// as iOS gives every app or extension the default its own entitlement names.
+    func containerClass() throws -> ProtectionClass {
+        let apps: [ListedApp]
+        do {
+            guard let listed = try connection.send(.appList).apps else {
+                throw CLIError("the daemon did not list the registered apps")
+            }
+            apps = listed
+        } catch let error as ControlClientError {
+            throw CLIError(error)
+        }
+        guard let app = apps.first(where: { $0.bundleID == bundleID }) else {
+            throw CLIError("the daemon does not list \(bundleID) among the registered apps")
+        }
+        guard let name = app.defaultDataProtection else { return .untilFirstAuth }
+        guard let named = ProtectionClass(name: name) else {
+            throw CLIError("\(bundleID) has an unknown default protection class \(name)")
+        }
+        return named
+    }
+
     /// Keeps the session open until `body` returns.
     func hold<T>(_ body: () throws -> T) rethrows -> T {
         try withExtendedLifetime(connection, body)

@@ -27,24 +27,35 @@ struct AppView {
         session.isSandboxApp ? mount : "\(mount)/\(Self.containersDirectory)/\(session.bundleID)"
     }
 
-    /// Makes another app's container (Documents, Library, tmp) on first use. For the
-    /// sandbox's own app, makes `.containers` itself, so that the view always hides it:
-    /// were it missing, the app could make it in the mount and plant files in another
-    /// app's container before that app first ran.
+    /// The directories of another app's container, as Foundation finds them.
+    static let containerSubdirectories = ["Documents", "Library/Caches", "Library/Application Support",
+                                          "Library/Preferences", "tmp"]
+
+    /// Makes another app's container on first use, of the class its entitlement names
+    /// (NewContainer); one that exists keeps the classes it has, which the user may
+    /// have changed, and gets back only the directories it lacks. For the sandbox's
+    /// own app, makes `.containers` itself, so that the view always hides it: were it
+    /// missing, the app could make it in the mount and plant files in another app's
+    /// container before that app first ran.
     func makeContainer() throws {
         let id = session.bundleID
         guard !id.isEmpty, id != ".", id != "..", !id.contains("/") else {
             throw CLIError("\(id) cannot name a container directory")
         }
-        let directories = session.isSandboxApp
-            ? ["\(mount)/\(Self.containersDirectory)"]
-            : ["Documents", "Library/Caches", "Library/Application Support", "Library/Preferences", "tmp"].map { container + "/" + $0 }
-        for directory in directories {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw CLIError("cannot make the container of \(id) in \(mount): \((error as NSError).localizedDescription)")
-            }
+        try createDirectory("\(mount)/\(Self.containersDirectory)")
+        if session.isSandboxApp { return }
+        if !FileManager.default.fileExists(atPath: container) {
+            try NewContainer(path: container, bundleID: id, protectionClass: session.containerClass(),
+                             subdirectories: Self.containerSubdirectories).make()
+        }
+        for subdirectory in Self.containerSubdirectories { try createDirectory(container + "/" + subdirectory) }
+    }
+
+    private func createDirectory(_ directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError("cannot make the container of \(session.bundleID) in \(mount): \((error as NSError).localizedDescription)")
         }
     }
 
