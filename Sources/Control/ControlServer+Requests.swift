@@ -89,7 +89,7 @@ extension ControlServer {
         defer { SocketPolling.end() }
         let fd = connection.fd
         let handler = RequestHandler(device: device, items: items, scope: connection.scope, sync: sync,
-                                     lockFollowing: lockFollowing, requesterGone: { Self.hungUp(fd) })
+                                     lockFollowing: lockFollowing, appRuns: appRuns, requesterGone: { Self.hungUp(fd) })
         return send(handler.handle(request, secrets: frame.secrets), on: connection)
     }
 

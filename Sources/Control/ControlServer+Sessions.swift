@@ -1,6 +1,7 @@
 // The long-lived requests, each on the thread of the worker that took it, released from
 // the pool: app sessions, which last as long as the connection that opened them,
 // however quiet, and an events stream.
+import CLinux
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -10,14 +11,18 @@ extension ControlServer {
     /// until it closes, which ends the sessions. It may open more and send other requests.
     func serveSessions(opening first: (bundleID: String?, deviceControl: Bool), on connection: ControlConnection) {
         var sessions = AppSessions()
-        defer { sessions.end() }
+        defer {
+            sessions.end()
+            appRuns.remove(connection: connection.id)
+        }
         var forever = timeval(tv_sec: 0, tv_usec: 0)
         setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
         var opening: (bundleID: String?, deviceControl: Bool)? = first
         while true {
             if let (bundleID, deviceControl) = opening {
-                guard send(sessions.open(for: bundleID, deviceControl: deviceControl, server: self), on: connection) == .keep
-                else { return }
+                let reply = sessions.open(for: bundleID, deviceControl: deviceControl, server: self)
+                if let app = reply.app, reply.ok { recordRun(of: app, on: connection) }
+                guard send(reply, on: connection) == .keep else { return }
             }
             let frame: ServerFrame
             do { frame = try ServerFrame.read(from: connection.fd) } catch {
@@ -31,6 +36,15 @@ extension ControlServer {
             opening = nil
             guard respond(to: frame, on: connection) == .keep else { return }
         }
+    }
+
+    /// Records the process at the other end of `connection` as running `app`, for the
+    /// owner's status; a peer whose pid cannot be read is recorded as pid 0.
+    private func recordRun(of app: String, on connection: ControlConnection) {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        if dpfs_peer_credentials(connection.fd, &pid, &uid) != 0 { pid = 0 }
+        appRuns.add(AppRun(pid: pid, app: app), connection: connection.id)
     }
 
     /// Streams events until the subscriber hangs up or is dropped for falling behind

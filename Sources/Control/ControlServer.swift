@@ -30,6 +30,8 @@ public final class ControlServer: Sendable {
     let appWorkers: ControlWorkers
     /// How many connections the app sessions' sockets hold open, against their caps.
     let appConnections = AppConnectionLimit()
+    /// The processes that hold app sessions open, for the owner's status.
+    let appRuns = AppRuns()
     /// Told after each request is answered, so that the daemon gives back what serving
     /// it touched once it is idle again (as after the filesystem's requests).
     let served: (@Sendable () -> Void)?

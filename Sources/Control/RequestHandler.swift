@@ -11,6 +11,8 @@ struct RequestHandler {
     var sync: SyncEngine?
     /// The lock that follows the login session, where the daemon has one.
     var lockFollowing: (@Sendable () -> LockFollowing)?
+    /// The processes that hold app sessions open, where the daemon serves them.
+    var appRuns: AppRuns?
     /// Whether the client that sent the request has hung up (a sync command then drops).
     var requesterGone: () -> Bool = { false }
 
@@ -21,9 +23,12 @@ struct RequestHandler {
                 var status = device.status()
                 status.sync = sync?.statusLine
                 status.app = sandboxApp()
-                // The owner's alone: an app learns nothing of the user's login sessions.
+                // The owner's alone: an app learns nothing of the user's login sessions
+                // or of the programs that run as apps.
                 if scope == .owner { status.lockOn = lockFollowing?() }
-                return ControlReply(ok: true, status: status)
+                var reply = ControlReply(ok: true, status: status)
+                if scope == .owner { reply.runs = appRuns?.current() }
+                return reply
             case .lock(let now):
                 let locks = device.lock(now: now)
                 let message = locks ? nil : "no passcode is set: protected data stays available"

@@ -68,6 +68,8 @@ public struct ControlReply: Codable, Sendable {
     public var sync: SyncReport?
     /// For appList: the registered apps, the sandbox's own first.
     public var apps: [ListedApp]?
+    /// For status, on the owner's socket: the app sessions open, one per process.
+    public var runs: [AppRun]?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,
                 keychain: KeychainResponse? = nil, event: DeviceEvent? = nil) {

@@ -50,7 +50,7 @@ enum KeychainWireForm {
     static func bytes(of reply: ControlReply) -> [UInt8]? {
         guard reply.status == nil, reply.event == nil, reply.app == nil, reply.socket == nil, reply.failure == nil,
               reply.biometry == nil, reply.key == nil, reply.entitlements == nil, reply.sandboxApp == nil,
-              reply.sync == nil, reply.apps == nil else { return nil }
+              reply.sync == nil, reply.apps == nil, reply.runs == nil else { return nil }
         let dataSize = reply.keychain?.items.reduce(0) { $0 + ($1.data?.count ?? 0) } ?? 0
         var out = WireWriter(capacity: 128 + dataSize)
         out.map(count: 1 + [reply.error != nil, reply.message != nil, reply.keychain != nil].count { $0 })
