@@ -6,7 +6,11 @@
 # class is a usage error in one line. Each message says what went wrong and the way on.
 source "$(dirname "$0")/lib.sh"
 HOLDER=""
-scenario_cleanup() { [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null; }
+RUNNER=""
+scenario_cleanup() {
+    [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
+    [ -n "$RUNNER" ] && kill "$RUNNER" 2>/dev/null && wait "$RUNNER" 2>/dev/null
+}
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
 # line (a usage error adds the usage).
@@ -129,10 +133,30 @@ says_error "unmount of a busy mount names what holds it" 1 \
     "cannot unmount $MNT: it is busy: sleep (pid $HOLDER) works in it; .*fusermount3 -u -z $MNT" \
     "$DPFS" unmount "$MNT"
 kill "$HOLDER"; wait "$HOLDER" 2>/dev/null; HOLDER=""
+# A program run as an app works in the mount from its own mount namespace, where the
+# host sees no holder: unmount refuses at once all the same, naming the dpfs run, and
+# the mount serves on; once the program ends, the unmount goes through.
+"$DPFS" run "$MNT" -- sh -c 'cd "$HOME/Documents" && exec sleep 600' &
+RUNNER=$!
+runner_started() { [ -n "$(cat "/proc/$RUNNER/task/"*/children 2>/dev/null)" ]; }
+within 60 runner_started || fail "dpfs run starts its program"
+started=$SECONDS
+says_error "unmount while a dpfs run program works in it names the run" 1 \
+    "cannot unmount $MNT: programs run in it as apps: .*dpfs run $MNT -- sh -c .* (pid $RUNNER); end them, .*fusermount3 -u -z $MNT" \
+    "$DPFS" unmount "$MNT"
+took=$((SECONDS - started))
+[ "$took" -lt 30 ] && pass "and refuses at once (${took}s)" || fail "and refuses at once" "it took ${took}s"
+check "the mount stays" grep -qs " $MNT fuse" /proc/mounts
+check "and serves" ls "$MNT/Documents"
+check "the program still runs" kill -0 "$RUNNER"
+kill "$RUNNER"; wait "$RUNNER" 2>/dev/null; RUNNER=""
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)
 expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"
-check "unmount" "$DPFS" unmount "$MNT"
+# The daemon ends the ended run's session as it sees its connection close: by a
+# deadline, as a refused unmount detaches nothing.
+within 60 "$DPFS" unmount "$MNT" && pass "unmount, once the program has ended" \
+    || fail "unmount, once the program has ended" "$("$DPFS" unmount "$MNT" 2>&1)"
 rm -f "$MNT/stray"
 cp -a "$DEV" "$WORK/device-before"
 mount_device

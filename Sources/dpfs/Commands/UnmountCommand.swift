@@ -31,9 +31,16 @@ struct Unmount: ParsableCommand {
             return
         }
         let target = AbsolutePath.of(mountpoint)
-        let pid = (try? DaemonDeadline.client(for: target).send(.status))?.status?.pid
+        let reply = try? DaemonDeadline.client(for: target).send(.status)
+        let pid = reply?.status?.pid
         guard pid != nil || isMountpoint(target) else {
             throw CLIError("\(target) is not a mounted dpfs sandbox", status: .notADpfsMount)
+        }
+        // A program run as an app works in its own mount namespace, which holds the
+        // mount there whatever the host's umount does: the mount would go from under it,
+        // and the daemon wait for it, restarting the device.
+        if let runs = reply?.runs, !runs.isEmpty {
+            throw CLIError(Self.refusal(of: target, running: runs))
         }
         let fusermount = Self.fusermountUnmounting(target, lazily: false)
         if fusermount.status != 0 && umount(target) != 0 {
@@ -64,7 +71,18 @@ struct Unmount: ParsableCommand {
         let held = holders.isEmpty ? "it is busy (fuser -vm \(target) names what holds it)"
                                    : "it is busy: \(MountHolders.describe(holders))"
         return "cannot unmount \(target): \(held); end those processes or move them out, then unmount again, "
-            + "or detach it now with fusermount3 -u -z \(target) (the device then restarts: every protected class goes)"
+            + detachingNow(target)
+    }
+
+    /// Why `target` is not unmounted while programs run in it as apps: which, and the
+    /// two ways on.
+    static func refusal(of target: String, running runs: [AppRun]) -> String {
+        "cannot unmount \(target): programs run in it as apps: \(AppRunHolders.describe(runs)); "
+            + "end them, then unmount again, " + detachingNow(target)
+    }
+
+    private static func detachingNow(_ target: String) -> String {
+        "or detach it now with fusermount3 -u -z \(target) (the device then restarts: every protected class goes)"
     }
 
     /// fusermount3 -u (-z): its exit status (0 if it unmounted; -1 if it did not run).
