@@ -11,12 +11,7 @@ public enum DeviceUseLock {
     /// A file store's sits beside the record; a tpm2 store's under /run/lock, on the
     /// same terms as the record's lock (RecordFileLock).
     static func path(of deviceUUID: String, in location: SecretStoreLocation) -> String? {
-        switch location {
-        case .file(let directory):
-            return directory + "/" + deviceUUID + ".inuse"
-        case .tpm2:
-            return access("/run/lock", W_OK) == 0 ? "/run/lock/dpfs-" + deviceUUID + ".inuse" : nil
-        }
+        RecordFileLock.lockFilePath(of: deviceUUID, in: location, suffix: ".inuse")
     }
 
     /// Takes the lock of the device in `directory`, to hold until the process exits,

@@ -11,11 +11,18 @@ enum RecordFileLock {
     /// there (and owns it: `holding`); otherwise updates go unlocked and the TPM's own
     /// lockout bounds attempts made at once.
     static func path(of deviceUUID: String, in location: SecretStoreLocation) -> String? {
+        lockFilePath(of: deviceUUID, in: location, suffix: ".lock")
+    }
+
+    /// Where a lock file of the device's record, named with `suffix`, lives: beside a
+    /// file store's record; under /run/lock for a tpm2 store, when this process may
+    /// create one there.
+    static func lockFilePath(of deviceUUID: String, in location: SecretStoreLocation, suffix: String) -> String? {
         switch location {
         case .file(let directory):
-            return directory + "/" + deviceUUID + ".lock"
+            return directory + "/" + deviceUUID + suffix
         case .tpm2:
-            return access("/run/lock", W_OK) == 0 ? "/run/lock/dpfs-" + deviceUUID + ".lock" : nil
+            return access("/run/lock", W_OK) == 0 ? "/run/lock/dpfs-" + deviceUUID + suffix : nil
         }
     }
 
