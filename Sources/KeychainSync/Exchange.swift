@@ -9,6 +9,10 @@
 // - push: every pending entry, in one transaction that takes the account's next
 //   sequences and writes a record only where the server's version is one this device
 //   has pulled (else the round pulls again and decides anew), then NOTIFY.
+// A server put back from a backup is met at each new connection (or when its sequence
+// is below the last one pulled): each record this device saw there at a higher
+// sequence, or at all, goes again. Sequences follow the server's clock, so what is
+// written after the put-back is above every sequence any member pulled before it.
 import DPFSProtocol
 import DataProtection
 import Foundation
@@ -37,7 +41,8 @@ struct Exchange {
             if let entry = state.entries[recordID], !entry.deleted, entry.modified == version.modified { continue }
             state.entries[recordID] = SyncState.Entry(
                 modified: version.modified, deleted: false, writer: state.deviceID, pending: true,
-                identity: SyncState.sealIdentity(version.identity, recordID: recordID, crypto: crypto))
+                identity: SyncState.sealIdentity(version.identity, recordID: recordID, crypto: crypto),
+                sequence: state.entries[recordID]?.sequence)
         }
         for (recordID, entry) in state.entries where !entry.deleted && !present.contains(recordID) {
             var tombstone = entry
@@ -52,18 +57,24 @@ struct Exchange {
     // MARK: the server
 
     /// Returns true when another round should follow at once (a push met a newer version).
-    mutating func synchronize(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
+    /// `connected` says the connection is new: the server may have been put back meanwhile.
+    mutating func synchronize(_ state: inout SyncState, _ connection: PostgresConnection, connected: Bool) throws -> Bool {
         // One statement, so one snapshot: the members seen while no rotation was due are
         // the roster a rotation may wrap the new key to.
         let account = try connection.execute("""
-            SELECT a.epoch, a.rotate, m.device_id FROM dpfs_sync_accounts a
+            SELECT a.epoch, a.rotate, a.seq, m.device_id FROM dpfs_sync_accounts a
             LEFT JOIN dpfs_sync_members m ON m.account_id = a.account_id WHERE a.account_id = $1
             """, [.text(state.accountID)])
-        let members = (0..<account.count).compactMap { account.text($0, 2) }
-        guard account.count >= 1, let epoch = account.int(0, 0), members.contains(state.deviceID) else {
+        let members = (0..<account.count).compactMap { account.text($0, 3) }
+        guard account.count >= 1, let epoch = account.int(0, 0), let sequence = account.int(0, 2),
+              members.contains(state.deviceID) else {
             removed = true
             return false
         }
+        // Its records are sealed under a key this device no longer holds, and the keys
+        // of the later epochs are gone with the server's copy of them.
+        guard epoch >= state.epoch else { throw SyncError.serverBeforeRotation(server: epoch, device: state.epoch) }
+        if connected || sequence < state.lastSequence { try resendLost(&state, connection) }
         let rotate = account.bool(0, 1) == true
         if epoch > state.epoch {
             guard try takeNewKey(epoch, &state, connection) else { removed = true; return false }
@@ -99,6 +110,30 @@ struct Exchange {
         return true
     }
 
+    /// Marks pending every record the server holds at a lower sequence than this device
+    /// saw there, or not at all: the server was put back from a backup. The pull that
+    /// follows settles each (an equal version there is no longer pending); the push
+    /// sends the rest, each over the older version, as the server's sequence of it is
+    /// below the last one pulled.
+    private func resendLost(_ state: inout SyncState, _ connection: PostgresConnection) throws {
+        let rows = try connection.execute("SELECT record_id, seq FROM dpfs_sync_records WHERE account_id = $1",
+                                          [.text(state.accountID)])
+        var held: [String: Int] = [:]
+        for row in 0..<rows.count {
+            if let recordID = rows.text(row, 0), let sequence = rows.int(row, 1) { held[recordID] = sequence }
+        }
+        var lost = 0
+        for (recordID, entry) in state.entries {
+            guard let seen = entry.sequence, (held[recordID] ?? 0) < seen else { continue }
+            state.entries[recordID]?.pending = true
+            state.entries[recordID]?.sequence = nil
+            lost += 1
+        }
+        if lost > 0 {
+            engine.logger.notice("keychain sync: the server lacks \(lost) records it held before (put back from a backup?): sending them again")
+        }
+    }
+
     /// Returns false when a record waits for its class key (the pull stopped before it).
     private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
         let rows = try connection.execute(
@@ -115,6 +150,7 @@ struct Exchange {
                 } catch where ItemStore.isUnavailable(error) {
                     return false
                 }
+                state.entries[recordID]?.sequence = sequence
             }
             state.lastSequence = max(state.lastSequence, sequence)
         }
@@ -144,7 +180,8 @@ struct Exchange {
         }
         state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
                                                   pending: false,
-                                                  identity: SyncState.sealIdentity(identity, recordID: recordID, crypto: crypto))
+                                                  identity: SyncState.sealIdentity(identity, recordID: recordID, crypto: crypto),
+                                                  sequence: nil)
     }
 
     private func push(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
@@ -170,12 +207,12 @@ struct Exchange {
         // (its savepoint rolled back): the others go. A pull stopped by a class locked
         // here (a received WhenUnlocked record) then holds back only the records it
         // overlaps, not every change this device makes until its unlock.
-        let sent: [String]? = try connection.transaction(catchConflict: nil) {
-            var sent: [String] = []
+        let sent: [(recordID: String, sequence: Int)]? = try connection.transaction(catchConflict: nil) {
+            var sent: [(recordID: String, sequence: Int)] = []
             for record in outgoing {
                 try connection.execute("SAVEPOINT push_record")
                 let sequence = try connection.execute(
-                    "UPDATE dpfs_sync_accounts SET seq = seq + 1 WHERE account_id = $1 AND epoch = $2 RETURNING seq",
+                    "UPDATE dpfs_sync_accounts SET seq = \(ServerSchema.nextSequence) WHERE account_id = $1 AND epoch = $2 RETURNING seq",
                     [.text(accountID), .int(epoch)])
                 // The account moved to a new epoch: nothing goes under the old key.
                 guard sequence.count == 1, let next = sequence.int(0, 0) else { throw Conflict() }
@@ -187,7 +224,7 @@ struct Exchange {
                     """, [.text(accountID), .text(record.recordID), .int(epoch), .int(next), .bytes(record.payload), .int(seen)])
                 if written.changed == 1 {
                     try connection.execute("RELEASE SAVEPOINT push_record")
-                    sent.append(record.recordID)
+                    sent.append((record.recordID, next))
                 } else {
                     try connection.execute("ROLLBACK TO SAVEPOINT push_record")
                 }
@@ -196,7 +233,10 @@ struct Exchange {
             return sent
         }
         guard let sent else { return true }
-        for recordID in sent { state.entries[recordID]?.pending = false }
+        for record in sent {
+            state.entries[record.recordID]?.pending = false
+            state.entries[record.recordID]?.sequence = record.sequence
+        }
         return sent.count < outgoing.count
     }
 

@@ -3,7 +3,8 @@
 // key, wraps it to each member it can verify (endorsed under the current key, and
 // already a member before the leave as far as this device saw) with
 // that member's X25519 public key, endorses them again under the new key, re-seals
-// every record under it with new sequences (so every member pulls them), drops the
+// every record under it with new sequences (so every member pulls them; numbered from
+// the server's clock as a push numbers them, ServerSchema.nextSequence), drops the
 // old epoch's keys and the outstanding invitations (they carry the old key), and
 // NOTIFYs. The device that left holds only the old key: nothing sealed from now on
 // opens with it.
@@ -20,7 +21,7 @@ struct Rotation {
         let accountID = crypto.accountID
         try connection.transaction {
             let account = try connection.execute(
-                "SELECT epoch, rotate, seq FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(accountID)])
+                "SELECT epoch, rotate, GREATEST(seq, \(ServerSchema.clock)) FROM dpfs_sync_accounts WHERE account_id = $1 FOR UPDATE", [.text(accountID)])
             // Another member rotated first.
             guard account.count == 1, account.int(0, 0) == crypto.epoch, account.bool(0, 1) == true,
                   var sequence = account.int(0, 2) else { return }

@@ -44,6 +44,14 @@ enum ServerSchema {
         """,
     ]
 
+    /// An account's next sequence: the server's clock in microseconds, or one above the
+    /// last when the clock has not moved past it. A server put back from a backup thus
+    /// numbers what it is sent afterwards above anything it had numbered before, which
+    /// members pulled and will not pull again.
+    static let nextSequence = "GREATEST(seq + 1, \(clock))"
+    /// The server's clock in microseconds since 1970.
+    static let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
     /// Creates the tables unless they exist.
     static func ensure(_ connection: PostgresConnection) throws {
         try connection.transaction {

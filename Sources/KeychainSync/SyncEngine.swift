@@ -206,14 +206,15 @@ public final class SyncEngine: Sendable {
             try state.save(in: directory)
             saved = state
         }
-        if connection == nil || connection?.isBroken == true {
+        let connected = connection == nil || connection?.isBroken == true
+        if connected {
             guard let server = try state.connectionString(device: device) else { return .idle }
             let made = try PostgresConnection(server: server)
             try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
             connection = made
         }
         guard let connection else { return .idle }
-        let more = try exchange.synchronize(&state, connection)
+        let more = try exchange.synchronize(&state, connection, connected: connected)
         if state != saved { try state.save(in: directory) }
         record(connection: exchange.removed ? "removed from the account" : "connected", error: nil)
         return more ? .again : .done

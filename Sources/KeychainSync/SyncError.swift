@@ -18,6 +18,12 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                   + "`dpfs sync leave` ends this device's membership", stopsSync: true)
     }
 
+    static func serverBeforeRotation(server: Int, device: Int) -> SyncError {
+        SyncError("the sync server's account is at key epoch \(server), before this device's \(device): the server was put back "
+                  + "from a backup taken before a member left; every member must `dpfs sync leave` and the account be made anew",
+                  stopsSync: true)
+    }
+
     static func unreachable(_ reason: String) -> SyncError {
         SyncError("the sync server is unreachable: \(reason)", isUnreachable: true)
     }

@@ -18,6 +18,9 @@ struct SyncState: Codable, Equatable {
         var pending: Bool
         /// The item's identity, sealed under the id key (hex).
         var identity: String
+        /// The server's sequence of the record as this device last saw it there (pulled
+        /// or pushed): a server that holds it lower, or not at all, was put back.
+        var sequence: Int?
     }
 
     var accountID: String

@@ -14,18 +14,9 @@ require_tools runuser
 
 DEVICES="a b c"
 
-scenario_cleanup() {
-    unmount_devices
-    pg_remove
-    return 0
-}
-
 absent() { ! "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any >/dev/null 2>&1; }
-update() { printf '%s' "$3" | "$DPFS" keychain update "$(mnt "$1")" --service "$2" --synchronizable yes --new-data-file -; }
-connection() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"connection":"\([^"]*\)".*/\1/p'; }
 epoch() { "$DPFS" sync status "$(mnt "$1")" --json | sed -n 's/.*"epoch":\([0-9]*\).*/\1/p'; }
 # Conditions for `within`, evaluated at each poll.
-connection_is() { [ "$(connection "$1")" = "$2" ]; }
 epoch_above() { [ "$(epoch "$1")" -gt "$2" ]; }
 server_epoch_above() { [ "$(pg_psql -c 'SELECT epoch FROM dpfs_sync_accounts')" -gt "$1" ]; }
 

@@ -14,6 +14,13 @@ setup_devices() {
     done
 }
 
+# A scenario's cleanup unless it defines its own: the devices, then the server.
+scenario_cleanup() {
+    unmount_devices
+    pg_remove
+    return 0
+}
+
 # Unmounts every device still mounted (a scenario's cleanup).
 unmount_devices() {
     local d
@@ -27,6 +34,10 @@ unmount_devices() {
 # value DEVICE SERVICE: the item's data on DEVICE (synchronizable or not), or nothing.
 value() { "$DPFS" keychain find "$(mnt "$1")" --service "$2" --synchronizable any 2>/dev/null; }
 has_value() { [ "$(value "$1" "$2")" = "$3" ]; }
+
+update() { printf '%s' "$3" | "$DPFS" keychain update "$(mnt "$1")" --service "$2" --synchronizable yes --new-data-file -; }
+connection() { "$DPFS" sync status "$(mnt "$1")" --json | json_field connection; }
+connection_is() { [ "$(connection "$1")" = "$2" ]; }
 
 # add DEVICE SERVICE DATA [OPTION…]: a synchronizable AfterFirstUnlock item.
 add() {

@@ -24,7 +24,6 @@ scenario_cleanup() {
 }
 
 status_field() { "$DPFS" sync status "$(mnt "$1")" --json | json_field "$2"; }
-connection_is() { [ "$(status_field "$1" connection)" = "$2" ]; }
 members_on_server() { pg_psql -c 'SELECT count(*) FROM dpfs_sync_members'; }
 
 pg_start || { fail "start PostgreSQL" "$(cat "$PGWORK"/*.log 2>/dev/null | tail -3)"; finish; }
