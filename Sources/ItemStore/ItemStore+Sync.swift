@@ -41,14 +41,21 @@ public final class KeychainChangeObservers: Sendable {
 
 extension ItemStore {
     /// Every synchronizable item's identity and modification date (no secret opened).
+    /// A damaged item is left out: it cannot be sent (holdsSynchronizable still finds it).
     public func synchronizableVersions() throws -> [SyncItemVersion] {
         try pool.read { db in
             let rows = try Row.fetchAll(db, sql: "SELECT \(StoredItem.columns) FROM items WHERE synchronizable = 1")
-            return try rows.map { row in
-                let record = try ItemRecord(opening: try StoredItem(row: row), keys: keys)
+            return rows.compactMap { row in
+                guard let record = try? ItemRecord(opening: try StoredItem(row: row), keys: keys) else { return nil }
                 return SyncItemVersion(identity: Self.syncIdentity(record.identity), modified: record.modified)
             }
         }
+    }
+
+    /// Whether an item with this identity is stored, damaged or not.
+    public func holdsSynchronizable(identity: [UInt8]) throws -> Bool {
+        guard let identityValue = Self.identity(fromSync: identity) else { return false }
+        return try pool.read { db in try storedItem(identityValue, withSecret: false, db) != nil }
     }
 
     /// The item with this identity in full, nil when there is none; errSecInteraction-
@@ -100,8 +107,9 @@ extension ItemStore {
             var stored = record
             if let existing = try storedItem(identity, withSecret: false, db) {
                 id = existing.id
-                // A record never takes an access control away, nor changes one.
-                if let local = try self.record(of: existing).accessControl { stored.accessControl = local }
+                // A record never takes an access control away, nor changes one. A damaged
+                // item's is unreadable, like the rest of it: the received version replaces it.
+                if let local = try? self.record(of: existing).accessControl { stored.accessControl = local }
                 try db.execute(sql: "UPDATE items SET \(columns.assignments.map { "\"\($0.0)\" = ?" }.joined(separator: ", ")) WHERE id = ?",
                                arguments: StatementArguments(columns.assignments.map(\.1) + [id]))
             } else {

@@ -45,6 +45,9 @@ struct Exchange {
                 sequence: state.entries[recordID]?.sequence)
         }
         for (recordID, entry) in state.entries where !entry.deleted && !present.contains(recordID) {
+            // A damaged item is still there: neither sent nor deleted on the other devices.
+            if let identity = SyncState.openIdentity(entry.identity, recordID: recordID, crypto: crypto),
+               try items.holdsSynchronizable(identity: identity) { continue }
             var tombstone = entry
             tombstone.deleted = true
             tombstone.modified = max(now, entry.modified)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Keychain sync with its server put back from a backup (dpfs(1) "Keychain sync"): a
+# Keychain sync repairs (dpfs(1) "Keychain sync"). Its server put back from a backup: a
 # file-level copy of the server's data directory is taken, the three devices change
 # items, the copy is put back. Each device sends again what the server lost, and what
 # is written to the put-back server, even by a device that reconnects first, reaches
 # every device. A server put back to before a key rotation stops sync with one line
-# that says what happened. Every wait is a condition with a deadline.
+# that says what happened. An item damaged on one device is neither sent nor deleted
+# on the others, and sync goes on around it. Every wait is a condition with a deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
 source "$(dirname "$0")/syncdevices.bash"
-require_tools runuser
+require_tools runuser sqlite3
 
 DEVICES="a b c"
 
@@ -55,6 +56,28 @@ check "a device logged what the server lacked" grep -q "the server lacks .* reco
 update c MARK-service-kept from-c >/dev/null
 check "an update after the repair is everywhere" within 30 everywhere MARK-service-kept from-c
 check "a is connected" connection_is a connected
+
+# --- a damaged item on one device: neither sent nor deleted on the others, while the
+# rest syncs on; a newer version from another device replaces it
+add a MARK-service-damaged intact >/dev/null
+check "the item to damage is everywhere" within 30 everywhere MARK-service-damaged intact
+# Damaged under the running daemon, as a failing disk would (a keychain changed while
+# unmounted no longer mounts: it does not match the device's record). The last row b
+# stored is the item just received.
+damage_b() {
+    sqlite3 "$WORK/dev-b/keychain.sqlite" "UPDATE items SET attributes = randomblob(length(attributes))
+        WHERE id = (SELECT max(id) FROM items WHERE synchronizable = 1)"
+}
+check "its sealed attributes are damaged on b" damage_b
+check_fails "b cannot read the damaged item" has_value b MARK-service-damaged intact
+add a MARK-service-after-damage after >/dev/null
+check "b still receives" within 30 has_value b MARK-service-after-damage after
+add b MARK-service-from-damaged-b sent >/dev/null
+check "and still sends" within 30 has_value a MARK-service-from-damaged-b sent
+check "the damaged item was not deleted on a" has_value a MARK-service-damaged intact
+check "nor on c" has_value c MARK-service-damaged intact
+check "a newer version from a" update a MARK-service-damaged repaired
+check "replaces the damaged item on b" within 30 has_value b MARK-service-damaged repaired
 
 # --- a put-back to before a rotation: the keys of the later epoch are gone with it
 check "the server is backed up again" back_up_server backup-2
