@@ -133,6 +133,20 @@ final class PasscodePolicyTests: XCTestCase {
         XCTAssertNil(policy.waitRemaining(now: advanced.addingTimeInterval(61)))
     }
 
+    func testAClampedWaitRunsDownFromTheRealClock() {
+        var policy = PasscodePolicy()
+        let advanced = Date(timeIntervalSince1970: 1000 + 36_000)
+        for i in 0..<5 { _ = policy.recordFailure(fingerprint: [UInt8(i)], now: advanced) }
+        let real = Date(timeIntervalSince1970: 1000)
+        policy.clampWait(now: real)
+        XCTAssertEqual(policy.waitRemaining(now: real.addingTimeInterval(20)), 40)
+        XCTAssertNil(policy.waitRemaining(now: real.addingTimeInterval(61)), "over a minute after the mount, not ten hours")
+        var current = PasscodePolicy()
+        for i in 0..<5 { _ = current.recordFailure(fingerprint: [UInt8(i)], now: real) }
+        current.clampWait(now: real.addingTimeInterval(10))
+        XCTAssertEqual(current.waitRemaining(now: real.addingTimeInterval(10)), 50, "a wait on the real clock is kept")
+    }
+
     func testAdoptingARecordedCount() {
         let now = Date(timeIntervalSince1970: 1000)
         var policy = PasscodePolicy()

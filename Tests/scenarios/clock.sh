@@ -58,5 +58,7 @@ wait_left=$("$DPFS" status "$MNT" --json | json_field retryAfter)
 [ -n "$wait_left" ] && [ "$wait_left" -ge 1 ] && [ "$wait_left" -le 60 ] \
     && pass "after the remount the delay is at most its minute ($wait_left s)" \
     || fail "after the remount the delay is at most its minute" "retryAfter: $wait_left"
+retry_below() { local left; left=$("$DPFS" status "$MNT" --json | json_field retryAfter); [ -z "$left" ] || [ "$left" -lt "$1" ]; }
+check "and runs down" within 30 retry_below "${wait_left:-0}"
 
 finish

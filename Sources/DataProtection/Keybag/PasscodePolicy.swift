@@ -35,6 +35,14 @@ public struct PasscodePolicy: Codable, Sendable, Equatable {
         return remaining > 0 ? remaining : nil
     }
 
+    /// Brings a wait set while the clock read later than it does now within the failure
+    /// count's whole delay from now, so that it runs down from here (waitRemaining alone
+    /// would hold it at that length).
+    public mutating func clampWait(now: Date = Date()) {
+        guard let retryAfter else { return }
+        self.retryAfter = min(retryAfter, now.timeIntervalSince1970 + Self.delay(afterFailures: failedAttempts))
+    }
+
     public enum FailureOutcome: Equatable { case counted, repeated, erase }
 
     /// Records a failed attempt and imposes the wait the table gives.

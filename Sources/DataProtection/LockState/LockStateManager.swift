@@ -145,6 +145,8 @@ public final class LockStateManager: Sendable {
         if Keybag.addMissingClassKeys(&keybag, deviceSecret: secret) {
             try keybag.save(in: directory, deviceSecret: secret)
         }
+        // The clock is real time again: a wait set while it was advanced runs from now.
+        keybag.policy.clampWait()
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
         let keys = try Keybag.bootKeys(keybag, deviceSecret: secret)
         let phase: LockPhase = keybag.passcodeSet ? .beforeFirstUnlock : .unlocked
