@@ -57,3 +57,67 @@ final class DeviceUseLockTests: XCTestCase {
         _ = try take(second.directory)
     }
 }
+
+// A refusal that comes while the holder has taken the lock but not yet written its
+// path, over the path of a holder gone before it, still names the holder.
+final class DeviceUseLockTakingTests: XCTestCase {
+    func testARefusalDuringTheHoldersTakingNamesTheHolder() throws {
+        let device = try TestDevice()
+        let copyRoot = device.directory.root + "-copy"
+        try FileManager.default.copyItem(atPath: device.directory.root, toPath: copyRoot)
+        defer { try? FileManager.default.removeItem(atPath: copyRoot) }
+        let entry = try KeybagFile.storeEntry(of: device.directory)
+        guard case .file(let store) = entry.store else { return XCTFail("a test device's store is a file store") }
+
+        // The holder, half way: the record's lock and the use lock taken, a gone
+        // holder's path still in the file.
+        let recordLock = open(store + "/" + entry.deviceUUID + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let useLock = open(store + "/" + entry.deviceUUID + ".inuse", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(recordLock); close(useLock) }
+        XCTAssertEqual(flock(recordLock, LOCK_EX), 0)
+        XCTAssertEqual(flock(useLock, LOCK_EX), 0)
+        let gone = Array("/gone/before\n".utf8)
+        _ = gone.withUnsafeBytes { pwrite(useLock, $0.baseAddress, $0.count, 0) }
+
+        let refusal = RefusalBox()
+        let refuser = Thread {
+            do { _ = try DeviceUseLock.take(for: DeviceDirectory(copyRoot)) } catch { refusal.set(error) }
+            refusal.finish()
+        }
+        refuser.start()
+        // Until the refuser has answered, or waits for the record's lock (/proc/locks
+        // shows a waiter as "->").
+        var info = stat()
+        XCTAssertEqual(fstat(recordLock, &info), 0)
+        let deadline = Date().addingTimeInterval(60)
+        while !refusal.finished, !Self.waiterShown(onInode: info.st_ino), Date() < deadline { usleep(10_000) }
+
+        let line = Array((device.directory.root + "\n").utf8)
+        _ = ftruncate(useLock, 0)
+        _ = line.withUnsafeBytes { pwrite(useLock, $0.baseAddress, $0.count, 0) }
+        _ = flock(recordLock, LOCK_UN)
+        while !refusal.finished, Date() < deadline { usleep(10_000) }
+
+        XCTAssertTrue(refusal.finished, "the refuser answered")
+        guard case .copyInUse(_, let holder, _)? = refusal.error as? DeviceError else {
+            return XCTFail("not refused as a copy in use: \(String(describing: refusal.error))")
+        }
+        XCTAssertEqual(holder, device.directory.root)
+    }
+
+    private static func waiterShown(onInode inode: ino_t) -> Bool {
+        guard let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return false }
+        return locks.split(separator: "\n").contains { $0.contains("->") && $0.contains(":\(inode) ") }
+    }
+}
+
+private final class RefusalBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var caught: (any Error)?
+    private var done = false
+
+    var error: (any Error)? { lock.withLock { caught } }
+    var finished: Bool { lock.withLock { done } }
+    func set(_ error: any Error) { lock.withLock { caught = error } }
+    func finish() { lock.withLock { done = true } }
+}

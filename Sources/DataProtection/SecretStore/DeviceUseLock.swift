@@ -5,6 +5,10 @@
 // reads the other's writes as a rollback. Keyed by what the copies share, this lock
 // lets one of them be in use at a time, and a flock ends with its holder: a killed
 // daemon leaves nothing to clear.
+//
+// The holder takes the lock and writes its path under the record's lock
+// (RecordFileLock), and a refused process reads the path under it too: a refusal never
+// meets the lock taken with no path yet, or with the path of a holder gone before.
 import Glibc
 
 public enum DeviceUseLock {
@@ -19,22 +23,24 @@ public enum DeviceUseLock {
     /// there is no lock to take: a keybag that names no store (the boot refuses it with
     /// its own error), or a tpm2 store without a /run/lock file of ours.
     public static func take(for directory: DeviceDirectory) throws -> Int32? {
-        guard let fd = try lock(for: directory, creating: true) else { return nil }
-        // Written in place, not replaced: the flock is on this inode. Only a refused
-        // process reads it, while the flock is held; a partial path is read as none.
-        let line = Array((directory.root + "\n").utf8)
-        _ = ftruncate(fd, 0)
-        _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return fd
+        try lock(for: directory, creating: true) { fd in
+            // Written in place, not replaced: the flock is on this inode.
+            let line = Array((directory.root + "\n").utf8)
+            _ = ftruncate(fd, 0)
+            _ = line.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        }
     }
 
-    /// Refuses, as `take` does, while a copy of `directory` is in use; creates nothing
-    /// (for a command that removes the device's entries).
+    /// Refuses, as `take` does, while a copy of `directory` is in use; creates no lock
+    /// where none was taken (for a command that removes the device's entries).
     public static func checkNotInUse(_ directory: DeviceDirectory) throws {
-        if let fd = try lock(for: directory, creating: false) { close(fd) }
+        if let fd = try lock(for: directory, creating: false, { _ in }) { close(fd) }
     }
 
-    private static func lock(for directory: DeviceDirectory, creating: Bool) throws -> Int32? {
+    /// The lock's descriptor, locked, once `locked` has run on it under the record's
+    /// lock; throws copyInUse, naming the holder, if another process holds it.
+    private static func lock(for directory: DeviceDirectory, creating: Bool,
+                             _ locked: (Int32) -> Void) throws -> Int32? {
         guard let entry = try? KeybagFile.storeEntry(of: directory),
               let path = path(of: entry.deviceUUID, in: entry.store) else { return nil }
         if case .file(let storeDirectory) = entry.store {
@@ -54,13 +60,29 @@ public enum DeviceUseLock {
             throw DeviceRecordError.unreadable(store: entry.store.description, device: entry.deviceUUID,
                                                reason: "its lock file \(path) cannot be opened: \(String(cString: strerror(errno)))")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = holderDirectory(fd)
+        let taking: Taking
+        do {
+            taking = try RecordFileLock.holding(RecordFileLock.path(of: entry.deviceUUID, in: entry.store),
+                                                store: entry.store, device: entry.deviceUUID) {
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return .refused(holder: holderDirectory(fd)) }
+                locked(fd)
+                return .taken
+            }
+        } catch {
+            close(fd)
+            throw error
+        }
+        if case .refused(let holder) = taking {
             close(fd)
             throw DeviceError.copyInUse(device: entry.deviceUUID, holder: holder,
                                         mountpoint: holder.flatMap { DeviceDirectory($0).mountpoint })
         }
         return fd
+    }
+
+    private enum Taking {
+        case taken
+        case refused(holder: String?)
     }
 
     /// The device directory the holder of the lock on `fd` wrote, if it wrote it whole.
