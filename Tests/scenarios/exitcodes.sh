@@ -149,7 +149,19 @@ took=$((SECONDS - started))
 check "the mount stays" grep -qs " $MNT fuse" /proc/mounts
 check "and serves" ls "$MNT/Documents"
 check "the program still runs" kill -0 "$RUNNER"
+# What refused the unmount, status shows, as the refusal names it.
+status_names_run() { "$DPFS" status "$MNT" | grep -q "^app run: .*dpfs run $MNT -- sh -c .* (pid $RUNNER)\$"; }
+check "status names the run that holds the mount" status_names_run
+expect_eq "status --json lists the run's pid" \
+    "$("$DPFS" status "$MNT" --json | python3 -c 'import json,sys; print([r["pid"] for r in json.load(sys.stdin).get("runs", [])])')" \
+    "[$RUNNER]"
 kill "$RUNNER"; wait "$RUNNER" 2>/dev/null; RUNNER=""
+no_runs_shown() {
+    ! "$DPFS" status "$MNT" | grep -q "^app run:" && "$DPFS" status "$MNT" --json | python3 -c \
+        'import json,sys; sys.exit("runs" in json.load(sys.stdin))'
+}
+within 60 no_runs_shown && pass "and, once the run has ended, shows none" \
+    || fail "and, once the run has ended, shows none" "$("$DPFS" status "$MNT" | grep "^app run:")"
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)
 expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"

@@ -11,11 +11,14 @@ enum AppRunHolders {
 
     /// "dpfs run /m -- sh -c sleep 75 (pid 12)", at most `shown` named.
     static func describe(_ runs: [AppRun], shown: Int = 3) -> String {
-        let named = runs.prefix(shown).map { run in
-            "\(commandLine(of: run.pid) ?? "a program run as \(run.app)") (pid \(run.pid))"
-        }
+        let named = runs.prefix(shown).map(name)
         let more = runs.count > shown ? " and \(runs.count - shown) more" : ""
         return named.joined(separator: ", ") + more
+    }
+
+    /// "dpfs run /m -- sh -c sleep 75 (pid 12)".
+    static func name(_ run: AppRun) -> String {
+        "\(commandLine(of: run.pid) ?? "a program run as \(run.app)") (pid \(run.pid))"
     }
 
     /// Its arguments, separated by spaces and cut at `commandLimit`; nil if /proc shows none.

@@ -46,13 +46,12 @@ struct Status: ParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() throws {
-        let status = try JSONFailure.reported(if: json) {
-            guard let answered = try DaemonDeadline.send(.status, to: mountpoint).status else {
-                throw CLIError("the daemon sent no status")
-            }
-            return answered
+        let (status, runs) = try JSONFailure.reported(if: json) {
+            let reply = try DaemonDeadline.send(.status, to: mountpoint)
+            guard let answered = reply.status else { throw CLIError("the daemon sent no status") }
+            return (answered, reply.runs ?? [])
         }
-        if json { return try printJSON(status) }
+        if json { return try printJSON(StatusOutput(status: status, runs: runs)) }
         print("state: \(status.state.rawValue)")
         for protectionClass in ProtectionClass.allCases {
             let available = status.classes[protectionClass.name] == true
@@ -74,5 +73,8 @@ struct Status: ParsableCommand {
         if let inodes = status.inodes { print("inodes held for the kernel: \(inodes)") }
         if let sync = status.sync { print("keychain sync: \(sync)") }
         if let lockOn = status.lockOn { print("lock-on: \(lockOn.line)") }
+        // What holds the mount that its holders on the host do not show, and so refuses
+        // `dpfs unmount`, as the refusal names it.
+        for run in runs { print("app run: \(AppRunHolders.name(run))") }
     }
 }
