@@ -41,6 +41,8 @@ public enum ControlScope: Sendable, Equatable {
             return "\(bundleID) runs as an app; only the device's owner may export or import the keychain"
         case .sync:
             return "\(bundleID) runs as an app; only the device's owner manages keychain sync"
+        case .unmounting:
+            return "\(bundleID) runs as an app; only the device's owner may unmount the sandbox"
         }
     }
 

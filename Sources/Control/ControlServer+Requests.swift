@@ -72,6 +72,10 @@ extension ControlServer {
             guard releaseWorker() else { return turnAway(connection) }
             serveSessions(opening: (bundleID, deviceControl), on: connection)
             return .close
+        case .unmounting:
+            guard releaseWorker() else { return turnAway(connection) }
+            serveUnmounting(on: connection)
+            return .close
         case .sync:
             guard releaseWorker() else { return turnAway(connection) }
             return answer(request, frame, on: connection)

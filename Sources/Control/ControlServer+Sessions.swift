@@ -20,9 +20,8 @@ extension ControlServer {
         var opening: (bundleID: String?, deviceControl: Bool)? = first
         while true {
             if let (bundleID, deviceControl) = opening {
-                let reply = sessions.open(for: bundleID, deviceControl: deviceControl, server: self)
-                if let app = reply.app, reply.ok { recordRun(of: app, on: connection) }
-                guard send(reply, on: connection) == .keep else { return }
+                guard send(open(bundleID, deviceControl: deviceControl, into: &sessions, on: connection),
+                           on: connection) == .keep else { return }
             }
             let frame: ServerFrame
             do { frame = try ServerFrame.read(from: connection.fd) } catch {
@@ -38,13 +37,50 @@ extension ControlServer {
         }
     }
 
-    /// Records the process at the other end of `connection` as running `app`, for the
-    /// owner's status; a peer whose pid cannot be read is recorded as pid 0.
-    private func recordRun(of app: String, on connection: ControlConnection) {
+    /// Opens a session for `bundleID` unless an unmount is under way; the connection's
+    /// first is recorded as a run of the process at its other end (pid 0 where its pid
+    /// cannot be read), under the name the caller gave until the session names the app.
+    private func open(_ bundleID: String?, deviceControl: Bool, into sessions: inout AppSessions,
+                      on connection: ControlConnection) -> ControlReply {
         var pid: pid_t = 0
         var uid: uid_t = 0
         if dpfs_peer_credentials(connection.fd, &pid, &uid) != 0 { pid = 0 }
-        appRuns.add(AppRun(pid: pid, app: app), connection: connection.id)
+        let admission = appRuns.admit(AppRun(pid: pid, app: bundleID ?? "the sandbox's app"), connection: connection.id)
+        guard admission != .refused else { return .failure(Self.unmountingRefusal) }
+        let reply = sessions.open(for: bundleID, deviceControl: deviceControl, server: self)
+        if admission == .first {
+            if let app = reply.app, reply.ok { appRuns.name(app, connection: connection.id) }
+            else { appRuns.remove(connection: connection.id) }
+        }
+        return reply
+    }
+
+    static let unmountingRefusal = "the sandbox is being unmounted (dpfs unmount): no app session opens now; "
+        + "if the unmount fails, try again"
+
+    /// An owner's unmount (`dpfs unmount`): the reply lists the app runs open, and if
+    /// there are none no app session opens until this connection closes, which the
+    /// unmount holds open until its detach is done or has failed.
+    func serveUnmounting(on connection: ControlConnection) {
+        var reply = ControlReply(ok: true)
+        let runs = appRuns.beginUnmount()
+        reply.runs = runs
+        guard runs.isEmpty else {
+            _ = send(reply, on: connection)
+            return
+        }
+        defer { appRuns.endUnmount() }
+        guard send(reply, on: connection) == .keep else { return }
+        var forever = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(connection.fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            let frame: ServerFrame
+            do { frame = try ServerFrame.read(from: connection.fd) } catch {
+                _ = readFailed(error, on: connection)
+                return
+            }
+            guard respond(to: frame, on: connection) == .keep else { return }
+        }
     }
 
     /// Streams events until the subscriber hangs up or is dropped for falling behind

@@ -105,8 +105,8 @@ struct RequestHandler {
                 var reply = ControlReply(ok: true, message: message)
                 reply.sync = report
                 return reply
-            case .events, .appSession, .keychainExport:
-                return .failure("events, app sessions and keychain exports each need a connection of their own")
+            case .events, .appSession, .keychainExport, .unmounting:
+                return .failure("events, app sessions, keychain exports and unmounts each need a connection of their own")
             }
         } catch let error as BiometryError {
             return .failure("\(error)")

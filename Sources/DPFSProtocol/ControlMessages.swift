@@ -41,6 +41,10 @@ public enum ControlRequest: Codable, Sendable {
     case keychainImport(attributes: [String: String])
     /// Keychain sync: create, invite, join, leave, status (the reply's `sync`).
     case sync(SyncCommand)
+    /// `dpfs unmount`, before it detaches (owner only): the reply's `runs` lists the
+    /// app sessions open; if it lists none, no app session opens until this
+    /// connection closes.
+    case unmounting
 }
 
 public struct ControlReply: Codable, Sendable {
@@ -68,7 +72,8 @@ public struct ControlReply: Codable, Sendable {
     public var sync: SyncReport?
     /// For appList: the registered apps, the sandbox's own first.
     public var apps: [ListedApp]?
-    /// For status, on the owner's socket: the app sessions open, one per process.
+    /// For status, on the owner's socket, and for unmounting: the app sessions open,
+    /// one per process.
     public var runs: [AppRun]?
 
     public init(ok: Bool, error: String? = nil, message: String? = nil, status: DeviceStatus? = nil,

@@ -7,9 +7,11 @@
 source "$(dirname "$0")/lib.sh"
 HOLDER=""
 RUNNER=""
+UNMOUNTER=""
 scenario_cleanup() {
     [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
     [ -n "$RUNNER" ] && kill "$RUNNER" 2>/dev/null && wait "$RUNNER" 2>/dev/null
+    [ -n "$UNMOUNTER" ] && kill "$UNMOUNTER" 2>/dev/null && wait "$UNMOUNTER" 2>/dev/null
 }
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
@@ -162,6 +164,32 @@ no_runs_shown() {
 }
 within 60 no_runs_shown && pass "and, once the run has ended, shows none" \
     || fail "and, once the run has ended, shows none" "$("$DPFS" status "$MNT" | grep "^app run:")"
+# An unmount that has found no run holds app sessions shut until it ends: a run
+# started between its check and its detach is refused. The unmount's request is
+# held here on a connection of its own, as `dpfs unmount` holds it while it detaches.
+cp "$(dirname "$0")/../tools/controlwire.py" "$WORK/controlwire.py"
+cat > "$WORK/unmounting.py" <<'PY'
+import os, sys, time
+sys.path.insert(0, os.path.dirname(sys.argv[0]))
+from controlwire import *
+s = connect(sys.argv[1])
+s.sendall(request_frame({"unmounting": {}}))
+got = reply(s)
+with open(sys.argv[2] + ".tmp", "wb") as out: out.write(got or b"")
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+deadline = time.monotonic() + 300
+while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline: time.sleep(0.05)
+PY
+SOCK=$(getfattr --absolute-names --only-values -n user.dpfs.control "$MNT")
+python3 "$WORK/unmounting.py" "$SOCK" "$WORK/unmounting.reply" "$WORK/unmounting.end" &
+UNMOUNTER=$!
+within 60 test -e "$WORK/unmounting.reply" || fail "the unmount's request is answered"
+check_error "a run while an unmount detaches is refused, saying why" \
+    "the sandbox is being unmounted (dpfs unmount): no app session opens now" "$DPFS" run "$MNT" -- true
+check "the mount serves on" ls "$MNT/Documents"
+touch "$WORK/unmounting.end"; wait "$UNMOUNTER" 2>/dev/null; UNMOUNTER=""
+within 60 "$DPFS" run "$MNT" -- true && pass "and once that unmount has ended, a run goes" \
+    || fail "and once that unmount has ended, a run goes" "$("$DPFS" run "$MNT" -- true 2>&1)"
 daemon=$("$DPFS" status "$MNT" --json | json_field pid)
 expect_eq "the daemon is named dpfs, for pgrep, ps -C and killall" "$(cat "/proc/$daemon/comm" 2>&1)" dpfs
 expect_eq "status --json names the daemon's version" "$("$DPFS" status "$MNT" --json | json_field version)" "$version"

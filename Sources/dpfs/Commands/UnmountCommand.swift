@@ -31,17 +31,26 @@ struct Unmount: ParsableCommand {
             return
         }
         let target = AbsolutePath.of(mountpoint)
-        let reply = try? DaemonDeadline.client(for: target).send(.status)
+        let client = try? DaemonDeadline.client(for: target)
+        let reply = try? client?.send(.status)
         let pid = reply?.status?.pid
         guard pid != nil || isMountpoint(target) else {
             throw CLIError("\(target) is not a mounted dpfs sandbox", status: .notADpfsMount)
         }
         // A program run as an app works in its own mount namespace, which holds the
         // mount there whatever the host's umount does: the mount would go from under it,
-        // and the daemon wait for it, restarting the device.
-        if let runs = reply?.runs, !runs.isEmpty {
+        // and the daemon wait for it, restarting the device. The daemon opens no app
+        // session while this connection stays open, once it has found none (a daemon
+        // that does not know the request has listed them in its status).
+        let runs = (try? client?.send(.unmounting))?.runs ?? reply?.runs ?? []
+        if !runs.isEmpty {
             throw CLIError(Self.refusal(of: target, running: runs))
         }
+        try withExtendedLifetime(client) { try detach(target, daemon: pid) }
+    }
+
+    /// Unmounts `target` and waits for its daemon, `pid`, to end.
+    private func detach(_ target: String, daemon pid: Int32?) throws {
         let fusermount = Self.fusermountUnmounting(target, lazily: false)
         if fusermount.status != 0 && umount(target) != 0 {
             // A user's umount(2) fails for want of privilege; fusermount3 said why it failed.
