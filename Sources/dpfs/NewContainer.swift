@@ -3,7 +3,8 @@
 // inside (its subdirectories then copy it, as every new directory copies its
 // parent's), filled, then renamed to the bundle ID. Interrupted at any point, it
 // leaves no container of the wrong class behind, which a later run would take as one
-// the user made and keep.
+// the user made and keep; a staging tree it leaves goes with the next container made
+// (NewContainer+Staging).
 import CLinux
 import DataProtection
 import DPFSProtocol
@@ -19,21 +20,22 @@ struct NewContainer {
 
     /// Makes the container, unless another run put one in place meanwhile.
     func make() throws {
-        let staging = (path as NSString).deletingLastPathComponent + "/.making-" + UUID().uuidString
-        do {
-            try createDirectory(staging)
-            try setClass(on: staging)
-            for subdirectory in subdirectories { try createDirectory(staging + "/" + subdirectory) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: staging)
-            throw error
-        }
-        guard rename(staging, path) == 0 else {
-            let code = errno
-            try? FileManager.default.removeItem(atPath: staging)
-            // Another run of the same app made it first: that one stands.
-            if code == ENOTEMPTY || code == EEXIST { return }
-            throw failure(String(cString: strerror(code)))
+        try withStagingTree { staging in
+            do {
+                try createDirectory(staging)
+                try setClass(on: staging)
+                for subdirectory in subdirectories { try createDirectory(staging + "/" + subdirectory) }
+            } catch {
+                try? FileManager.default.removeItem(atPath: staging)
+                throw error
+            }
+            guard rename(staging, path) == 0 else {
+                let code = errno
+                try? FileManager.default.removeItem(atPath: staging)
+                // Another run of the same app made it first: that one stands.
+                if code == ENOTEMPTY || code == EEXIST { return }
+                throw failure(String(cString: strerror(code)))
+            }
         }
     }
 
@@ -56,7 +58,7 @@ struct NewContainer {
         throw failure("setting its class (\(name)) failed: \(String(cString: strerror(code)))")
     }
 
-    private func failure(_ reason: String, status: ExitStatus = .failure) -> CLIError {
+    func failure(_ reason: String, status: ExitStatus = .failure) -> CLIError {
         CLIError("cannot make the container of \(bundleID) at \(path): \(reason)", status: status)
     }
 }

@@ -22,7 +22,7 @@ plist com.example.app NSFileProtectionComplete > "$WORK/app-complete.plist"
 # class_of PATH: its class as `dpfs protection get` prints it.
 class_of() { "$DPFS" protection get "$1" 2>&1; }
 # containers: what .containers holds, one space after each name.
-containers() { ls -A "$MNT/.containers" | tr '\n' ' '; }
+containers() { ls -A "$MNT/.containers" | LC_ALL=C sort | tr '\n' ' '; }
 
 # A device whose own app has no entitlement (default untilFirstAuth), and an app whose
 # entitlement names complete.
@@ -63,6 +63,28 @@ expect_eq "its file is still there" "$(notes2 sh -c 'cat "$HOME/Documents/f"')" 
 rm -rf "$NOTES2" || fail "remove its container"
 check "with its container removed it runs" notes2 true
 expect_eq "and its new container takes the new default, untilFirstAuth" "$(class_of "$NOTES2/Documents")" "untilFirstAuth"
+
+# A staging tree (.making-UUID) a run killed before its rename left behind goes with
+# the next container made; one whose maker is still at work, holding its shared flock
+# on .containers (fd 9 of this shell here), stays. Nothing else removes either.
+for app in one two three; do
+    plist "com.example.$app" > "$WORK/$app.plist"
+    "$DPFS" app add "$MNT" --entitlements "$WORK/$app.plist" >/dev/null || fail "register com.example.$app"
+done
+scenario_cleanup() { exec 9<&-; }
+mkdir -p "$MNT/.containers/.making-left/Documents" "$MNT/.containers/.making-left/Library/Caches"
+check "a new app runs" "$DPFS" run "$MNT" --app com.example.one -- true
+check_fails "and the staging tree a killed run left is gone" test -e "$MNT/.containers/.making-left"
+exec 9< "$MNT/.containers"
+flock -s 9 || fail "take a maker's shared lock on .containers"
+mkdir -p "$MNT/.containers/.making-live/Documents"
+check "a new app runs beside a maker at work" "$DPFS" run "$MNT" --app com.example.two -- true 9<&-
+check "whose staging tree stays" test -d "$MNT/.containers/.making-live/Documents"
+exec 9<&-
+check "once that maker is gone, another new app runs" "$DPFS" run "$MNT" --app com.example.three -- true
+check_fails "and the tree it left goes" test -e "$MNT/.containers/.making-live"
+expect_eq "leaving the containers only" "$(containers)" \
+    "$(printf '%s\n' com.example.notes2 com.example.one com.example.two com.example.three | LC_ALL=C sort | tr '\n' ' ')"
 "$DPFS" unmount "$MNT"
 
 # A device whose own app's entitlement names complete, and a widget without one.
