@@ -2,7 +2,8 @@
 # The store a user gets (dpfs(1), init --secret-store and forget): init says which
 # secret store it chose and why (the TPM where /dev/tpmrm0 answers, else the file store
 # and where); status and fsck name the store; `dpfs forget` removes a device's entries,
-# by directory or by UUID, and refuses a mounted device; and another user who made
+# by directory or by UUID, and refuses a mounted device (also by UUID, while its daemon
+# holds the device's use lock); and another user who made
 # /tmp/dpfs-UID first cannot keep a user without XDG_RUNTIME_DIR from mounting.
 source "$(dirname "$0")/lib.sh"
 
@@ -50,10 +51,24 @@ if [ "$(id -u)" = 0 ]; then
                        *) fail "without a TPM, init says it uses the file store, and where" "$out" ;; esac
     fi
     default_uuid=$(uuid_of "$DEFAULT_DEV")
+    if [ -e "/var/lib/dpfs/$default_uuid.secret" ]; then
+        # Its daemon holds the device's use lock: forget by UUID refuses, as by directory.
+        "$DPFS" mount "$DEFAULT_DEV" "$MNT" >/dev/null || fail "mount the device of the default store"
+        out=$("$DPFS" forget "$default_uuid" 2>&1); rc=$?
+        expect_eq "forget by UUID refuses a mounted device, with the directory form's status, in one line" \
+            "$rc $(printf '%s\n' "$out" | wc -l)" "1 1"
+        case "$out" in *"device $default_uuid is mounted from $DEFAULT_DEV on $MNT: its entries cannot be removed; unmount it first") pass "naming where it is mounted" ;;
+                       *) fail "naming where it is mounted" "$out" ;; esac
+        check "its secret and record stay" test -e "/var/lib/dpfs/$default_uuid.secret" -a -e "/var/lib/dpfs/$default_uuid.state"
+        check "and its use lock" test -e "/var/lib/dpfs/$default_uuid.inuse"
+        check "the device still unlocks" "$DPFS" unlock "$MNT" --passcode-file "$PASS"
+        "$DPFS" unmount "$MNT" || fail "unmount the device of the default store"
+    fi
     rm -rf "$DEFAULT_DEV"
     if [ -e "/var/lib/dpfs/$default_uuid.secret" ]; then
         check "forget by UUID after the directory is gone" "$DPFS" forget "$default_uuid"
         check_fails "removes the secret from /var/lib/dpfs" test -e "/var/lib/dpfs/$default_uuid.secret"
+        check_fails "and the use lock" test -e "/var/lib/dpfs/$default_uuid.inuse"
     fi
 fi
 check_error "forget refuses what is neither a directory nor a UUID" "neither a device directory nor a device UUID" \

@@ -37,33 +37,49 @@ public enum DeviceUseLock {
         if let fd = try lock(for: directory, creating: false, { _ in }) { close(fd) }
     }
 
-    /// The lock's descriptor, locked, once `locked` has run on it under the record's
-    /// lock; throws copyInUse, naming the holder, if another process holds it.
+    /// Runs `body` holding the lock of the device named `deviceUUID` in `store`, for a
+    /// command that removes the device's entries, this lock file with them, knowing
+    /// the device by its UUID alone: refused, as `take` is, while the device is in
+    /// use. Creates nothing; where there is no lock file, `body` runs without it.
+    public static func whileNotInUse<T>(_ deviceUUID: String, in store: SecretStoreLocation,
+                                        _ body: () throws -> T) throws -> T {
+        let fd = try lock(deviceUUID, in: store, creating: false, { _ in })
+        defer { if let fd { close(fd) } }
+        return try body()
+    }
+
     private static func lock(for directory: DeviceDirectory, creating: Bool,
                              _ locked: (Int32) -> Void) throws -> Int32? {
-        guard let entry = try? KeybagFile.storeEntry(of: directory),
-              let path = path(of: entry.deviceUUID, in: entry.store) else { return nil }
+        guard let entry = try? KeybagFile.storeEntry(of: directory) else { return nil }
         if case .file(let storeDirectory) = entry.store {
             // The refusal of a missing or open store, as the secret's load gives it.
             try DeviceSecretStore.checkDirectory(storeDirectory, store: entry.store)
         }
+        return try lock(entry.deviceUUID, in: entry.store, creating: creating, locked)
+    }
+
+    /// The lock's descriptor, locked, once `locked` has run on it under the record's
+    /// lock; throws copyInUse, naming the holder, if another process holds it.
+    private static func lock(_ deviceUUID: String, in store: SecretStoreLocation, creating: Bool,
+                             _ locked: (Int32) -> Void) throws -> Int32? {
+        guard let path = path(of: deviceUUID, in: store) else { return nil }
         let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (creating ? O_CREAT : 0), 0o600)
         if fd < 0, !creating, errno == ENOENT { return nil }
         var info = stat()
-        if case .tpm2 = entry.store, fd < 0 || fstat(fd, &info) != 0 || info.st_uid != geteuid() {
+        if case .tpm2 = store, fd < 0 || fstat(fd, &info) != 0 || info.st_uid != geteuid() {
             // /run/lock is shared by every user: one who made this name first could
             // refuse every mount of the device (docs/limitations.md).
             if fd >= 0 { close(fd) }
             return nil
         }
         guard fd >= 0 else {
-            throw DeviceRecordError.unreadable(store: entry.store.description, device: entry.deviceUUID,
+            throw DeviceRecordError.unreadable(store: store.description, device: deviceUUID,
                                                reason: "its lock file \(path) cannot be opened: \(String(cString: strerror(errno)))")
         }
         let taking: Taking
         do {
-            taking = try RecordFileLock.holding(RecordFileLock.path(of: entry.deviceUUID, in: entry.store),
-                                                store: entry.store, device: entry.deviceUUID) {
+            taking = try RecordFileLock.holding(RecordFileLock.path(of: deviceUUID, in: store),
+                                                store: store, device: deviceUUID) {
                 guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return .refused(holder: holderDirectory(fd)) }
                 locked(fd)
                 return .taken
@@ -74,7 +90,7 @@ public enum DeviceUseLock {
         }
         if case .refused(let holder) = taking {
             close(fd)
-            throw DeviceError.copyInUse(device: entry.deviceUUID, holder: holder,
+            throw DeviceError.copyInUse(device: deviceUUID, holder: holder,
                                         mountpoint: holder.flatMap { DeviceDirectory($0).mountpoint })
         }
         return fd

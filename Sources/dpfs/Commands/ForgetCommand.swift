@@ -20,12 +20,11 @@ struct Forget: ParsableCommand {
         let (uuid, stores) = try resolve()
         var removed: [String] = []
         for store in stores {
-            let entries = DeviceProvisioning.entries(of: uuid, in: store)
-            guard !entries.isEmpty else { continue }
-            DeviceProvisioning.discard(uuid, in: store)
-            let left = DeviceProvisioning.entries(of: uuid, in: store)
-            guard left.isEmpty else { throw CLIError("cannot remove \(left.joined(separator: ", "))") }
-            removed += entries
+            // Held while the entries go, the use lock's file with them: a daemon or fsck
+            // of any copy of the device holds it, and one started meanwhile is refused.
+            removed += try Self.refusingUse(of: uuid) {
+                try DeviceUseLock.whileNotInUse(uuid, in: store) { try Self.discard(uuid, in: store) }
+            }
         }
         guard !removed.isEmpty else {
             throw CLIError("no entries of device \(uuid) in \(stores.map(\.description).joined(separator: " or "))")
@@ -65,6 +64,31 @@ struct Forget: ParsableCommand {
         var stores = [try SecretStoreLocation(parsing: nil)]
         if access("/dev/tpmrm0", R_OK | W_OK) == 0 { stores.append(.tpm2(tcti: SecretStoreLocation.defaultTCTI)) }
         return (device.lowercased(), stores)
+    }
+
+    /// The entries of `uuid` in `store` it removed.
+    private static func discard(_ uuid: String, in store: SecretStoreLocation) throws -> [String] {
+        let entries = DeviceProvisioning.entries(of: uuid, in: store)
+        guard !entries.isEmpty else { return [] }
+        DeviceProvisioning.discard(uuid, in: store)
+        let left = DeviceProvisioning.entries(of: uuid, in: store)
+        guard left.isEmpty else { throw CLIError("cannot remove \(left.joined(separator: ", "))") }
+        return entries
+    }
+
+    /// The refusal of a device in use, named by its UUID: the directory form refuses
+    /// earlier, in `resolve`, in the words of a mount.
+    private static func refusingUse<T>(of uuid: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch DeviceError.copyInUse(_, let holder, let mountpoint) {
+            let user = switch (holder, mountpoint) {
+            case (let holder?, let mountpoint?): "mounted from \(holder) on \(mountpoint)"
+            case (let holder?, nil): "in use (mounted or checked by fsck) from \(holder)"
+            case (nil, _): "in use (mounted or checked by fsck)"
+            }
+            throw CLIError("device \(uuid) is \(user): its entries cannot be removed; unmount it first")
+        }
     }
 
     static func isUUID(_ text: String) -> Bool {
