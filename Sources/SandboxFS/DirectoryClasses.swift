@@ -65,10 +65,12 @@ extension SandboxFileSystem {
     /// or, for a directory whose record is damaged, an unlocked device.
     func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) throws(Errno) {
         let directoryID: [UInt8]
+        var currentClass: ProtectionClass?
         if let record = try? directoryRecord(directory, fresh: true) {
             if record.protectionClass == newClass { return }
             guard device.isAvailable(record.protectionClass) else { throw Errno.notPermitted }
             directoryID = record.directoryID
+            currentClass = record.protectionClass
         } else {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { throw Errno.notPermitted }
             directoryID = DirectoryClassRecord.newDirectoryID()
@@ -76,7 +78,7 @@ extension SandboxFileSystem {
         let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         defer { close(fd) }
         do throws(Errno) {
-            try storeRecordedDirectoryClass(fd, newClass, directoryID: directoryID)
+            try storeRecordedDirectoryClass(fd, newClass, from: currentClass, directoryID: directoryID)
         } catch {
             directory.classRecord.withLock { $0 = nil }
             throw error
@@ -99,9 +101,17 @@ extension SandboxFileSystem {
     /// A class change the keybag records, so that the record from before it, put back,
     /// is refused. The weaker of the two classes is never the only one vouched for: a
     /// raise writes the record first, a lowering the keybag first, and a crash between
-    /// leaves the old protection in force.
-    private func storeRecordedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {
-        let raise = newClass.strength >= (device.recordedDirectoryClass(directoryID)?.strength ?? 0)
+    /// leaves the old protection in force. A directory the keybag has no class for has
+    /// only ever been lowered from its first: every record it had is stronger than the
+    /// new one, none weakens it put back, and its lowering saves no keybag (a whole
+    /// tree lowered, as `rsync -aX` does to a copy's directories, writes it not once).
+    private func storeRecordedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, from currentClass: ProtectionClass?,
+                                             directoryID: [UInt8]) throws(Errno) {
+        let recorded = device.recordedDirectoryClass(directoryID)
+        if recorded == nil, let currentClass, newClass.strength < currentClass.strength {
+            return try storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        }
+        let raise = newClass.strength >= (recorded?.strength ?? 0)
         if raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
         do { try device.recordDirectoryClass(directoryID, newClass) } catch {
             logger.error("a directory's new class could not be recorded in the keybag: \(error)")

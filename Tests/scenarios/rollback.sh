@@ -162,7 +162,11 @@ rm -rf "$DEV"
 setup_device
 unlock_device
 mkdir "$MNT/Documents/vault"
+# Lowered from its first class, a directory has had no record weaker than its new one:
+# nothing to vouch for, so the keybag is not saved (a tree lowered saves it not once).
+keybag_before=$(sha256sum < "$DEV/keybag.json")
 setfattr -n user.dpfs.protection -v none "$MNT/Documents/vault"
+expect_eq "a first lowering leaves the keybag as it was" "$(sha256sum < "$DEV/keybag.json")" "$keybag_before"
 VAULT=$(backing "$MNT/Documents/vault")
 none_record=$(getfattr --absolute-names -e hex -n user.dpfs.protection "$VAULT" | sed -n 's/^user.dpfs.protection=//p')
 check "raise the directory to complete" setfattr -n user.dpfs.protection -v complete "$MNT/Documents/vault"
