@@ -22,12 +22,33 @@ public struct AccessControlFlags: OptionSet, Sendable, Hashable, Codable {
         .privateKeyUsage, .applicationPassword,
     ]
 
+    /// What .userPresence may be combined with: it is biometry-or-passcode already.
+    static let besideUserPresence: AccessControlFlags = [.userPresence, .privateKeyUsage, .applicationPassword]
+
     /// The constraints that ask the user something (not the conjunctions or key usage).
     public static let constraints: AccessControlFlags = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch]
 
-    /// Why these flags cannot make an access control, or nil when they can: unknown
-    /// bits, both conjunctions, or a watch (this device has none to pair).
+    /// Why these flags cannot make an access control, or nil when they can: what
+    /// `unsupported` names, or a combination Apple's SecAccessControlCreateWithFlags
+    /// refuses (both biometry constraints; .userPresence beside anything but
+    /// .privateKeyUsage and .applicationPassword). The API, the CLI and the item store
+    /// all ask this.
     public var problem: String? {
+        if let unsupported { return unsupported }
+        if isSuperset(of: [.biometryAny, .biometryCurrentSet]) {
+            return "an access control takes one biometry constraint: biometryAny or biometryCurrentSet"
+        }
+        if contains(.userPresence) && !AccessControlFlags.besideUserPresence.isSuperset(of: self) {
+            return "userPresence combines only with privateKeyUsage and applicationPassword"
+        }
+        return nil
+    }
+
+    /// Why these flags cannot be honoured at all: unknown bits, both conjunctions, a
+    /// watch (this device has none to pair), an application password. A received
+    /// synced item is checked against these only, as a stored item keeps the flags it
+    /// was made with.
+    public var unsupported: String? {
         if !AccessControlFlags.known.isSuperset(of: self) { return "unknown access-control flags \(rawValue)" }
         if contains(.or) && contains(.and) { return "an access control is .or or .and, not both" }
         if contains(.watch) { return "no watch is paired with a dpfs device" }

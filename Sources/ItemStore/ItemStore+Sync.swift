@@ -131,7 +131,7 @@ extension ItemStore {
     /// never opens here (fails closed).
     private static func receivedAccessControl(_ attributes: [String: String]) throws -> StoredAccessControl? {
         guard let raw = attributes["accessControl"] else { return nil }
-        guard let flags = UInt(raw).map(AccessControlFlags.init(rawValue:)), flags.problem == nil else {
+        guard let flags = UInt(raw).map(AccessControlFlags.init(rawValue:)), flags.unsupported == nil else {
             throw SecError(SecStatus.decode, "a synchronized item's access control is unreadable")
         }
         return flags.isEmpty ? nil : StoredAccessControl(flags: flags, boundDomain: nil)
