@@ -122,6 +122,11 @@ struct KeySpec {
             inEnclave = true
             storeAttributes["tokenID"] = "secureEnclave"
         }
+        var accessible: String?
+        var accessControl: (AccessControlProtection, Any)?
+        var synchronizable = false
+        // kSecPrivateKeyAttrs overrides the top level, as on Apple; the loop below
+        // only collects, so the order it visits the merged dictionary in decides nothing.
         var merged = parameters
         if let privateAttributes = parameters[kSecPrivateKeyAttrs] {
             guard let dictionary = privateAttributes as? [String: Any] else { throw SecKeyFailure(errSecParam, "kSecPrivateKeyAttrs is not a dictionary") }
@@ -141,11 +146,10 @@ struct KeySpec {
                 storeAttributes["label"] = label
                 appleAttributes[kSecAttrLabel] = label
             case kSecAttrAccessible:
-                guard let code = value as? String, let name = SecItemQuery.accessibility[code] else {
+                guard let code = value as? String, SecItemQuery.accessibility[code] != nil else {
                     throw SecKeyFailure(errSecParam, "kSecAttrAccessible has no such value")
                 }
-                storeAttributes["accessible"] = name
-                appleAttributes[kSecAttrAccessible] = code
+                accessible = code
             case kSecAttrAccessGroup:
                 guard let group = value as? String else { throw SecKeyFailure(errSecParam, "kSecAttrAccessGroup is not a string") }
                 storeAttributes["accessGroup"] = group
@@ -154,13 +158,13 @@ struct KeySpec {
                 // accessibility, its flags are sealed with the key by the daemon, which
                 // asks the simulated user at each private-key use of a Secure Enclave key.
                 guard let access = value as? AccessControlProtection, let protection = access.protectionAccessible,
-                      let name = SecItemQuery.accessibility[protection] else {
+                      SecItemQuery.accessibility[protection] != nil else {
                     throw SecKeyFailure(errSecParam, "kSecAttrAccessControl is not a SecAccessControl")
                 }
-                storeAttributes["accessible"] = name
-                storeAttributes["accessControl"] = String(access.accessControlFlags)
-                appleAttributes[kSecAttrAccessible] = protection
-                appleAttributes[KeyAttributeValue.accessControlKey] = value
+                accessControl = (access, value)
+            case kSecAttrSynchronizable:
+                guard let flag = value as? Bool else { throw SecKeyFailure(errSecParam, "kSecAttrSynchronizable is not a boolean") }
+                synchronizable = flag
             case _ where AuthenticationOption.handles(name):
                 var call = authentication ?? CallAuthentication()
                 guard AuthenticationOption.apply(name, value, to: &call) else {
@@ -169,12 +173,35 @@ struct KeySpec {
                 authentication = call
             case kSecAttrKeyType, kSecAttrKeySizeInBits, kSecAttrTokenID, kSecPrivateKeyAttrs, kSecPublicKeyAttrs,
                  kSecAttrCanSign, kSecAttrCanVerify, kSecAttrCanEncrypt, kSecAttrCanDecrypt, kSecAttrCanDerive,
-                 kSecAttrIsExtractable, kSecAttrIsSensitive, kSecAttrEffectiveKeySize, kSecUseDataProtectionKeychain,
-                 kSecAttrSynchronizable:
+                 kSecAttrIsExtractable, kSecAttrIsSensitive, kSecAttrEffectiveKeySize, kSecUseDataProtectionKeychain:
                 break  // the key's own, or said for every P-256 key alike
             default:
                 throw SecKeyFailure(errSecParam, "\(name) is not a key attribute")
             }
+        }
+        try protect(accessible: accessible, accessControl: accessControl)
+        // The daemon refuses a synchronizable Secure Enclave key or key with an access
+        // control (errSecParam), as SecItemAdd refuses the item.
+        if synchronizable {
+            storeAttributes["synchronizable"] = "yes"
+        }
+    }
+
+    /// The key's accessibility, from kSecAttrAccessible or its access control's
+    /// protection. Both may be given only when they agree: Apple's securityd refuses
+    /// "conflicting kSecAccess and kSecAccessControl attributes" with errSecParam.
+    private mutating func protect(accessible: String?, accessControl: (AccessControlProtection, Any)?) throws {
+        if let (access, value) = accessControl, let protection = access.protectionAccessible {
+            if let accessible, accessible != protection {
+                throw SecKeyFailure(errSecParam, "kSecAttrAccessible and kSecAttrAccessControl's protection differ")
+            }
+            storeAttributes["accessible"] = SecItemQuery.accessibility[protection]
+            storeAttributes["accessControl"] = String(access.accessControlFlags)
+            appleAttributes[kSecAttrAccessible] = protection
+            appleAttributes[KeyAttributeValue.accessControlKey] = value
+        } else if let accessible {
+            storeAttributes["accessible"] = SecItemQuery.accessibility[accessible]
+            appleAttributes[kSecAttrAccessible] = accessible
         }
     }
 }
