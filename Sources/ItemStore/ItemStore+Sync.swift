@@ -99,7 +99,11 @@ extension ItemStore {
         let label = item.attributes["label"]
         let descriptive = try DescriptiveAttribute.values(in: item.attributes, of: identity.itemClass)
         let received = try Self.receivedAccessControl(item.attributes)
-        let record = ItemRecord(identity: identity, label: label, created: created, modified: modified,
+        var publicKey: String?
+        if identity.itemClass == .keys {
+            publicKey = ReceivedKeyPublicKey.of(item.secret, keyClass: identity.keys[.keyClass]) ?? item.attributes["publicKey"]
+        }
+        let record = ItemRecord(identity: identity, label: label, publicKey: publicKey, created: created, modified: modified,
                                 accessControl: received, descriptive: descriptive)
         let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
         try commit { db in

@@ -67,7 +67,11 @@ enum SecItemCall {
         case .tooLarge: return errSecParam
         }
         if response.status == errSecSuccess, let result {
-            result.pointee = SecItemResult.object(for: response, query)
+            do {
+                result.pointee = try SecItemResult.object(for: response, query)
+            } catch {
+                return (error as? SecItemRefusal)?.status ?? errSecDecode
+            }
         }
         return response.status
     }

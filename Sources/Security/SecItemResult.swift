@@ -5,22 +5,25 @@ import DPFSProtocol
 import Foundation
 
 enum SecItemResult {
-    static func object(for response: KeychainResponse, _ query: SecItemQuery) -> CFTypeRef? {
+    /// errSecDecode (a SecItemRefusal) when a key item asked for as a ref yields no
+    /// SecKey (a damaged row, or one without its public key): no success without the ref.
+    static func object(for response: KeychainResponse, _ query: SecItemQuery) throws -> CFTypeRef? {
         guard query.wantsResult else { return nil }
         if query.limit == "all" {
-            let values = response.items.map { value(for: $0, query) }
+            let values = try response.items.map { try value(for: $0, query) }
             let wanted = query.count.map { Array(values.prefix($0)) } ?? values
             return wanted as NSArray
         }
-        return response.items.first.map { value(for: $0, query) as AnyObject }
+        return try response.items.first.map { try value(for: $0, query) as AnyObject }
     }
 
-    private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) -> Any {
+    private static func value(for item: KeychainResponse.Item, _ query: SecItemQuery) throws -> Any {
         let storeAttributes = item.attributes ?? [:]
         if query.returnRef {
             let key = KeyItemAttributes.key(from: storeAttributes, data: item.data, authentication: query.authentication)
+            if key == nil && storeAttributes["class"] == kSecClassKey { throw SecItemRefusal(status: errSecDecode) }
             guard query.returnAttributes || query.returnData || query.returnPersistentRef else {
-                // A key item that yields no key (a damaged row) still answers, as NSNull.
+                // Not a key item: nothing to make a ref of.
                 if let key { return key }
                 return NSNull()
             }
