@@ -125,7 +125,7 @@ final class LogindWatch: @unchecked Sendable {
         mustChooseAgain = false
         followedEnded = false
         lostBecause = reason
-        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(reason); locked, reconnecting" }
+        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(reason); locked then, reconnecting" }
         let now = triggers.contains(.suspend) || triggers.contains(.logout)
         let why = detail.map { "\(reason) (\($0))" } ?? reason
         logger.error("--lock-on: \(why): the lock cannot follow the session; locking\(now ? " now" : "") and reconnecting")
@@ -141,7 +141,7 @@ final class LogindWatch: @unchecked Sendable {
             logger.notice("--lock-on: logind is reached again; the lock follows \(followed.map { "session \($0.id)" } ?? "logind") again")
             return true
         } catch {
-            let problem = "\(lostBecause ?? "logind is not reached"); locked, reconnecting (\(error))"
+            let problem = "\(lostBecause ?? "logind is not reached"); locked then, reconnecting (\(error))"
             let changed = state.withLock { state -> Bool in
                 defer { state.problem = problem }
                 return state.problem != problem
@@ -203,7 +203,7 @@ final class LogindWatch: @unchecked Sendable {
             bus.unsubscribe(.session)
             followed = nil
             guard case .user = source else {
-                state.withLock { $0.following = false; $0.session = nil; $0.problem = "session \(ended.id) ended; locked" }
+                state.withLock { $0.following = false; $0.session = nil; $0.problem = "session \(ended.id) ended; locked then" }
                 logger.notice("--lock-on: session \(ended.id) ended; the lock follows no session now")
                 return
             }
@@ -226,7 +226,7 @@ final class LogindWatch: @unchecked Sendable {
     }
 
     private func followsNone(because error: Error, until what: String) {
-        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(error); locked" }
+        state.withLock { $0.following = false; $0.session = nil; $0.problem = "\(error); locked then" }
         logger.warning("--lock-on: \(error); the lock follows no session until \(what)")
     }
 

@@ -17,8 +17,8 @@ import Testing
 
     @Test func notFollowingSaysWhy() {
         let lost = LockFollowing(triggers: ["screen-lock"], following: false, session: nil,
-                                 problem: "the system bus is gone; locked, reconnecting")
-        #expect(lost.line == "screen-lock (not following: the system bus is gone; locked, reconnecting)")
+                                 problem: "the system bus is gone; locked then, reconnecting")
+        #expect(lost.line == "screen-lock (not following: the system bus is gone; locked then, reconnecting)")
     }
 
     @Test func statusCarriesItAndLeavesItOutWithoutLockOn() throws {
