@@ -134,7 +134,9 @@ struct ParsedAttributes {
                 guard let flags = AccessControlFlags(names: value) else {
                     throw SecError(SecStatus.param, "accessControl must be flags such as biometryCurrentSet or userPresence")
                 }
-                if let problem = flags.problem { throw SecError(SecStatus.param, problem) }
+                // What no item can have; a combination Apple refuses only for a new one
+                // is refused where one is made (bind).
+                if let problem = flags.unsupported { throw SecError(SecStatus.param, problem) }
                 accessControl = flags
             default:
                 if let attribute = DescriptiveAttribute(rawValue: name) {

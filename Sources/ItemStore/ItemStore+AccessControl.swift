@@ -36,7 +36,10 @@ extension ItemStore {
     /// The access control a new or changed item stores. A .biometryCurrentSet item is
     /// bound to the enrollment of now; with nothing enrolled there is no set to bind,
     /// and the add fails with errSecAuthFailed.
-    func bind(_ flags: AccessControlFlags) throws -> StoredAccessControl {
+    /// Refuses a combination Apple refuses, unless `made` is false: an item put back
+    /// from a backup keeps the flags it was made with, perhaps before dpfs refused them.
+    func bind(_ flags: AccessControlFlags, made: Bool = true) throws -> StoredAccessControl {
+        if made, let problem = flags.problem { throw SecError(SecStatus.param, problem) }
         guard flags.contains(.biometryCurrentSet) else { return StoredAccessControl(flags: flags, boundDomain: nil) }
         guard let domain = user.domainState else {
             throw SecError(SecStatus.authFailed, "no biometry is enrolled to bind a .biometryCurrentSet item to")

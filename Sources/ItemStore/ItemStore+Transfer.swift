@@ -83,7 +83,7 @@ extension ItemStore {
             guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
             let identity = ItemIdentity(itemClass: itemClass, given: parsed.keys, accessGroup: group,
                                         synchronizable: synchronizable == .yes)
-            let accessControl = try parsed.accessControl.map { try bind($0) }
+            let accessControl = try parsed.accessControl.map { try bind($0, made: false) }
             let record = ItemRecord(identity: identity, label: parsed.label, publicKey: parsed.publicKey,
                                     created: created, modified: modified, accessControl: accessControl,
                                     descriptive: parsed.descriptive)
