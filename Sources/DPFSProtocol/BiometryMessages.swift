@@ -71,12 +71,17 @@ public struct BiometryReply: Codable, Sendable {
     public var errorCode: Int?
     /// Seconds a prompt waits for an answer before it fails as cancelled.
     public var promptTimeout: Double
+    /// Prompts on screen or waiting for it: what a test waits for before it answers.
+    /// Optional so that a reply from a daemon that does not count them still decodes.
+    public var prompts: Int?
 
     public init(enrolled: Bool, type: BiometryType, domainState: String?, lockedOut: Bool, lockout: BiometryLockout? = nil,
-                failedMatches: Int, queued: Int, passcodeSet: Bool, errorCode: Int? = nil, promptTimeout: Double) {
+                failedMatches: Int, queued: Int, passcodeSet: Bool, errorCode: Int? = nil, promptTimeout: Double,
+                prompts: Int? = nil) {
         self.enrolled = enrolled; self.type = type; self.domainState = domainState
         self.lockedOut = lockedOut; self.lockout = lockout; self.failedMatches = failedMatches; self.queued = queued
         self.passcodeSet = passcodeSet; self.errorCode = errorCode; self.promptTimeout = promptTimeout
+        self.prompts = prompts
     }
 }
 

@@ -42,6 +42,9 @@ public struct BiometryStatus: Sendable, Equatable {
     public let queuedAnswers: Int
     /// Seconds a prompt waits for an answer before it fails as cancelled.
     public let promptTimeout: Double
+    /// Prompts shown or waiting to be: a test answers once its prompt is among them
+    /// (nil from a daemon that does not count them).
+    public let prompts: Int?
 }
 
 extension DeviceControl {
@@ -88,7 +91,7 @@ extension DeviceControl {
             return BiometryStatus(enrolled: reply.enrolled, type: reply.type == .faceID ? .faceID : .touchID,
                                   domainState: reply.domainState, lockedOut: reply.lockedOut,
                                   failedMatches: reply.failedMatches, queuedAnswers: reply.queued,
-                                  promptTimeout: reply.promptTimeout)
+                                  promptTimeout: reply.promptTimeout, prompts: reply.prompts)
         }
     }
 

@@ -70,6 +70,10 @@ extension ItemStore {
             case .notInteractive where skipping && authentication.interaction == .skip,
                  .invalidated where skipping:
                 continue
+            case .systemCancelled:
+                // A restart ended the prompt: an item whose class key it wiped fails as any such item does.
+                try checkAvailable([item])
+                throw SecError(outcome.secStatus, Self.explanation(outcome))
             default:
                 throw SecError(outcome.secStatus, Self.explanation(outcome))
             }
@@ -108,6 +112,9 @@ extension ItemStore {
         case .granted: return "granted"
         case .failed: return "the simulated user failed to authenticate (dpfs biometry respond)"
         case .cancelled: return "the simulated user cancelled, or no answer was queued in time (dpfs biometry respond)"
+        case .appCancelled: return "the LAContext was invalidated while its prompt was waiting"
+        case .systemCancelled: return "a restart ended the prompt before the user answered"
+        case .contextInvalidated: return "the LAContext given as kSecUseAuthenticationContext was invalidated"
         case .notInteractive: return "the item needs the user's authentication, and the call forbids asking"
         case .invalidated: return "the item or key was bound to a biometry enrollment that is gone (dpfs biometry reenroll)"
         case .lockedOut:

@@ -93,7 +93,9 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
         }
     }
 
-    /// Ends the context: the daemon forgets its evaluations, later calls fail with .invalidContext.
+    /// Ends the context: an evaluation in progress fails at once with .appCancel, the
+    /// daemon forgets what it proved, later calls fail with .invalidContext, and a
+    /// keychain call given it is refused as by a context that authorizes nothing.
     open func invalidate() {
         let wasValid = state.withLock { state -> Bool in
             defer { state.invalidated = true }

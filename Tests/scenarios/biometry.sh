@@ -5,7 +5,8 @@
 # the passcode, as do a restart and 48 hours without the passcode; re-enrollment
 # invalidates .biometryCurrentSet items; the enrollment survives a remount, but an
 # older copy of it put back does not; a prompt with no answer fails as cancelled after
-# its timeout; queued answers wait until taken, cleared or a restart.
+# its timeout; queued answers wait until taken, cleared or a restart; a restart ends a
+# prompt in progress without taking an answer.
 source "$(dirname "$0")/lib.sh"
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 find_token() { "$DPFS" keychain find "$MNT" --service bank --account "$1" "${@:2}"; }
@@ -161,6 +162,32 @@ check "queue the passcode" "$DPFS" biometry respond "$MNT" passcode --passcode-f
 check_error "before the first unlock the item is out of reach" "errSecInteractionNotAllowed (-25308)" \
     find_token afterfirst
 expect_eq "and the device is still before its first unlock" "$(state_of)" "beforeFirstUnlock"
+check "unlock" unlock_device
+
+# A restart ends a prompt in progress at once, without taking an answer: a reboot
+# forgets what the user was about to answer, and the answer given after it waits for
+# the next prompt.
+printf 'token-5' > "$WORK/token5"; chmod 600 "$WORK/token5"
+check "add one behind biometryAny" \
+    "$DPFS" keychain add "$MNT" --service any --access-control biometryAny --data-file "$WORK/token5"
+check "drop the passcode answer the item out of reach left" "$DPFS" biometry clear "$MNT"
+check "a 9 s prompt timeout" "$DPFS" biometry timeout "$MNT" 9
+prompts_are() { [ "$(bio prompts)" = "$1" ]; }
+start=$SECONDS
+"$DPFS" keychain find "$MNT" --service any > "$WORK/restarted.out" 2>&1 &
+finder=$!
+check "the find's prompt waits for an answer" within 30 prompts_are 1
+check "restart" "$DPFS" restart "$MNT"
+check "answer after the restart" "$DPFS" biometry respond "$MNT" match
+wait "$finder"
+check "the find fails as the item's class key went with the restart" \
+    grep -q "errSecInteractionNotAllowed (-25308)" "$WORK/restarted.out"
+if [ $((SECONDS - start)) -lt 8 ]; then pass "at the restart, not at the prompt's timeout"
+else fail "at the restart, not at the prompt's timeout" "took $((SECONDS - start)) s"; fi
+expect_eq "the answer waits for the next prompt" "$(bio queued)" "1"
+expect_eq "no prompt is left" "$(bio prompts)" "0"
+check "clear it" "$DPFS" biometry clear "$MNT"
+check "back to 5 s" "$DPFS" biometry timeout "$MNT" 5
 check "unlock" unlock_device
 
 # --- the enrollment survives a remount; re-enrollment invalidates ---------------------

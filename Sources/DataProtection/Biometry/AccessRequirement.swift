@@ -80,6 +80,12 @@ public enum AuthorizationOutcome: Sendable, Equatable {
     case failed
     /// The user cancelled, or no answer came before the prompt's time ran out.
     case cancelled
+    /// The app invalidated the LAContext while its prompt was on screen or waiting.
+    case appCancelled
+    /// A restart ended the prompt before the user answered.
+    case systemCancelled
+    /// The LAContext given was invalidated: it authorizes nothing, and asks for nothing.
+    case contextInvalidated
     /// The user would have to be asked, and the caller said not to (kSecUseAuthenticationUIFail, Skip).
     case notInteractive
     /// A .biometryCurrentSet constraint bound to an enrollment that is gone.
@@ -92,10 +98,10 @@ public enum AuthorizationOutcome: Sendable, Equatable {
     public var secStatus: Int32 {
         switch self {
         case .granted: return SecStatus.success
-        case .cancelled: return SecStatus.userCanceled
+        case .cancelled, .appCancelled, .systemCancelled: return SecStatus.userCanceled
         case .notInteractive: return SecStatus.interactionNotAllowed
         case .invalidated: return SecStatus.itemNotFound
-        case .failed, .lockedOut, .notEnrolled, .passcodeNotSet: return SecStatus.authFailed
+        case .failed, .lockedOut, .notEnrolled, .passcodeNotSet, .contextInvalidated: return SecStatus.authFailed
         }
     }
 
@@ -105,10 +111,22 @@ public enum AuthorizationOutcome: Sendable, Equatable {
         case .granted: return nil
         case .failed, .invalidated: return LocalAuthenticationCode.authenticationFailed
         case .cancelled: return LocalAuthenticationCode.userCancel
+        case .appCancelled: return LocalAuthenticationCode.appCancel
+        case .systemCancelled: return LocalAuthenticationCode.systemCancel
+        case .contextInvalidated: return LocalAuthenticationCode.invalidContext
         case .notInteractive: return LocalAuthenticationCode.notInteractive
         case .lockedOut: return LocalAuthenticationCode.biometryLockout
         case .notEnrolled: return LocalAuthenticationCode.biometryNotEnrolled
         case .passcodeNotSet: return LocalAuthenticationCode.passcodeNotSet
+        }
+    }
+}
+
+extension AuthorizationOutcome {
+    init(_ end: PromptEnd) {
+        switch end {
+        case .restart: self = .systemCancelled
+        case .appCancel: self = .appCancelled
         }
     }
 }

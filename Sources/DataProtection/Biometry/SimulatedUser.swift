@@ -6,9 +6,11 @@
 // time, as on iOS. Biometry is locked out, as iOS locks it, until the passcode is
 // entered (an unlock, or a passcode answer): after five failed matches in a row, after
 // a restart, and when the passcode has not been entered for more than 48 hours. A
-// restart also ends every LAContext's proofs and the last match, and drops the queued
-// answers. Queued answers otherwise wait until taken, cleared or the mount ends, whoever
-// queued them. Removing the passcode removes the enrollment, as iOS does.
+// restart also ends every LAContext's proofs and the last match, ends every prompt at
+// once without taking an answer, and drops the queued answers. Queued answers otherwise
+// wait until taken, cleared or the mount ends, whoever queued them. Invalidating an
+// LAContext ends its prompts at once, and it never again proves anything. Removing the
+// passcode removes the enrollment, as iOS does.
 import DPFSProtocol
 import Foundation
 import Synchronization
@@ -38,16 +40,14 @@ public final class SimulatedUser: Sendable {
     public static let lockoutThreshold = 5
     /// After this long without the passcode (device clock), biometry waits for it.
     public static let passcodeInterval: TimeInterval = 48 * 3600
-    static let maximumContexts = 4096
 
     let device: LockStateManager
     private let timeout: Mutex<Double>
     private let record: Mutex<BiometryRecord>
     private let answers = AnswerQueue()
-    /// Proofs of LAContexts by token (128 random bits only its process knows), until
-    /// invalidated, a restart or the end of the mount.
-    private let contexts = Mutex<[String: AuthenticationProof]>([:])
-    private let onScreen = NSLock()
+    /// LAContexts by token (128 random bits only its process knows): their proofs
+    /// until invalidated, a restart or the end of the mount, and which were invalidated.
+    private let contexts = Mutex(ContextBook())
     private let observerID = Mutex<UInt64?>(nil)
     /// Told on a call's thread before it may wait for an answer (up to the prompt
     /// timeout), so that a pool of threads serving calls puts another in its place.
@@ -86,7 +86,7 @@ public final class SimulatedUser: Sendable {
             case .didBecomeAvailable: self.passcodeEntered()
             case .restart:
                 self.forgetProofs()
-                self.clearAnswers()
+                self.answers.restart()
             case .erased: try? self.unenroll()
             default: break
             }
@@ -123,7 +123,8 @@ public final class SimulatedUser: Sendable {
         return BiometryReply(enrolled: current.enrolled, type: current.type, domainState: current.domainState,
                              lockedOut: lockout != nil, lockout: lockout,
                              failedMatches: current.failedMatches, queued: answers.count,
-                             passcodeSet: device.passcodeSet, errorCode: errorCode, promptTimeout: promptTimeout)
+                             passcodeSet: device.passcodeSet, errorCode: errorCode, promptTimeout: promptTimeout,
+                             prompts: answers.promptCount)
     }
 
     /// The current enrollment's domain state, which a .biometryCurrentSet item binds at add.
@@ -169,7 +170,7 @@ public final class SimulatedUser: Sendable {
     /// A restart: what the user proved before it to an LAContext
     /// counts no more (on iOS no process outlives the reboot).
     private func forgetProofs() {
-        contexts.withLock { $0.removeAll() }
+        contexts.withLock { $0.forgetProofs() }
     }
 
     /// Why biometry waits for the passcode now, or nil when a match may answer.
@@ -232,24 +233,39 @@ public final class SimulatedUser: Sendable {
                           interaction: KeychainAuthentication.Interaction) -> AuthorizationOutcome {
         guard requirement.asksUser else { return .granted }
         let key = context
+        // Taken first: a restart from here on ends this prompt.
+        let restarts = answers.restartCount
+        let (known, invalidated) = key.map { key in contexts.withLock { ($0.proof(of: key), $0.isInvalidated(key)) } }
+            ?? (nil, false)
+        // An invalidated context is no authentication at all, and cannot become one.
+        if invalidated { return interaction == .allow ? .contextInvalidated : .notInteractive }
         // A context's match counts only while its enrollment is the current one: after a
         // re-enrollment it opens neither what was bound to the old one nor anything else.
-        var proof = (key.flatMap { key in contexts.withLock { $0[key] } } ?? AuthenticationProof())
-            .keepingMatch(of: domainState)
+        var proof = (known ?? AuthenticationProof()).keepingMatch(of: domainState)
         if proof.satisfies(requirement, boundDomain: boundDomain) { return .granted }
         if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
         guard interaction == .allow else { return .notInteractive }
         waiting()
+        let cancelled = { key.map { key in self.contexts.withLock { $0.isInvalidated(key) } } ?? false }
         // One deadline for the wait behind another prompt and for the answer, so a
         // call never waits longer than the prompt timeout in all.
         let deadline = Date().addingTimeInterval(promptTimeout)
-        guard onScreen.lock(before: deadline) else { return .cancelled }
-        defer { onScreen.unlock() }
+        switch answers.takeScreen(before: deadline, since: restarts, unless: cancelled) {
+        case .got: break
+        case .timedOut: return .cancelled
+        case .ended(let end): return AuthorizationOutcome(end)
+        }
+        defer { answers.leaveScreen() }
         while !proof.satisfies(requirement, boundDomain: boundDomain) {
             // The state may have changed while another prompt was on screen.
             if let refusal = impossibility(requirement, boundDomain: boundDomain, proof: proof) { return refusal }
             let pending = requirement.factors.filter { !proof.satisfies($0, boundDomain: boundDomain) }
-            guard let answer = answers.next(before: deadline) else { return .cancelled }
+            let answer: QueuedAnswer
+            switch answers.next(before: deadline, since: restarts, unless: cancelled) {
+            case .got(let next): answer = next
+            case .timedOut: return .cancelled
+            case .ended(let end): return AuthorizationOutcome(end)
+            }
             switch answer {
             case .cancel:
                 return .cancelled
@@ -267,7 +283,14 @@ public final class SimulatedUser: Sendable {
                 proof.passcode = true
             }
         }
-        if let key { remember(proof, key) }
+        if let key {
+            // Invalidated while the answer was checked: the match proves nothing to it.
+            let invalidatedNow = contexts.withLock { book -> Bool in
+                book.remember(proof, for: key)
+                return book.isInvalidated(key)
+            }
+            if invalidatedNow { return .appCancelled }
+        }
         return .granted
     }
 
@@ -277,11 +300,14 @@ public final class SimulatedUser: Sendable {
     /// nothing unlocks this device by biometry.
     public func evaluate(_ policy: AuthenticationPolicy, context: String, reuse: Double,
                          interactive: Bool) -> AuthorizationOutcome {
-        authorize(AccessRequirement(policy), boundDomain: nil, context: context, interaction: interactive ? .allow : .fail)
+        if contexts.withLock({ $0.isInvalidated(context) }) { return .contextInvalidated }
+        return authorize(AccessRequirement(policy), boundDomain: nil, context: context, interaction: interactive ? .allow : .fail)
     }
 
+    /// LAContext.invalidate: its prompts end at once, and it never again proves anything.
     public func invalidate(context: String) {
-        _ = contexts.withLock { $0.removeValue(forKey: context) }
+        contexts.withLock { $0.invalidate(context) }
+        answers.wakePrompts()
     }
 
     /// Why no answer could meet the requirement, or nil when one could.
@@ -342,12 +368,4 @@ public final class SimulatedUser: Sendable {
         passcodeEntered()
         return true
     }
-
-    private func remember(_ proof: AuthenticationProof, _ key: String) {
-        contexts.withLock { contexts in
-            if contexts[key] == nil && contexts.count >= Self.maximumContexts { contexts.removeAll() }
-            contexts[key, default: AuthenticationProof()].merge(proof)
-        }
-    }
-
 }

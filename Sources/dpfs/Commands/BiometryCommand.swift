@@ -126,6 +126,7 @@ struct Biometry: ParsableCommand {
             print("failed matches: \(state.failedMatches)")
             if state.lockedOut { print("locked out\(Self.cause(state.lockout)), until the passcode is entered") }
             print("queued answers: \(state.queued)")
+            if let prompts = state.prompts { print("prompts waiting: \(prompts)") }
             print("prompt timeout: \(state.promptTimeout) s")
         }
 
