@@ -157,7 +157,7 @@ extension ControlFailure {
         case .mustWait: self = .passcodeDelay
         case .unavailable: self = .deviceLocked
         case .erased: self = .erased
-        case .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode: return nil
+        case .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode, .lockedMeanwhile: return nil
         }
     }
 }

@@ -44,7 +44,7 @@ enum ExitStatus: Int32 {
         case .wrongPasscode: return .wrongPasscode
         case .mustWait: return .passcodeDelay
         case .unavailable: return .deviceLocked
-        case .erased, .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode: return .failure
+        case .erased, .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode, .lockedMeanwhile: return .failure
         }
     }
 

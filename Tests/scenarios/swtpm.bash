@@ -4,7 +4,7 @@
 # TCTI; start_swtpm STATEDIR starts one, stop_swtpm stops it (the cleanup hook does).
 SWTPM_PID=""
 stop_swtpm() {
-    if [ -n "$SWTPM_PID" ]; then kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; SWTPM_PID=""; fi
+    if [ -n "$SWTPM_PID" ]; then kill -CONT "$SWTPM_PID" 2>/dev/null; kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; SWTPM_PID=""; fi
 }
 scenario_cleanup() { stop_swtpm; }
 

@@ -96,6 +96,27 @@ mount_device
 sleep 3
 check "back on its own TPM the device unlocks" unlock_device
 expect_eq "and its data is there" "$(cat "$MNT/Documents/c.txt")" secret
+
+# A TPM that stops answering while an unlock waits on it: status and a lock still
+# answer at once, and the lock, asked for after the unlock began, wins.
+check "lock" "$DPFS" lock "$MNT" --now
+daemon_pid=$("$DPFS" status "$MNT" --json | json_field pid)
+kill -STOP "$SWTPM_PID"
+"$DPFS" unlock "$MNT" --passcode-file "$PASS" > "$WORK/stalled-unlock.out" 2>&1 &
+unlocking=$!
+# Its connection to the stopped TPM (the TCTI opens the control port first) is open.
+daemon_waits_on_tpm() {
+    ss -tnp state established "( dport = :$PORT or dport = :$((PORT + 1)) )" | grep -q "pid=$daemon_pid,"
+}
+check "the unlock waits on the stopped TPM" within 30 daemon_waits_on_tpm
+check "status answers meanwhile" timeout 10 "$DPFS" status "$MNT"
+check "and so does a lock" timeout 10 "$DPFS" lock "$MNT" --now
+kill -CONT "$SWTPM_PID"
+wait "$unlocking"; unlock_status=$?
+check_fails "the unlock that began before the lock fails" test "$unlock_status" = 0
+check "saying the lock came meanwhile" grep -q "locked while the passcode was checked" "$WORK/stalled-unlock.out"
+expect_eq "the device stays locked" "$("$DPFS" status "$MNT" --json | json_field state)" locked
+check "the next unlock opens it" unlock_device
 "$DPFS" unmount "$MNT" || fail "unmount"
 stop_swtpm
 finish

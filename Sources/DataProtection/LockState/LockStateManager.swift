@@ -21,6 +21,8 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
     case failureNotSaved(String)
     /// An empty passcode, never a device's: refused untried, so it counts as no attempt.
     case emptyPasscode
+    /// A lock (a screen lock, a suspend, `dpfs lock`) came while the passcode was checked.
+    case lockedMeanwhile
 
     public var description: String {
         switch self {
@@ -35,6 +37,9 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
         case .passcodeAlreadySet: return "a passcode is already set; use dpfs passcode change"
         case .unavailable: return "the device must be unlocked first"
         case .emptyPasscode: return "the passcode is empty; it was not tried and counts as no attempt"
+        case .lockedMeanwhile:
+            return "the device was locked while the passcode was checked (a screen lock, a suspend or dpfs lock): "
+                + "it stays locked; unlock it again"
         case .failureNotSaved(let reason):
             return "an earlier failed attempt could not be saved (\(reason)); no passcode is tried until it is: "
                 + "free space where the device and its secret store are"
@@ -72,6 +77,9 @@ public final class LockStateManager: Sendable {
         var failureUnsaved = false
         /// When the passcode was last entered since the boot, on the device's clock.
         var passcodeEntered: Date?
+        /// Counts every lock asked for, carried out or not: an unlock that began before
+        /// one leaves the keys where they are.
+        var lockRequests: UInt64 = 0
     }
 
     public let directory: DeviceDirectory
@@ -281,9 +289,11 @@ public final class LockStateManager: Sendable {
     }
 
     /// The device's state, once every deadline passed is carried out (revocations
-    /// included: call it outside FUSE requests).
+    /// included: call it outside FUSE requests). Not while a transition is under way:
+    /// an unlock waiting on a TPM that does not answer would hold every status, and
+    /// every `dpfs lock`'s reply, until it did; the deadline thread carries them out.
     public func status() -> DeviceStatus {
-        _ = runDueDeadlines()
+        if transition.withLockIfAvailable({ _ in true }) == true { _ = runDueDeadlines() }
         var status = core.withLock { core in
             var classes: [String: Bool] = [:]
             for protectionClass in ProtectionClass.allCases {
@@ -346,6 +356,7 @@ public final class LockStateManager: Sendable {
     @discardableResult
     public func lock(now: Bool = false) -> Bool {
         let started: (UInt64, Bool)? = core.withLock { core in
+            core.lockRequests &+= 1
             guard core.keybag.passcodeSet else { return nil }
             if core.phase == .beforeFirstUnlock || core.phase == .locked { return nil }
             if core.phase == .locking && !now { return nil }
@@ -467,12 +478,19 @@ public final class LockStateManager: Sendable {
         emit(.restart)
     }
 
-    /// Verifies the passcode and restores the class keys.
+    /// Verifies the passcode and restores the class keys, unless a lock was asked for
+    /// meanwhile: a lock that comes while the passcode is checked (a slow KDF, a TPM that
+    /// takes its time, a suspend a moment after the login) is the later event, and wins.
     public func unlock(passcode: SecureBuffer) throws {
+        let requestsBefore = core.withReadLock { $0.lockRequests }
         // An unlock of an unlocked device changes nothing a listener must hear of.
         let wasUnlocked = try transition.withLock { _ -> Bool in
             try acceptPasscode(passcode) { keys in
-                core.withLock { core -> LockPhase in
+                #if DPFS_TEST_HOOKS
+                testHooks.passcodeChecked?()
+                #endif
+                return try core.withLock { core -> LockPhase in
+                    guard core.lockRequests == requestsBefore else { throw LockError.lockedMeanwhile }
                     for protectionClass in ProtectionClass.allCases {
                         if let key = keys.key(for: protectionClass) {
                             core.keys.insert(key, for: protectionClass)
@@ -497,7 +515,7 @@ public final class LockStateManager: Sendable {
 
     /// Tries `passcode` against the keybag and, when it is right, hands `body` the class
     /// keys it opens, with the keybag as now saved. Caller holds `transition`.
-    private func acceptPasscode<R>(_ passcode: SecureBuffer, _ body: (borrowing ClassKeySet) -> R) throws -> R {
+    private func acceptPasscode<R>(_ passcode: SecureBuffer, _ body: (borrowing ClassKeySet) throws -> R) throws -> R {
         guard passcode.count > 0 else { throw LockError.emptyPasscode }
         try saveUnsavedFailure()
         let keybag = core.withLock { $0.keybag }
@@ -524,7 +542,7 @@ public final class LockStateManager: Sendable {
             let kept = saved
             let now = clock.now
             core.withLock { $0.keybag = kept; $0.passcodeEntered = now }
-            return body(keys)
+            return try body(keys)
         }
     }
 

@@ -9,8 +9,14 @@ public struct TestHooks: Sendable {
     #if DPFS_TEST_HOOKS
     /// A factor on the waits after failed passcode attempts (0.01: 1 min → 0.6 s).
     public var delayScale: Double
+    /// Runs in an unlock once the passcode is verified, before the keys are restored:
+    /// where a lock can come while the passcode is checked.
+    public var passcodeChecked: (@Sendable () -> Void)?
 
-    public init(delayScale: Double = 1) { self.delayScale = delayScale }
+    public init(delayScale: Double = 1, passcodeChecked: (@Sendable () -> Void)? = nil) {
+        self.delayScale = delayScale
+        self.passcodeChecked = passcodeChecked
+    }
 
     /// The knobs named in the daemon's environment (dpfs(1), ENVIRONMENT).
     public static func fromEnvironment() -> TestHooks {
