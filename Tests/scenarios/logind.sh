@@ -214,6 +214,12 @@ setup_out=$(env HOME="$WORK/home" XDG_DATA_HOME= XDG_CONFIG_HOME= "$ROOT/Scripts
     && pass "dpfs-desktop-setup" || fail "dpfs-desktop-setup" "$setup_out"
 check_fails "with --no-enable it claims no mount" grep -q "mounted at" <<< "$setup_out"
 check "and says how to start it" grep -q "nothing is mounted yet; start it with: systemctl --user enable --now dpfs@laptop" <<< "$setup_out"
+# A relative --mountpoint is the one made here, written whole for the unit.
+mkdir -p "$WORK/here"
+(cd "$WORK/here" && env HOME="$WORK/home-rel" XDG_DATA_HOME= XDG_CONFIG_HOME= "$ROOT/Scripts/dist/dpfs-desktop-setup" \
+    rel --mountpoint Mnt --passcode-file "$PASS" --secret-store "file:$SECRETS" --no-enable >/dev/null)
+check "a relative --mountpoint is written as an absolute path" \
+    grep -qx "MOUNTPOINT=$WORK/here/Mnt" "$WORK/home-rel/.config/dpfs/rel.conf"
 settings="$WORK/home/.config/dpfs/laptop.conf"
 check "writes the unit's settings" test -s "$settings"
 check_error "a second setup of the same name changes nothing" "exists already" env HOME="$WORK/home" \
