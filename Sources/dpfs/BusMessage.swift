@@ -1,6 +1,7 @@
 // Reading what logind sends over sd-bus: basic values, its (id, path) pairs, and the
 // PropertiesChanged signal ("sa{sv}as") with which it says a session or user changed.
 import CSystemd
+import Glibc
 
 /// What a PropertiesChanged signal says of one property.
 enum PropertyChange<Value> {
@@ -75,6 +76,14 @@ enum BusMessage {
 
 extension BusMessage {
     /// Appends a string argument; false when the message could not take it.
+    /// A unix fd the message carries, duplicated (the message closes its own), or nil.
+    static func fileDescriptor(_ message: OpaquePointer?) -> Int32? {
+        var value: Int32 = -1
+        guard sd_bus_message_read_basic(message, code("h"), &value) > 0, value >= 0 else { return nil }
+        let copy = fcntl(value, F_DUPFD_CLOEXEC, 3)
+        return copy >= 0 ? copy : nil
+    }
+
     static func append(_ message: OpaquePointer?, string: String) -> Bool {
         string.withCString { sd_bus_message_append_basic(message, code("s"), $0) } >= 0
     }

@@ -34,8 +34,12 @@ extension LogindWatch {
 
     static let onSleep: sd_bus_message_handler_t = { message, context, _ in
         // PrepareForSleep(true) comes before the suspend, (false) after the resume.
+        guard let watch = watch(context) else { return 0 }
         if BusMessage.bool(message) == true {
-            watch(context)?.lock(now: true, because: "the machine is going to sleep")
+            watch.lock(now: true, because: "the machine is going to sleep")
+            watch.releaseSleepDelay()
+        } else {
+            watch.holdSleepDelay()
         }
         return 0
     }

@@ -36,6 +36,8 @@ final class LogindWatch: @unchecked Sendable {
     var lostLogind = false
     /// Why the lock stopped following, while the watch reconnects.
     private var lostBecause: String?
+    /// The delay lock on sleep held while suspend is a trigger (LogindWatch+SleepDelay).
+    var sleepDelay: Int32 = -1
     private let stopped = Atomic<Bool>(false)
     /// What status says of the watch; written by its thread, read by the control's.
     private let state: Mutex<LockFollowing>
@@ -65,12 +67,14 @@ final class LogindWatch: @unchecked Sendable {
         self.bus = bus
         do {
             try subscribe(on: bus)
+            holdSleepDelay()
             if followsSession {
                 try follow(try bus.session(of: source), on: bus)
             } else {
                 state.withLock { $0.following = true; $0.session = nil; $0.problem = nil }
             }
         } catch {
+            releaseSleepDelay()
             self.bus = nil
             followed = nil
             throw error
@@ -119,6 +123,7 @@ final class LogindWatch: @unchecked Sendable {
     /// The lock can no longer follow: the device locks, the bus closes, and the thread
     /// reconnects.
     private func stopFollowing(because reason: String, detail: String?) {
+        releaseSleepDelay()
         bus = nil
         followed = nil
         lostLogind = false

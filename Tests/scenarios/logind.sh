@@ -135,8 +135,19 @@ within 60 screen_unlock_seen && pass "the daemon hears the screen unlock" || fai
 expect_eq "and the device stays locked until its passcode" "$(state_of "$MNT")" "locked"
 
 check "unlock" unlock_device
+# A delay lock on sleep is held, so that logind waits for the lock before it suspends.
+sleep_delays() {
+    dbus-send --bus="$ADDRESS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1 \
+        org.freedesktop.login1.Manager.ListInhibitors | grep -c '"locks the device before the machine sleeps"'
+}
+holds_sleep_delay() { [ "$(sleep_delays)" = 1 ]; }
+holds_no_sleep_delay() { [ "$(sleep_delays)" = 0 ]; }
+check "the daemon holds a delay lock on sleep" within 30 holds_sleep_delay
 check "the machine is going to sleep" emit PrepareForSleep b "[True]"
 within 60 is_state locked && pass "the device locks at once" || fail "the device locks at once" "$(state_of "$MNT")"
+check "and lets the sleep go on once locked" within 30 holds_no_sleep_delay
+check "the machine resumes" emit PrepareForSleep b "[False]"
+check "and the delay lock is held again" within 30 holds_sleep_delay
 
 check "unlock" unlock_device
 check "another session ends" emit SessionRemoved so '["c2", "/org/freedesktop/login1/session/c2"]'
