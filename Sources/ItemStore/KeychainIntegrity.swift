@@ -55,8 +55,10 @@ public enum KeychainIntegrity {
         }
     }
 
-    /// SQLite's own word for a file that is not what it should be.
+    /// SQLite's own word for a file that is not what it should be. A damaged cell can
+    /// also claim a payload larger than any value SQLite takes (SQLITE_TOOBIG, "string
+    /// or blob too big"), which no keychain row comes near (ItemSizeLimits).
     static func isDamage(_ error: DatabaseError) -> Bool {
-        [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+        [.SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_TOOBIG].contains(error.resultCode.primaryResultCode)
     }
 }

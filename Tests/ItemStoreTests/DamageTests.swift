@@ -108,6 +108,14 @@ import Testing
         #expect(!error.description.contains("older copy"), "\(error)")
     }
 
+    /// A flipped cell pointer can land on bytes that claim a payload too big for SQLite
+    /// (which of the two errors depends on the page's contents, random here): damage too.
+    @Test func aPayloadTooBigIsDamage() {
+        #expect(KeychainIntegrity.isDamage(DatabaseError(resultCode: .SQLITE_TOOBIG)))
+        #expect(KeychainIntegrity.isDamage(DatabaseError(resultCode: .SQLITE_CORRUPT)))
+        #expect(!KeychainIntegrity.isDamage(DatabaseError(resultCode: .SQLITE_BUSY)))
+    }
+
     @Test func aChangedValueIsRefusedByTheRecord() throws {
         let t = try closedKeychain()
         let path = t.directory.itemStorePath
