@@ -172,6 +172,11 @@ static inline int dpfs_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+/// Makes the caller the process its orphaned descendants are reparented to.
+static inline int dpfs_become_subreaper(void) {
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
 /// A kernel file handle (struct file_handle with room for the largest, MAX_HANDLE_SZ):
 /// names an inode, generation included, without holding it open.
 #define DPFS_HANDLE_MAX 128

@@ -43,6 +43,7 @@ struct SwiftTestRunner {
         // The toolset right after the subcommand, before the caller's arguments.
         let split = (command.first.map { ($0 as NSString).lastPathComponent } == "swift-test") ? 1 : 2
         let arguments = Array(command.prefix(split)) + ["--toolset", toolset] + command.dropFirst(split)
+        OrphanedDescendants.adopt()
         let child: pid_t
         do {
             // SwiftPM is the developer's tool, not the app: it keeps the caller's
@@ -53,7 +54,9 @@ struct SwiftTestRunner {
             FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
             throw ExitCode(error.code == ENOENT ? 127 : 126)
         }
-        return ChildSignals.forwardUntilExit(of: child, signals: signals.set)
+        let status = ChildSignals.forwardUntilExit(of: child, signals: signals.set)
+        OrphanedDescendants.endAll()
+        return status
     }
 
     private func writeToolset(to path: String, dpfs: String) throws {
