@@ -60,10 +60,10 @@ struct AppView {
     }
 
     /// bwrap's command line for `command`, writing the sandbox's PID 1 to `infoFD`.
-    func command(_ command: [RawArgument], infoFD: Int32, dpfsBinary: String, workingDirectory: String) -> [RawArgument] {
+    func command(_ command: [RawArgument], infoFD: Int32, dpfsBinary: String, workingDirectory: String) throws -> [RawArgument] {
         var arguments = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
                          "--cap-drop", "ALL", "--die-with-parent", "--as-pid-1", "--info-fd", String(infoFD)]
-        let hidden = hiddenPaths()
+        let hidden = try hiddenPaths()
         for path in hidden { arguments += ["--tmpfs", path] }
         // bwrap takes a bind's source from the machine's own view, so what a hidden
         // directory holds and the program needs comes back alone, the rest still hidden.
@@ -87,13 +87,10 @@ struct AppView {
 
     /// What holds the device's secrets or another device's files, with symbolic links
     /// resolved, as the working directory and the mount are when compared with them.
-    private func hiddenPaths() -> [String] {
+    private func hiddenPaths() throws -> [String] {
         var paths = [(session.socket as NSString).deletingLastPathComponent, session.status.deviceDirectory]
         if let store = session.status.secretStore, store.hasPrefix("file:") { paths.append(String(store.dropFirst(5))) }
-        for entry in MountTable.entries() where entry.fsType == MountEntry.dpfsType && entry.mountPoint != mount {
-            var info = stat()
-            if stat(entry.mountPoint, &info) == 0 { paths.append(entry.mountPoint) }  // a dead mount hides itself
-        }
+        paths += try OtherDpfsMounts.answering(besides: mount)
         return Array(Set(paths.filter(isDirectory).map(AbsolutePath.of))).sorted()
     }
 

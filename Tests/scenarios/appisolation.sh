@@ -133,6 +133,21 @@ rmdir "$other/device/m" "$WORK/secrets2/m"
 "$DPFS" mount "$other/device" "$other/mnt" >/dev/null || fail "mount a second device"
 echo theirs > "$other/mnt/Documents/theirs.txt"
 expect_eq "another dpfs mount is empty in the view" "$(as_app ls -A "$other/mnt" | wc -l)" "0"
+# Another mount whose daemon is stopped: hiding it needs its answer, so the run ends
+# within the commands' deadline with a line that names it, and goes on once it answers.
+other_pid=$("$DPFS" status "$other/mnt" --json | json_field pid)
+scenario_cleanup() { kill -CONT "$other_pid" 2>/dev/null; "$DPFS" unmount "$other/mnt" 2>/dev/null; true; }
+touch "$other/mnt/x" && rm "$other/mnt/x"  # the kernel must ask the daemon for the root again
+kill -STOP "$other_pid"
+out=$(timeout -s KILL 90 "$DPFS" run "$MNT" -- true 2>&1)
+status=$?
+kill -CONT "$other_pid"
+if [ "$status" = 1 ] && grep -qF "$other/mnt does not answer" <<<"$out"; then
+    pass "a stopped daemon of another mount ends the run with a line naming it"
+else
+    fail "a stopped daemon of another mount ends the run with a line naming it" "exit $status: $out"
+fi
+check "once it answers, the run goes on" "$DPFS" run "$MNT" -- true
 "$DPFS" unmount "$other/mnt" || fail "unmount the second device"
 
 # Without bubblewrap's view the identity still holds on the app socket.

@@ -83,7 +83,7 @@ struct Run: ParsableCommand {
         pthread_sigmask(SIG_BLOCK, nil, &blocked)
         let bwrap: pid_t
         do {
-            let arguments = view.command(command, infoFD: ChildProcess.passedDescriptor, dpfsBinary: dpfs,
+            let arguments = try view.command(command, infoFD: ChildProcess.passedDescriptor, dpfsBinary: dpfs,
                                          workingDirectory: FileManager.default.currentDirectoryPath)
             bwrap = try spawnReporting(arguments, environment: environment, mask: blocked,
                                        descriptors: .standard(passing: info[1]))
