@@ -154,7 +154,7 @@ extension ControlFailure {
     init?(_ error: LockError) {
         switch error {
         case .wrongPasscode: self = .wrongPasscode
-        case .mustWait: self = .passcodeDelay
+        case .mustWait, .tpmLockout: self = .passcodeDelay
         case .unavailable: self = .deviceLocked
         case .erased: self = .erased
         case .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode, .lockedMeanwhile: return nil

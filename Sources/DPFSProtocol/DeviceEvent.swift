@@ -80,6 +80,8 @@ public struct DeviceStatus: Codable, Sendable {
     public var app: String?
     /// The lock that follows the login session (mount --lock-on); nil: none was asked for.
     public var lockOn: LockFollowing?
+    /// The TPM's dictionary-attack lockout an unlock met, until it can have ended; nil: none.
+    public var tpmLockout: TPMLockoutStatus?
 
     public init(state: LockPhase, classes: [String: Bool], passcodeSet: Bool, failedAttempts: Int,
                 retryAfter: Double?, erased: Bool, gracePeriod: Double, defaultProtection: String,

@@ -13,7 +13,7 @@ struct Dpfs: ParsableCommand {
         version: DPFSVersion.current,
         subcommands: [
             Init.self, Mount.self, Unmount.self, Unlock.self, Lock.self, Restart.self, Status.self,
-            Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, Test.self, Clock.self, Biometry.self, TPMLockout.self, Forget.self, SandboxInit.self,
+            Passcode.self, Protection.self, Events.self, Fsck.self, Keychain.self, App.self, Run.self, Test.self, Clock.self, Biometry.self, TPMLockoutCommand.self, Forget.self, SandboxInit.self,
             BackupCommand.self, RestoreCommand.self, Sync.self,
         ]
     )

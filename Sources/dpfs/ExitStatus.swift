@@ -23,6 +23,7 @@ enum ExitStatus: Int32 {
         case let error as CLIError: return error.status
         case let error as KeychainCall.Unreachable: return of(error.cause)
         case let error as LockError: return of(error)
+        case TPMError.lockout: return .passcodeDelay
         case let error as DeviceError:
             if case .notInitialised = error { return .deviceNotFound }
             return .failure
@@ -42,7 +43,7 @@ enum ExitStatus: Int32 {
     static func of(_ error: LockError) -> ExitStatus {
         switch error {
         case .wrongPasscode: return .wrongPasscode
-        case .mustWait: return .passcodeDelay
+        case .mustWait, .tpmLockout: return .passcodeDelay
         case .unavailable: return .deviceLocked
         case .erased, .noPasscode, .passcodeAlreadySet, .failureNotSaved, .emptyPasscode, .lockedMeanwhile: return .failure
         }

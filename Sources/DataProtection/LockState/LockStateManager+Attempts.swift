@@ -4,6 +4,7 @@
 // attempts made at once through many copies are each counted, and the delays and the
 // erase fall on them as on attempts made one by one.
 import Foundation
+import Synchronization
 
 extension LockStateManager {
     /// Takes into `policy` a higher count another copy recorded (refusing with its
@@ -35,11 +36,25 @@ extension LockStateManager {
     /// no passcode) was never judged, so it is no failure.
     func tried(_ reserved: Int, _ attempt: () throws -> UnwrapResult) throws -> UnwrapResult {
         do {
-            return try attempt()
+            let verdict = try attempt()
+            tpmLockoutSeen.withLock { $0 = nil }
+            return verdict
         } catch {
             try? releaseReservation(reserved)
+            if case TPMError.lockout(let lockout) = error {
+                tpmLockoutSeen.withLock { $0 = (lockout, Date()) }
+                throw LockError.tpmLockout(lockout)
+            }
             throw error
         }
+    }
+
+    /// The TPM lockout the last attempt met, while it can still be in force.
+    func tpmLockoutStatus() -> TPMLockoutStatus? {
+        guard let seen = tpmLockoutSeen.withLock({ $0 }) else { return nil }
+        let ago = Date().timeIntervalSince(seen.at)
+        if let endsWithin = seen.lockout.endsWithin, ago >= endsWithin { return nil }
+        return seen.lockout.status(seenAgo: ago)
     }
 
     /// The attempt was the last wrong passcode again, which counts once: its

@@ -13,6 +13,8 @@ import Synchronization
 public enum LockError: Error, CustomStringConvertible, Equatable {
     case wrongPasscode(failedAttempts: Int, wait: TimeInterval?)
     case mustWait(TimeInterval)
+    /// The TPM (a tpm2 store) refused to judge any passcode: no attempt was counted.
+    case tpmLockout(TPMLockout)
     case erased
     case noPasscode
     case passcodeAlreadySet
@@ -31,6 +33,7 @@ public enum LockError: Error, CustomStringConvertible, Equatable {
             return "wrong passcode (\(attempts) failed attempt\(attempts == 1 ? "" : "s"))\(suffix)"
         case .mustWait(let seconds):
             return "too many failed attempts; try again in \(describeWait(seconds))"
+        case .tpmLockout(let lockout): return lockout.description
         case .erased:
             return "the device was erased after too many failed attempts; its protected data is gone"
         case .noPasscode: return "no passcode is set on this device"
@@ -97,6 +100,10 @@ public final class LockStateManager: Sendable {
     private let lockMoment: LockMoment
     /// The thread that carries out deadlines as they fall due, once started.
     private let deadlineThread = Mutex<DeadlineThread?>(nil)
+    /// The TPM's dictionary-attack lockout the last passcode attempt met, and when (on
+    /// the real clock, the TPM's: `clock advance` moves neither); nil once the TPM
+    /// judged a passcode since.
+    let tpmLockoutSeen = Mutex<(lockout: TPMLockout, at: Date)?>(nil)
     /// Debug builds only carry anything here (TestHooks).
     let testHooks: TestHooks
     private let deviceSecret: SecureBuffer
@@ -311,6 +318,11 @@ public final class LockStateManager: Sendable {
                                 inodes: mountedInodes())
         }
         status.clockAdvanced = clock.advanced > 0 ? clock.advanced : nil
+        if let tpm = tpmLockoutStatus() {
+            status.tpmLockout = tpm
+            // A client that waits that long is let in, by dpfs's delay and the TPM alike.
+            if let tpmWait = tpm.retryAfter { status.retryAfter = max(status.retryAfter ?? 0, tpmWait) }
+        }
         status.inactivityRebootHours = inactivityReboot.map { $0 / 3600 }
         status.userInactivePeriodHours = userInactivePeriod / 3600
         status.transport = mountedTransport()

@@ -59,7 +59,12 @@ struct Status: ParsableCommand {
         }
         print("passcode: \(status.passcodeSet ? "set" : "none")")
         print("failed attempts: \(status.failedAttempts)")
-        if let wait = status.retryAfter { print("next attempt in: \(describeWait(wait))") }
+        if let wait = status.retryAfter {
+            // The TPM's end is the longest it can take; dpfs's own delay is exact.
+            let atMost = status.tpmLockout?.retryAfter == wait ? " at most" : ""
+            print("next attempt in: \(describeWait(wait))\(atMost)")
+        }
+        if let tpm = status.tpmLockout { print("TPM lockout: \(Self.describe(tpm))") }
         if status.erased { print("erased: yes (the keys were destroyed after too many failed attempts)") }
         print("default class: \(status.defaultProtection)")
         print("grace period: \(status.gracePeriod) s")
@@ -76,5 +81,12 @@ struct Status: ParsableCommand {
         // What holds the mount that its holders on the host do not show, and so refuses
         // `dpfs unmount`, as the refusal names it.
         for run in runs { print("app run: \(AppRunHolders.name(run))") }
+    }
+
+    /// The TPM's dictionary-attack lockout an unlock met, in the status's words.
+    private static func describe(_ tpm: TPMLockoutStatus) -> String {
+        let counts = "in force (\(tpm.failures) failed authorization\(tpm.failures == 1 ? "" : "s"), \(tpm.maxTries) allowed)"
+        guard let wait = tpm.retryAfter else { return counts + "; it ends only when the TPM's owner resets it" }
+        return counts + "; it ends within \(describeWait(wait)) of the TPM running, maybe sooner"
     }
 }

@@ -3,7 +3,7 @@
 import ArgumentParser
 import DataProtection
 
-struct TPMLockout: ParsableCommand {
+struct TPMLockoutCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tpm-lockout",
         abstract: "Show (or set) a TPM's dictionary-attack lockout state.",

@@ -43,7 +43,7 @@ final class TPMContext {
         if TPMError.isFromTPM(rc) {
             switch TPMError.base(rc) {
             case TPMError.rcAuthFail, TPMError.rcBadAuth: throw TPMError.authorizationFailed
-            case TPMError.rcLockout: throw TPMError.lockout(recovery: (try? property(Self.ptLockoutInterval)) ?? 0)
+            case TPMError.rcLockout: throw TPMError.lockout(lockoutState())
             default: break
             }
         }
@@ -51,6 +51,14 @@ final class TPMContext {
     }
 
     // MARK: Dictionary-attack state
+
+    /// The TPM's lockout counts; a count it does not give is taken as the lockout's
+    /// least (a counter at the limit, a recovery time of 0 s, which promises no end).
+    func lockoutState() -> TPMLockout {
+        let maxTries = (try? property(Self.ptMaxAuthFail)) ?? 0
+        return TPMLockout(counter: (try? property(Self.ptLockoutCounter)) ?? maxTries, maxTries: maxTries,
+                          recoveryTime: (try? property(Self.ptLockoutInterval)) ?? 0)
+    }
 
     static let ptLockoutCounter: UInt32 = 0x200 + 14
     static let ptMaxAuthFail: UInt32 = 0x200 + 15

@@ -9,8 +9,8 @@ public enum TPMError: Error, CustomStringConvertible, Equatable {
     case unreachable(tcti: String, reason: String)
     /// TPM_RC_AUTH_FAIL: a wrong authValue, counted against the lockout.
     case authorizationFailed
-    /// TPM_RC_LOCKOUT: dictionary-attack lockout; one try comes back after `recovery` s.
-    case lockout(recovery: Int)
+    /// TPM_RC_LOCKOUT: dictionary-attack lockout, with the TPM's counts where it told them.
+    case lockout(TPMLockout)
     /// Any other failure of `command`.
     case failed(command: String, code: UInt32)
 
@@ -18,8 +18,7 @@ public enum TPMError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .unreachable(let tcti, let reason): return "the TPM at \(tcti) cannot be reached: \(reason)"
         case .authorizationFailed: return "the TPM refused the authorization"
-        case .lockout(let recovery):
-            return "the TPM is in dictionary-attack lockout; try again in \(describeWait(TimeInterval(max(recovery, 1))))"
+        case .lockout(let lockout): return lockout.description
         case .failed(let command, let code):
             return "the TPM refused \(command) (response code 0x\(String(code, radix: 16)))"
         }

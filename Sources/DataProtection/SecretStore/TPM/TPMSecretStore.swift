@@ -63,17 +63,11 @@ public enum TPMSecretStore {
     }
 
     /// The TPM's dictionary-attack state, for `dpfs tpm-lockout` (tests and diagnosis).
-    public struct LockoutState: Sendable {
-        public var counter: Int
-        public var maxTries: Int
-        public var recoveryTime: Int
-    }
-
-    public static func lockoutState(tcti: String) throws -> LockoutState {
+    public static func lockoutState(tcti: String) throws -> TPMLockout {
         let context = try TPMContext(tcti: tcti)
-        return LockoutState(counter: try context.property(TPMContext.ptLockoutCounter),
-                            maxTries: try context.property(TPMContext.ptMaxAuthFail),
-                            recoveryTime: try context.property(TPMContext.ptLockoutInterval))
+        return TPMLockout(counter: try context.property(TPMContext.ptLockoutCounter),
+                          maxTries: try context.property(TPMContext.ptMaxAuthFail),
+                          recoveryTime: try context.property(TPMContext.ptLockoutInterval))
     }
 
     /// Sets the dictionary-attack parameters of a TPM whose lockout auth is empty.
