@@ -136,5 +136,16 @@ check "saying the lock came meanwhile" grep -q "locked while the passcode was ch
 expect_eq "the device stays locked" "$("$DPFS" status "$MNT" --json | json_field state)" locked
 check "the next unlock opens it" unlock_device
 "$DPFS" unmount "$MNT" || fail "unmount"
+
+# forget by UUID reaches the record in the NV index of a TPM on another TCTI than
+# the default when --secret-store names it, as init's does.
+check_error "--secret-store goes with a UUID, not a device directory" "goes with a device UUID" \
+    "$DPFS" forget "$DEV" --secret-store "tpm2:$TCTI"
+check_error "a store that is not one is refused" "secret store" "$DPFS" forget "$UUID" --secret-store "nonsense:x"
+check "forget UUID --secret-store tpm2:TCTI" sh -c '"$0" forget "$1" --secret-store "$2" | grep -q "^forgot device $1: removed "' \
+    "$DPFS" "$UUID" "tpm2:$TCTI"
+check_error "the record is gone: a second forget finds nothing there" "no entries of device $UUID in tpm2:$TCTI" \
+    "$DPFS" forget "$UUID" --secret-store "tpm2:$TCTI"
+check_fails "without its record the device no longer mounts" "$DPFS" mount "$DEV" "$MNT"
 stop_swtpm
 finish

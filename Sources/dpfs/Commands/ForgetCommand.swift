@@ -15,6 +15,9 @@ struct Forget: ParsableCommand {
 
     @Argument(help: "The device's UUID (as its keybag and its secret store name it), or its directory.")
     var device: String
+    @Option(help: ArgumentHelp(
+        "With a UUID, the secret store to look in instead of the default ones: tpm2[:TCTI], file, or file:DIR, as init takes it.",
+        valueName: "store")) var secretStore: String?
 
     func run() throws {
         let (uuid, stores) = try resolve()
@@ -39,10 +42,16 @@ struct Forget: ParsableCommand {
     }
 
     /// The UUID and the stores to look in: a directory's own store, or for a bare UUID
-    /// the default ones (this user's file store, and the TPM where there is one).
+    /// the one --secret-store names, else the default ones (this user's file store,
+    /// and the TPM where there is one).
     private func resolve() throws -> (String, [SecretStoreLocation]) {
         let directory = DeviceDirectory(AbsolutePath.of(device))
         if directory.isInitialised {
+            // The keybag names the store; another one named here would be a mistake.
+            if secretStore != nil {
+                throw CLIError("--secret-store goes with a device UUID: \(device) is a device directory, "
+                               + "whose keybag names its store", status: .usage)
+            }
             let lock: Int32
             do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
             close(lock)
@@ -60,6 +69,11 @@ struct Forget: ParsableCommand {
         }
         guard Self.isUUID(device) else {
             throw CLIError("\(device) is neither a device directory nor a device UUID")
+        }
+        if let secretStore {
+            do { return (device.lowercased(), [try SecretStoreLocation(parsing: secretStore)]) } catch {
+                throw CLIError(error)
+            }
         }
         var stores = [try SecretStoreLocation(parsing: nil)]
         if access("/dev/tpmrm0", R_OK | W_OK) == 0 { stores.append(.tpm2(tcti: SecretStoreLocation.defaultTCTI)) }
