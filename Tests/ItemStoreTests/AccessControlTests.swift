@@ -270,6 +270,25 @@ import Testing
                 "an update keeps the access control")
     }
 
+    /// Flags SecAccessControlCreateWithFlags refuses fail the update whatever the user
+    /// answers: it is refused before the item's own access control asks anything.
+    @Test func anUpdateToFlagsAppleRefusesAsksNothing() throws {
+        let t = try device()
+        try t.store.user.setPromptTimeout(1)
+        let any = String(AccessControlFlags.biometryAny.rawValue)
+        #expect(t.add(["service": "bank", "accessControl": any], data: "old").status == 0)
+        try answer(t, .match)
+        let refused: [AccessControlFlags] = [[.biometryAny, .biometryCurrentSet], [.userPresence, .devicePasscode]]
+        for flags in refused {
+            #expect(t.update(["service": "bank"], to: ["accessControl": String(flags.rawValue)], newData: "new").status
+                    == SecStatus.param, "\(flags.nameList)")
+        }
+        #expect(t.store.user.state().queued == 1, "no prompt took the match")
+        #expect(t.store.user.state().prompts == 0)
+        #expect(t.find(["service": "bank"], returning: "attributes").items.first?.attributes?["accessControl"] == any)
+        #expect(find(t, "bank").items.first?.data == Data("old".utf8), "the item is as it was")
+    }
+
     @Test func theFlagsAreSealedWithTheItem() throws {
         let t = try device()
         guard let domain = t.store.user.domainState else { Issue.record("not enrolled"); return }
