@@ -76,8 +76,11 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
     /// Asks the simulated user; `reply` runs on another thread, as Apple's does.
     open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
                              reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+        // Read now, not on the thread: whether invalidate() came before or after this
+        // call is the app's order, which the thread's start and the daemon may not see.
+        let invalidatedBefore = state.withLock { $0.invalidated }
         let thread = Thread { [self] in
-            let failure = evaluate(policy, reason: localizedReason)
+            let failure = invalidatedBefore ? LAError(.invalidContext) : evaluate(policy, reason: localizedReason)
             reply(failure == nil, failure)
         }
         thread.name = "LAContext.evaluatePolicy"
@@ -93,9 +96,11 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
         }
     }
 
-    /// Ends the context: an evaluation in progress fails at once with .appCancel, the
-    /// daemon forgets what it proved, later calls fail with .invalidContext, and a
-    /// keychain call given it is refused as by a context that authorizes nothing.
+    /// Ends the context: an evaluation in progress (evaluatePolicy called before, its
+    /// reply not yet given, whether or not the daemon has received it) fails at once
+    /// with .appCancel, the daemon forgets what it proved, later calls fail with
+    /// .invalidContext, and a keychain call given it is refused as by a context that
+    /// authorizes nothing.
     open func invalidate() {
         let wasValid = state.withLock { state -> Bool in
             defer { state.invalidated = true }
@@ -117,16 +122,21 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
         return nil
     }
 
+    /// An evaluation the app asked for while the context was valid: an invalidation
+    /// from here on is the app cancelling it, whenever the daemon learns of it (its
+    /// .invalidContext for this token can only come from that later invalidate()).
     private func evaluate(_ policy: LAPolicy, reason: String) -> LAError? {
         let (invalidated, reuse, interactive) = state.withLock {
             ($0.invalidated, $0.reuseDuration, !$0.interactionNotAllowed)
         }
-        if invalidated { return LAError(.invalidContext) }
-        guard let device = BiometryChannel.send(.evaluate(policy: policy.wire, context: dpfsAuthenticationToken,
-                                                          reason: reason, reuse: reuse, interactive: interactive)) else {
+        if invalidated { return LAError(.appCancel) }
+        let answer = BiometryChannel.send(.evaluate(policy: policy.wire, context: dpfsAuthenticationToken,
+                                                    reason: reason, reuse: reuse, interactive: interactive))
+        if let answer { record(answer) }
+        if state.withLock({ $0.invalidated }) { return LAError(.appCancel) }
+        guard let device = answer else {
             return LAError(.biometryNotAvailable, "No dpfs device answers (is DPFS_MOUNT set?).")
         }
-        record(device)
         guard let code = device.errorCode else { return nil }
         return LAError(LAError.Code(rawValue: code) ?? .authenticationFailed)
     }

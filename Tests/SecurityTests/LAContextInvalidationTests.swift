@@ -1,6 +1,7 @@
-// LAContext.invalidate() while its evaluation waits for the user, against a mounted
-// device: the evaluation fails at once with LAError.appCancel, the answer given
-// afterwards is left for the next prompt, and the context opens nothing again.
+// LAContext.invalidate() while its evaluation waits for the user, or before the daemon
+// has received it, against a mounted device: the evaluation fails at once with
+// LAError.appCancel, the answer given afterwards is left for the next prompt, and the
+// context opens nothing again.
 import Foundation
 import LocalAuthentication
 import Security
@@ -63,5 +64,40 @@ final class LAContextInvalidationTests: MountedDeviceTestCase {
                        "an invalidated context authorizes nothing, and asks for nothing")
         XCTAssertEqual(try biometryStatus()["queued"] as? Int, 1, "the match waits for the next prompt")
         try device.dpfs("biometry", "clear", device.mountpoint)
+    }
+
+    /// invalidate() called right after evaluatePolicy, before the evaluation's thread
+    /// has sent it to the daemon (or before the daemon has received it): the app asked
+    /// for the evaluation first, so it is cancelled (.appCancel), never refused as an
+    /// evaluation of a context already invalid. A context invalidated before
+    /// evaluatePolicy is called is that one (.invalidContext).
+    func testInvalidatingRightAfterEvaluatePolicyCancelsTheEvaluation() async throws {
+        try device.dpfs("biometry", "enroll", device.mountpoint)
+        for attempt in 1...6 {
+            let context = LAContext()
+            let replied = expectation(description: "reply \(attempt)")
+            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in") { success, error in
+                XCTAssertFalse(success)
+                XCTAssertEqual((error as? LAError)?.code, .appCancel, "attempt \(attempt): \(String(describing: error))")
+                replied.fulfill()
+            }
+            if attempt.isMultiple(of: 2) {
+                context.invalidate()
+            } else {
+                let invalidating = Thread { context.invalidate() }
+                invalidating.start()
+            }
+            await fulfillment(of: [replied], timeout: 30)
+        }
+        XCTAssertTrue(try waitForStatus("prompts", 0), "no evaluation's prompt is left waiting")
+
+        let context = LAContext()
+        context.invalidate()
+        do {
+            _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Sign in")
+            XCTFail("an evaluation of a context invalidated before succeeded")
+        } catch {
+            XCTAssertEqual((error as? LAError)?.code, .invalidContext)
+        }
     }
 }
