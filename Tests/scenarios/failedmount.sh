@@ -9,7 +9,16 @@ source "$(dirname "$0")/lib.sh"
 require_tools sqlite3 chattr
 
 KEYCHAIN="$DEV/keychain.sqlite"
-scenario_cleanup() { chattr -i "$KEYCHAIN" 2>/dev/null; }
+USER_WORK="$WORK/user"
+USER_MNT="$USER_WORK/mnt"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
+scenario_cleanup() {
+    chattr -i "$KEYCHAIN" 2>/dev/null
+    if grep -qs " $USER_MNT fuse" /proc/mounts; then
+        as_nobody "$DPFS" unmount "$USER_MNT" 2>/dev/null || fusermount3 -uz "$USER_MNT" 2>/dev/null
+    fi
+    return 0
+}
 
 # The keychain's files: their names and bytes.
 keychain_files() { (cd "$DEV" && ls -A | grep '^keychain' && sha256sum keychain.sqlite*); }
@@ -95,4 +104,30 @@ expect_eq "then it mounts with what it held before the cut-short write" \
     "$("$DPFS" keychain find "$MNT" --service second 2>&1)" "two"
 "$DPFS" unmount "$MNT" || fail "unmount"
 expect_eq "and is in WAL mode again" "$(sqlite3 "$KEYCHAIN" 'PRAGMA journal_mode')" "wal"
+
+# 5. allow_other asked by a user other than root, which /etc/fuse.conf does not allow:
+# fusermount3 refuses the mount, and says why only on the daemon's stderr. The user is
+# told the reason, before a daemon starts.
+if grep -Eqs '^[[:space:]]*user_allow_other[[:space:]]*(#.*)?$' /etc/fuse.conf; then
+    log "skipped the allow_other refusal: /etc/fuse.conf has user_allow_other"
+else
+    mkdir -p "$USER_MNT" "$USER_WORK/secrets"
+    chmod 700 "$USER_WORK/secrets"
+    printf '1234\n' > "$USER_WORK/pass"
+    chmod 600 "$USER_WORK/pass"
+    chmod 755 "$WORK"
+    chown -R 65534:65534 "$USER_WORK"
+    as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+        --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+    REASON="-o allow_other is allowed to a user other than root only if /etc/fuse.conf has the line user_allow_other"
+    check_error "allow_other without user_allow_other: the user is told why" "$REASON" \
+        as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" -o allow_other
+    out=$(as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" -o noatime,allow_other 2>&1)
+    expect_eq "as a usage error (exit 64)" "$?" "64"
+    expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+    check_fails "nothing is mounted" grep -qs " $USER_MNT fuse" /proc/mounts
+    check_fails "no daemon started" test -e "$USER_WORK/device/daemon.log"
+    check "without allow_other the same user mounts" as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT"
+    check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
+fi
 finish

@@ -65,6 +65,7 @@ struct Mount: ParsableCommand {
         let directory = DeviceDirectory(deviceDirectory)
         let target = AbsolutePath.of(mountpoint)
         try MountOptionCheck.check(fuseOptions, lockOn: lockOn)
+        try UserAllowOther.check(fuseOptions)
         guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
         if let dead = DeadMount.shown(at: target) {
             // A mount left failing closed by a daemon that died: this mount takes its place.
