@@ -135,6 +135,7 @@ public struct KeybagFile: Codable, Sendable {
     public mutating func save(in directory: DeviceDirectory, deviceSecret: SecureBuffer,
                               resettingFailures: Bool = false) throws {
         let location = try storeLocation()
+        let text = try KeybagText(self)
         for _ in 0..<2 {
             let current = generation
             let policy = self.policy
@@ -145,9 +146,20 @@ public struct KeybagFile: Codable, Sendable {
                 record.erased = policy.erased
             }
             generation = record.keybagGeneration
-            mac = Bytes(try authenticator(deviceSecret))
-            try AtomicFile.write(try Self.encode(self), to: directory.keybagPath)
+            try AtomicFile.write(try signedEncoding(text, deviceSecret: deviceSecret), to: directory.keybagPath)
         }
+    }
+
+    /// The keybag's bytes as written, its MAC set over exactly them without it.
+    private mutating func signedEncoding(_ text: KeybagText?, deviceSecret: SecureBuffer) throws -> [UInt8] {
+        guard var text else {
+            mac = Bytes(try authenticator(deviceSecret))
+            return try Self.encode(self)
+        }
+        text.generation = generation
+        let signature = Bytes(Self.authenticator(of: text.unsigned, deviceSecret: deviceSecret))
+        mac = signature
+        return try text.signed(mac: signature)
     }
 
     static func encode(_ file: KeybagFile) throws -> [UInt8] {
@@ -160,7 +172,10 @@ public struct KeybagFile: Codable, Sendable {
     func authenticator(_ deviceSecret: SecureBuffer) throws -> [UInt8] {
         var unsigned = self
         unsigned.mac = nil
-        let body = try Self.encode(unsigned)
+        return Self.authenticator(of: try Self.encode(unsigned), deviceSecret: deviceSecret)
+    }
+
+    static func authenticator(of body: [UInt8], deviceSecret: SecureBuffer) -> [UInt8] {
         let key = PasscodeKDF.deviceKey(deviceSecret: deviceSecret, purpose: "dpfs.keybag-mac.v1")
         var digest = [UInt8](repeating: 0, count: 32)
         body.withUnsafeBytes { message in digest.withUnsafeMutableBytes { Sodium.hash(message, key: key.bytes, into: $0) } }
