@@ -23,17 +23,25 @@ extension ItemStore {
                           _ body: (Database) throws -> T) throws -> T {
         var recorded: (before: KeychainState, after: KeychainState)?
         do {
-            let result = try pool.write { db -> T in
-                var digest = try ledger.take(db)
-                let before = try state(db, digest)
-                let result = try body(db)
-                try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
-                try digest.update(ledger.changes.take(), from: db)
-                let after = try state(db, digest)
-                try device.recordKeychainState(after, replacing: before)
-                recorded = (before, after)
-                ledger.keep(digest)
-                return result
+            let result = try pool.writeWithoutTransaction { db -> T in
+                // Under the writer's lock: the files as the last write left them, or vouched for.
+                if try ledger.files.differ() { try ledger.files.verify(device: device) }
+                var outcome: T?
+                try db.inTransaction {
+                    var digest = try ledger.take(db)
+                    let before = try state(db, digest)
+                    outcome = try body(db)
+                    try db.execute(sql: "UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+                    try digest.update(ledger.changes.take(), from: db)
+                    let after = try state(db, digest)
+                    try device.recordKeychainState(after, replacing: before)
+                    recorded = (before, after)
+                    ledger.keep(digest)
+                    return .commit
+                }
+                ledger.files.noteOwnWrite()
+                guard let outcome else { throw ItemStoreError("the keychain write ended without a result") }
+                return outcome
             }
             // Committed: the state before is no longer one a crash can leave, so a copy
             // taken before this write is refused from now on, not only after the
@@ -141,7 +149,11 @@ extension ItemStore {
 /// write that fails leaves none, and the next one scans the database.
 final class KeychainLedger: Sendable {
     let changes = ChangedRows()
+    /// The files the kept digest describes, as the last write left them.
+    let files: KeychainFileWatch
     private let digest = Mutex<RowSetDigest?>(nil)
+
+    init(path: String) { files = KeychainFileWatch(path: path) }
 
     /// Notes the rows each write of `pool` changes, from now on.
     func watch(_ pool: DatabasePool) {

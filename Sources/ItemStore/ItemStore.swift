@@ -15,7 +15,7 @@ public final class ItemStore: Sendable {
     private let lookups: LookupConnections
     let device: LockStateManager
     let keys: ItemKeys
-    let ledger = KeychainLedger()
+    let ledger: KeychainLedger
     /// The device's simulated user, asked before an item behind an access control is read.
     public let user: SimulatedUser
     private let observerID = Mutex<UInt64?>(nil)
@@ -38,6 +38,7 @@ public final class ItemStore: Sendable {
     public init(verified: VerifiedKeychain, device: LockStateManager) {
         self.verified = verified
         self.lookups = LookupConnections(path: verified.path)
+        self.ledger = KeychainLedger(path: verified.path)
         self.device = device
         self.keys = ItemKeys(metadataKey: device.metadataKey)
         self.user = SimulatedUser(device: device)
@@ -58,6 +59,7 @@ public final class ItemStore: Sendable {
         // The rows' digest as `verify` read them: the file it checked, unchanged since
         // (the daemon holds the mount lock), so no write scans them again.
         ledger.keep(verified.digest)
+        ledger.files.noteOwnWrite()
         database.withLock { $0 = pool }
         let (device, ledger) = (device, ledger)
         let id = device.observe { [weak device] event in
@@ -82,20 +84,29 @@ public final class ItemStore: Sendable {
         // listening, or while one was and its delete failed.
         erasuresDeleted.store(try Self.finishErase(pool, device, ledger), ordering: .releasing)
         if !device.passcodeSet { try Self.destroyPasscodeItems(pool, device, ledger) }
+        ledger.files.noteOwnWrite()
     }
 
     deinit {
         if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }
     }
 
-    /// The database for writing; an error until `open`.
+    /// The database, once its files are found as the daemon's last write left them
+    /// (KeychainFileWatch); an error until `open`.
     var pool: DatabasePool {
         get throws {
             guard let pool = database.withLock({ $0 }) else {
                 throw ItemStoreError("the item store \(verified.path) is not open")
             }
+            try ensureFilesUnchanged(pool)
             return pool
         }
+    }
+
+    private func ensureFilesUnchanged(_ pool: DatabasePool) throws {
+        guard try ledger.files.differ() else { return }
+        let (files, device) = (ledger.files, device)
+        try pool.barrierWriteWithoutTransaction { _ in try files.verify(device: device) }
     }
 
     /// Closes the database at the daemon's end, after `settle`: its write-ahead log is
@@ -218,7 +229,9 @@ public final class ItemStore: Sendable {
     /// atomic on its own, so it takes no transaction: `pool.read`'s costs four
     /// statements more (query_only on, BEGIN, COMMIT, query_only off), each parsed anew.
     func selecting<T>(_ body: (Database) throws -> T) throws -> T {
-        try lookups.read(body)
+        guard let pool = database.withLock({ $0 }) else { throw ItemStoreError("the item store \(verified.path) is not open") }
+        try ensureFilesUnchanged(pool)
+        return try lookups.read(body)
     }
 
     var crypto: ItemCrypto { ItemCrypto(device: device, keys: keys) }

@@ -35,6 +35,34 @@ import Testing
         }
     }
 
+    @Test func anOlderCopyWrittenOverTheOpenKeychainIsNeverServed() throws {
+        let t = try TestDevice()
+        #expect(t.add(["service": "deleted"], data: "old secret").status == 0)
+        #expect(t.add(["service": "changed"], data: "first").status == 0)
+        // As an unmount leaves it: the -wal folded into the file.
+        func fold() throws { try t.store.pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) } }
+        try fold()
+        let path = t.directory.itemStorePath
+        let older = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(t.delete(["service": "deleted"]).status == 0)
+        #expect(t.update(["service": "changed"], newData: "second").status == 0)
+        try fold()
+        #expect(t.secret(["service": "changed"]) == "second", "the store's own checkpoint is no stranger's change")
+        let generation = try recorded(t)
+        // Written in place, as cp does: the open store's connections keep reading the file.
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try file.truncate(atOffset: 0)
+        try file.write(contentsOf: older)
+        try file.close()
+        let deleted = t.find(["service": "deleted"], returning: "data")
+        #expect(deleted.status == SecStatus.io, "a deleted item does not come back")
+        #expect(deleted.message?.contains("changed by another hand") == true, "\(deleted.message ?? "")")
+        #expect(t.secret(["service": "changed"]) == nil, "nor an old secret")
+        #expect(t.add(["service": "new"]).status == SecStatus.io, "a write is refused too")
+        #expect(try recorded(t) == generation, "and the record does not move back")
+        #expect(throws: DeviceRecordError.self) { try t.reopenStore() }
+    }
+
     @Test func aDeletedRowPutBackIsRefused() throws {
         let t = try TestDevice()
         #expect(t.add(["service": "kept"]).status == 0)

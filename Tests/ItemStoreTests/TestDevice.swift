@@ -82,8 +82,11 @@ final class TestDevice {
     }
 
     /// Raw SQL on the store's database, as an attacker with the device directory could.
+    /// Taken for the store's own write: the tests that tamper are of what a damaged row
+    /// does to its item, not of the watch on the files (GenerationTests has that).
     func tamper(_ sql: String) throws {
         try store.pool.write { try $0.execute(sql: sql) }
+        store.ledger.files.noteOwnWrite()
     }
 
     /// Every byte of the database, its WAL and its shared-memory index.

@@ -120,7 +120,16 @@ unlock_device
 expect_eq "the real keychain mounts and serves what it holds" \
     "$("$DPFS" keychain find "$MNT" --service kept 2>&1)" "kept"
 check_error "and not the deleted item" "errSecItemNotFound" "$DPFS" keychain find "$MNT" --service doomed
+
+# 2e. The older copy written over the keychain in place (cp) while the daemon runs: its
+# connections read the same file, so only a watch on the file keeps the copy out.
+cp "$WORK/keychain-with-doomed" "$DEV/keychain.sqlite"
+check_error "a deleted item does not come back while the device runs" "changed by another hand" \
+    "$DPFS" keychain find "$MNT" --service doomed
+check_error "nor does a write go through on the copy" "changed by another hand" \
+    sh -c "printf later | '$DPFS' keychain add '$MNT' --service later"
 "$DPFS" unmount "$MNT" || fail "unmount"
+check_error "and the next mount refuses it" "the device's record" "$DPFS" mount "$DEV" "$MNT"
 
 # 3. An erase after N failures, undone by putting back the keybag from before.
 rm -rf "$DEV"
