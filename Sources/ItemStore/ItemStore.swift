@@ -1,6 +1,7 @@
 // The device's keychain: a SQLite database beside the sandbox whose item
 // secrets are sealed under the class key of each item's accessibility. This file is
 // the entry point; each operation lives in its own file.
+import CSQLiteConfig
 import DataProtection
 import DPFSProtocol
 import Foundation
@@ -121,7 +122,17 @@ public final class ItemStore: Sendable {
     public func close() throws {
         try lookups.close()
         guard let pool = database.withLock({ $0 }) else { return }
-        try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        if ledger.files.stopped {
+            // A file another hand put there stays as it was found, the evidence the next
+            // mount refuses: no checkpoint now, and none at the writer's close.
+            try pool.writeWithoutTransaction { db in
+                guard let connection = db.sqliteConnection, dpfs_sqlite3_no_checkpoint_on_close(connection) else {
+                    throw ItemStoreError("cannot close the item store \(verified.path) without a checkpoint")
+                }
+            }
+        } else {
+            try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        }
         pool.releaseMemory()
         try pool.close()
     }

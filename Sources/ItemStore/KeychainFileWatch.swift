@@ -33,6 +33,9 @@ final class KeychainFileWatch: Sendable {
         expected.withLock { $0 = now }
     }
 
+    /// Whether the files were found changed by another hand: the keychain has stopped.
+    var stopped: Bool { replaced.withLock { $0 != nil } }
+
     /// Whether the files differ from the daemon's last write's; throws once they were
     /// found changed by another hand.
     func differ() throws -> Bool {

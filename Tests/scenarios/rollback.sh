@@ -129,6 +129,7 @@ check_error "a deleted item does not come back while the device runs" "changed b
 check_error "nor does a write go through on the copy" "changed by another hand" \
     sh -c "printf later | '$DPFS' keychain add '$MNT' --service later"
 "$DPFS" unmount "$MNT" || fail "unmount"
+check "the copy is left as it was put there" cmp "$WORK/keychain-with-doomed" "$DEV/keychain.sqlite"
 check_error "and the next mount refuses it" "the device's record" "$DPFS" mount "$DEV" "$MNT"
 
 # 3. An erase after N failures, undone by putting back the keybag from before.
