@@ -25,8 +25,8 @@ public final class MountSession {
     let fileSystem: SandboxFileSystem
     let mountpoint: String
     let session: OpaquePointer
-    /// The io_uring queues, made when the mount asks for them (DPFS_IO_URING=1) and used
-    /// if the kernel offers FUSE over io_uring; nil otherwise.
+    /// The io_uring queues, made when the kernel offers FUSE over io_uring and the mount
+    /// does not opt out (DPFS_IO_URING=0); nil otherwise.
     private let rings: OpaquePointer?
     /// The write end of the daemon watch's pipe (DaemonWatch.swift), open until the
     /// process ends.

@@ -8,11 +8,12 @@ source "$(dirname "$0")/lib.sh"
 
 stalled=""
 reader=""
+flocker=""
 stopped_daemon=""
 scenario_cleanup() {
     local pid
     [ -n "$stopped_daemon" ] && kill -CONT "$stopped_daemon" 2>/dev/null
-    for pid in $stalled $reader; do
+    for pid in $stalled $reader $flocker; do
         kill "$pid" 2>/dev/null; kill -CONT "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
@@ -108,6 +109,22 @@ for command in "lock --now" restart status "unlock --passcode-file $PASS" "biome
                      has_line "the device was not restarted: run the command again" "$WORK/stopped.err" ;;
     esac
 done
+# /proc/locks lists newer locks first, and with many on the machine the daemon's
+# runs past the first read of it: the pid is named all the same.
+python3 -c 'import fcntl, sys, time
+held = [open("%s/flock-%d" % (sys.argv[1], i), "w") for i in range(300)]
+for f in held: fcntl.flock(f, fcntl.LOCK_EX)
+open(sys.argv[1] + "/flocks-held", "w").close()
+time.sleep(600)' "$WORK" &
+flocker=$!
+if within 60 test -e "$WORK/flocks-held"; then
+    status=0; timeout -s KILL 120 "$DPFS" status "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
+    check "with 300 newer flocks, status still names the stopped daemon" \
+        has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
+else
+    fail "300 flocks held"
+fi
+kill "$flocker"; wait "$flocker" 2>/dev/null; flocker=""
 kill -CONT "$daemon"; stopped_daemon=""
 # The commands given up on had sent nothing (they waited for the mount to name its
 # socket): nothing happens at the resume.

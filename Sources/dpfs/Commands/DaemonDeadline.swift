@@ -101,9 +101,11 @@ enum DaemonProcess {
     /// The pid of the flock on `path`: /proc/locks names it by MAJ:MIN:INODE, in hex.
     private static func lockHolder(of path: String) -> Int32? {
         var info = stat()
-        guard stat(path, &info) == 0, let locks = FileManager.default.contents(atPath: "/proc/locks") else { return nil }
+        // Read whole: newer locks come first, and a machine with many devices mounted
+        // lists more than one read returns.
+        guard stat(path, &info) == 0, let locks = ProcFile.read("/proc/locks") else { return nil }
         let file = String(format: "%02x:%02x:%lu", dpfs_major(info.st_dev), dpfs_minor(info.st_dev), UInt(info.st_ino))
-        for line in String(decoding: locks, as: UTF8.self).split(separator: "\n") {
+        for line in locks.split(separator: "\n") {
             let fields = line.split(separator: " ")
             if fields.count > 5, fields[1] == "FLOCK", fields[5] == file { return Int32(fields[4]) }
         }

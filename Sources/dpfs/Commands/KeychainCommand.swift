@@ -145,7 +145,8 @@ extension KeychainCall {
     /// errSecNotAvailable.
     struct Unreachable: Error, CustomStringConvertible {
         let cause: any Error
-        var description: String { "\(cause)" }
+        /// The status a SecItem call would get, then why, as the daemon's failures read.
+        var description: String { "\(SecStatus.describe(SecStatus.notAvailable)): \(cause)" }
     }
 
     /// Runs a subcommand's call. With --json, a failure before the daemon gave a status
@@ -159,8 +160,9 @@ extension KeychainCall {
             throw exit  // the daemon's status, printed already
         } catch {
             if json {
-                let status = error is Unreachable ? SecStatus.notAvailable : SecStatus.param
-                KeychainOutput.printJSON(KeychainResponse(status: status, message: "\(error)"))
+                let unreachable = error as? Unreachable
+                KeychainOutput.printJSON(KeychainResponse(status: unreachable == nil ? SecStatus.param : SecStatus.notAvailable,
+                                                          message: "\(unreachable?.cause ?? error)"))
             }
             throw error
         }
