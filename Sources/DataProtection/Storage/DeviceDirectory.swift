@@ -79,6 +79,12 @@ public enum DeviceError: Error, CustomStringConvertible {
         case .notInitialised(let path):
             // A mistyped path is the likelier slip than a directory that never was a device.
             guard access(path, F_OK) == 0 else { return "\(path) does not exist (dpfs init makes a device there)" }
+            // A device that lost its keybag: init would refuse it, and the files need it.
+            if access(path + "/sandbox", F_OK) == 0 || access(path + "/keychain.sqlite", F_OK) == 0 {
+                return "\(path) holds a device's files but no keybag.json: without it nothing there can be "
+                    + "opened; put back the keybag.json of this device (a copy older than its record is refused), "
+                    + "or restore a backup into a new directory (dpfs restore)"
+            }
             return "\(path) is not a dpfs device directory (run dpfs init first)"
         case .notEmpty(let path): return "\(path) is not empty; dpfs init needs a new or empty directory"
         case .corruptKeybag(let why): return "the keybag is damaged: \(why)"

@@ -44,6 +44,7 @@ final class TPMContext {
             switch TPMError.base(rc) {
             case TPMError.rcAuthFail, TPMError.rcBadAuth: throw TPMError.authorizationFailed
             case TPMError.rcLockout: throw TPMError.lockout(lockoutState())
+            case TPMError.rcIntegrity where command == "Load": throw TPMError.sealedByAnotherTPM
             default: break
             }
         }

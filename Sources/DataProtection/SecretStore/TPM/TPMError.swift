@@ -11,6 +11,9 @@ public enum TPMError: Error, CustomStringConvertible, Equatable {
     case authorizationFailed
     /// TPM_RC_LOCKOUT: dictionary-attack lockout, with the TPM's counts where it told them.
     case lockout(TPMLockout)
+    /// TPM_RC_INTEGRITY from Load: the sealed object is not one this TPM's storage key
+    /// made — another TPM sealed it, or this one was cleared since.
+    case sealedByAnotherTPM
     /// Any other failure of `command`.
     case failed(command: String, code: UInt32)
 
@@ -19,6 +22,10 @@ public enum TPMError: Error, CustomStringConvertible, Equatable {
         case .unreachable(let tcti, let reason): return "the TPM at \(tcti) cannot be reached: \(reason)"
         case .authorizationFailed: return "the TPM refused the authorization"
         case .lockout(let lockout): return lockout.description
+        case .sealedByAnotherTPM:
+            return "this TPM cannot open the device's sealed secret: another TPM sealed it, or this TPM was "
+                + "cleared since (its storage key changed); the device cannot be opened here, and only a backup "
+                + "restores what it held (dpfs restore into a new directory)"
         case .failed(let command, let code):
             return "the TPM refused \(command) (response code 0x\(String(code, radix: 16)))"
         }
@@ -28,6 +35,7 @@ public enum TPMError: Error, CustomStringConvertible, Equatable {
     static let rcAuthFail: UInt32 = 0x08E
     static let rcBadAuth: UInt32 = 0x0A2
     static let rcLockout: UInt32 = 0x921
+    static let rcIntegrity: UInt32 = 0x09F
 
     /// The TPM's own response code without the layer and the handle/session/parameter
     /// number a format-1 code carries.
