@@ -22,8 +22,9 @@ struct Run: ParsableCommand {
             of the caller's open descriptors it gets standard input, output and error only. \
             `swift test` is run as `dpfs test` runs it: built outside the device, only its \
             test bundle inside. dpfs run \
-            exits with the program's status, or 128+N when a signal N ended it, and passes \
-            SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it.
+            exits with the program's status, or 128+N when a signal N ended it, or 126 when \
+            bubblewrap cannot make its sandbox (where user namespaces are not allowed: give \
+            --no-isolation), and passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it.
             """)
 
     @Argument(help: "The mountpoint of a mounted dpfs sandbox.") var mountpoint: String
@@ -93,8 +94,16 @@ struct Run: ParsableCommand {
         }
         close(info[1])
         let sandboxInit = SandboxInfo.childPID(from: info[0])
-        return ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
+        let status = ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
+        // Without the sandbox's PID bwrap failed before the program started: its
+        // status would pass for the program's own.
+        guard sandboxInit == nil, status != 0 else { return status }
+        FileHandle.standardError.write(Data((Self.noSandbox + "\n").utf8))
+        return 126
     }
+
+    static let noSandbox = "Error: bubblewrap could not make the app's sandbox (its message is above); "
+        + "where user namespaces are not allowed, give --no-isolation"
 
     private static func spawnReporting(_ command: [RawArgument], environment: [String: String], mask: sigset_t,
                                        descriptors: ChildProcess.Descriptors) throws -> pid_t {
