@@ -1,6 +1,9 @@
 // Who is on the other end of a control connection. The owner's socket (the user who
 // mounted) may do anything; an app socket, made for one `dpfs run --app X`, acts only
 // as X: iOS takes an app's identity from its code signature, never from the call.
+// Root, on the owner's socket of another user's daemon, may only ask what `dpfs
+// unmount` asks: root may unmount any mount, and must be refused as the owner is
+// while programs run in it as apps.
 import DPFSProtocol
 import ItemStore
 
@@ -9,6 +12,8 @@ public enum ControlScope: Sendable, Equatable {
     /// One app; `deviceControl` also allows what a test host does to the device
     /// (lock, unlock, restart, passcode changes, the clock, biometry).
     case app(bundleID: String, deviceControl: Bool)
+    /// Root, when the daemon is another user's: the status and the unmount alone.
+    case root
 
     var bundleID: String? {
         if case .app(let bundleID, _) = self { return bundleID }
@@ -17,6 +22,12 @@ public enum ControlScope: Sendable, Equatable {
 
     /// Why this scope may not send `request`, or nil when it may.
     func refusal(of request: ControlRequest) -> String? {
+        if self == .root {
+            switch request {
+            case .status, .unmounting: return nil
+            default: return Self.rootRefusal
+            }
+        }
         guard case .app(let bundleID, let deviceControl) = self else { return nil }
         switch request {
         case .status, .events, .keychain, .secKey:
@@ -70,6 +81,9 @@ public enum ControlScope: Sendable, Equatable {
         scoped.app = bundleID
         return .success(scoped)
     }
+
+    static let rootRefusal = "permission denied: this dpfs daemon serves only the user who mounted it "
+        + "(root may see its status and unmount it)"
 
     private static func notOtherApp(_ bundleID: String, _ other: String?) -> String {
         "this process runs as \(bundleID) and cannot act as \(other ?? "another app")"

@@ -49,10 +49,17 @@ extension ControlServer {
         }
     }
 
-    /// Hands `connection` to the workers once its peer is the owner and, on an app
-    /// socket (`counted`), it has a place among that socket's; refuses it otherwise.
-    private func admit(_ connection: Int32, scope: ControlScope, counted: AppSocketConnections?) {
-        guard dpfs_peer_uid(connection) == Int64(ownerUID) else {
+    /// Hands `connection` to the workers once its peer is the owner (or root, on the
+    /// owner's socket, in a scope of its own) and, on an app socket (`counted`), it has
+    /// a place among that socket's; refuses it otherwise.
+    private func admit(_ connection: Int32, scope given: ControlScope, counted: AppSocketConnections?) {
+        let peer = dpfs_peer_uid(connection)
+        let scope: ControlScope
+        if peer == Int64(ownerUID) {
+            scope = given
+        } else if peer == 0 && given == .owner {
+            scope = .root
+        } else {
             sendAtOnce(.failure("permission denied: this dpfs daemon serves only the user who mounted it"), to: connection)
             close(connection)
             return

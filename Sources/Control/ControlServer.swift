@@ -118,7 +118,7 @@ public final class ControlServer: Sendable {
 
     /// The workers that serve connections of `scope`.
     func workers(for scope: ControlScope) -> ControlWorkers {
-        scope == .owner ? ownerWorkers : appWorkers
+        scope.bundleID == nil ? ownerWorkers : appWorkers
     }
 
     /// Releases the calling thread from whichever pool it serves (ControlWorkers.release):

@@ -23,11 +23,11 @@ struct RequestHandler {
                 var status = device.status()
                 status.sync = sync?.statusLine
                 status.app = sandboxApp()
-                // The owner's alone: an app learns nothing of the user's login sessions
-                // or of the programs that run as apps.
-                if scope == .owner { status.lockOn = lockFollowing?() }
+                // Not an app's: it learns nothing of the user's login sessions or of
+                // the programs that run as apps.
+                if scope.bundleID == nil { status.lockOn = lockFollowing?() }
                 var reply = ControlReply(ok: true, status: status)
-                if scope == .owner { reply.runs = appRuns?.current() }
+                if scope.bundleID == nil { reply.runs = appRuns?.current() }
                 return reply
             case .lock(let now):
                 let locks = device.lock(now: now)

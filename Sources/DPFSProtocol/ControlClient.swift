@@ -76,6 +76,15 @@ public final class ControlClient {
         }
     }
 
+    /// Connects to `socketPath`, whose peer must be process `pid` running as `uid`
+    /// (ControlClient+Root).
+    init(socketPath: String, peer: (pid: pid_t, uid: uid_t), mountpoint: String, timeout: Double) throws {
+        self.mountpoint = mountpoint
+        mountRoot = mountpoint
+        fd = try Self.connected(to: socketPath, mountpoint: mountpoint, peerPIDKnown: true, timeout: timeout,
+                                expecting: peer)
+    }
+
     /// Connects to an app session's socket (as `dpfs run` does for its program).
     public init(appSocket: String, mountpoint: String, timeout: Double = connectTimeout) throws {
         self.mountpoint = mountpoint
@@ -103,7 +112,8 @@ public final class ControlClient {
     /// (`peerPIDKnown` false). Its reads and writes then wait as long as they take,
     /// unless the caller sets a timeout (ControlClient+Timeout).
     private static func connected(to socketPath: String, mountpoint: String, peerPIDKnown: Bool,
-                                  timeout: Double, by deadline: ContinuousClock.Instant? = nil) throws -> Int32 {
+                                  timeout: Double, by deadline: ContinuousClock.Instant? = nil,
+                                  expecting peer: (pid: pid_t, uid: uid_t)? = nil) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw ControlClientError.cannotConnect(mountpoint, errno) }
         let deadline = deadline ?? ContinuousClock.now + .seconds(timeout)
@@ -112,7 +122,11 @@ public final class ControlClient {
             try connect(fd, to: socketPath, mountpoint: mountpoint, by: deadline, else: noAnswer)
             guard setTimeouts(fd, until: deadline) else { throw noAnswer }
             do {
-                try checkPeer(fd, mountpoint: mountpoint, comparePID: peerPIDKnown)
+                if let peer {
+                    try checkPeer(fd, mountpoint: mountpoint, is: peer)
+                } else {
+                    try checkPeer(fd, mountpoint: mountpoint, comparePID: peerPIDKnown)
+                }
             } catch FrameError.io(let code) where code == EAGAIN || code == EWOULDBLOCK {
                 throw noAnswer
             }
@@ -173,6 +187,15 @@ public final class ControlClient {
         let reply = try ControlCoding.decode(ControlReply.self, ClientFrame.read(from: fd).body)
         guard let status = reply.status, status.pid == pid else {
             throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket (pid \(pid)) is not the daemon it reports")
+        }
+    }
+
+    /// The peer must be process `peer.pid`, running as `peer.uid`.
+    private static func checkPeer(_ fd: Int32, mountpoint: String, is peer: (pid: pid_t, uid: uid_t)) throws {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        guard dpfs_peer_credentials(fd, &pid, &uid) == 0, pid == peer.pid, uid == peer.uid else {
+            throw ControlClientError.refused(mountpoint, reason: "the peer of its control socket is not its daemon")
         }
     }
 

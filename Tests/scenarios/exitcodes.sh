@@ -4,14 +4,33 @@
 # passcode 12, passcode delay 13, device locked 14, not a dpfs mount 15, device not
 # found 16, rollback refused 17), each with one line on stderr; an unknown protection
 # class is a usage error in one line. Each message says what went wrong and the way on.
+# A user's mount: dpfs run where bubblewrap cannot make its sandbox exits 126 saying
+# so, and root's unmount is refused as the user's is while a program runs in it.
 source "$(dirname "$0")/lib.sh"
+require_tools setpriv bwrap
 HOLDER=""
 RUNNER=""
 UNMOUNTER=""
+USER_RUNNER=""
+USER_DAEMON=""
+USER_WORK="$WORK/user"
+USER_MNT="$USER_WORK/mnt"
+as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups \
+        env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_WORK/run" "$@"
+}
 scenario_cleanup() {
     [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
     [ -n "$RUNNER" ] && kill "$RUNNER" 2>/dev/null && wait "$RUNNER" 2>/dev/null
     [ -n "$UNMOUNTER" ] && kill "$UNMOUNTER" 2>/dev/null && wait "$UNMOUNTER" 2>/dev/null
+    [ -n "$USER_RUNNER" ] && kill "$USER_RUNNER" 2>/dev/null && wait "$USER_RUNNER" 2>/dev/null
+    if grep -qs " $USER_MNT fuse" /proc/mounts; then
+        as_nobody "$DPFS" unmount "$USER_MNT" 2>/dev/null || fusermount3 -uz "$USER_MNT" 2>/dev/null
+    fi
+    if [ -n "$USER_DAEMON" ] && kill -0 "$USER_DAEMON" 2>/dev/null; then
+        kill "$USER_DAEMON" 2>/dev/null; sleep 0.5; kill -9 "$USER_DAEMON" 2>/dev/null
+    fi
+    return 0
 }
 
 # exits_with "what" STATUS command...: the command must exit with STATUS, saying one
@@ -225,5 +244,53 @@ check "unmount" "$DPFS" unmount "$MNT"
 rm -rf "$DEV"; cp -a "$WORK/device-before" "$DEV"
 exits_with "an older copy of the device: rollback refused" 17 "$DPFS" mount "$DEV" "$MNT"
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
+
+# A user's mount.
+mkdir -p "$USER_MNT" "$USER_WORK/home"
+mkdir -m 700 "$USER_WORK/run"
+cp "$PASS" "$USER_WORK/pass"
+chown -R 65534:65534 "$USER_WORK"
+chmod 700 "$USER_WORK/home"
+chmod 755 "$WORK"
+as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" --create >/dev/null || fail "init as nobody"
+check "the user mounts" as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT"
+USER_DAEMON=$(as_nobody "$DPFS" status "$USER_MNT" --json | json_field pid)
+
+# Where user namespaces are not allowed (a bwrap that forbids them around dpfs run),
+# bubblewrap fails before the program starts: run exits 126, not a status the
+# program could have given, its last line the Error: that names --no-isolation.
+no_userns() { as_nobody bwrap --dev-bind / / --unshare-user --disable-userns --uid 65534 --gid 65534 -- "$@"; }
+out=$(no_userns "$DPFS" run "$USER_MNT" -- echo ran 2>&1); rc=$?
+expect_eq "run where bubblewrap cannot make the sandbox exits 126" "$rc" "126"
+case "$(printf '%s\n' "$out" | tail -1)" in
+    "Error: bubblewrap could not make the app's sandbox"*"give --no-isolation") pass "saying so in an Error: line that names --no-isolation" ;;
+    *) fail "saying so in an Error: line that names --no-isolation" "$out" ;;
+esac
+check_fails "the program did not run" grep -qx ran <<<"$out"
+expect_eq "with --no-isolation it runs" "$(no_userns "$DPFS" run "$USER_MNT" --no-isolation -- echo ran 2>&1)" "ran"
+
+# Root's unmount of the user's mount refuses, as the user's does, while a program the
+# user's dpfs run started works in it, and takes the mount down once it has ended.
+# setpriv and env exec dpfs run, so $! is its pid (as_nobody would fork a subshell).
+setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_WORK/run" \
+    "$DPFS" run "$USER_MNT" -- sh -c 'cd "$HOME/Documents" && exec sleep 600' &
+USER_RUNNER=$!
+user_runner_started() { [ -n "$(cat "/proc/$USER_RUNNER/task/"*/children 2>/dev/null)" ]; }
+within 60 user_runner_started || fail "the user's dpfs run starts its program"
+says_error "the user's unmount names the run" 1 "cannot unmount $USER_MNT: programs run in it as apps: .*(pid $USER_RUNNER)" \
+    as_nobody "$DPFS" unmount "$USER_MNT"
+says_error "root's unmount names the run too" 1 "cannot unmount $USER_MNT: programs run in it as apps: .*(pid $USER_RUNNER)" \
+    "$DPFS" unmount "$USER_MNT"
+check "the mount stays" grep -qs " $USER_MNT fuse" /proc/mounts
+check "and serves the user" as_nobody ls "$USER_MNT/Documents"
+check "the user's daemon runs on" kill -0 "$USER_DAEMON"
+check "the program still runs" kill -0 "$USER_RUNNER"
+check_fails "nothing of the mount's going is logged" grep -q "the mount was taken" "$USER_WORK/device/daemon.log"
+kill "$USER_RUNNER"; wait "$USER_RUNNER" 2>/dev/null; USER_RUNNER=""
+within 60 "$DPFS" unmount "$USER_MNT" && pass "root's unmount, once the program has ended" \
+    || fail "root's unmount, once the program has ended" "$("$DPFS" unmount "$USER_MNT" 2>&1)"
+check_fails "nothing is mounted" grep -qs " $USER_MNT fuse" /proc/mounts
+within 60 sh -c "! kill -0 $USER_DAEMON" && pass "and the user's daemon ends" || fail "and the user's daemon ends"
 
 finish

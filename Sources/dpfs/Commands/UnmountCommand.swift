@@ -31,7 +31,7 @@ struct Unmount: ParsableCommand {
             return
         }
         let target = AbsolutePath.of(mountpoint)
-        let client = try? DaemonDeadline.client(for: target)
+        let client = (try? DaemonDeadline.client(for: target)) ?? Self.rootClient(for: target)
         let reply = try? client?.send(.status)
         let pid = reply?.status?.pid
         guard pid != nil || isMountpoint(target) else {
@@ -111,6 +111,15 @@ struct Unmount: ParsableCommand {
         let bytes = said.fileHandleForReading.readDataToEndOfFile()
         fusermount.waitUntilExit()
         return (fusermount.terminationStatus, String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// Root's connection to the daemon of another user's mount at `target`, as that
+    /// user's own unmount asks it whether programs run in it as apps; nil for anyone
+    /// else, or when that daemon cannot be reached.
+    private static func rootClient(for target: String) -> ControlClient? {
+        guard getuid() == 0, let entry = MountTable.topmost(at: target), entry.fsType == MountEntry.dpfsType,
+              let owner = entry.fuseOwner, owner != 0, let daemon = DaemonProcess.find(mountpoint: target) else { return nil }
+        return try? ControlClient(rootTo: daemon.pid, owner: owner, mountpoint: target, timeout: DaemonDeadline.seconds)
     }
 
     private func isMountpoint(_ path: String) -> Bool {
