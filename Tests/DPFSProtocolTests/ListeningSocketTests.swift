@@ -1,0 +1,24 @@
+// Root finds another user's daemon's socket in /proc/net/unix by its name, PID.sock,
+// among the listening sockets alone.
+@testable import DPFSProtocol
+import Foundation
+import Glibc
+import Testing
+
+@Suite struct ListeningSocketTests {
+    @Test func aListeningSocketIsFoundByItsName() throws {
+        let directory = NSTemporaryDirectory() + "dpfs-listening-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let name = "\(UInt32.random(in: 1_000_000...UInt32.max)).sock"
+        let path = directory + "/" + name
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = UnixAddress(path: path)
+        try #require(address.withSockaddr { bind(fd, $0, $1) } == 0)
+        #expect(ControlClient.listeningSocket(named: name) == nil, "bound, not yet listening")
+        try #require(listen(fd, 1) == 0)
+        #expect(ControlClient.listeningSocket(named: name) == path)
+    }
+}
