@@ -115,11 +115,15 @@ struct Unmount: ParsableCommand {
 
     /// Root's connection to the daemon of another user's mount at `target`, as that
     /// user's own unmount asks it whether programs run in it as apps; nil for anyone
-    /// else, or when that daemon cannot be reached.
+    /// else, or when that daemon cannot be reached. Its replies have a deadline: a
+    /// stopped daemon is unmounted as before, not waited for.
     private static func rootClient(for target: String) -> ControlClient? {
         guard getuid() == 0, let entry = MountTable.topmost(at: target), entry.fsType == MountEntry.dpfsType,
-              let owner = entry.fuseOwner, owner != 0, let daemon = DaemonProcess.find(mountpoint: target) else { return nil }
-        return try? ControlClient(rootTo: daemon.pid, owner: owner, mountpoint: target, timeout: DaemonDeadline.seconds)
+              let owner = entry.fuseOwner, owner != 0, let daemon = DaemonProcess.find(mountpoint: target),
+              let client = try? ControlClient(rootTo: daemon.pid, owner: owner, mountpoint: target,
+                                              timeout: DaemonDeadline.seconds) else { return nil }
+        client.setTimeout(seconds: DaemonDeadline.seconds)
+        return client
     }
 
     private func isMountpoint(_ path: String) -> Bool {
