@@ -64,6 +64,12 @@ exits_with "a missing argument is a usage error" 64 "$DPFS" mount
 exits_with "an unknown option is a usage error" 64 "$DPFS" status "$MNT" --frobnicate
 exits_with "a device directory that is not one: device not found (mount)" 16 "$DPFS" mount "$WORK/nothing" "$MNT"
 exits_with "a device directory that is not one: device not found (fsck)" 16 "$DPFS" fsck "$WORK/nothing"
+# A device that lost its keybag is not "no device": init would refuse it, and only its
+# keybag or a backup brings its files back.
+mkdir -p "$WORK/keybagless/sandbox"
+says_error "a device without its keybag is named so (mount)" 16 "holds a device's files but no keybag.json" \
+    "$DPFS" mount "$WORK/keybagless" "$MNT"
+says_error "and by fsck" 16 "holds a device's files but no keybag.json" "$DPFS" fsck "$WORK/keybagless"
 exits_with "a directory that is no dpfs mount: not a dpfs mount" 15 "$DPFS" status "$WORK"
 exits_with "lock of a directory that is no dpfs mount" 15 "$DPFS" lock "$WORK"
 exits_with "unmount of a directory that is no dpfs mount" 15 "$DPFS" unmount "$WORK"
