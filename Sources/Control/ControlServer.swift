@@ -80,6 +80,7 @@ public final class ControlServer: Sendable {
         guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 16) == 0 else {
             let error = SystemError("bind", path)
             close(fd)
+            if bound == 0 { unlink(path) }
             throw error
         }
         return fd

@@ -117,12 +117,20 @@ struct Daemon {
                                            lockFollowing: lockFollowing,
                                            served: { MountSession.noteOutsideRequest() },
                                            log: { [logger] in logger.warning("\($0)") })
-            let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
-            let session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
-            // The last step that may fail: a mount that FUSE refuses, or any step above
-            // that fails, leaves the keychain's files as it found them.
-            do { try Self.hintingSalvage(directory) { try items.open() } } catch {
-                session.unmountUnserved()
+            let session: MountSession
+            do {
+                let fileSystem = try SandboxFileSystem(device: device, controlSocketPath: server.socketPath, logger: logger)
+                session = try MountSession(fileSystem: fileSystem, mountpoint: mountpoint, options: options)
+                // The last step that may fail: a mount that FUSE refuses, or any step above
+                // that fails, leaves the keychain's files as it found them.
+                do { try Self.hintingSalvage(directory) { try items.open() } } catch {
+                    session.unmountUnserved()
+                    throw error
+                }
+            } catch {
+                // Only a later daemon would clear the socket of one gone, and a failed
+                // mount may have none after it: the socket goes with the failure.
+                server.stop()
                 throw error
             }
             // Stopped by a signal (a service's stop, a shutdown): as a phone powering off,

@@ -11,7 +11,10 @@ require_tools sqlite3 chattr
 KEYCHAIN="$DEV/keychain.sqlite"
 USER_WORK="$WORK/user"
 USER_MNT="$USER_WORK/mnt"
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" "$@"; }
+USER_RUN="$USER_WORK/run"
+as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" XDG_RUNTIME_DIR="$USER_RUN" "$@"
+}
 scenario_cleanup() {
     chattr -i "$KEYCHAIN" 2>/dev/null
     if grep -qs " $USER_MNT fuse" /proc/mounts; then
@@ -105,20 +108,22 @@ expect_eq "then it mounts with what it held before the cut-short write" \
 "$DPFS" unmount "$MNT" || fail "unmount"
 expect_eq "and is in WAL mode again" "$(sqlite3 "$KEYCHAIN" 'PRAGMA journal_mode')" "wal"
 
+# A device of a user other than root, with a runtime directory for its daemons' sockets.
+mkdir -p "$USER_MNT" "$USER_WORK/secrets" "$USER_RUN"
+chmod 700 "$USER_WORK/secrets" "$USER_RUN"
+printf '1234\n' > "$USER_WORK/pass"
+chmod 600 "$USER_WORK/pass"
+chmod 755 "$WORK"
+chown -R 65534:65534 "$USER_WORK"
+as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
+
 # 5. allow_other asked by a user other than root, which /etc/fuse.conf does not allow:
 # fusermount3 refuses the mount, and says why only on the daemon's stderr. The user is
 # told the reason, before a daemon starts.
 if grep -Eqs '^[[:space:]]*user_allow_other[[:space:]]*(#.*)?$' /etc/fuse.conf; then
     log "skipped the allow_other refusal: /etc/fuse.conf has user_allow_other"
 else
-    mkdir -p "$USER_MNT" "$USER_WORK/secrets"
-    chmod 700 "$USER_WORK/secrets"
-    printf '1234\n' > "$USER_WORK/pass"
-    chmod 600 "$USER_WORK/pass"
-    chmod 755 "$WORK"
-    chown -R 65534:65534 "$USER_WORK"
-    as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
-        --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
     REASON="-o allow_other is allowed to a user other than root only if /etc/fuse.conf has the line user_allow_other"
     check_error "allow_other without user_allow_other: the user is told why" "$REASON" \
         as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT" -o allow_other
@@ -130,4 +135,23 @@ else
     check "without allow_other the same user mounts" as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT"
     check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
 fi
+
+# 6. A daemon whose mount fusermount3 refuses leaves, gone, no control socket behind:
+# no later daemon of the user's may come to clear it.
+sockets() { (cd "$USER_RUN/dpfs" 2>/dev/null && ls -A | grep '\.sock$'); }
+refused() {
+    local what=$1 mountpoint=$2
+    check_error "$what: the mount fails" "^Error: cannot mount on $mountpoint" \
+        as_nobody "$DPFS" mount "$USER_WORK/device" "$mountpoint"
+    check_fails "$what: nothing is mounted" grep -qs " $mountpoint fuse" /proc/mounts
+    expect_eq "$what: no control socket is left" "$(sockets)" ""
+}
+mkdir -m 555 "$USER_WORK/readonly"
+chown 65534:65534 "$USER_WORK/readonly"
+refused "a mount point of the user's it may not write" "$USER_WORK/readonly"
+mkdir -m 755 "$USER_WORK/root"
+refused "a mount point of root's" "$USER_WORK/root"
+check "then the user mounts on its own directory" as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT"
+expect_eq "with one control socket" "$(sockets | wc -l)" "1"
+check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
 finish
