@@ -11,12 +11,14 @@ import Glibc
 
 public enum MountError: Error, CustomStringConvertible {
     case setup(String)
-    case mount(String)
+    /// The mount point, and why fusermount3 or libfuse refused it, where either said.
+    case mount(String, reason: String?)
 
     public var description: String {
         switch self {
         case .setup(let why): return "cannot set up the FUSE session: \(why)"
-        case .mount(let path): return "cannot mount on \(path) (is /dev/fuse available and the mountpoint a directory?)"
+        case .mount(let path, let reason?): return "cannot mount on \(path): \(reason)"
+        case .mount(let path, nil): return "cannot mount on \(path) (is /dev/fuse available and the mountpoint a directory?)"
         }
     }
 }
@@ -69,13 +71,14 @@ public final class MountSession {
             fuse_session_destroy(made)
             throw error
         }
-        guard fuse_session_mount(made, target) == 0 else {
+        let (status, said) = StandardErrorCapture.capturing { fuse_session_mount(made, target) }
+        guard status == 0 else {
             // libfuse may fail after fusermount3 mounted (the connection not handed
             // over): that dead mount is then the watch's to record.
             let left = MountTable.topmost(at: target).map { $0.source == fileSystemName } ?? false
             DaemonWatch.dismiss(watch, unmounted: !left)
             fuse_session_destroy(made)
-            throw MountError.mount(mountpoint)
+            throw MountError.mount(mountpoint, reason: StandardErrorCapture.fuseReason(in: said))
         }
         let connection = Self.connection(mountedAt: target)
         mounted = connection

@@ -136,22 +136,29 @@ else
     check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
 fi
 
-# 6. A daemon whose mount fusermount3 refuses leaves, gone, no control socket behind:
-# no later daemon of the user's may come to clear it.
+# 6. fusermount3 refuses a user's mount point: its reason, which it writes to the
+# daemon's stderr, is the one error line; and the daemon, gone, leaves no control
+# socket behind (no later daemon of the user's may come to clear it).
 sockets() { (cd "$USER_RUN/dpfs" 2>/dev/null && ls -A | grep '\.sock$'); }
 refused() {
-    local what=$1 mountpoint=$2
-    check_error "$what: the mount fails" "^Error: cannot mount on $mountpoint" \
-        as_nobody "$DPFS" mount "$USER_WORK/device" "$mountpoint"
+    local what=$1 mountpoint=$2 reason=$3 out
+    out=$(as_nobody "$DPFS" mount "$USER_WORK/device" "$mountpoint" 2>&1)
+    expect_eq "$what: the mount fails (exit 1)" "$?" "1"
+    expect_eq "$what: fusermount3's reason in one line" \
+        "$(printf '%s\n' "$out" | grep -c "^Error: cannot mount on $mountpoint: fusermount3: $reason")" "1"
+    expect_eq "$what: and nothing else" "$(printf '%s\n' "$out" | wc -l)" "1"
     check_fails "$what: nothing is mounted" grep -qs " $mountpoint fuse" /proc/mounts
     expect_eq "$what: no control socket is left" "$(sockets)" ""
+    check "$what: the reason is in daemon.log too" \
+        grep -q "^fusermount3: $reason" "$USER_WORK/device/daemon.log"
 }
 mkdir -m 555 "$USER_WORK/readonly"
 chown 65534:65534 "$USER_WORK/readonly"
-refused "a mount point of the user's it may not write" "$USER_WORK/readonly"
+refused "a mount point of the user's it may not write" "$USER_WORK/readonly" "user has no write access to mountpoint"
 mkdir -m 755 "$USER_WORK/root"
-refused "a mount point of root's" "$USER_WORK/root"
+refused "a mount point of root's" "$USER_WORK/root" "user has no write access to mountpoint"
 check "then the user mounts on its own directory" as_nobody "$DPFS" mount "$USER_WORK/device" "$USER_MNT"
 expect_eq "with one control socket" "$(sockets | wc -l)" "1"
 check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
+
 finish
