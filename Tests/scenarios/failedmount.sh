@@ -161,4 +161,15 @@ check "then the user mounts on its own directory" as_nobody "$DPFS" mount "$USER
 expect_eq "with one control socket" "$(sockets | wc -l)" "1"
 check "and unmounts" as_nobody "$DPFS" unmount "$USER_MNT"
 
+# 7. Root mounts, or checks, the user's device: its secret store, mode 0700 as it must
+# be, is the user's, and the refusal says so, not to chmod it.
+OWNER="secret store file:$USER_WORK/secrets is not safe: $USER_WORK/secrets is owned by uid 65534, not by you (uid 0): run dpfs as uid 65534"
+check_error "root's mount of the user's device names the store's owner" "$OWNER" \
+    "$DPFS" mount "$USER_WORK/device" "$MNT"
+check_error "and so does root's fsck" "$OWNER" "$DPFS" fsck "$USER_WORK/device" --passcode-file "$USER_WORK/pass"
+out=$("$DPFS" fsck "$USER_WORK/device" --passcode-file "$USER_WORK/pass" 2>&1)
+expect_eq "in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+check_fails "with no chmod to make" grep -q chmod <<< "$out"
+check_fails "nothing is mounted" grep -qs " $MNT fuse" /proc/mounts
+expect_eq "the store is left as it was" "$(stat -c '%u %a' "$USER_WORK/secrets")" "65534 700"
 finish

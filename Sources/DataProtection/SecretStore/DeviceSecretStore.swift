@@ -77,9 +77,8 @@ public enum DeviceSecretStore {
                 throw SecretStoreError.missing(store: location.description, device: deviceUUID,
                                                reason: "\(file): \(String(cString: strerror(errno)))")
             }
-            guard info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
-                throw SecretStoreError.unsafe(store: location.description,
-                                              reason: "\(file) must be a regular file of yours with mode 0600")
+            if let problem = SecretStoreSafety.problem(of: file, info, isDirectory: false) {
+                throw SecretStoreError.unsafe(store: location.description, reason: problem)
             }
             do {
                 return try AtomicFile.readSecret(file, count: secretSize)
@@ -103,16 +102,15 @@ public enum DeviceSecretStore {
         guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw SystemError("mkdir", directory) }
     }
 
-    /// The directory must be the caller's and closed to everyone else, as ssh wants ~/.ssh.
+    /// The directory must be safe (SecretStoreSafety).
     static func checkDirectory(_ directory: String, store: SecretStoreLocation) throws {
         var info = stat()
         guard stat(directory, &info) == 0 else {
             throw SecretStoreError.unsafe(store: store.description,
                                           reason: "\(directory): \(String(cString: strerror(errno)))")
         }
-        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
-            throw SecretStoreError.unsafe(store: store.description,
-                                          reason: "\(directory) must be a directory of yours with mode 0700 (chmod 700 \(directory))")
+        if let problem = SecretStoreSafety.problem(of: directory, info, isDirectory: true) {
+            throw SecretStoreError.unsafe(store: store.description, reason: problem)
         }
     }
 }
