@@ -1,7 +1,8 @@
 // dpfs fsck's engine: walks a device's backing tree with the keys of an unlocked
 // device and checks every file: header, key slots, file key, every block, the tail.
 // With a salvage directory, it copies out every block that still opens; a damaged
-// block becomes a hole of zeros there.
+// block becomes a hole of zeros there. The first copy that cannot be written whole
+// stops the salvage (the check goes on): it is reported, never taken for a copy.
 import CLinux
 import DataProtection
 import Foundation
@@ -20,6 +21,8 @@ public struct DeviceCheck {
         public var blocks = 0
         public var damage: [Damage] = []
         public var salvaged = 0
+        /// Why the salvage stopped short (a write into the salvage directory failed).
+        public var salvageFailure: String?
     }
 
     let device: LockStateManager
@@ -43,7 +46,11 @@ public struct DeviceCheck {
     /// Checks a backing directory and everything below it, naming what it reports by
     /// plaintext path (names are sealed under each directory's ID, NameCipher).
     private func walk(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
-        if let salvage { try? FileManager.default.createDirectory(atPath: salvage, withIntermediateDirectories: true) }
+        var salvage = report.salvageFailure == nil ? salvage : nil
+        if let target = salvage, mkdir(target, 0o777) != 0, errno != EEXIST {
+            report.salvageFailure = Self.salvageFailure(target, Errno.current)
+            salvage = nil
+        }
         guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
         if markedACLFree { checkNoACL(path, relative: relative, into: &report) }
         if let place { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
@@ -70,7 +77,7 @@ public struct DeviceCheck {
             }
             let plain = String(decoding: plainBytes, as: UTF8.self)
             let childRelative = join(relative, plain)
-            let target = salvage.map { $0 + "/" + plain }
+            let target = report.salvageFailure == nil ? salvage.map { $0 + "/" + plain } : nil
             var st = stat()
             guard lstat(child, &st) == 0 else { continue }
             switch st.st_mode & S_IFMT {
@@ -86,7 +93,9 @@ public struct DeviceCheck {
                     report.damage.append(Damage(path: childRelative, problem: "symlink target does not open (forged or damaged)"))
                     continue
                 }
-                if let target { _ = symlink(String(decoding: linkTarget, as: UTF8.self), target) }
+                if let target, symlink(String(decoding: linkTarget, as: UTF8.self), target) != 0 {
+                    report.salvageFailure = Self.salvageFailure(target, Errno.current)
+                }
             default:
                 continue
             }
@@ -111,6 +120,11 @@ public struct DeviceCheck {
         guard sandbox >= 0 else { return nil }
         defer { close(sandbox) }
         return LongTargetFiles.open(stored, cipher: device.nameCipher, sandbox: sandbox)
+    }
+
+    /// The salvage's one failure line: the copy it names is not left behind.
+    private static func salvageFailure(_ target: String, _ error: Errno) -> String {
+        "the salvage stopped: cannot write \(target): \(error) (nothing incomplete is left there)"
     }
 
     private func join(_ relative: String, _ name: String) -> String {
@@ -171,8 +185,11 @@ public struct DeviceCheck {
             && oldKey.map({ (try? BlockIO.checkEmptyFile(file, key: $0)) == nil }) ?? true {
             report.damage.append(Damage(path: relative, problem: "the empty file's last block does not open (cut short or altered)"))
         }
-        let output = salvage.map { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) } ?? -1
-        defer { if output >= 0 { ftruncate(output, off_t(plainSize)); close(output) } }
+        var output: SalvageCopy?
+        if let salvage, report.salvageFailure == nil {
+            do throws(Errno) { output = try SalvageCopy(path: salvage) } catch { report.salvageFailure = Self.salvageFailure(salvage, error) }
+        }
+        var writeFailure: Errno?
         var damaged: [Int] = []
         var endsInOrdinaryBlock = false
         let blockCount = (plainSize + BlockLayout.plainBlockSize - 1) / BlockLayout.plainBlockSize
@@ -197,13 +214,27 @@ public struct DeviceCheck {
                 }
                 if !opened, let journaled, journaled.contains(BlockLayout.backingOffset(ofBlock: block)) { continue }
                 if !opened { damaged.append(block); continue }
-                if output >= 0 {
+                if let output, writeFailure == nil {
                     let length = BlockLayout.plainLength(ofBlock: block, plainSize: plainSize)
-                    try? pwriteAll(output, UnsafeRawBufferPointer(rebasing: plain[0..<length]),
-                                   at: block * BlockLayout.plainBlockSize)
+                    do throws(Errno) {
+                        try output.write(UnsafeRawBufferPointer(rebasing: plain[0..<length]),
+                                         at: block * BlockLayout.plainBlockSize)
+                    } catch { writeFailure = error }
                 }
             }
             plain.initializeMemory(as: UInt8.self, repeating: 0)
+        }
+        var copied = false
+        if let output {
+            do throws(Errno) {
+                if let writeFailure { throw writeFailure }
+                try output.finish(size: plainSize)
+                copied = true
+                report.salvaged += 1
+            } catch {
+                if writeFailure != nil { output.remove() }
+                report.salvageFailure = Self.salvageFailure(output.path, error)
+            }
         }
         let end = FileEnd(backingSize: backingSize, plainSize: plainSize, endsInOrdinaryBlock: endsInOrdinaryBlock,
                           lastBlockOpens: damaged.last != blockCount - 1)
@@ -213,9 +244,8 @@ public struct DeviceCheck {
             let list = damaged.prefix(10).map(String.init).joined(separator: ", ") + (damaged.count > 10 ? ", …" : "")
             problems.append("\(damaged.count) damaged block\(damaged.count == 1 ? "" : "s") (\(list)) of \(blockCount)")
         }
-        if let cut = end.problem(salvaged: output >= 0) { problems.append(cut) }
+        if let cut = end.problem(salvaged: copied) { problems.append(cut) }
         if !problems.isEmpty { report.damage.append(Damage(path: relative, problem: problems.joined(separator: "; "))) }
-        if output >= 0 { report.salvaged += 1 }
     }
 
     /// Reports a node whose name tags do not list the name it was found by: moved in the

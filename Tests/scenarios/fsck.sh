@@ -14,6 +14,8 @@ echo small > "$D/small.txt"
 # Two files of 1,000,000 bytes, cut short below: on a block boundary and inside a block.
 head -c 1000000 /dev/urandom > "$WORK/cut.bin"
 cp "$WORK/cut.bin" "$D/cutme"; cp "$WORK/cut.bin" "$D/cutin"
+# 8 MiB never written but its last byte: a sparse file, whose copy must stay sparse.
+truncate -s 8M "$D/sparse"; printf 'z' >> "$D/sparse"
 for service in one two three; do
     printf 'secret-%s' "$service" | "$DPFS" keychain add "$MNT" --service "$service" --account a >/dev/null \
         || fail "keychain add $service"
@@ -72,6 +74,11 @@ out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
 case "$out" in *"Documents/link4095: symlink target does not open"*) pass "a long target whose file is gone is reported: $(printf '%s' "$out" | grep link4095)" ;;
                 *) fail "a long target whose file is gone is reported" "$out" ;; esac
 expect_eq "the salvage directory is the owner's alone (it holds plaintext)" "$(stat -c %a "$WORK/salvage")" "700"
+cmp -s <(head -c 8388608 /dev/zero; printf z) "$WORK/salvage/Documents/sparse" && pass "a sparse file is salvaged whole" \
+    || fail "a sparse file is salvaged whole"
+blocks=$(stat -c %b "$WORK/salvage/Documents/sparse")
+[ "$blocks" -lt 1024 ] && pass "its copy keeps the holes ($blocks blocks of 512 bytes for 8 MiB)" \
+    || fail "its copy keeps the holes" "$blocks blocks of 512 bytes for 8 MiB"
 # A salvage target that cannot take the files is refused before anything is read.
 touch "$WORK/a-file"
 for target in "$WORK/a-file" /proc/dpfs-salvage; do
@@ -79,6 +86,31 @@ for target in "$WORK/a-file" /proc/dpfs-salvage; do
     case "$rc/$out" in 1/Error:*salvage*) pass "salvage into $target is refused: $out" ;;
                         *) fail "salvage into $target is refused" "exit $rc: $out" ;; esac
 done
+# A salvage directory that fills up: one Error line, exit 1, and every copy left in
+# it is whole (the same as the salvage above); the one cut short is removed.
+mkdir "$WORK/small"
+if unshare --mount --propagation private mount -t tmpfs -o size=256k tmpfs "$WORK/small" 2>/dev/null; then
+    out=$(unshare --mount --propagation private sh -c '
+        mount -t tmpfs -o size=256k tmpfs "$1/small" || exit 99
+        "$2" fsck "$3" --passcode-file "$4" --salvage "$1/small/out" 2>&1; echo "rc=$?"
+        cd "$1/small/out" && find . -type f | while read -r f; do
+            cmp -s "$f" "$1/salvage/$f" && echo "whole: $f" || echo "not whole: $f"
+        done' sh "$WORK" "$DPFS" "$DEV" "$PASS")
+    case "$out" in *"rc=1"*) pass "a salvage that runs out of space exits 1" ;;
+                   *) fail "a salvage that runs out of space exits 1" "$out" ;; esac
+    errors=$(printf '%s\n' "$out" | grep '^Error:')
+    case "$errors" in "Error: the salvage stopped: cannot write $WORK/small/out/Documents/"*": No space left on device"*)
+                          [ "$(printf '%s\n' "$errors" | wc -l)" = 1 ] && pass "and says why in one line: $errors" \
+                              || fail "and says why in one line" "$errors" ;;
+                      *) fail "and says why in one line" "$out" ;; esac
+    case "$out" in *"not whole: "*) fail "no copy it leaves is short or wrong" "$out" ;;
+                   *) pass "no copy it leaves is short or wrong" ;; esac
+    case "$out" in *"whole: ./Documents/cutme"*"whole: ./Documents/cutin"*|*"whole: ./Documents/cutin"*"whole: ./Documents/cutme"*)
+                       fail "the copy it could not finish is removed" "$out" ;;
+                   *) pass "the copy it could not finish is removed" ;; esac
+else
+    log "skipped: the salvage into a full directory needs a tmpfs in a private mount namespace (unshare -m)"
+fi
 
 # The keychain. Its rows are bound to the device's record by a digest, which SQLite's
 # structure around them (pages, indexes) is not: fsck runs SQLite's integrity check

@@ -66,6 +66,10 @@ struct Fsck: ParsableCommand {
         let verdict = problems == 0 ? "clean" : counted(problems, "problem")
         print("checked \(counted(report.files, "file")), \(counted(report.blocks, "block")): \(verdict)"
               + (salvage != nil ? "; salvaged \(counted(report.salvaged, "file")) into \(AbsolutePath.of(salvage ?? ""))" : ""))
+        // Copies missing for want of space are a failure, whatever the check found.
+        if let failure = report.salvageFailure {
+            throw CLIError(failure + "; \(counted(report.salvaged, "file")) salvaged whole before it")
+        }
         // A keychain that is whole but not the one the record names keeps its own status.
         if let keychain, keychain.status != .failure { throw ExitCode(keychain.status.rawValue) }
         if problems > 0 { throw ExitCode.failure }
