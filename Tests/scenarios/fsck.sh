@@ -86,6 +86,18 @@ for target in "$WORK/a-file" /proc/dpfs-salvage; do
     case "$rc/$out" in 1/Error:*salvage*) pass "salvage into $target is refused: $out" ;;
                         *) fail "salvage into $target is refused" "exit $rc: $out" ;; esac
 done
+# Nor may it write plaintext into the device directory or the secret store's, by any
+# spelling of their paths.
+ln -s "$DEV" "$WORK/device-link"
+mkdir "$WORK/elsewhere"
+for target in "$DEV/out" "$DEV/sandbox/salvage" "$WORK/device-link/out" "$WORK/elsewhere/../device/out" "$SECRETS/out"; do
+    out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$target" 2>&1); rc=$?
+    case "$rc/$out" in "1/Error: salvage directory "*" is inside the "*" directory "*)
+                            [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [ ! -e "$target" ] \
+                                && pass "salvage into $target is refused, with nothing written: $out" \
+                                || fail "salvage into $target is refused, with nothing written" "$out" ;;
+                        *) fail "salvage into $target is refused" "exit $rc: $out" ;; esac
+done
 # A salvage directory that fills up: one Error line, exit 1, and every copy left in
 # it is whole (the same as the salvage above); the one cut short is removed.
 mkdir "$WORK/small"

@@ -17,6 +17,9 @@ struct Fsck: ParsableCommand {
     func run() throws {
         let directory = DeviceDirectory(deviceDirectory)
         guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
+        if let salvage {
+            try DeviceNesting.refuse("salvage directory", AbsolutePath.of(salvage), of: directory, else: "salvage into a directory elsewhere")
+        }
         let lock: Int32
         do { lock = try directory.takeMountLock() } catch { throw CLIError(error, adding: "; unmount it first") }
         defer { close(lock) }

@@ -76,7 +76,7 @@ struct Mount: ParsableCommand {
         guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError("mountpoint \(target) does not exist or is not a directory")
         }
-        try Self.refuseNesting(of: directory, and: target)
+        try DeviceNesting.refuse("mountpoint", target, of: directory, else: "mount the device elsewhere")
         if ControlClient.isMounted(target) {
             throw CLIError("\(target) already has a dpfs mount")
         }
@@ -96,27 +96,6 @@ struct Mount: ParsableCommand {
             throw ExitCode(daemon.run())
         }
         try spawnDaemon(directory: directory, mountpoint: target)
-    }
-
-    /// The mount point may be neither inside the device directory or a `file` secret
-    /// store's directory nor around either: a program under `dpfs run` must see the
-    /// mount but not those (AppView), and the daemon reaches them by their paths, which
-    /// a mount over them covers (its first keybag save would fail). Paths are compared
-    /// with symbolic links resolved, so that no other spelling of them gets by.
-    static func refuseNesting(of directory: DeviceDirectory, and mountpoint: String) throws {
-        let target = AbsolutePath.of(mountpoint)
-        var kept = [(AbsolutePath.of(directory.root), "the device directory")]
-        if case .file(let store)? = try? KeybagFile.storeEntry(of: directory).store {
-            kept.append((AbsolutePath.of(store), "the secret store's directory"))
-        }
-        for (path, what) in kept {
-            if isPath(target, within: path) {
-                throw CLIError("mountpoint \(mountpoint) is inside \(what) \(path); mount the device elsewhere")
-            }
-            if isPath(path, within: target) {
-                throw CLIError("mountpoint \(mountpoint) holds \(what) \(path); mount the device elsewhere")
-            }
-        }
     }
 
     /// A daemon.log past 1 MiB becomes daemon.log.1 (the one before goes), so that a
