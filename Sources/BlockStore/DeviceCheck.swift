@@ -44,16 +44,18 @@ public struct DeviceCheck {
     }
 
     /// Checks a backing directory and everything below it, naming what it reports by
-    /// plaintext path (names are sealed under each directory's ID, NameCipher).
+    /// plaintext path (names are sealed under each directory's ID, NameCipher). Below a
+    /// directory whose ID is lost, entries are named by their stored (sealed) names, so
+    /// that its files and subtrees are still checked and salvaged.
     private func walk(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
         var salvage = report.salvageFailure == nil ? salvage : nil
         if let target = salvage, mkdir(target, 0o777) != 0, errno != EEXIST {
             report.salvageFailure = Self.salvageFailure(target, Errno.current)
             salvage = nil
         }
-        guard let id = checkDirectoryClass(path, relative: relative, into: &report) else { return }
+        let id = checkDirectoryClass(path, relative: relative, place: place, into: &report)
         if markedACLFree { checkNoACL(path, relative: relative, into: &report) }
-        if let place { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
+        if let place, let id { checkNameTag(path, relative: relative, identity: id, place: place, into: &report) }
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: path) else {
             report.damage.append(Damage(path: relative.isEmpty ? "." : relative, problem: "cannot be listed"))
             return
@@ -71,11 +73,19 @@ public struct DeviceCheck {
                 }
                 encoded = contents
             }
-            guard let (plainBytes, place) = device.nameCipher.openPlaced(encoded, directoryID: id) else {
-                report.damage.append(Damage(path: join(relative, stored), problem: "a name that does not open (forged, or moved from another directory)"))
-                continue
+            let plain: String
+            let place: NamePlace?
+            if let id {
+                guard let (plainBytes, opened) = device.nameCipher.openPlaced(encoded, directoryID: id) else {
+                    report.damage.append(Damage(path: join(relative, stored), problem: "a name that does not open (forged, or moved from another directory)"))
+                    continue
+                }
+                plain = String(decoding: plainBytes, as: UTF8.self)
+                place = opened
+            } else {
+                plain = stored
+                place = nil
             }
-            let plain = String(decoding: plainBytes, as: UTF8.self)
             let childRelative = join(relative, plain)
             let target = report.salvageFailure == nil ? salvage.map { $0 + "/" + plain } : nil
             var st = stat()
@@ -131,7 +141,7 @@ public struct DeviceCheck {
         relative.isEmpty ? name : relative + "/" + name
     }
 
-    private func check(_ path: String, relative: String, place: NamePlace, salvage: String?, into report: inout Report) {
+    private func check(_ path: String, relative: String, place: NamePlace?, salvage: String?, into report: inout Report) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else {
             report.damage.append(Damage(path: relative, problem: String(cString: strerror(errno))))
@@ -151,7 +161,7 @@ public struct DeviceCheck {
             return
         }
         guard let slot = header.current else { close(fd); return }
-        checkNameTag(path, relative: relative, identity: header.fileID, place: place, into: &report)
+        if let place { checkNameTag(path, relative: relative, identity: header.fileID, place: place, into: &report) }
         if header.isRekeying {
             report.damage.append(Damage(path: relative, problem: "a class raise was interrupted by a kill (its blocks are under two keys; opening the file through the mount finishes it)"))
         } else if header.staleSlotIndex != nil {
@@ -272,8 +282,10 @@ public struct DeviceCheck {
                                     problem: "holds a POSIX ACL, but the device's no-acls marker says none was ever set: the mount hides it (remove \(device.directory.noACLsMarkerPath) to show it)"))
     }
 
-    /// The directory's ID, from its class record; nil (and a report) when missing or forged.
-    private func checkDirectoryClass(_ path: String, relative: String, into report: inout Report) -> [UInt8]? {
+    /// The directory's ID, from its class record, or recovered from a damaged one
+    /// (DirectoryIDRecovery) and reported; nil (and a report) when it is lost.
+    private func checkDirectoryClass(_ path: String, relative: String, place: NamePlace?,
+                                     into report: inout Report) -> [UInt8]? {
         if let record = DirectoryClassRecord.read(at: path, metadataKey: device.metadataKey) {
             if let recorded = device.recordedDirectoryClass(record.directoryID),
                record.protectionClass.strength < recorded.strength {
@@ -283,8 +295,15 @@ public struct DeviceCheck {
             }
             return record.directoryID
         }
-        report.damage.append(Damage(path: relative.isEmpty ? "." : relative,
-                                    problem: "directory class record missing or forged; its names cannot be read and no file can be created in it"))
+        let shown = relative.isEmpty ? "." : relative
+        if let id = DirectoryIDRecovery.recover(at: path, places: place.map { [$0] } ?? [], names: device.nameCipher,
+                                                metadataKey: device.metadataKey) {
+            report.damage.append(Damage(path: shown, problem: "directory class record damaged or forged; its ID was recovered, so its names "
+                + "read, but no file can be created in it until an unlocked mount sets its class again"))
+            return id
+        }
+        report.damage.append(Damage(path: shown, problem: "directory class record missing or forged and its ID cannot be recovered: "
+            + "its names cannot be read (a salvage copies its entries under their stored names) and no file can be created in it"))
         return nil
     }
 }

@@ -96,6 +96,49 @@ final class CheckedDevice {
         #expect(damage.contains { $0.path == "Documents" }, "\(damage)")
     }
 
+    // A damaged record still holds the directory's ID, or one byte off it: the ID its
+    // names are sealed under is recovered, so the files below are checked and salvaged.
+    @Test(arguments: [0, 5, 16, 20])
+    func filesUnderADamagedClassRecordAreSalvaged(byte: Int) throws {
+        let checked = try CheckedDevice()
+        _ = try checked.makeFile("a.txt", holding: Array("precious work".utf8))
+        let documents = try checked.backing(of: "Documents")
+        var record = [UInt8](repeating: 0, count: 256)
+        let size = getxattr(documents, MountAttributes.protection, &record, record.count)
+        try #require(size == DirectoryClassRecord.size)
+        record[byte] ^= 1
+        try #require(setxattr(documents, MountAttributes.protection, record, size, 0) == 0)
+        let salvage = checked.provisioned.directory.root + "-salvage"
+        defer { try? FileManager.default.removeItem(atPath: salvage) }
+        let report = checked.check(salvageInto: salvage)
+        #expect(report.damage.map(\.path) == ["Documents"], "\(report.damage)")
+        #expect(report.damage.first?.problem.contains("ID was recovered") == true, "\(report.damage)")
+        #expect(report.files == 1)
+        #expect(report.salvaged == 1)
+        let copy = try? Data(contentsOf: URL(fileURLWithPath: salvage + "/Documents/a.txt"))
+        #expect(copy == Data("precious work".utf8))
+    }
+
+    // An ID past recovery: the files below are still salvaged, under their stored names.
+    @Test func filesUnderALostDirectoryIDAreSalvagedUnderStoredNames() throws {
+        let checked = try CheckedDevice()
+        let path = try checked.makeFile("a.txt", holding: Array("precious work".utf8))
+        let documents = try checked.backing(of: "Documents")
+        var record = [UInt8](repeating: 0, count: 256)
+        let size = getxattr(documents, MountAttributes.protection, &record, record.count)
+        try #require(size > 0)
+        for index in 0..<size { record[index] ^= 0x5a }
+        try #require(setxattr(documents, MountAttributes.protection, record, size, 0) == 0)
+        let salvage = checked.provisioned.directory.root + "-salvage"
+        defer { try? FileManager.default.removeItem(atPath: salvage) }
+        let report = checked.check(salvageInto: salvage)
+        #expect(report.damage.contains { $0.path == "Documents" && $0.problem.contains("cannot be recovered") }, "\(report.damage)")
+        #expect(report.salvaged == 1)
+        let stored = (path as NSString).lastPathComponent
+        let copy = try? Data(contentsOf: URL(fileURLWithPath: salvage + "/Documents/" + stored))
+        #expect(copy == Data("precious work".utf8))
+    }
+
     @Test func aFileThatIsNoSealedFileIsReported() throws {
         let checked = try CheckedDevice()
         let documents = try checked.backing(of: "Documents")
