@@ -3,6 +3,8 @@
 // missing or forged reads as EIO and no child can be made there: an attacker who edits
 // the backing tree cannot lower the class of files created later. Changing a
 // directory's class through the mount needs its current class key, as a file's does.
+// A damaged record's directory keeps its ID when the device's keys prove it
+// (DirectoryIDRecovery): its names still read, and setting its class again repairs it.
 import BlockStore
 import CLinux
 import DataProtection
@@ -61,11 +63,24 @@ extension SandboxFileSystem {
         try directoryRecord(directory, fresh: fresh).protectionClass
     }
 
+    /// The ID of `directory` (open as `fd`), whose class record does not verify, when
+    /// the device's keys prove it; nil when it is lost.
+    func recoveredDirectoryID(_ directory: Inode, fd: Int32) -> [UInt8]? {
+        let places = directory.places.withLock { $0.checked + $0.pending }
+        return DirectoryIDRecovery.recover(at: procPath(fd), places: places, names: device.nameCipher,
+                                           metadataKey: device.metadataKey)
+    }
+
     /// A class change through the mount: needs the directory's current class key (EPERM),
-    /// or, for a directory whose record is damaged, an unlocked device.
+    /// or, for a directory whose record is damaged, an unlocked device. A damaged record
+    /// keeps the directory's ID when it can be recovered; a directory whose ID is lost
+    /// gets a new one only when it holds no entries, whose names would then be lost for
+    /// good (EIO: fsck's salvage copies them out).
     func setDirectoryClass(_ directory: Inode, _ newClass: ProtectionClass) throws(Errno) {
         let directoryID: [UInt8]
         var currentClass: ProtectionClass?
+        let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        defer { close(fd) }
         if let record = try? directoryRecord(directory, fresh: true) {
             if record.protectionClass == newClass { return }
             guard device.isAvailable(record.protectionClass) else { throw Errno.notPermitted }
@@ -73,10 +88,18 @@ extension SandboxFileSystem {
             currentClass = record.protectionClass
         } else {
             guard ProtectionClass.allCases.allSatisfy(device.isAvailable) else { throw Errno.notPermitted }
-            directoryID = DirectoryClassRecord.newDirectoryID()
+            // The ID the entries' names open under, recovered and checked against the
+            // directory's own name tags (Names.swift).
+            if let kept = try? self.directoryID(directory) {
+                directoryID = kept
+            } else {
+                guard DirectoryIDRecovery.sampleNames(procPath(fd)).isEmpty else {
+                    logger.error("a directory's class record is damaged and its ID cannot be recovered: setting its class is refused, as it would lose its entries' names (dpfs fsck --salvage copies them out)")
+                    throw Errno.io
+                }
+                directoryID = DirectoryClassRecord.newDirectoryID()
+            }
         }
-        let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        defer { close(fd) }
         do throws(Errno) {
             try storeRecordedDirectoryClass(fd, newClass, from: currentClass, directoryID: directoryID)
         } catch {

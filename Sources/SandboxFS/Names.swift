@@ -122,17 +122,27 @@ extension SandboxFileSystem {
         error.rawValue == EMFILE || error.rawValue == ENFILE || error.rawValue == ENOMEM
     }
 
-    /// A directory's ID, from its class record, cached on the entry: EIO when its record
-    /// is damaged or unreadable or the directory was reached by a name that is not its
-    /// own (NameBindings.swift); EMFILE, ENFILE or ENOMEM when the process was short of
-    /// them to read either.
+    /// A directory's ID, from its class record (or recovered from a damaged one,
+    /// DirectoryIDRecovery), cached on the entry: EIO when the ID is lost or the
+    /// directory was reached by a name that is not its own (NameBindings.swift); EMFILE,
+    /// ENFILE or ENOMEM when the process was short of them to read either.
     func directoryID(_ directory: Inode) throws(Errno) -> [UInt8] {
         let id: [UInt8]
         if let known = directory.directoryID.withLock({ $0 }) {
             id = known
         } else {
             do throws(Errno) { id = try directoryRecord(directory).directoryID } catch {
-                throw Self.isShortage(error) ? error : .io
+                if Self.isShortage(error) { throw error }
+                // A damaged record whose ID is proven still names the entries.
+                let fd: Int32
+                do throws(Errno) {
+                    fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+                } catch {
+                    throw Self.isShortage(error) ? error : .io
+                }
+                defer { close(fd) }
+                guard let recovered = recoveredDirectoryID(directory, fd: fd) else { throw Errno.io }
+                id = recovered
             }
             directory.directoryID.withLock { $0 = id }
         }
