@@ -2,8 +2,9 @@
 # The lock never waits (docs/security.md, "Events never hold the lock"): an event subscriber that
 # stops reading (stopped with Ctrl-Z, paused in a debugger) fills its socket and its
 # queue and is then dropped; the lock, its grace expiry, restarts and unlocks never wait
-# for it. A subscriber that reads keeps every event meanwhile. And lock, restart and
-# status come back, with one line naming it, when the daemon itself is stopped.
+# for it. A subscriber that reads keeps every event meanwhile. And lock, restart,
+# status, unmount and mount come back, with one line naming it, when the daemon itself
+# is stopped.
 source "$(dirname "$0")/lib.sh"
 
 stalled=""
@@ -125,6 +126,18 @@ else
     fail "300 flocks held"
 fi
 kill "$flocker"; wait "$flocker" 2>/dev/null; flocker=""
+# unmount and a mount onto the same mount point ask the mount itself whether its daemon
+# died (statfs): they too give up, leaving the mount as it is.
+status=0; timeout -s KILL 120 "$DPFS" unmount "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
+expect_eq "unmount gives up on a stopped daemon with status 1" "$status" "1"
+check "and says the daemon is stopped, and how to resume it" has_line "its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped.err"
+check "and how to detach the mount without it" has_line "not unmounted.*fusermount3 -u -z $MNT" "$WORK/stopped.err"
+expect_eq "in one line" "$(wc -l < "$WORK/stopped.err")" "1"
+check "the mount is still in place" grep -q " $MNT fuse.dpfs " /proc/mounts
+status=0; timeout -s KILL 120 "$DPFS" mount "$DEV" "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
+expect_eq "mount onto its mount point gives up with status 1" "$status" "1"
+check "and says it has a mount whose daemon is stopped" \
+    has_line "$MNT already has a dpfs mount; .*its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped.err"
 kill -CONT "$daemon"; stopped_daemon=""
 # The commands given up on had sent nothing (they waited for the mount to name its
 # socket): nothing happens at the resume.

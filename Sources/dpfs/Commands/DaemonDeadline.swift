@@ -50,7 +50,26 @@ enum DaemonDeadline {
         }
     }
 
-    private static func silence(of mountpoint: String) -> String {
+    /// `body`'s result, or nil once `seconds` pass without one: for a touch of the
+    /// mount itself (its statfs), which no socket timeout bounds. The thread left
+    /// waiting ends when the daemon answers or with the process. With no thread to
+    /// spare, `body` runs on the caller's, unbounded.
+    static func within<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
+        let outcome = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let started = PosixThread.start(named: "dpfs-mount-ask") {
+            let result = body()
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        guard case .success = started else { return body() }
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return outcome.withLock { $0 }
+    }
+
+    /// That the daemon of `mountpoint` did not answer in time, and its process's state
+    /// (with the way to resume it when it is stopped) where that can be read.
+    static func silence(of mountpoint: String) -> String {
         let waited = "the dpfs daemon of \(mountpoint) did not answer within \(Int(seconds)) s"
         guard let (pid, state) = DaemonProcess.find(mountpoint: lexicalPath(mountpoint)) else { return waited }
         switch state {

@@ -1,18 +1,42 @@
 // A dpfs mount whose daemon died. It stays in place, failing closed, until the user
 // takes it down: `dpfs unmount` on it, or the next `dpfs mount` there, which mounts
 // in its place (DaemonWatch.swift says why it is not taken down at once).
+// Telling a dead mount asks the mount (statfs), which a live daemon answers and a
+// stopped one never does: the question has DaemonDeadline's deadline.
 import DataProtection
+import DPFSProtocol
 import Foundation
 import Glibc
 import SandboxFS
 
 enum DeadMount {
+    /// A dpfs mount that does not serve, at its resolved mount point.
+    enum Finding: Equatable {
+        /// Its daemon died.
+        case dead(String)
+        /// Its daemon did not answer within DaemonDeadline.seconds (stopped, or hung).
+        case unanswered(String)
+    }
+
+    /// What `path` shows when it is a dpfs mount that does not serve; nil for a mount
+    /// that answers, and for anything else.
+    static func find(at path: String) -> Finding? {
+        // realpath reads links, and never asks the mount's daemon about its root.
+        guard let resolved = realpath(path, nil) else { return nil }
+        let target = String(cString: resolved)
+        free(resolved)
+        // Only a dpfs mount is asked, as the mount table shows without touching it.
+        guard MountTable.topmost(at: target)?.fsType == MountEntry.dpfsType else { return nil }
+        guard let dead = DaemonDeadline.within({ DaemonWatch.showsDeadMount(at: target) }) else {
+            return .unanswered(target)
+        }
+        return dead ? .dead(target) : nil
+    }
+
     /// The resolved mount point if `path` shows a dead dpfs mount, else nil.
     static func shown(at path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        let target = String(cString: resolved)
-        return DaemonWatch.showsDeadMount(at: target) ? target : nil
+        guard case .dead(let target)? = find(at: path) else { return nil }
+        return target
     }
 
     /// Takes the dead mount at `target` (resolved) down. Detached, not unmounted: a

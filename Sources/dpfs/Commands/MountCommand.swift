@@ -67,19 +67,25 @@ struct Mount: ParsableCommand {
         try MountOptionCheck.check(fuseOptions, lockOn: lockOn)
         try UserAllowOther.check(fuseOptions)
         guard directory.isInitialised else { throw CLIError(DeviceError.notInitialised(directory.root)) }
-        if let dead = DeadMount.shown(at: target) {
+        switch DeadMount.find(at: target) {
+        case .dead(let dead)?:
             // A mount left failing closed by a daemon that died: this mount takes its place.
             try DeadMount.takeDown(at: dead)
             print("took down the dead mount a daemon that died left at \(dead)")
+        case .unanswered(let shown)?:
+            throw CLIError("\(target) already has a dpfs mount; " + DaemonDeadline.silence(of: shown))
+        case nil:
+            break
+        }
+        // Before the directory's stat: a dpfs mount there is told by the mount table alone.
+        if ControlClient.isMounted(target) {
+            throw CLIError("\(target) already has a dpfs mount")
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError("mountpoint \(target) does not exist or is not a directory")
         }
         try DeviceNesting.refuse("mountpoint", target, of: directory, else: "mount the device elsewhere")
-        if ControlClient.isMounted(target) {
-            throw CLIError("\(target) already has a dpfs mount")
-        }
         // As gocryptfs does: files under the mount would be hidden, and a mistyped
         // mount point (a home directory) is caught. libfuse 3 takes no "nonempty".
         let overNonEmpty = options.flatMap { $0.split(separator: ",") }.contains("nonempty")

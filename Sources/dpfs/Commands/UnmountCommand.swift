@@ -25,10 +25,17 @@ struct Unmount: ParsableCommand {
             // resolving it would ask the mount (whose daemon may not serve) about its root.
             return watchDaemon(mountpoint, daemonPipe: whenClosed, source: source)
         }
-        if let dead = DeadMount.shown(at: mountpoint) {
+        switch DeadMount.find(at: mountpoint) {
+        case .dead(let dead)?:
             try DeadMount.takeDown(at: dead)
             print("the daemon of \(dead) had died; its dead mount is taken down")
             return
+        case .unanswered(let target)?:
+            // Neither its app sessions nor its end can be waited for: the user chooses.
+            throw CLIError(DaemonDeadline.silence(of: target) + "; not unmounted: run the command again once it answers, "
+                           + "or detach the mount now with fusermount3 -u -z \(target) (its daemon ends once it resumes)")
+        case nil:
+            break
         }
         let target = AbsolutePath.of(mountpoint)
         let client = (try? DaemonDeadline.client(for: target)) ?? Self.rootClient(for: target)
