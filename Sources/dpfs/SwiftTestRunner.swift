@@ -36,9 +36,9 @@ struct SwiftTestRunner {
     /// runner is `dpfs run`, in the caller's environment; its exit status.
     func run(_ command: [String], signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
         guard let dpfs = Bundle.main.executablePath else { throw CLIError("cannot find the dpfs binary to run the tests with") }
-        let directory = try Self.privateDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let toolset = directory + "/dpfs-toolset.json"
+        let directory = try TestToolsetDirectory.make(in: Self.temporaryBase())
+        defer { directory.remove() }
+        let toolset = directory.path + "/dpfs-toolset.json"
         try writeToolset(to: toolset, dpfs: dpfs)
         // The toolset right after the subcommand, before the caller's arguments.
         let split = (command.first.map { ($0 as NSString).lastPathComponent } == "swift-test") ? 1 : 2
@@ -70,13 +70,8 @@ struct SwiftTestRunner {
         }
     }
 
-    /// A new 0700 directory in the caller's temporary directory (outside the device).
-    private static func privateDirectory() throws -> String {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array((base + "/dpfs-test.XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw CLIError("cannot make a temporary directory in \(base): \(String(cString: strerror(errno)))")
-        }
-        return String(cString: made)
+    /// The caller's temporary directory (outside the device).
+    private static func temporaryBase() -> String {
+        ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 }

@@ -116,6 +116,37 @@ run_tests beforeFirstUnlock "$DPFS" test "$MNT" -- --package-path "$PKG" --paral
 
 expect_eq "no tool cache, lock or temporary file was left in the device" "$(device_files)" "$before"
 expect_eq "du of the mount is the same" "$(du -s --apparent-size "$MNT" | cut -f1)" "$before_du"
+# A dpfs test killed outright (SIGKILL) leaves its toolset directory: the next run
+# removes every such leftover of an ended run, and nothing else.
+TOOLSETS="$WORK/toolsets"
+mkdir -m 700 "$TOOLSETS"
+alive=""; holder=""
+scenario_cleanup() {
+    local pid
+    for pid in $alive $holder; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    return 0
+}
+sleep 600 & alive=$!
+sh -c 'exit 0' & gone=$!; wait "$gone"
+leftover() { mkdir -m 700 "$TOOLSETS/$1" && echo '{}' > "$TOOLSETS/$1/dpfs-toolset.json"; }
+leftover "dpfs-test-$gone.AbC123"                        # killed before its lock: its pid is gone
+leftover "dpfs-test-$alive.DeF456"; touch "$TOOLSETS/dpfs-test-$alive.DeF456/lock"  # its lock is free
+leftover "dpfs-test-$alive.GhI789"                       # being made: its pid lives
+leftover "dpfs-test-$gone.JkL012"; touch "$TOOLSETS/dpfs-test-$gone.JkL012/lock"
+# Its run lives (and its pid went to another process): the lock is held.
+sh -c 'flock 9 && exec sleep 600' 9< "$TOOLSETS/dpfs-test-$gone.JkL012/lock" & holder=$!
+leftover "dpfs-test.MnO345"                              # not the pattern
+leftover "dpfs-test-$gone.PqR678x"
+toolsets() { (cd "$TOOLSETS" && ls -d dpfs-test* | LC_ALL=C sort | tr '\n' ' '); }
+locked() { ! flock -n "$TOOLSETS/dpfs-test-$gone.JkL012/lock" true; }
+check "the lock of a living run is held" within 60 locked
+run_tests beforeFirstUnlock env TMPDIR="$TOOLSETS" "$DPFS" test "$MNT" -- --package-path "$PKG" --skip-build
+expect_eq "the leftovers of ended runs are removed, and the run's own" "$(toolsets)" \
+    "dpfs-test-$alive.GhI789 dpfs-test-$gone.JkL012 dpfs-test-$gone.PqR678x dpfs-test.MnO345 "
+scenario_cleanup; alive=""; holder=""
+EXPECT=beforeFirstUnlock TMPDIR="$TOOLSETS" "$DPFS" run "$MNT" -- swift test --package-path "$PKG" --skip-build > /dev/null 2>&1
+expect_eq "dpfs run -- swift test removes those whose runs ended since" "$(toolsets)" "dpfs-test-$gone.PqR678x dpfs-test.MnO345 "
+
 check_error "a failing suite fails dpfs run" "failed" env EXPECT=wrong "$DPFS" run "$MNT" -- swift test --package-path "$PKG" --skip-build
 check_error "dpfs test refuses a path that is no sandbox" "mount" "$DPFS" test "$WORK" -- --package-path "$PKG"
 finish
