@@ -47,10 +47,12 @@ extension ItemStore {
         return StoredAccessControl(flags: flags, boundDomain: domain)
     }
 
-    /// The items the caller may go on with. With `skipping`, items that would need
-    /// asking under kSecUseAuthenticationUISkip, and .biometryCurrentSet items of an
-    /// enrollment that is gone, are left out; any other refusal fails the call with
-    /// its OSStatus (errSecAuthFailed, errSecUserCanceled, errSecInteractionNotAllowed).
+    /// The items the caller may go on with. With `skipping`, .biometryCurrentSet items
+    /// of an enrollment that is gone are left out, and under kSecUseAuthenticationUISkip
+    /// so is every item not granted without asking, whatever stands in the way (a
+    /// prompt, no enrollment, a lockout, no passcode): Apple skips such items silently.
+    /// Any other refusal fails the call with its OSStatus (errSecAuthFailed,
+    /// errSecUserCanceled, errSecInteractionNotAllowed).
     /// A Secure Enclave key item asks nothing here: its item holds no secret the app
     /// gets, and each use of the key asks instead (authorizeKeyUse), as on iOS.
     @discardableResult
@@ -67,7 +69,7 @@ extension ItemStore {
             switch outcome {
             case .granted:
                 allowed.append(item)
-            case .notInteractive where skipping && authentication.interaction == .skip,
+            case _ where skipping && authentication.interaction == .skip,
                  .invalidated where skipping:
                 continue
             case .systemCancelled:

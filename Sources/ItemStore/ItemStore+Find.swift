@@ -13,11 +13,17 @@ extension ItemStore {
         let shape = try ReturnShape.parse(request.returning) ?? .data
         let query = try query(request.attributes, caller: caller, matching: true)
         var fetched = FindReplyBudget(shape: shape)
+        // Under kSecUseAuthenticationUISkip the first match may be left out, and the
+        // one returned is then the first of those that are not: every match is read.
+        let skipsFirst = limit == .one && shape.includesData && request.authentication?.interaction == .skip
         var matches = try selecting {
-            try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one, keys: keys) { try fetched.admit($0) }
+            try query.fetch($0, withSecret: shape.includesData, limitOne: limit == .one && !skipsFirst, keys: keys) {
+                if !skipsFirst { try fetched.admit($0) }
+            }
         }
         guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
-        try checkAvailable(matches)
+        // Only the match returned must be available, as when it was the only one read.
+        if !skipsFirst { try checkAvailable(matches) }
         if shape.includesData {
             // Records the reply reads too (attributes; a key's, for its token): each
             // opened once, the check reading it.
@@ -26,6 +32,10 @@ extension ItemStore {
             }
             matches = try authorize(matches, request, skipping: true)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }
+            if skipsFirst {
+                matches = Array(matches.prefix(1))
+                try checkAvailable(matches)
+            }
         }
         var built = FindReplyBudget(shape: shape)
         var items: [KeychainResponse.Item] = []

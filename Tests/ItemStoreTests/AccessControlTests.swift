@@ -150,6 +150,34 @@ import Testing
         #expect(find(t, "s", .fail, limit: "all").status == SecStatus.interactionNotAllowed)
     }
 
+    @Test func skipLeavesOutWhatNoPromptCouldOpenToo() throws {
+        // Locked out or with nothing enrolled, a protected item could not be opened even
+        // by asking: skip leaves it out as it does one that needs a prompt.
+        let t = try device()
+        let any = String(AccessControlFlags.biometryAny.rawValue)
+        #expect(t.add(["service": "s", "account": "face", "accessControl": any], data: "face").status == 0)
+        #expect(t.add(["service": "s", "account": "plain"], data: "plain").status == 0)
+        #expect(t.add(["service": "guarded", "accessControl": any], data: "guarded").status == 0)
+        func expectOnlyThePlainItem(_ why: String) {
+            let all = find(t, "s", .skip, limit: "all")
+            #expect(all.status == 0, "\(why): limit all")
+            #expect(all.items.map(\.data) == [Data("plain".utf8)], "\(why): limit all")
+            let one = find(t, "s", .skip)
+            #expect(one.status == 0, "\(why): the first match is left out, the next returned")
+            #expect(one.items.map(\.data) == [Data("plain".utf8)], "\(why): limit one")
+            #expect(find(t, "guarded", .skip).status == SecStatus.itemNotFound, "\(why): only a protected match")
+            #expect(find(t, "guarded", .skip, limit: "all").status == SecStatus.itemNotFound, "\(why): only a protected match")
+        }
+        expectOnlyThePlainItem("enrolled")
+        try answer(t, .nomatch, times: 5)
+        for _ in 0..<5 { #expect(find(t, "guarded").status == SecStatus.authFailed) }
+        #expect(t.store.user.state().lockedOut)
+        expectOnlyThePlainItem("locked out")
+        try t.store.user.unenroll()
+        expectOnlyThePlainItem("nothing enrolled")
+        #expect(t.store.user.state().queued == 0)
+    }
+
     @Test func anEvaluatedContextSparesThePrompt() throws {
         let t = try device()
         #expect(t.add(["service": "bank", "accessControl": Self.currentSet]).status == 0)

@@ -10,6 +10,13 @@
 source "$(dirname "$0")/lib.sh"
 bio() { "$DPFS" biometry status "$MNT" --json | json_field "$1"; }
 find_token() { "$DPFS" keychain find "$MNT" --service bank --account "$1" "${@:2}"; }
+# The data of every bank item a find with --authentication-ui skip returns, or its error.
+skipping_find() {
+    "$DPFS" keychain find "$MNT" --service bank --limit all --return data --authentication-ui skip --json 2>/dev/null \
+        | python3 -c 'import base64, json, sys
+reply = json.load(sys.stdin)
+print(reply.get("error") or ",".join(base64.b64decode(i["data"]).decode() for i in reply["items"]))'
+}
 
 setup_device
 check "unlock" unlock_device
@@ -96,6 +103,10 @@ expect_eq "status says why" "$(bio lockout)" "failedMatches"
 start=$SECONDS
 check_error "locked out: errSecAuthFailed" "errSecAuthFailed (-25293)" find_token current
 if [ $((SECONDS - start)) -lt 3 ]; then pass "without waiting for an answer"; else fail "without waiting for an answer" "took $((SECONDS - start)) s"; fi
+printf 'plain' > "$WORK/plain"; chmod 600 "$WORK/plain"
+check "add an item without access control" \
+    "$DPFS" keychain add "$MNT" --service bank --account plain --data-file "$WORK/plain"
+expect_eq "locked out, authentication-ui skip leaves the protected items out" "$(skipping_find)" "plain"
 check "a passcode answer" "$DPFS" biometry respond "$MNT" passcode --passcode-file "$PASS"
 expect_eq "userPresence reads with the passcode while biometry is locked out" "$(find_token presence)" "token-2"
 expect_eq "the passcode ended the lockout" "$(bio lockedOut)" "False"
@@ -225,6 +236,7 @@ expect_eq "nothing enrolled" "$(bio enrolled)" "False"
 check "enroll Touch ID" "$DPFS" biometry enroll "$MNT" --type touchID
 expect_eq "as Touch ID" "$(bio type)" "touchID"
 check "unenroll again" "$DPFS" biometry unenroll "$MNT"
+expect_eq "nothing enrolled, authentication-ui skip leaves the protected items out" "$(skipping_find)" "plain"
 check_error "no enrollment: a biometryCurrentSet add fails" "errSecAuthFailed" \
     "$DPFS" keychain add "$MNT" --service bank --account later --access-control biometryCurrentSet --data-file "$WORK/token"
 "$DPFS" biometry respond "$MNT" wink >/dev/null 2>&1
