@@ -45,14 +45,15 @@ public final class SandboxArchiver {
     /// Called after each piece and file; what it throws (an interruption) ends the archive.
     public var progress: (() throws -> Void)?
 
-    /// The backup being written, when it lies inside the sandbox: never archived, or
-    /// the archive would read what it is writing.
-    private let output: (device: UInt64, inode: UInt64)?
+    /// Files never archived, by device and inode: the backup being written and the one
+    /// it replaces, when they lie inside the sandbox, or the archive would read what it
+    /// is writing and carry each earlier backup into the next.
+    private let left: [(device: UInt64, inode: UInt64)]
 
-    public init(root: String, into stream: SealingStream, skipping output: (device: UInt64, inode: UInt64)? = nil) {
+    public init(root: String, into stream: SealingStream, leavingOut left: [(device: UInt64, inode: UInt64)] = []) {
         self.root = root
         self.stream = stream
-        self.output = output
+        self.left = left
     }
 
     public func archive() throws {
@@ -89,7 +90,7 @@ public final class SandboxArchiver {
             if errno == ENOENT { return false }
             throw Failure(operation: "stat", path: display(path), code: errno)
         }
-        if let output, output.device == UInt64(info.st_dev), output.inode == UInt64(info.st_ino) { return true }
+        if left.contains(where: { $0.device == UInt64(info.st_dev) && $0.inode == UInt64(info.st_ino) }) { return true }
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
             let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }

@@ -246,8 +246,23 @@ check_error "an app cannot back up the device" "only the device's owner may expo
     || fail "the refused backup left no file" "$(ls -A "$D")"
 
 # --- a backup written into the sandbox itself leaves itself out -----------------------------
-check "a backup into the sandbox itself ends" timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD"
+# Both the file being written and the earlier backup it replaces: a second backup to
+# the same path holds what the first did, not the first.
+files_backed_up() { printf '%s\n' "$1" | sed -n 's/^backed up \([0-9]*\) files\{0,1\} .*/\1/p'; }
+first=$(timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD" 2>&1)
+expect_eq "a backup into the sandbox itself ends" "$?" "0"
 [ -s "$D/self.dpfsbackup" ] && pass "and is there" || fail "and is there"
+first_size=$(stat -c %s "$D/self.dpfsbackup")
+second=$(timeout 120 "$DPFS" backup "$MNT" --to "$D/self.dpfsbackup" --password-file "$PASSWORD" 2>&1)
+expect_eq "a second backup to the same path ends" "$?" "0"
+expect_eq "it counts the files the first did" "$(files_backed_up "$second")" "$(files_backed_up "$first")"
+expect_eq "and is the first's size" "$(stat -c %s "$D/self.dpfsbackup")" "$first_size"
+check "restore the second" "$DPFS" restore "$WORK/self-restored" --from "$D/self.dpfsbackup" \
+    --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"
+check "mount it" "$DPFS" mount "$WORK/self-restored" "$MNT2"
+check "unlock it" "$DPFS" unlock "$MNT2" --passcode-file "$PASS2"
+expect_eq "it holds no backup" "$(find "$MNT2" -name '*.dpfsbackup*')" ""
+check "unmount it" "$DPFS" unmount "$MNT2"
 
 # --- --to: a regular file or a new name, nothing else ------------------------------------
 # The backup is renamed over its target, and a rename over a device node, FIFO or socket

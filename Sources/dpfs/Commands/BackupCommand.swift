@@ -36,7 +36,7 @@ struct BackupCommand: ParsableCommand {
         Interruption.catchSignals()
         let output = try TemporaryOutput(beside: target)
         do {
-            let counts = try write(into: output.fd, password: password, root: root, client: client, status: status)
+            let counts = try write(into: output.fd, replacing: target, password: password, root: root, client: client, status: status)
             password.wipe()
             try output.commit()
             print("backed up \(counted(counts.files, "file")) and \(counted(counts.items, "keychain item")) of \(root) to \(target) "
@@ -62,7 +62,7 @@ struct BackupCommand: ParsableCommand {
         return ExitCode(ExitStatus.backupIncomplete.rawValue)
     }
 
-    private func write(into fd: Int32, password: SecureBuffer, root: String, client: ControlClient,
+    private func write(into fd: Int32, replacing target: String, password: SecureBuffer, root: String, client: ControlClient,
                        status: DeviceStatus) throws -> (files: Int, items: Int, damaged: [String]) {
         let stream = try SealingStream(fd: fd, password: password)
         password.wipe()
@@ -92,9 +92,13 @@ struct BackupCommand: ParsableCommand {
             records += 1
             return true
         }
-        var written = stat()
-        let output = fstat(fd, &written) == 0 ? (UInt64(written.st_dev), UInt64(written.st_ino)) : nil
-        let archiver = SandboxArchiver(root: root, into: stream, skipping: output)
+        // The file being written and the one it will replace: a backup into the sandbox
+        // leaves out both, the earlier backup at its path too.
+        var left: [(device: UInt64, inode: UInt64)] = []
+        var info = stat()
+        if fstat(fd, &info) == 0 { left.append((UInt64(info.st_dev), UInt64(info.st_ino))) }
+        if stat(target, &info) == 0 { left.append((UInt64(info.st_dev), UInt64(info.st_ino))) }
+        let archiver = SandboxArchiver(root: root, into: stream, leavingOut: left)
         archiver.skipDamaged = skipDamaged
         archiver.progress = { [unowned archiver] in
             try Interruption.check()
