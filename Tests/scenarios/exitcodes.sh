@@ -15,9 +15,12 @@ USER_RUNNER=""
 USER_DAEMON=""
 USER_WORK="$WORK/user"
 USER_MNT="$USER_WORK/mnt"
+# The user's runtime directory, short as /run/user/UID is: an app socket's path,
+# PID.app-UUID.sock in it, must fit a socket address (108 bytes), and $WORK may be deep.
+USER_RUN=$(mktemp -d /tmp/dpfs-xdg.XXXXXX)
 as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups \
-        env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_WORK/run" "$@"
+        env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_RUN" "$@"
 }
 scenario_cleanup() {
     [ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
@@ -30,6 +33,7 @@ scenario_cleanup() {
     if [ -n "$USER_DAEMON" ] && kill -0 "$USER_DAEMON" 2>/dev/null; then
         kill "$USER_DAEMON" 2>/dev/null; sleep 0.5; kill -9 "$USER_DAEMON" 2>/dev/null
     fi
+    rm -rf "$USER_RUN"
     return 0
 }
 
@@ -253,9 +257,8 @@ check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 
 # A user's mount.
 mkdir -p "$USER_MNT" "$USER_WORK/home"
-mkdir -m 700 "$USER_WORK/run"
 cp "$PASS" "$USER_WORK/pass"
-chown -R 65534:65534 "$USER_WORK"
+chown -R 65534:65534 "$USER_WORK" "$USER_RUN"
 chmod 700 "$USER_WORK/home"
 chmod 755 "$WORK"
 as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
@@ -279,7 +282,7 @@ expect_eq "with --no-isolation it runs" "$(no_userns "$DPFS" run "$USER_MNT" --n
 # Root's unmount of the user's mount refuses, as the user's does, while a program the
 # user's dpfs run started works in it, and takes the mount down once it has ended.
 # setpriv and env exec dpfs run, so $! is its pid (as_nobody would fork a subshell).
-setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_WORK/run" \
+setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK/home" XDG_RUNTIME_DIR="$USER_RUN" \
     "$DPFS" run "$USER_MNT" -- sh -c 'cd "$HOME/Documents" && exec sleep 600' &
 USER_RUNNER=$!
 user_runner_started() { [ -n "$(cat "/proc/$USER_RUNNER/task/"*/children 2>/dev/null)" ]; }
