@@ -159,6 +159,8 @@ head -c $((size - 1)) "$BACKUP" > "$WORK/truncated"
 restore_refused "truncated inside the last chunk" "$WORK/truncated" "cut short"
 cp "$BACKUP" "$WORK/appended"; printf 'x' >> "$WORK/appended"
 restore_refused "a byte appended" "$WORK/appended" "bytes added after it\|data follows"
+# Restore reads the backup twice: a pipe is refused before the password is asked.
+restore_refused "a pipe" <(cat "$BACKUP") "save it to a file first"
 mkdir -p "$WORK/occupied"; touch "$WORK/occupied/file"
 check_error "a non-empty DEVICE_DIR is refused" "not empty" \
     "$DPFS" restore "$WORK/occupied" --from "$BACKUP" --password-file "$PASSWORD" --passcode-file "$PASS2" --secret-store "file:$SECRETS"

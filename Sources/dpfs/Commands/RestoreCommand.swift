@@ -37,6 +37,12 @@ struct RestoreCommand: ParsableCommand {
         let fd = open(AbsolutePath.of(from), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError("cannot open the backup \(from): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        // The backup is read twice (checked whole before anything is made), so a pipe
+        // would be found out only after the password and the first pass.
+        guard lseek(fd, 0, SEEK_CUR) >= 0 else {
+            throw CLIError("cannot restore from \(from): dpfs restore reads the backup twice and this cannot be read again "
+                           + "(a pipe?); save it to a file first")
+        }
         let progress = ProgressLine()
         let stream: OpeningStream
         let contents: BackupContents
