@@ -71,10 +71,10 @@ public final class ControlServer: Sendable {
     /// none of those creates a file through the umask.
     static func listen(at path: String) throws -> Int32 {
         unlink(path)
+        guard var address = UnixAddress(path: path) else { throw SystemError("bind", path, code: ENAMETOOLONG) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", path) }
         let previousMask = umask(0o177)
-        var address = UnixAddress(path: path)
         let bound = address.withSockaddr { bind(fd, $0, $1) }
         umask(previousMask)
         guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 16) == 0 else {

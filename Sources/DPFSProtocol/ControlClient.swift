@@ -151,7 +151,9 @@ public final class ControlClient {
     /// send timeout bounds that wait; without room when it ends, connect says EAGAIN).
     private static func connect(_ fd: Int32, to socketPath: String, mountpoint: String,
                                 by deadline: ContinuousClock.Instant, else noAnswer: ControlClientError) throws {
-        var address = UnixAddress(path: socketPath)
+        guard var address = UnixAddress(path: socketPath) else {
+            throw ControlClientError.cannotConnect(mountpoint, ENAMETOOLONG)
+        }
         while true {
             guard setTimeouts(fd, until: deadline) else { throw noAnswer }
             if address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 { return }
@@ -240,9 +242,11 @@ public final class ControlClient {
 public struct UnixAddress {
     var storage = sockaddr_un()
 
-    public init(path: String) {
+    /// Nil for a path longer than sun_path holds: cut short, it would name another file.
+    public init?(path: String) {
         storage.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8.prefix(MemoryLayout.size(ofValue: storage.sun_path) - 1))
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: storage.sun_path), !bytes.contains(0) else { return nil }
         withUnsafeMutableBytes(of: &storage.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0

@@ -206,19 +206,22 @@ struct Daemon {
         let uid = getuid()
         let base: String
         var shared = false
+        var passedOver: String?
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? ""
         if uid == 0 {
             base = "/run/dpfs"
-        } else if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+        } else if !runtime.isEmpty, holdsSockets(runtime + "/dpfs") {
             base = runtime + "/dpfs"
         } else {
             base = "/tmp/dpfs-\(uid)"
             shared = true
+            if !runtime.isEmpty { passedOver = "XDG_RUNTIME_DIR (\(runtime)) is too long for a socket path; " }
         }
         if mkdir(base, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir", base) }
         var st = stat()
         if lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 {
             removeStaleSockets(in: base)
-            return (base + "/\(getpid()).sock", nil, nil)
+            return (base + "/\(getpid()).sock", nil, passedOver.map { $0 + "the control socket is in \(base) instead" })
         }
         guard shared else { throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700") }
         var template = Array("/tmp/dpfs-\(uid)-XXXXXX".utf8CString)
@@ -227,6 +230,12 @@ struct Daemon {
         return (directory + "/\(getpid()).sock", directory,
                 "\(base) is not a private directory of uid \(uid) (another user made it?); "
                     + "the control socket is in \(directory) instead")
+    }
+
+    /// Whether the sockets the daemon binds in `directory` fit a socket address: an app
+    /// session's name, PID.app-UUID.sock, is the longest of them.
+    static func holdsSockets(_ directory: String) -> Bool {
+        UnixAddress(path: directory + "/\(getpid()).app-\(UUID().uuidString).sock") != nil
     }
 
     /// Removes the sockets of daemons that are gone: one killed (kill -9, a crash)

@@ -40,7 +40,7 @@ import Testing
 
     private static func listener(at path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = UnixAddress(path: path)
+        var address = try #require(UnixAddress(path: path))
         try #require(fd >= 0 && address.withSockaddr({ bind(fd, $0, $1) }) == 0 && listen(fd, 0) == 0)
         return fd
     }
@@ -49,7 +49,7 @@ import Testing
     private static func connectWithoutWaiting(to path: String) -> Int32? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = UnixAddress(path: path)
+        guard var address = UnixAddress(path: path) else { close(fd); errno = ENAMETOOLONG; return nil }
         guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
             let error = errno
             close(fd)

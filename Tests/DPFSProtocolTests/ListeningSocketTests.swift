@@ -15,7 +15,7 @@ import Testing
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         try #require(fd >= 0)
         defer { close(fd) }
-        var address = UnixAddress(path: path)
+        var address = try #require(UnixAddress(path: path))
         try #require(address.withSockaddr { bind(fd, $0, $1) } == 0)
         #expect(ControlClient.listeningSocket(named: name) == nil, "bound, not yet listening")
         try #require(listen(fd, 1) == 0)

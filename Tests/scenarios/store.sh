@@ -4,7 +4,8 @@
 # and where); status and fsck name the store; `dpfs forget` removes a device's entries,
 # by directory or by UUID, and refuses a mounted device (also by UUID, while its daemon
 # holds the device's use lock); and another user who made
-# /tmp/dpfs-UID first cannot keep a user without XDG_RUNTIME_DIR from mounting.
+# /tmp/dpfs-UID first cannot keep a user without XDG_RUNTIME_DIR from mounting; a
+# runtime directory too deep for a socket path is passed over for /tmp/dpfs-UID.
 source "$(dirname "$0")/lib.sh"
 
 uuid_of() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["deviceUUID"])' "$1/keybag.json"; }
@@ -83,11 +84,34 @@ chmod 755 "$WORK"; chown -R 65534:65534 "$USER_WORK"
 SQUAT=/tmp/dpfs-65534
 SET_ASIDE="$WORK/runtime-set-aside"
 scenario_cleanup() {
-    grep -qs " $USER_WORK/mnt fuse" /proc/mounts && fusermount3 -uz "$USER_WORK/mnt"
+    local m
+    for m in "$USER_WORK/mnt" "$USER_WORK/longmnt"; do
+        grep -qs " $m fuse" /proc/mounts && fusermount3 -uz "$m"
+    done
     if [ -e "$SET_ASIDE" ] || [ "$(stat -c %u "$SQUAT" 2>/dev/null)" = 4242 ]; then rm -rf "$SQUAT"; fi
     [ -e "$SET_ASIDE" ] && mv "$SET_ASIDE" "$SQUAT"
     return 0
 }
+
+# A runtime directory too deep for the daemon's sockets (an app session's,
+# PID.app-UUID.sock, has the longest name) is passed over for /tmp/dpfs-UID, saying so,
+# and dpfs run reaches the daemon: cut short, a socket path would name another file.
+LONG_RUN="$USER_WORK/runtime-$(printf 'r%.0s' $(seq 1 70))"
+mkdir -p "$LONG_RUN" "$USER_WORK/longmnt"; chown 65534:65534 "$LONG_RUN" "$USER_WORK/longmnt"; chmod 700 "$LONG_RUN"
+as_long_runtime() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_RUNTIME_DIR="$LONG_RUN" HOME="$USER_WORK" "$@"
+}
+as_long_runtime "$DPFS" init "$USER_WORK/longdev" --passcode-file "$USER_WORK/pass" \
+    --secret-store "file:$USER_WORK/secrets" --create > /dev/null || fail "init as nobody"
+check "nobody mounts with a runtime directory too deep for a socket" \
+    as_long_runtime "$DPFS" mount "$USER_WORK/longdev" "$USER_WORK/longmnt"
+check "and unlocks" as_long_runtime "$DPFS" unlock "$USER_WORK/longmnt" --passcode-file "$USER_WORK/pass"
+expect_eq "dpfs run reaches the daemon through its app session's socket" \
+    "$(as_long_runtime "$DPFS" run "$USER_WORK/longmnt" --no-isolation -- echo ran 2>&1)" "ran"
+check "the log says the runtime directory was passed over" \
+    grep -q "XDG_RUNTIME_DIR ($LONG_RUN) is too long for a socket path" "$USER_WORK/longdev/daemon.log"
+check "which unmounts" as_long_runtime "$DPFS" unmount "$USER_WORK/longmnt"
+
 [ -e "$SQUAT" ] && mv "$SQUAT" "$SET_ASIDE"
 mkdir -m 755 "$SQUAT" && chown 4242:4242 "$SQUAT"
 as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env -u XDG_RUNTIME_DIR HOME="$USER_WORK" "$@"; }
