@@ -30,8 +30,8 @@ enum OtherDpfsMounts {
         _ = answered.wait(timeout: .now() + seconds)
         let answers = alive.withLock { $0 }
         if let silent = points.first(where: { answers[$0] == nil }) {
-            throw CLIError("the dpfs mount \(silent) does not answer (its daemon stopped?) and cannot be hidden "
-                           + "from the app: resume its daemon or unmount it, then run again")
+            throw CLIError(DaemonDeadline.silence(of: silent)
+                           + "; it cannot be hidden from the app until it answers, or is unmounted: then run again")
         }
         return points.filter { answers[$0] == true }
     }

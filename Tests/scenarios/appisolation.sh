@@ -142,10 +142,11 @@ kill -STOP "$other_pid"
 out=$(timeout -s KILL 90 "$DPFS" run "$MNT" -- true 2>&1)
 status=$?
 kill -CONT "$other_pid"
-if [ "$status" = 1 ] && grep -qF "$other/mnt does not answer" <<<"$out"; then
-    pass "a stopped daemon of another mount ends the run with a line naming it"
+if [ "$status" = 1 ] && grep -qF "the dpfs daemon of $other/mnt did not answer" <<<"$out" \
+        && grep -qF "\`kill -CONT $other_pid\` resumes it" <<<"$out"; then
+    pass "a stopped daemon of another mount ends the run with a line naming it and the way on"
 else
-    fail "a stopped daemon of another mount ends the run with a line naming it" "exit $status: $out"
+    fail "a stopped daemon of another mount ends the run with a line naming it and the way on" "exit $status: $out"
 fi
 check "once it answers, the run goes on" "$DPFS" run "$MNT" -- true
 "$DPFS" unmount "$other/mnt" || fail "unmount the second device"
