@@ -54,9 +54,10 @@ extension ItemStore {
         if changes.synchronizable == .any {
             throw SecError(SecStatus.param, "an item is synchronizable or not, never any")
         }
-        // Flags SecAccessControlCreateWithFlags refuses would fail the save: refused
-        // here, so that no prompt is shown (or takes an answer) for a call that cannot succeed.
-        if let problem = changes.accessControl?.problem { throw SecError(SecStatus.param, problem) }
+        // What would fail the save — flags SecAccessControlCreateWithFlags refuses, a
+        // .biometryCurrentSet with nothing enrolled — fails here, so that no prompt is
+        // shown (or takes an answer) for a call that cannot succeed.
+        if let flags = changes.accessControl { _ = try bind(flags) }
         // Where iOS refuses it, before asking anyone; the item decides the other cases.
         try Self.checkSynchronizable(changes.synchronizable == .yes, changes.accessControl)
         if changes.accessible == .whenPasscodeSetThisDeviceOnly && !passcodeSet {

@@ -317,6 +317,19 @@ import Testing
         #expect(find(t, "bank").items.first?.data == Data("old".utf8), "the item is as it was")
     }
 
+    @Test func anUpdateToCurrentSetWithNothingEnrolledAsksNothing() throws {
+        let t = try device(enrolled: false)
+        try t.store.user.setPromptTimeout(1)
+        let pin = String(AccessControlFlags.devicePasscode.rawValue)
+        #expect(t.add(["service": "pin", "accessControl": pin], data: "old").status == 0)
+        try t.store.user.respond(.passcode, times: 1, passcode: TestDevice.secret(TestDevice.passcode))
+        #expect(t.update(["service": "pin"], to: ["accessControl": Self.currentSet], newData: "new").status
+                == SecStatus.authFailed)
+        #expect(t.store.user.state().queued == 1, "no prompt took the passcode")
+        #expect(t.store.user.state().prompts == 0)
+        #expect(t.find(["service": "pin"], returning: "attributes").items.first?.attributes?["accessControl"] == pin)
+    }
+
     @Test func theFlagsAreSealedWithTheItem() throws {
         let t = try device()
         guard let domain = t.store.user.domainState else { Issue.record("not enrolled"); return }
