@@ -102,6 +102,28 @@ final class KeybagTamperTests: XCTestCase {
         XCTAssertThrowsError(try device.boot()) { XCTAssertTrue("\($0)".contains("MAC")) }
     }
 
+    /// The UUID names the device's files in the secret store and is read before the MAC
+    /// can be checked: a path in its place must not reach the store.
+    func testAKeybagWhoseUUIDIsAPathIsRefusedBeforeTheStore() throws {
+        let device = try TestDevice()
+        _ = try device.boot()
+        let path = device.directory.keybagPath
+        var keybag = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let escape = "escaped-\(getpid())"
+        keybag["deviceUUID"] = "../" + escape
+        try JSONSerialization.data(withJSONObject: keybag).write(to: URL(fileURLWithPath: path))
+        XCTAssertThrowsError(try device.boot()) { XCTAssertTrue("\($0)".contains("names no valid device UUID"), "\($0)") }
+        let parent = (device.secretStore as NSString).deletingLastPathComponent
+        let reached = try FileManager.default.contentsOfDirectory(atPath: parent).filter { $0.hasPrefix(escape) }
+        XCTAssertEqual(reached, [], "nothing was made or opened beside the store")
+    }
+
+    func testAKeybagLargerThanAnyIsRefusedWithoutReadingIt() throws {
+        let device = try TestDevice()
+        _ = try device.boot()
+        XCTAssertEqual(truncate(device.directory.keybagPath, off_t(KeybagFile.largestSize + 1)), 0)
+        XCTAssertThrowsError(try device.boot()) { XCTAssertTrue("\($0)".contains("larger than any keybag"), "\($0)") }
+    }
 }
 
 final class PasscodePolicyTests: XCTestCase {

@@ -66,7 +66,14 @@ public enum DeviceProvisioning {
 }
 
 /// A random RFC 4122 version-4 UUID in lower-case text: a device's public name.
-enum UUIDText {
+public enum UUIDText {
+    /// Five groups of hex digits, 8-4-4-4-12, as `random()` makes them.
+    public static func isValid(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12]
+            && groups.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isHexDigit } }
+    }
+
     static func random() -> String {
         var bytes = Sodium.randomBytes(16)
         bytes[6] = (bytes[6] & 0x0f) | 0x40

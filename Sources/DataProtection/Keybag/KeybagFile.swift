@@ -50,8 +50,15 @@ public struct KeybagFile: Codable, Sendable {
 
     /// The keybag as stored, not yet authenticated: what a device needs to find its secret.
     static func decode(from directory: DeviceDirectory) throws -> KeybagFile {
-        try decode(AtomicFile.read(directory.keybagPath), of: directory)
+        guard let bytes = try AtomicFile.read(directory.keybagPath, atMost: largestSize) else {
+            throw DeviceError.corruptKeybag("\(directory.keybagPath) is larger than any keybag")
+        }
+        return try decode(bytes, of: directory)
     }
+
+    /// Far beyond a real keybag, whose one growing part is a line per directory whose
+    /// class was changed.
+    public static let largestSize = 16 << 20
 
     /// The keybag of `directory` (named in errors) from its bytes.
     static func decode(_ bytes: [UInt8], of directory: DeviceDirectory) throws -> KeybagFile {
@@ -63,11 +70,18 @@ public struct KeybagFile: Codable, Sendable {
         guard version.formatVersion == currentVersion || upgradableVersions.contains(version.formatVersion) else {
             throw DeviceError.unsupportedFormat(directory.root, version.formatVersion)
         }
+        let file: KeybagFile
         do {
-            return try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
+            file = try JSONDecoder().decode(KeybagFile.self, from: Data(bytes))
         } catch {
             throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
         }
+        // The UUID names the device's files in its secret store: it is read before
+        // the MAC can be checked, so anything but a UUID could name another path.
+        guard UUIDText.isValid(file.deviceUUID) else {
+            throw DeviceError.corruptKeybag("\(directory.keybagPath) names no valid device UUID")
+        }
+        return file
     }
 
     /// The device's secret, from the store its keybag names.

@@ -53,6 +53,27 @@ public enum AtomicFile {
         return [UInt8](data)
     }
 
+    /// The whole file, or nil when it holds more than `limit` bytes: a small file of
+    /// ours grown by another hand must not take the process's memory to find out.
+    public static func read(_ path: String, atMost limit: Int) throws(SystemError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open", path) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw SystemError("stat", path) }
+        guard info.st_size <= limit else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(info.st_size))
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while bytes.count <= limit {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw SystemError("read", path) }
+            if n == 0 { return bytes }
+            bytes += chunk[..<n]
+        }
+        return nil
+    }
+
     /// Reads a small secret file straight into locked memory.
     public static func readSecret(_ path: String, count: Int) throws(SystemError) -> SecureBuffer {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

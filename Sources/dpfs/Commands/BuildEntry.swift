@@ -50,7 +50,7 @@ enum BuildEntry {
     /// died before making one. Never the entry of the device at `target`. The paths of
     /// what it removed.
     static func forgetAbandoned(_ build: Int32, at path: String, sparing target: DeviceDirectory) -> [String] {
-        guard isOwnBuild(build), let abandoned = entry(of: build, at: path), Forget.isUUID(abandoned.deviceUUID) else {
+        guard isOwnBuild(build), let abandoned = entry(of: build, at: path), UUIDText.isValid(abandoned.deviceUUID) else {
             return []
         }
         if target.isInitialised, let live = try? KeybagFile.storeEntry(of: target), live.deviceUUID == abandoned.deviceUUID {

@@ -67,7 +67,7 @@ struct Forget: ParsableCommand {
                 throw CLIError(error)
             }
         }
-        guard Self.isUUID(device) else {
+        guard UUIDText.isValid(device) else {
             throw CLIError("\(device) is neither a device directory nor a device UUID")
         }
         if let secretStore {
@@ -103,10 +103,5 @@ struct Forget: ParsableCommand {
             }
             throw CLIError("device \(uuid) is \(user): its entries cannot be removed; unmount it first")
         }
-    }
-
-    static func isUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
     }
 }
