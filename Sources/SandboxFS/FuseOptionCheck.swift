@@ -38,7 +38,7 @@ public enum FuseOptionCheck {
     }
 
     /// Options split at the commas libfuse splits at: not one after a backslash.
-    static func splitOptions(_ list: String) -> [String] {
+    public static func splitOptions(_ list: String) -> [String] {
         var options: [String] = []
         var current = ""
         var escaped = false

@@ -142,6 +142,12 @@ says_error "dpfs's own option given to -o: a usage error naming it and its spell
     "$DPFS" mount "$DEV" "$MNT" -o nonempty,grace-period=5
 says_error "an option no one knows is named" 64 "unknown mount option 'frobnicate'; -o takes FUSE's mount options" \
     "$DPFS" mount "$DEV" "$MNT" -o nonempty -o ro,frobnicate
+# The options that name the mount in the mount table are dpfs's: another subtype or
+# fsname would make a mount no dpfs command could find again.
+says_error "-o subtype= is refused" 64 "the mount option 'subtype=x' is dpfs's own to set" \
+    "$DPFS" mount "$DEV" "$MNT" -o nonempty,subtype=x
+says_error "-o fsname= is refused" 64 "the mount option 'fsname=other' is dpfs's own to set" \
+    "$DPFS" mount "$DEV" "$MNT" -o nonempty -o fsname=other
 check_fails "and nothing was mounted" grep -qs " $MNT fuse" /proc/mounts
 check "-o nonempty mounts over it" "$DPFS" mount "$DEV" "$MNT" -o nonempty
 # The device mounted already: where, and the way on; in the foreground too, in the

@@ -8,9 +8,17 @@ enum MountOptionCheck {
     /// dpfs mount's options that mount.fuse.dpfs takes as NAME=VALUE in a -o list.
     static let ownOptions = ["grace-period", "inactivity-reboot", "user-inactive-period", "log-level", "lock-on"]
 
+    /// FUSE's options that name the mount in the mount table, which the daemon sets.
+    static let reserved: Set<String> = ["fsname", "subtype"]
+
     /// Throws a usage error naming what libfuse refuses in `options`; `lockOn` is the
     /// --lock-on given, for the hint about its events.
     static func check(_ options: [String], lockOn: String?) throws(CLIError) {
+        let given = options.flatMap(FuseOptionCheck.splitOptions)
+        if let taken = given.first(where: { reserved.contains(String($0.prefix { $0 != "=" })) }) {
+            throw CLIError("the mount option '\(taken)' is dpfs's own to set: every dpfs command finds its mount "
+                           + "by the type fuse.dpfs and the source dpfs:DEVICE_DIR", status: .usage)
+        }
         switch FuseOptionCheck.refusal(of: options) {
         case nil: return
         case .other(let why)?:
