@@ -23,9 +23,9 @@ extension ControlClient {
     /// The path of a listening Unix socket whose name is `name`, as /proc/net/unix
     /// lists them (Num RefCount Protocol Flags Type St Inode Path).
     static func listeningSocket(named name: String) -> String? {
-        guard let table = FileManager.default.contents(atPath: "/proc/net/unix") else { return nil }
+        guard let table = ProcFile.read("/proc/net/unix") else { return nil }
         let listening = "00010000"  // __SO_ACCEPTCON
-        for line in String(decoding: table, as: UTF8.self).split(separator: "\n").dropFirst() {
+        for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", maxSplits: 7, omittingEmptySubsequences: true)
             guard fields.count == 8, fields[3] == listening else { continue }
             let path = String(fields[7])

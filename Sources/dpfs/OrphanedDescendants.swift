@@ -4,6 +4,7 @@
 // therefore adopts its descendants (a child subreaper) and, once swift test has ended,
 // ends those still running.
 import CLinux
+import DPFSProtocol
 import Foundation
 import Glibc
 
@@ -43,9 +44,7 @@ enum OrphanedDescendants {
     private static func children() -> [pid_t] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.flatMap { task -> [pid_t] in
-            guard let list = try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8) else {
-                return []
-            }
+            guard let list = ProcFile.read("/proc/self/task/\(task)/children") else { return [] }
             return list.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
     }
