@@ -120,6 +120,7 @@ extension SyncEngine {
             guard account.int(0, 0) == crypto.epoch else {
                 throw SyncError("the invitation is out of date (the account's keys changed since); ask a member for a new one")
             }
+            try proveKeys(crypto, connection, server: parsed.displayed)
             let used = try connection.execute("DELETE FROM dpfs_sync_invitations WHERE account_id = $1 AND token_hash = $2",
                                               [.text(crypto.accountID), .bytes(invitation.tokenHash)])
             guard used.changed == 1 else { throw SyncError("the invitation was used already; ask a member for a new one") }
@@ -162,6 +163,22 @@ extension SyncEngine {
         try SyncState.remove(from: directory)
         shared.withLock { $0 = Shared(stopping: $0.stopping) }
         return "left sync account \(state.accountID); this device's items stay here and no longer sync"
+    }
+
+    /// Refuses keys that endorse none of the account's members: records sealed under
+    /// them would open on no other device, and theirs not here.
+    private func proveKeys(_ crypto: AccountCrypto, _ connection: PostgresConnection, server: String) throws {
+        let members = try connection.execute(
+            "SELECT device_id, public_key, endorsement FROM dpfs_sync_members WHERE account_id = $1", [.text(crypto.accountID)])
+        let endorsed = (0..<members.count).contains { row in
+            guard let device = members.text(row, 0), let publicKey = members.bytes(row, 1),
+                  let endorsement = members.bytes(row, 2) else { return false }
+            return crypto.endorses(deviceID: device, publicKey: publicKey, endorsement: endorsement)
+        }
+        guard endorsed else {
+            throw SyncError("the invitation's keys are not those of the account at \(server): the invitation is damaged; "
+                            + "ask a member for a new one")
+        }
     }
 
     private func addMember(_ connection: PostgresConnection, crypto: AccountCrypto, deviceID: String, publicKey: [UInt8]) throws {

@@ -1,6 +1,7 @@
 // The sync formats on their own: a record opens only under its account, record id and
 // epoch; record ids are stable for an identity and differ between accounts; a record's
-// plaintext and an invitation read back as written; endorsements bind the member.
+// plaintext and an invitation read back as written, and an invitation with any byte
+// changed is refused; endorsements bind the member.
 import DataProtection
 import Foundation
 import Testing
@@ -94,5 +95,33 @@ import Testing
         try Data("not an invitation".utf8).write(to: URL(fileURLWithPath: path))
         chmod(path, 0o600)
         #expect(throws: SyncError.self) { try Invitation.read(from: path) }
+    }
+
+    /// Every byte of an invitation, flipped in turn, makes a file that is refused: one
+    /// accepted would join a device whose keys open nothing of the account.
+    @Test func anInvitationWithAnyByteChangedIsRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dpfs-sync-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("invitation").path
+        let crypto = account()
+        try Invitation(accountID: crypto.accountID, server: "postgresql://u@h/db", epoch: 3,
+                       token: SecureBuffer.random(count: 32), keyPair: crypto.keyPair()).write(to: path)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        var accepted: [Int] = []
+        for offset in 0..<original.count {
+            var damaged = original
+            damaged[offset] ^= 0x01
+            try damaged.write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
+            do {
+                _ = try Invitation.read(from: path)
+                accepted.append(offset)
+            } catch let error as SyncError {
+                #expect(error.description.contains("is damaged") || error.description.contains("not a dpfs sync invitation"),
+                        "\(error)")
+            }
+        }
+        #expect(accepted.isEmpty, "bytes whose change was accepted: \(accepted)")
     }
 }
