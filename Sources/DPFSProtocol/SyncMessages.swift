@@ -18,7 +18,8 @@ public struct SyncReport: Codable, Sendable {
     public var server: String?
     /// The account key's epoch (it grows at every rotation).
     public var epoch: Int?
-    /// "connected", "server unreachable", "waiting for the first unlock", "removed from the account".
+    /// "connected", "connected, N records do not open", "server unreachable", "waiting for the first unlock",
+    /// "removed from the account".
     public var connection: String?
     /// Local changes not yet on the server.
     public var pending: Int?

@@ -39,6 +39,16 @@ public final class KeychainChangeObservers: Sendable {
     func notify() { for handler in handlers.withLock({ $0 }) { handler() } }
 }
 
+extension SyncedItem {
+    /// The most an item's attributes and data can take, every value at its longest: the
+    /// key and descriptive attributes, and `class`, `accessGroup`, `accessible`,
+    /// `label`, `accessControl`, `publicKey`, `created`, `modified`, each with its name
+    /// and two length prefixes (ItemSizeLimits), then its data. A sync record larger
+    /// than this and its seal was made by no dpfs (KeychainSync refuses it unread).
+    public static let maxEncodedSize = (KeyAttribute.allCases.count + DescriptiveAttribute.allCases.count + 8)
+        * (ControlProtocol.maxAttributeSize + 64) + ControlProtocol.maxItemDataSize + 64
+}
+
 extension ItemStore {
     /// Every synchronizable item's identity and modification date (no secret opened).
     /// A damaged item is left out: it cannot be sent (holdsSynchronizable still finds it).

@@ -110,6 +110,9 @@ struct Exchange {
         crypto = next
         state.epoch = epoch
         state.sealedKeys = sealed
+        // The rotation re-sealed every record it could open under the new key, with a new
+        // sequence, and deleted the rest: what does not open is learnt anew.
+        state.forgetUnreadable { _, _ in false }
         return true
     }
 
@@ -125,6 +128,7 @@ struct Exchange {
         for row in 0..<rows.count {
             if let recordID = rows.text(row, 0), let sequence = rows.int(row, 1) { held[recordID] = sequence }
         }
+        state.forgetUnreadable { held[$0] == $1 }
         var lost = 0
         for (recordID, entry) in state.entries {
             guard let seen = entry.sequence, (held[recordID] ?? 0) < seen else { continue }
@@ -139,52 +143,66 @@ struct Exchange {
 
     /// Returns false when a record waits for its class key (the pull stopped before it).
     private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
-        let rows = try connection.execute(
-            "SELECT record_id, epoch, seq, payload FROM dpfs_sync_records WHERE account_id = $1 AND seq > $2 ORDER BY seq",
-            [.text(state.accountID), .int(state.lastSequence)])
+        // The payload's size first: one above any record's is not fetched at all.
+        let rows = try connection.execute("""
+            SELECT record_id, epoch, seq, octet_length(payload), CASE WHEN octet_length(payload) <= $3 THEN payload END
+            FROM dpfs_sync_records WHERE account_id = $1 AND seq > $2 ORDER BY seq
+            """, [.text(state.accountID), .int(state.lastSequence), .int(RecordPlaintext.maxSealedSize)])
         for row in 0..<rows.count {
-            guard let recordID = rows.text(row, 0), let epoch = rows.int(row, 1), let sequence = rows.int(row, 2),
-                  let payload = rows.bytes(row, 3) else { continue }
+            guard let recordID = rows.text(row, 0), let epoch = rows.int(row, 1), let sequence = rows.int(row, 2) else { continue }
+            guard let payload = rows.bytes(row, 4) else {
+                engine.logger.warning("""
+                    keychain sync: refused record \(recordID) at sequence \(sequence): its payload is \(rows.int(row, 3) ?? 0) \
+                    bytes, more than any item's record takes (\(RecordPlaintext.maxSealedSize))
+                    """)
+                state.lastSequence = max(state.lastSequence, sequence)
+                continue
+            }
+            var readable = false
             if let opened = crypto.open(payload, recordID: recordID, epoch: epoch),
                let remote = RecordPlaintext(decoding: opened) {
                 // A class key not in memory stops the pull here; the unlock wakes the engine.
                 do {
-                    try merge(remote, recordID: recordID, &state)
+                    readable = try merge(remote, recordID: recordID, &state)
                 } catch where ItemStore.isUnavailable(error) {
                     return false
                 }
-                state.entries[recordID]?.sequence = sequence
+                if readable { state.entries[recordID]?.sequence = sequence }
             }
+            state.markUnreadable(recordID, at: readable ? nil : sequence)
             state.lastSequence = max(state.lastSequence, sequence)
         }
         return true
     }
 
     /// Last writer wins: the later modification date, then the greater writer id.
-    private func merge(_ remote: RecordPlaintext, recordID: String, _ state: inout SyncState) throws {
+    /// False when the record names no item this account's id key makes its id from:
+    /// it was made under other keys.
+    private func merge(_ remote: RecordPlaintext, recordID: String, _ state: inout SyncState) throws -> Bool {
         let local = state.entries[recordID]
         if let local {
             if (local.modified, local.writer) == (remote.modified, remote.writer) {
                 state.entries[recordID]?.pending = false
-                return
+                return true
             }
             if (local.modified, local.writer) > (remote.modified, remote.writer) {
                 state.entries[recordID]?.pending = true
-                return
+                return true
             }
         }
         guard let identity = ItemStore.syncIdentity(of: remote.attributes),
-              crypto.recordID(of: identity) == recordID else { return }
+              crypto.recordID(of: identity) == recordID else { return false }
         if remote.deleted {
             try items.removeSynchronized(identity: identity)
         } else {
-            guard let secret = remote.secret else { return }
+            guard let secret = remote.secret else { return false }
             try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret))
         }
         state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
                                                   pending: false,
                                                   identity: SyncState.sealIdentity(identity, recordID: recordID, crypto: crypto),
                                                   sequence: nil)
+        return true
     }
 
     private func push(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {

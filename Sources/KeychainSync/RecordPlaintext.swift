@@ -3,6 +3,7 @@
 // tombstone), `writer` (the device that made this version) and, last, `data`: the
 // item's secret, which never passes through a Swift array.
 import DataProtection
+import ItemStore
 
 struct RecordPlaintext {
     var attributes: [String: String]
@@ -11,6 +12,12 @@ struct RecordPlaintext {
     var secret: SecureBuffer?
 
     var modified: Double { attributes["modified"].flatMap(Double.init) ?? 0 }
+
+    /// The most a sealed record takes: an item at its largest, the record's own pairs
+    /// (`deleted`, `writer`, the name `data`) and the seal. A payload on the server
+    /// above it is refused without being fetched: a server or member that wrote one
+    /// (PostgreSQL takes up to 1 GB) would otherwise fill the daemon's memory.
+    static let maxSealedSize = SyncedItem.maxEncodedSize + 256 + AEAD.overhead
 
     func encoded() -> SecureBuffer {
         var texts: [[UInt8]] = []

@@ -47,8 +47,11 @@ struct Rotation {
                     "UPDATE dpfs_sync_members SET endorsement = $3 WHERE account_id = $1 AND device_id = $2",
                     [.text(accountID), .text(device), .bytes(next.endorsement(deviceID: device, publicKey: publicKey))])
             }
-            let records = try connection.execute(
-                "SELECT record_id, epoch, payload FROM dpfs_sync_records WHERE account_id = $1 ORDER BY seq", [.text(accountID)])
+            // A payload larger than any record is not fetched: it goes as one that does not open.
+            let records = try connection.execute("""
+                SELECT record_id, epoch, CASE WHEN octet_length(payload) <= $2 THEN payload END
+                FROM dpfs_sync_records WHERE account_id = $1 ORDER BY seq
+                """, [.text(accountID), .int(RecordPlaintext.maxSealedSize)])
             for row in 0..<records.count {
                 guard let recordID = records.text(row, 0), let epoch = records.int(row, 1), let payload = records.bytes(row, 2),
                       let plaintext = crypto.open(payload, recordID: recordID, epoch: epoch) else {

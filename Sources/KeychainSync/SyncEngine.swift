@@ -216,7 +216,14 @@ public final class SyncEngine: Sendable {
         guard let connection else { return .idle }
         let more = try exchange.synchronize(&state, connection, connected: connected)
         if state != saved { try state.save(in: directory) }
-        record(connection: exchange.removed ? "removed from the account" : "connected", error: nil)
+        if exchange.removed {
+            record(connection: "removed from the account", error: nil)
+        } else if let unreadable = state.unreadable?.count {
+            let error = SyncError.recordsDoNotOpen(unreadable)
+            record(connection: "connected, \(unreadable) records do not open", error: error.description)
+        } else {
+            record(connection: "connected", error: nil)
+        }
         return more ? .again : .done
     }
 }

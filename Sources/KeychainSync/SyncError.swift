@@ -24,6 +24,13 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                   stopsSync: true)
     }
 
+    /// Records this device pulled and cannot read: sealed under other keys, or altered.
+    static func recordsDoNotOpen(_ count: Int) -> SyncError {
+        SyncError("\(count) records on the sync server do not open with this device's account keys: they were altered on the "
+                  + "server, or sealed by a device that holds other keys; the device whose keys differ must `dpfs sync leave` "
+                  + "and join again with a new invitation")
+    }
+
     static func unreachable(_ reason: String) -> SyncError {
         SyncError("the sync server is unreachable: \(reason)", isUnreachable: true)
     }

@@ -43,6 +43,23 @@ struct SyncState: Codable, Equatable {
     /// here wraps the new key to these only, so that a member row added after a leave
     /// (by the device that left, which still knows the old key) gets nothing.
     var roster: [String]?
+    /// Records pulled from the server that do not open with this device's keys, or name
+    /// no item under its id key, by record id, at the sequence pulled: while there are
+    /// any, status says so rather than "connected".
+    var unreadable: [String: Int]?
+
+    /// Notes a record pulled at `sequence` as unreadable, or (nil) as read.
+    mutating func markUnreadable(_ recordID: String, at sequence: Int?) {
+        var records = unreadable ?? [:]
+        records[recordID] = sequence
+        unreadable = records.isEmpty ? nil : records
+    }
+
+    /// Keeps the unreadable records for which `stillHeld(recordID, sequence)` is true.
+    mutating func forgetUnreadable(unless stillHeld: (String, Int) -> Bool) {
+        let kept = (unreadable ?? [:]).filter { stillHeld($0.key, $0.value) }
+        unreadable = kept.isEmpty ? nil : kept
+    }
 
     static func path(in directory: DeviceDirectory) -> String { directory.syncStatePath }
 
