@@ -314,6 +314,11 @@ public enum BlockIO {
     public static func write(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
                       pool: BufferPool) throws(Errno) -> Int {
         guard data.count > 0 else { return 0 }
+        guard offset >= 0 else { throw Errno.invalid }
+        // As write(2) at a file-size limit: nothing at or past the largest file, and
+        // of a write that reaches past it, what fits.
+        guard offset < BlockLayout.maxPlainSize else { throw Errno.fileTooLarge }
+        let data = UnsafeRawBufferPointer(rebasing: data[0..<min(data.count, BlockLayout.maxPlainSize - offset)])
         let size = file.plainSize
         // A write that starts past the last block leaves that block behind as an
         // ordinary one; else the write itself seals it again.
@@ -360,8 +365,9 @@ public enum BlockIO {
     }
 
     /// Seals the blocks `data` covers at plaintext `offset` (the file's last block, old
-    /// or new, among them when the write reaches it).
-    public static func writeBlocks(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
+    /// or new, among them when the write reaches it), `write` having held them within
+    /// the largest file.
+    private static func writeBlocks(_ file: SealedFile, key: SecureBuffer, data: UnsafeRawBufferPointer, offset: Int,
                             pool: BufferPool) throws(Errno) -> Int {
         let end = offset + data.count
         let oldSize = file.plainSize
@@ -602,6 +608,8 @@ public enum BlockIO {
     /// Sets the plaintext size. A content change: without the file key (its class is
     /// unavailable), EPERM. Whatever block ends the file afterwards is sealed as the last.
     public static func resize(_ file: SealedFile, key: SecureBuffer?, to newSize: Int, pool: BufferPool) throws(Errno) {
+        guard newSize >= 0 else { throw Errno.invalid }
+        guard newSize <= BlockLayout.maxPlainSize else { throw Errno.fileTooLarge }
         guard let key else { throw Errno.notPermitted }
         let size = file.plainSize
         // Nothing to cut or grow, yet a truncate marks the file modified all the same

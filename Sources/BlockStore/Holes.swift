@@ -14,8 +14,9 @@ extension BlockIO {
     /// file's lock (exclusive) and has checked the key.
     public static func zeroRange(_ file: SealedFile, key: SecureBuffer, offset: Int, length: Int, extend: Bool,
                           pool: BufferPool) throws(Errno) {
+        // Past the largest file, as fallocate(2) says: EFBIG, whatever the mode.
+        guard let end = BlockLayout.end(offset: offset, count: length) else { throw Errno.fileTooLarge }
         let size = file.plainSize
-        let end = offset + length
         let inside = min(end, size)
         if offset < inside {
             // Whole blocks: a short last block counts as whole when the range reaches EOF.

@@ -564,6 +564,7 @@ extension SandboxFileSystem {
         // Collapse and insert range would move blocks, which are bound to their number.
         guard mode & ~(keepSize | punchHole | zeroRange) == 0 else { return reply(req, .notSupported) }
         guard offset >= 0, length > 0 else { return reply(req, .invalid) }
+        guard let end = BlockLayout.end(offset: Int(offset), count: Int(length)) else { return reply(req, .fileTooLarge) }
         let file = handle.file
         dropPrivileges(file, handle.inode, Caller(req))
         replying(req) { () throws(Errno) in
@@ -578,7 +579,6 @@ extension SandboxFileSystem {
             } else {
                 try restoringKey(file, of: handle.inode) { () throws(Errno) in
                     try file.writing { () throws(Errno) in
-                        let end = Int(offset + length)
                         let backingEnd = BlockLayout.backingSize(plainSize: max(end, file.plainSize))
                         try Errno.check(CLinux.fallocate(file.fd, keepSize, 0, off_t(backingEnd)))
                         guard mode & keepSize == 0, end > file.plainSize else { return }

@@ -31,4 +31,5 @@ public struct Errno: Error, Equatable, Hashable, Sendable, CustomStringConvertib
     public static let notSupported = Errno(EOPNOTSUPP)
     public static let noSpace = Errno(ENOSPC)
     public static let quotaExceeded = Errno(EDQUOT)
+    public static let fileTooLarge = Errno(EFBIG)
 }

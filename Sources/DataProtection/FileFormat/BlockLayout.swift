@@ -10,6 +10,22 @@ public enum BlockLayout {
     public static let blockOverhead = BlockCipher.overhead  // 24-byte nonce field + 16-byte tag, any cipher
     public static let cipherBlockSize = plainBlockSize + blockOverhead
 
+    /// The largest plaintext size a file can have: a whole number of blocks, one fewer
+    /// than an Int can place, so that no backing size, backing offset or block number
+    /// derived from a size at or below it (the block after the last among them)
+    /// overflows. Every request that grows or addresses a file is held to it (EFBIG).
+    public static let maxPlainSize = ((Int.max - headerSize) / cipherBlockSize - 1) * plainBlockSize
+
+    /// Where plaintext range [offset, offset+count) ends; nil when it starts before 0,
+    /// has a negative count, or ends past `maxPlainSize` (its sum overflowing an Int
+    /// among them).
+    public static func end(offset: Int, count: Int) -> Int? {
+        guard offset >= 0, count >= 0 else { return nil }
+        let (end, overflow) = offset.addingReportingOverflow(count)
+        guard !overflow, end <= maxPlainSize else { return nil }
+        return end
+    }
+
     public static func plainSize(backingSize: Int) -> Int {
         let body = backingSize - headerSize
         guard body > 0 else { return 0 }
