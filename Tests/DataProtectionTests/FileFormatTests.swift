@@ -163,6 +163,19 @@ final class FileHeaderTests: XCTestCase {
         XCTAssertNil(try parse(bytes).pendingCut)
     }
 
+    /// The mark is outside the MACs: one past the largest file is no cut, so that no
+    /// block number or backing offset is taken from it that an Int cannot hold.
+    func testACutMarkPastTheLargestFileIsNoCut() throws {
+        var bytes = header(generation: 1, .complete).serialized(metadataKey: metadataKey)
+        bytes.replaceSubrange(FileHeader.cutMarkOffset..<FileHeader.cutMarkOffset + 8,
+                              with: FileHeader.cutMark(BlockLayout.maxPlainSize))
+        XCTAssertEqual(try parse(bytes).pendingCut, BlockLayout.maxPlainSize)
+        for size in [BlockLayout.maxPlainSize + 1, Int.max - 1] {
+            bytes.replaceSubrange(FileHeader.cutMarkOffset..<FileHeader.cutMarkOffset + 8, with: FileHeader.cutMark(size))
+            XCTAssertNil(try parse(bytes).pendingCut)
+        }
+    }
+
     func testDamageIsRefused() {
         var bytes = header().serialized(metadataKey: metadataKey)
         bytes[0] = UInt8(ascii: "X")

@@ -100,7 +100,8 @@ public struct FileHeader: Sendable, Equatable {
         guard current != nil else { throw .noValidSlot }
         var mark: UInt64 = 0
         for i in 0..<8 { mark |= UInt64(bytes[Self.cutMarkOffset + i]) << (8 * UInt64(i)) }
-        pendingCut = mark > 0 && mark <= UInt64(Int.max) ? Int(mark - 1) : nil
+        // The mark is not sealed: one past the largest file is no cut dpfs made.
+        pendingCut = mark > 0 && mark - 1 <= UInt64(BlockLayout.maxPlainSize) ? Int(mark - 1) : nil
     }
 
     /// The bytes of a cut mark for `plainSize` (nil: the cleared mark), written alone
