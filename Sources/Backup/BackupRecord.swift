@@ -137,18 +137,20 @@ extension OpeningStream {
     /// Hands each part of a file's content to `body`, bytes in locked memory, until the
     /// content ends; false when it ends abandoned (the file is to be left out). A hole
     /// and an abandoned end are accepted from format version 2 on, and the file's size
-    /// must stay within what an off_t holds.
+    /// must stay within the largest file a mount holds (BlockLayout.maxPlainSize).
     @discardableResult
     public func readFileContent(_ body: (ContentPart) throws -> Void) throws -> Bool {
         let piece = pieceBuffer ?? SecureBuffer(count: BackupRecord.maxPieceSize)
         pieceBuffer = piece
         var size: UInt64 = 0
+        let limit = UInt64(BlockLayout.maxPlainSize)
         while true {
             let head = try readBytes(4)
             if head == BackupRecord.holeMarker {
                 guard version >= 2 else { throw BackupError.damaged("a content piece is too large") }
                 let length = BigEndian.value(try readBytes(8))
-                guard length > 0, length <= UInt64(Int64.max) - size else { throw BackupError.damaged("a file's hole is not valid") }
+                guard length > 0 else { throw BackupError.damaged("a file's hole is not valid") }
+                guard length <= limit - size else { throw BackupError.damaged("a file is too large") }
                 size += length
                 try body(.hole(length))
                 continue
@@ -160,7 +162,7 @@ extension OpeningStream {
             let length = Int(BigEndian.value(head))
             if length == 0 { return true }
             guard length <= BackupRecord.maxPieceSize else { throw BackupError.damaged("a content piece is too large") }
-            guard UInt64(length) <= UInt64(Int64.max) - size else { throw BackupError.damaged("a file is too large") }
+            guard UInt64(length) <= limit - size else { throw BackupError.damaged("a file is too large") }
             size += UInt64(length)
             let part = UnsafeMutableRawBufferPointer(rebasing: piece.mutableBytes[0..<length])
             try read(into: part)

@@ -87,6 +87,24 @@ import Testing
         #expect(throws: BackupError.damaged("a file is too large")) { try readBack(fd) }
     }
 
+    /// A restore writes a file into a mount, which holds none larger than
+    /// BlockLayout.maxPlainSize: a larger one is refused when the backup is checked.
+    @Test func aFilePastTheLargestAMountHoldsIsRefused() throws {
+        let fd = try makeBackup([.hole(UInt64(Int64.max) - 1), .bytes([1])])
+        defer { close(fd) }
+        #expect(throws: BackupError.damaged("a file is too large")) { try readBack(fd) }
+        let past = try makeBackup([.hole(UInt64(BlockLayout.maxPlainSize)), .bytes([1])])
+        defer { close(past) }
+        #expect(throws: BackupError.damaged("a file is too large")) { try readBack(past) }
+    }
+
+    @Test func aFileOfTheLargestSizeReadsBack() throws {
+        let parts: [Part] = [.hole(UInt64(BlockLayout.maxPlainSize) - 1), .bytes([1])]
+        let fd = try makeBackup(parts)
+        defer { close(fd) }
+        #expect(try readBack(fd) == parts)
+    }
+
     @Test func aNewerVersionIsRefusedAsNewer() throws {
         let fd = try makeBackup([.bytes([1])], version: BackupHeader.currentVersion + 1)
         defer { close(fd) }
