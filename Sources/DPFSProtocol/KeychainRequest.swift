@@ -11,10 +11,17 @@ public struct KeychainRequest: Codable, Sendable {
     /// "server", "protocol", "port", "path", "securityDomain", "authenticationType",
     /// "accessGroup", "accessible", "synchronizable", "label", …).
     public var attributes: [String: String]
+    /// Attributes given as bytes (a CFData on iOS) where the class keeps them as blobs
+    /// ("service", "account", "path", "securityDomain"): compared with `attributes`'
+    /// text by their bytes, and returned in an item's `dataAttributes`. A name is in
+    /// one of the two maps, never both.
+    public var dataAttributes: [String: Data]?
     /// The secret for add.
     public var data: Data?
     /// For update: attributes to change, and new data.
     public var updateAttributes: [String: String]
+    /// For update: attributes to change to bytes, as `dataAttributes`.
+    public var updateDataAttributes: [String: Data]?
     public var newData: Data?
     /// "one" (default) or "all".
     public var limit: String?
@@ -36,9 +43,11 @@ public struct KeychainRequest: Codable, Sendable {
 public struct KeychainResponse: Codable, Sendable {
     public struct Item: Codable, Sendable {
         public var attributes: [String: String]?
+        /// The attributes the item was given as bytes, by the same names.
+        public var dataAttributes: [String: Data]?
         public var data: Data?
-        public init(attributes: [String: String]? = nil, data: Data? = nil) {
-            self.attributes = attributes; self.data = data
+        public init(attributes: [String: String]? = nil, dataAttributes: [String: Data]? = nil, data: Data? = nil) {
+            self.attributes = attributes; self.dataAttributes = dataAttributes; self.data = data
         }
 
         /// The bytes the item takes in a reply's body.

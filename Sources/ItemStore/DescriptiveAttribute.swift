@@ -10,7 +10,9 @@ enum DescriptiveAttribute: String, CaseIterable, Sendable {
     case description, comment
     /// Of generic passwords only: any bytes, hex in the store.
     case generic
-    /// A FourCharCode, as a decimal number.
+    /// A FourCharCode as a decimal number, or text: iOS keeps a String that is not
+    /// the decimal form of a number as that String (SecDbItem's copyNumber), and a
+    /// value in decimal form is the number.
     case creator, type
     /// "yes" or "no".
     case isInvisible, isNegative
@@ -23,8 +25,8 @@ enum DescriptiveAttribute: String, CaseIterable, Sendable {
         }
     }
 
-    /// The value as stored and compared: hex in lower case, numbers without leading
-    /// zeros, yes/no for flags; errSecParam for a value of the wrong kind.
+    /// The value as stored and compared: hex in lower case, yes/no for flags;
+    /// errSecParam for a value of the wrong kind.
     func canonical(_ value: String) throws -> String {
         switch self {
         case .description, .comment:
@@ -35,10 +37,7 @@ enum DescriptiveAttribute: String, CaseIterable, Sendable {
             }
             return value.lowercased()
         case .creator, .type:
-            guard let code = UInt32(value) else {
-                throw SecError(SecStatus.param, "\(rawValue) must be a number from 0 to 4294967295 (a four-character code)")
-            }
-            return String(code)
+            return value
         case .isInvisible, .isNegative:
             switch value.lowercased() {
             case "yes", "true", "1": return "yes"

@@ -89,6 +89,8 @@ enum SyncFilter: Sendable, Equatable {
 struct ParsedAttributes {
     var itemClass: ItemClass?
     var keys: [KeyAttribute: String] = [:]
+    /// Of `keys`, those given as Data: their value is the bytes in hex (BlobAttributes).
+    var dataValued: Set<KeyAttribute> = []
     var label: String?
     /// Of keys: the public key's X9.63 form in hex, sealed with the attributes.
     var publicKey: String?
@@ -106,7 +108,17 @@ struct ParsedAttributes {
     /// (update's new attributes apply to the query's class).
     /// `matching`: the attributes are a find's or update's query, which alone may
     /// carry match terms.
-    init(_ raw: [String: String], classContext: ItemClass? = nil, matching: Bool = false) throws {
+    /// `data`: the blob attributes given as Data (KeychainRequest.dataAttributes).
+    init(_ raw: [String: String], data: [String: Data]? = nil, classContext: ItemClass? = nil,
+         matching: Bool = false) throws {
+        for (name, bytes) in data ?? [:] {
+            guard let key = KeyAttribute(rawValue: name), BlobAttributes.names.contains(key) else {
+                throw SecError(SecStatus.param, "\(name) is not an attribute that may be given as bytes")
+            }
+            guard raw[name] == nil else { throw SecError(SecStatus.param, "\(name) is given both as text and as bytes") }
+            keys[key] = bytes.hexString
+            dataValued.insert(key)
+        }
         for (name, value) in raw {
             switch name {
             case "class":

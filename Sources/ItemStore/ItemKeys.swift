@@ -32,6 +32,16 @@ struct ItemKeys: Sendable {
         return attributeHash(key.rawValue, value)
     }
 
+    /// The stored form of a key attribute given as bytes: the hash of the text of
+    /// those bytes, so the two compare by their bytes (BlobAttributes).
+    func keyHash(_ key: KeyAttribute, bytes: Data) -> Data {
+        var fields = FieldList()
+        fields.append("dpfs.keychain.attribute.v2")
+        fields.append(key.rawValue)
+        fields.append(bytes)
+        return Self.hash(fields.bytes, index: index)
+    }
+
     /// BLAKE2b-256 of the purpose string, keyed with the metadata key.
     private static func subkey(of key: SecureBuffer, purpose: String) -> SecureBuffer {
         let subkey = SecureBuffer(count: AEAD.keySize)

@@ -38,7 +38,10 @@ struct ItemQuery {
         add(.itemClass, .text(itemClass.rawValue))
         for key in KeyAttribute.allCases {
             if let value = attributes.keys[key] {
-                add(.key(key), .blob(keys.keyHash(key, value)))
+                let hash = attributes.dataValued.contains(key)
+                    ? Data(hexString: value).map { keys.keyHash(key, bytes: $0) } ?? keys.keyHash(key, value)
+                    : keys.keyHash(key, value)
+                add(.key(key), .blob(hash))
             } else if !itemClass.keyAttributes.contains(key) {
                 // Always absent in this class; saying so lets SQLite use the index prefix.
                 add(.key(key), .blob(keys.keyHash(key, key.absent)))

@@ -41,6 +41,7 @@ struct ItemRecord: Sendable {
         if let label { pairs.append(("label", label)) }
         if let accessControl { pairs += accessControl.pairs }
         if let publicKey { pairs.append(("publicKey", publicKey)) }
+        if !identity.dataValued.isEmpty { pairs.append((BlobAttributes.marker, BlobAttributes.list(identity.dataValued))) }
         for attribute in DescriptiveAttribute.allCases {
             if let value = descriptive[attribute] { pairs.append((attribute.rawValue, value)) }
         }
@@ -70,8 +71,9 @@ struct ItemRecord: Sendable {
         }
         guard let group = values["accessGroup"], let created = values["created"].flatMap(Double.init),
               let modified = values["modified"].flatMap(Double.init) else { throw Self.unreadable }
+        guard let dataValued = BlobAttributes.parse(values[BlobAttributes.marker] ?? "") else { throw Self.unreadable }
         identity = ItemIdentity(itemClass: itemClass, given: keyValues, accessGroup: group,
-                                synchronizable: item.columns.synchronizable)
+                                synchronizable: item.columns.synchronizable, dataValued: dataValued)
         label = values["label"]
         accessControl = try StoredAccessControl(values)
         publicKey = values["publicKey"]

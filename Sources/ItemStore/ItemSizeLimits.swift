@@ -6,13 +6,16 @@
 // reply it builds outgrows one.
 import DataProtection
 import DPFSProtocol
+import Foundation
 
 enum ItemSizeLimits {
     /// errSecParam unless every value of `attributes`, as they are to be stored, is
     /// within the limit.
-    static func check(_ attributes: [String: String]) throws {
-        for (name, value) in attributes where value.utf8.count > ControlProtocol.maxAttributeSize {
-            throw SecError(SecStatus.param, "\(name) is \(value.utf8.count) bytes long; an attribute value holds "
+    /// Values given as bytes (`data`) are stored in hex: twice their size.
+    static func check(_ attributes: [String: String], data: [String: Data]? = nil) throws {
+        let sizes = attributes.map { ($0.key, $0.value.utf8.count) } + (data ?? [:]).map { ($0.key, 2 * $0.value.count) }
+        for (name, size) in sizes where size > ControlProtocol.maxAttributeSize {
+            throw SecError(SecStatus.param, "\(name) is \(size) bytes long as stored; an attribute value holds "
                                + "at most \(ControlProtocol.maxAttributeSize)")
         }
     }

@@ -11,13 +11,14 @@ extension ItemStore {
     /// bound already (its wrap binds the same enrollment).
     func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false,
              boundAccessControl: StoredAccessControl? = nil) throws -> KeychainResponse {
-        guard request.limit == nil, request.updateAttributes.isEmpty, request.newData == nil else {
+        guard request.limit == nil, request.updateAttributes.isEmpty, request.updateDataAttributes == nil,
+              request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
         try Self.checkDataSize(request.data)
-        try ItemSizeLimits.check(request.attributes)
+        try ItemSizeLimits.check(request.attributes, data: request.dataAttributes)
         let shape = try ReturnShape.parse(request.returning)
-        let attributes = try ParsedAttributes(request.attributes)
+        let attributes = try ParsedAttributes(request.attributes, data: request.dataAttributes)
         if !generatedKey, !(attributes.keys[.tokenID] ?? "").isEmpty {
             throw SecError(SecStatus.param, "a Secure Enclave key is made by SecKeyCreateRandomKey, never added")
         }
@@ -38,7 +39,7 @@ extension ItemStore {
         }
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let identity = ItemIdentity(itemClass: attributes.itemClass ?? .genp, given: attributes.keys,
-                                    accessGroup: group, synchronizable: synchronizable)
+                                    accessGroup: group, synchronizable: synchronizable, dataValued: attributes.dataValued)
         let secret = request.data ?? Data()
         let now = Date().timeIntervalSince1970
         try Self.checkSynchronizable(synchronizable, boundAccessControl?.flags ?? attributes.accessControl)
@@ -51,10 +52,10 @@ extension ItemStore {
             try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }
         }
         guard let shape else { return KeychainResponse(status: SecStatus.success) }
-        let returned = KeychainResponse.Item(attributes: shape.includesAttributes
-                                                 ? StoredItem.attributes(of: record, accessibleName: accessibility.rawValue)
-                                                 : nil,
-                                             data: shape.includesData ? secret : nil)
+        let returned = try BlobAttributes.replyItem(shape.includesAttributes
+                                                        ? StoredItem.attributes(of: record, accessibleName: accessibility.rawValue)
+                                                        : nil,
+                                                    data: shape.includesData ? secret : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
     }
 

@@ -11,7 +11,7 @@ extension ItemStore {
         }
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
-        let query = try query(request.attributes, caller: caller, matching: true)
+        let query = try query(request.attributes, data: request.dataAttributes, caller: caller, matching: true)
         var fetched = FindReplyBudget(shape: shape)
         // Under kSecUseAuthenticationUISkip the first match may be left out, and the
         // one returned is then the first of those that are not: every match is read.
@@ -41,11 +41,11 @@ extension ItemStore {
         var items: [KeychainResponse.Item] = []
         items.reserveCapacity(matches.count)
         for item in matches {
-            let replied = KeychainResponse.Item(attributes: shape.includesAttributes
-                                                    ? StoredItem.attributes(of: try record(of: item),
-                                                                            accessibleName: item.columns.accessibleName)
-                                                    : nil,
-                                                data: shape.includesData ? try replyData(for: item) : nil)
+            let replied = try BlobAttributes.replyItem(shape.includesAttributes
+                                                           ? StoredItem.attributes(of: try record(of: item),
+                                                                                   accessibleName: item.columns.accessibleName)
+                                                           : nil,
+                                                       data: shape.includesData ? try replyData(for: item) : nil)
             try built.take(replied)
             items.append(replied)
         }

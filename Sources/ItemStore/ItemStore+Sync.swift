@@ -171,11 +171,12 @@ extension ItemStore {
     }
 
     /// The length-prefixed identity fields: a version tag, the class, each key
-    /// attribute's name and value in the class's order, the access group.
+    /// attribute's name and value (its bytes, as the hashes compare it) in the class's
+    /// order, the access group.
     static func syncIdentity(_ identity: ItemIdentity) -> [UInt8] {
         var fields: [[UInt8]] = [Array("dpfs.sync.identity.v1".utf8), Array(identity.itemClass.rawValue.utf8)]
         for key in identity.itemClass.keyAttributes {
-            fields += [Array(key.rawValue.utf8), Array((identity.keys[key] ?? key.absent).utf8)]
+            fields += [Array(key.rawValue.utf8), Array(identity.bytes(of: key))]
         }
         fields.append(Array(identity.accessGroup.utf8))
         return FieldEncoding.lengthPrefixed(fields)
@@ -187,12 +188,22 @@ extension ItemStore {
               let itemClass = ItemClass(rawValue: String(decoding: fields[1], as: UTF8.self)),
               fields.count == 3 + 2 * itemClass.keyAttributes.count else { return nil }
         var keys: [KeyAttribute: String] = [:]
+        var dataValued: Set<KeyAttribute> = []
         for (index, key) in itemClass.keyAttributes.enumerated() {
             guard String(decoding: fields[2 + 2 * index], as: UTF8.self) == key.rawValue else { return nil }
-            keys[key] = String(decoding: fields[3 + 2 * index], as: UTF8.self)
+            let value = fields[3 + 2 * index]
+            // Looked up by its hash, which is the same for text and bytes: bytes that
+            // are no text are kept as bytes.
+            if let text = String(validating: value, as: UTF8.self) {
+                keys[key] = text
+            } else {
+                keys[key] = Data(value).hexString
+                dataValued.insert(key)
+            }
         }
         return ItemIdentity(itemClass: itemClass, given: keys,
-                            accessGroup: String(decoding: fields[fields.count - 1], as: UTF8.self), synchronizable: true)
+                            accessGroup: String(decoding: fields[fields.count - 1], as: UTF8.self), synchronizable: true,
+                            dataValued: dataValued)
     }
 
     private static func identity(of attributes: [String: String]) throws -> ItemIdentity {
@@ -202,7 +213,11 @@ extension ItemStore {
         }
         var keys: [KeyAttribute: String] = [:]
         for key in itemClass.keyAttributes { keys[key] = attributes[key.rawValue] }
-        return ItemIdentity(itemClass: itemClass, given: keys, accessGroup: group, synchronizable: true)
+        guard let dataValued = BlobAttributes.parse(attributes[BlobAttributes.marker] ?? "") else {
+            throw SecError(SecStatus.decode, "a synchronized item names unknown data attributes")
+        }
+        return ItemIdentity(itemClass: itemClass, given: keys, accessGroup: group, synchronizable: true,
+                            dataValued: dataValued)
     }
 }
 

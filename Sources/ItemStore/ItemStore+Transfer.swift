@@ -70,8 +70,9 @@ extension ItemStore {
                 throw SecError(SecStatus.param, "an imported item needs its created and modified dates")
             }
             try Self.checkDataSize(count: data.count)
-            try ItemSizeLimits.check(attributes)
-            let parsed = try ParsedAttributes(attributes)
+            let (text, dataAttributes) = try BlobAttributes.split(attributes)
+            try ItemSizeLimits.check(text, data: dataAttributes)
+            let parsed = try ParsedAttributes(text, data: dataAttributes)
             guard let itemClass = parsed.itemClass, let group = parsed.accessGroup, let accessibility = parsed.accessible,
                   let synchronizable = parsed.synchronizable, synchronizable != .any else {
                 throw SecError(SecStatus.param, "an imported item names its class, group, accessibility and synchronizable")
@@ -82,7 +83,7 @@ extension ItemStore {
             try Self.checkSynchronizable(synchronizable == .yes, accessibility)
             guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
             let identity = ItemIdentity(itemClass: itemClass, given: parsed.keys, accessGroup: group,
-                                        synchronizable: synchronizable == .yes)
+                                        synchronizable: synchronizable == .yes, dataValued: parsed.dataValued)
             let accessControl = try parsed.accessControl.map { try bind($0, made: false) }
             let record = ItemRecord(identity: identity, label: parsed.label, publicKey: parsed.publicKey,
                                     created: created, modified: modified, accessControl: accessControl,

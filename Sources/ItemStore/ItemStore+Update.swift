@@ -10,13 +10,14 @@ extension ItemStore {
     func update(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
         try Self.checkNoResultOptions(request, "update")
         guard request.data == nil else { throw SecError(SecStatus.param, "update takes its new data as new data") }
-        guard request.newData != nil || !request.updateAttributes.isEmpty else {
+        guard request.newData != nil || !request.updateAttributes.isEmpty || request.updateDataAttributes != nil else {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
         try Self.checkDataSize(request.newData)
-        try ItemSizeLimits.check(request.updateAttributes)
-        let query = try query(request.attributes, caller: caller, matching: true)
-        let changes = try ParsedAttributes(request.updateAttributes, classContext: query.itemClass)
+        try ItemSizeLimits.check(request.updateAttributes, data: request.updateDataAttributes)
+        let query = try query(request.attributes, data: request.dataAttributes, caller: caller, matching: true)
+        let changes = try ParsedAttributes(request.updateAttributes, data: request.updateDataAttributes,
+                                           classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
         // The user is asked before the write transaction: a prompt may wait seconds.
@@ -80,9 +81,12 @@ extension ItemStore {
         }
         var given = old.identity.keys
         given.merge(changes.keys) { $1 }
+        // A changed attribute takes the type it is given now.
+        let dataValued = old.identity.dataValued.subtracting(changes.keys.keys).union(changes.dataValued)
         let identity = ItemIdentity(itemClass: old.identity.itemClass, given: given,
                                     accessGroup: changes.accessGroup ?? old.identity.accessGroup,
-                                    synchronizable: changes.synchronizable.map { $0 == .yes } ?? old.identity.synchronizable)
+                                    synchronizable: changes.synchronizable.map { $0 == .yes } ?? old.identity.synchronizable,
+                                    dataValued: dataValued)
         let accessibility = changes.accessible ?? oldAccessibility
         try Self.checkSynchronizable(identity.synchronizable, accessibility)
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }

@@ -14,14 +14,32 @@ struct ItemIdentity: Equatable, Sendable {
     var keys: [KeyAttribute: String]
     var accessGroup: String
     var synchronizable: Bool
+    /// The key attributes given as Data, their `keys` value the bytes in hex (BlobAttributes).
+    var dataValued: Set<KeyAttribute>
 
-    init(itemClass: ItemClass, given: [KeyAttribute: String], accessGroup: String, synchronizable: Bool) {
+    init(itemClass: ItemClass, given: [KeyAttribute: String], accessGroup: String, synchronizable: Bool,
+         dataValued: Set<KeyAttribute> = []) {
         self.itemClass = itemClass
         var keys: [KeyAttribute: String] = [:]
         for key in itemClass.keyAttributes { keys[key] = given[key] ?? key.absent }
         self.keys = keys
         self.accessGroup = accessGroup
         self.synchronizable = synchronizable
+        self.dataValued = dataValued.filter { given[$0] != nil && itemClass.keyAttributes.contains($0) }
+    }
+
+    /// The keyed hash of a key attribute's value, by its bytes.
+    func hash(_ key: KeyAttribute, _ keys: ItemKeys) -> Data {
+        let value = self.keys[key] ?? key.absent
+        if dataValued.contains(key), let bytes = Data(hexString: value) { return keys.keyHash(key, bytes: bytes) }
+        return keys.keyHash(key, value)
+    }
+
+    /// The value's bytes: the text's, or those given as Data.
+    func bytes(of key: KeyAttribute) -> Data {
+        let value = keys[key] ?? key.absent
+        if dataValued.contains(key), let bytes = Data(hexString: value) { return bytes }
+        return Data(value.utf8)
     }
 }
 
@@ -45,7 +63,7 @@ struct RowColumns: Equatable, Sendable {
         itemClass = identity.itemClass
         synchronizable = identity.synchronizable
         accessibleName = accessibility.rawValue
-        hashes = KeyAttribute.allCases.map { keys.keyHash($0, identity.keys[$0] ?? $0.absent) }
+        hashes = KeyAttribute.allCases.map { identity.hash($0, keys) }
             + [keys.attributeHash("accessGroup", identity.accessGroup)]
         labelHash = label.map { keys.attributeHash("label", $0) }
     }
@@ -170,6 +188,7 @@ struct StoredItem: Sendable {
             "modificationDate": dateStyle.format(Date(timeIntervalSince1970: record.modified)),
         ]
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
+        if !identity.dataValued.isEmpty { attributes[BlobAttributes.marker] = BlobAttributes.list(identity.dataValued) }
         if let label = record.label { attributes["label"] = label }
         if let accessControl = record.accessControl { attributes["accessControl"] = String(accessControl.flags.rawValue) }
         if let publicKey = record.publicKey { attributes["publicKey"] = publicKey }

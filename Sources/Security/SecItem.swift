@@ -59,6 +59,8 @@ enum SecItemCall {
             updateAttributes: update?.attributes ?? [:], newData: update?.valueData,
             limit: query.limit, returning: operation == .find ? (query.returning ?? "attributes") : query.returning)
         request.authentication = query.authentication?.request
+        if !query.dataAttributes.isEmpty { request.dataAttributes = query.dataAttributes }
+        if let changed = update?.dataAttributes, !changed.isEmpty { request.updateDataAttributes = changed }
         let response: KeychainResponse
         switch DeviceConnection.shared.send(request) {
         case .answered(let answer): response = answer

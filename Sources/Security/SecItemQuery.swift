@@ -14,6 +14,8 @@ struct SecItemRefusal: Error {
 struct SecItemQuery {
     /// Store names ("service", "accessible", …) to store values ("WhenUnlocked", "yes", …).
     var attributes: [String: String] = [:]
+    /// Blob attributes given as Data, by store name (`blobAttributes`).
+    var dataAttributes: [String: Data] = [:]
     var valueData: Data?
     var returnData = false
     var returnAttributes = false
@@ -41,9 +43,14 @@ struct SecItemQuery {
 
     init(_ dictionary: [String: Any], role: Role) throws {
         var namesCertificateAttribute = false
+        let isKeyClass = dictionary[kSecClass] as? String == kSecClassKey
         for (key, value) in dictionary {
             if let name = Self.stringAttributes[key] {
-                attributes[name] = try Self.string(value)
+                if Self.blobAttributes.contains(name), let bytes = value as? Data {
+                    dataAttributes[name] = bytes
+                } else {
+                    attributes[name] = try Self.string(value)
+                }
                 continue
             }
             switch key {
@@ -62,10 +69,10 @@ struct SecItemQuery {
                 guard let bytes = value as? Data else { throw SecItemRefusal.param }
                 attributes["generic"] = bytes.hexString
             case kSecAttrCreator:
-                attributes["creator"] = String(try Self.fourCharCode(value))
-            case kSecAttrType where !(value is String):
+                attributes["creator"] = try Self.numberOrText(value)
+            case kSecAttrType where !isKeyClass:
                 // Apple spells kSecAttrKeyType with the same key, its values CFStrings.
-                attributes["type"] = String(try Self.fourCharCode(value))
+                attributes["type"] = try Self.numberOrText(value)
             case kSecAttrIsInvisible, kSecAttrIsNegative:
                 attributes[key == kSecAttrIsInvisible ? "isInvisible" : "isNegative"] = try Self.bool(value) ? "yes" : "no"
             case kSecAttrAccessible:
@@ -132,7 +139,9 @@ struct SecItemQuery {
                 throw SecItemRefusal.param
             }
             attributes["accessible"] = name
-            attributes["accessControl"] = String(accessControl.flags.rawValue)
+            // Without flags it asks nothing: iOS keeps only its protection, the
+            // accessibility, as every item's kSecReturnAttributes hands back.
+            if !accessControl.flags.isEmpty { attributes["accessControl"] = String(accessControl.flags.rawValue) }
         }
     }
 
@@ -194,11 +203,15 @@ struct SecItemQuery {
         return string
     }
 
-    /// A FourCharCode (UInt32), or any integer or NSNumber in its range.
-    private static func fourCharCode(_ value: Any) throws -> UInt32 {
-        if let code = value as? UInt32 { return code }
-        if let number = value as? Int, let code = UInt32(exactly: number) { return code }
-        if let number = value as? NSNumber, let code = UInt32(exactly: number.int64Value) { return code }
+    /// kSecAttrCreator and kSecAttrType: a FourCharCode (UInt32), any integer or
+    /// NSNumber in its range, or a String, which securityd keeps as text unless it is
+    /// the decimal form of a number (SecDbItem's copyNumber): "42" is the number 42,
+    /// "Creator Test" and "042" stay text. The store tells the two apart the same way.
+    private static func numberOrText(_ value: Any) throws -> String {
+        if let text = value as? String { return text }
+        if let code = value as? UInt32 { return String(code) }
+        if let number = value as? Int, let code = UInt32(exactly: number) { return String(code) }
+        if let number = value as? NSNumber, let code = UInt32(exactly: number.int64Value) { return String(code) }
         throw SecItemRefusal.param
     }
 
@@ -215,6 +228,10 @@ struct SecItemQuery {
         kSecAttrAuthenticationType: "authenticationType", kSecAttrLabel: "label", kSecAttrAccessGroup: "accessGroup",
         kSecAttrDescription: "description", kSecAttrComment: "comment",
     ]
+
+    /// What iOS keeps as blobs (SecItemSchema's kSecDbBlobAttr) among them: given as
+    /// a String or as Data, compared by their bytes, returned as they were given.
+    static let blobAttributes: Set<String> = ["service", "account", "path", "securityDomain"]
 
     /// kSecAttrAccessible values and the store's names for them.
     static let accessibility: [String: String] = [

@@ -27,7 +27,7 @@ enum SecItemResult {
                 if let key { return key }
                 return NSNull()
             }
-            var dictionary = query.returnAttributes ? appleAttributes(storeAttributes) : [:]
+            var dictionary = query.returnAttributes ? appleAttributes(storeAttributes, data: item.dataAttributes) : [:]
             if let key { dictionary[kSecValueRef] = key }
             if query.returnPersistentRef, let ref = PersistentRef.make(from: storeAttributes) {
                 dictionary[kSecValuePersistentRef] = ref
@@ -39,7 +39,7 @@ enum SecItemResult {
         if kinds == 1 && !query.returnAttributes {
             return (query.returnData ? item.data : ref) ?? Data()
         }
-        var dictionary = query.returnAttributes ? appleAttributes(storeAttributes) : [:]
+        var dictionary = query.returnAttributes ? appleAttributes(storeAttributes, data: item.dataAttributes) : [:]
         if query.returnData { dictionary[kSecValueData] = item.data ?? Data() }
         if let ref { dictionary[kSecValuePersistentRef] = ref }
         return dictionary
@@ -51,11 +51,19 @@ enum SecItemResult {
     private static let appleNames = Dictionary(
         uniqueKeysWithValues: SecItemQuery.stringAttributes.map { ($0.value, $0.key) })
 
-    /// Apple's keys and value types: String, Int for the port, creator and type,
-    /// NSNumber (a CFBoolean on Apple) for sync and the two flags, Data for generic,
-    /// Date for cdat and mdat, "ak"… for pdmn.
-    static func appleAttributes(_ store: [String: String]) -> [String: Any] {
+    /// Apple's keys and value types: String, Int for the port, Int for creator and
+    /// type (String when they were given as text), NSNumber (a CFBoolean on Apple) for
+    /// sync and the two flags, Data for generic and for the blob attributes given as
+    /// Data (`data`), Date for cdat and mdat, "ak"… for pdmn, and a SecAccessControl
+    /// for every item, as iOS 11.3 and later give: without flags when the item has none.
+    static func appleAttributes(_ store: [String: String], data: [String: Data]? = nil) -> [String: Any] {
         var apple: [String: Any] = [:]
+        if store["accessControl"] == nil, let protection = store["accessible"].flatMap({ accessibilityCodes[$0] }) {
+            apple[kSecAttrAccessControl] = SecAccessControl(protection: protection, flags: [])
+        }
+        for (name, bytes) in data ?? [:] where SecItemQuery.blobAttributes.contains(name) {
+            if let appleName = appleNames[name] { apple[appleName] = bytes }
+        }
         for (name, value) in store {
             switch name {
             case "class": apple[kSecClass] = value
@@ -67,8 +75,8 @@ enum SecItemResult {
                     apple[kSecAttrAccessControl] = SecAccessControl(protection: protection, flags: SecAccessControlCreateFlags(rawValue: flags))
                 }
             case "generic": apple[kSecAttrGeneric] = Data(hexString: value) ?? Data()
-            case "creator": apple[kSecAttrCreator] = Int(value) ?? 0
-            case "type": apple[kSecAttrType] = Int(value) ?? 0
+            case "creator": apple[kSecAttrCreator] = numberOrText(value)
+            case "type": apple[kSecAttrType] = numberOrText(value)
             case "isInvisible": apple[kSecAttrIsInvisible] = NSNumber(value: value == "yes")
             case "isNegative": apple[kSecAttrIsNegative] = NSNumber(value: value == "yes")
             case "creationDate": apple[kSecAttrCreationDate] = try? Date(value, strategy: dateStyle)
@@ -79,5 +87,11 @@ enum SecItemResult {
             }
         }
         return apple
+    }
+
+    /// A number stored in its decimal form, else the text it was given as.
+    private static func numberOrText(_ value: String) -> Any {
+        guard let number = UInt32(value), String(number) == value else { return value }
+        return Int(number)
     }
 }

@@ -27,6 +27,25 @@ import Testing
         #expect(back.limit == "all" && back.returning == "both")
     }
 
+    /// Attributes given as bytes keep their bytes and their map, both ways.
+    @Test func bytesAttributesRoundTrip() throws {
+        var request = KeychainRequest(operation: .update, attributes: ["class": "genp", "service": "s"],
+                                      updateAttributes: ["label": "l"])
+        request.dataAttributes = ["account": Data([0xff, 0, 0x6b])]
+        request.updateDataAttributes = ["service": Data()]
+        guard case .keychain(let back) = try roundTrip(ControlRequest.keychain(request)) else {
+            Issue.record("not a keychain request")
+            return
+        }
+        #expect(back.attributes == request.attributes)
+        #expect(back.dataAttributes == ["account": Data([0xff, 0, 0x6b])])
+        #expect(back.updateDataAttributes == ["service": Data()])
+        let item = KeychainResponse.Item(attributes: ["service": "s"], dataAttributes: ["account": Data([0xfe])])
+        let reply = try roundTrip(ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [item])))
+        #expect(reply.keychain?.items.first?.dataAttributes == ["account": Data([0xfe])])
+        #expect(reply.keychain?.items.first?.attributes == ["service": "s"])
+    }
+
     @Test func everyRequestKeepsItsCase() throws {
         let requests: [ControlRequest] = [
             .status, .lock(now: true), .unlock, .restart, .passcode(.change), .events,
@@ -187,6 +206,8 @@ import Testing
             .init(attributes: ["label": String(repeating: "ü", count: 100), "service": "s"], data: Data(count: 300)),
             .init(attributes: (0..<40).reduce(into: [:]) { $0["k\($1)"] = String(repeating: "v", count: $1 * 10) },
                   data: Data(count: 70_000)),
+            .init(attributes: ["service": "s"], dataAttributes: ["account": Data([0xff, 0]), "path": Data(count: 200)]),
+            .init(dataAttributes: [:], data: Data([1])),
         ]
         for item in items {
             let empty = try ControlCoding.encode(ControlReply(ok: true, keychain: KeychainResponse(status: 0)))

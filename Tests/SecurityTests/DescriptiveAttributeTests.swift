@@ -52,7 +52,7 @@ final class SecItemDescriptiveAttributeTests: MountedDeviceTestCase {
     }
 
     func testWrongValueTypesAreErrSecParam() {
-        for (key, value) in [(kSecAttrGeneric, "not data" as Any), (kSecAttrCreator, -1), (kSecAttrType, "TEXT"),
+        for (key, value) in [(kSecAttrGeneric, "not data" as Any), (kSecAttrCreator, -1), (kSecAttrType, Data([1])),
                              (kSecAttrIsInvisible, "yes"), (kSecAttrComment, Data([1]))] {
             var item = query
             item[key as String] = value

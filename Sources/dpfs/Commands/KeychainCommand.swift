@@ -208,8 +208,8 @@ struct DescriptiveOptions: ParsableArguments {
     @Option(help: "genp, inet: a description.") var description: String?
     @Option(help: "genp, inet: a comment.") var comment: String?
     @Option(help: "genp: application-defined bytes, in hex.") var generic: String?
-    @Option(help: "genp, inet: the creator code, a number (a FourCharCode).") var creator: String?
-    @Option(help: "genp, inet: the type code, a number (a FourCharCode).") var type: String?
+    @Option(help: "genp, inet: the creator code, a number (a FourCharCode) or text.") var creator: String?
+    @Option(help: "genp, inet: the type code, a number (a FourCharCode) or text.") var type: String?
     @Option(help: "genp, inet: yes or no.") var isInvisible: String?
     @Option(help: "genp, inet: yes or no.") var isNegative: String?
 
