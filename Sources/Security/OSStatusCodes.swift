@@ -1,6 +1,6 @@
 // OSStatus and the errSec codes a keychain call answers, with Apple's numbers (one
-// definition, the protocol's SecStatus), and SecCopyErrorMessageString's one-line
-// explanation of each.
+// definition, the protocol's SecStatus). SecCopyErrorMessageString is in
+// SecErrorMessages.swift.
 import DPFSProtocol
 import Foundation
 
@@ -40,22 +40,3 @@ public let errSecReadOnlyAttr: OSStatus = -25309
 public let errSecInteractionRequired: OSStatus = -25315
 public let errSecDataNotAvailable: OSStatus = -25316
 public let errSecDataNotModifiable: OSStatus = -25317
-
-/// A sentence describing `status`, as Apple's function gives one; `reserved` must be nil.
-public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
-    switch status {
-    case errSecSuccess: return "No error."
-    case errSecUnimplemented: return "Function or operation not implemented."
-    case errSecIO: return "An I/O error occurred in the item store."
-    case errSecParam: return "One or more parameters passed to the function are not valid."
-    case errSecNotAvailable: return "No keychain is available: no mounted dpfs device answers (is DPFS_MOUNT set?)."
-    case errSecAuthFailed: return "The passcode or credentials given are not correct."
-    case errSecDuplicateItem: return "The item already exists in the keychain."
-    case errSecItemNotFound: return "The item cannot be found in the keychain."
-    case errSecInteractionNotAllowed: return "Interaction is not allowed: the item's protection class is unavailable while the device is locked."
-    case errSecDecode: return "The stored data cannot be decoded."
-    case errSecMissingEntitlement: return "The app lacks a required entitlement (access group)."
-    case errSecInvalidEncoding: return "The encoding is not valid."
-    default: return "OSStatus \(status)."
-    }
-}
