@@ -103,14 +103,17 @@ struct ParsedAttributes {
     /// kSecMatchHostOrSubdomainOfHost: a find's or update's internet passwords whose
     /// server is this host or one of its subdomains (ItemQuery).
     var hostOrSubdomainOf: String?
+    /// A find's, update's or delete's item named by its persistent reference (ItemQuery).
+    var persistentRef: PersistentReference?
 
     /// `classContext` is the class the attributes apply to when they carry none
     /// (update's new attributes apply to the query's class).
     /// `matching`: the attributes are a find's or update's query, which alone may
-    /// carry match terms.
+    /// carry match terms. `isQuery`: the attributes select stored items (a find's,
+    /// update's or delete's), which alone may name one by its persistent reference.
     /// `data`: the blob attributes given as Data (KeychainRequest.dataAttributes).
     init(_ raw: [String: String], data: [String: Data]? = nil, classContext: ItemClass? = nil,
-         matching: Bool = false) throws {
+         matching: Bool = false, isQuery: Bool = false) throws {
         for (name, bytes) in data ?? [:] {
             guard let key = KeyAttribute(rawValue: name), BlobAttributes.names.contains(key) else {
                 throw SecError(SecStatus.param, "\(name) is not an attribute that may be given as bytes")
@@ -131,6 +134,12 @@ struct ParsedAttributes {
                     throw SecError(SecStatus.param, "hostOrSubdomainOf is a term of a find's or update's query only")
                 }
                 hostOrSubdomainOf = value
+            case PersistentReference.attributeName:
+                guard isQuery || matching else { throw SecError(SecStatus.param, "persistentRef is a term of a query only") }
+                guard let reference = PersistentReference(hex: value) else {
+                    throw SecError(SecStatus.param, "persistentRef is not a persistent reference")
+                }
+                persistentRef = reference
             case "accessGroup":
                 guard !value.isEmpty else { throw SecError(SecStatus.param, "the access group may not be empty") }
                 accessGroup = value
@@ -159,6 +168,8 @@ struct ParsedAttributes {
                 keys[key] = try Self.canonical(key, value)
             }
         }
+        // A ref names its class: a query with the ref alone asks for that class.
+        if itemClass == nil, let persistentRef { itemClass = ItemClass(rawValue: persistentRef.itemClass) }
         let effectiveClass = itemClass ?? classContext ?? .genp
         let foreign = keys.keys.filter { !effectiveClass.keyAttributes.contains($0) }.map(\.rawValue)
             + descriptive.keys.filter { !$0.applies(to: effectiveClass) }.map(\.rawValue)

@@ -61,7 +61,8 @@ struct ItemQuery {
             wildcardScope = scope
             exactGroupHashes = Set(scope.exactHashes(keys))
         }
-        switch attributes.synchronizable ?? .no {
+        // A ref names one item, synchronizable or not, as on iOS.
+        switch attributes.synchronizable ?? (attributes.persistentRef == nil ? .no : .any) {
         case .no: add(.synchronizable, .integer(0))
         case .yes: add(.synchronizable, .integer(1))
         case .any: break
@@ -71,6 +72,14 @@ struct ItemQuery {
         if !passcodeSet {
             // Such items are destroyed when the passcode goes; never show one meanwhile.
             add(.notAccessible, .text(Accessibility.whenPasscodeSetThisDeviceOnly.rawValue))
+        }
+        if let reference = attributes.persistentRef {
+            // Besides the other terms: a ref reaches its item only where the query
+            // without it could, so it opens nothing of another app's.
+            guard let id = keys.itemID(of: reference, itemClass: itemClass) else {
+                throw SecError(SecStatus.itemNotFound)
+            }
+            add(.rowID, .integer(id))
         }
     }
 

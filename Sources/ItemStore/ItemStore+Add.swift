@@ -48,12 +48,12 @@ extension ItemStore {
                                 created: now, modified: now, accessControl: accessControl,
                                 descriptive: attributes.descriptive)
         let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
-        try commit { db in
+        let id = try commit { db in
             try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }
         }
         guard let shape else { return KeychainResponse(status: SecStatus.success) }
         let returned = try BlobAttributes.replyItem(shape.includesAttributes
-                                                        ? StoredItem.attributes(of: record, accessibleName: accessibility.rawValue)
+                                                        ? replyAttributes(of: record, id: id, accessibleName: accessibility.rawValue)
                                                         : nil,
                                                     data: shape.includesData ? secret : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
@@ -71,9 +71,11 @@ extension ItemStore {
         throw SecError(SecStatus.param, "an item's data is at most \(ControlProtocol.maxItemDataSize) bytes")
     }
 
-    /// Inserts a new row (refusing a duplicate) and seals its attributes and secret.
+    /// Inserts a new row (refusing a duplicate) and seals its attributes and secret;
+    /// returns the row's id.
+    @discardableResult
     func insert(_ record: ItemRecord, _ columns: RowColumns, secret: UnsafeRawBufferPointer,
-                accessibility: Accessibility, _ db: Database) throws {
+                accessibility: Accessibility, _ db: Database) throws -> Int64 {
         try checkNoDuplicate(columns, db)
         let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
         try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
@@ -84,6 +86,7 @@ extension ItemStore {
         let sealed = try crypto.seal(secret, id: id, columns: columns, accessibility: accessibility)
         try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
                        arguments: [record.seal(id: id, columns: columns, keys: keys), sealed, id])
+        return id
     }
 
     /// An existing item with this identity is a duplicate, unless its class is

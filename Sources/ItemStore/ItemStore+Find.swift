@@ -42,8 +42,8 @@ extension ItemStore {
         items.reserveCapacity(matches.count)
         for item in matches {
             let replied = try BlobAttributes.replyItem(shape.includesAttributes
-                                                           ? StoredItem.attributes(of: try record(of: item),
-                                                                                   accessibleName: item.columns.accessibleName)
+                                                           ? replyAttributes(of: try record(of: item), id: item.id,
+                                                                             accessibleName: item.columns.accessibleName)
                                                            : nil,
                                                        data: shape.includesData ? try replyData(for: item) : nil)
             try built.take(replied)

@@ -92,7 +92,7 @@ extension ItemStore {
                 throw SecError(SecStatus.param, "Secure Enclave keys and .biometryCurrentSet items never move between devices")
             }
             let columns = RowColumns(identity, label: parsed.label, accessibility: accessibility, keys: keys)
-            try commit { db in try insert(record, columns, secret: data, accessibility: accessibility, db) }
+            _ = try commit { db in try insert(record, columns, secret: data, accessibility: accessibility, db) }
             return KeychainResponse(status: SecStatus.success)
         } catch let error as SecError {
             return KeychainResponse(status: error.status, message: error.reason)

@@ -255,7 +255,7 @@ public final class ItemStore: Sendable {
     /// `matching`: a find's or update's query, which may carry match terms.
     func query(_ attributes: [String: String], data: [String: Data]? = nil, caller: AccessScope,
                matching: Bool = false) throws -> ItemQuery {
-        try ItemQuery(ParsedAttributes(attributes, data: data, matching: matching), scope: caller,
+        try ItemQuery(ParsedAttributes(attributes, data: data, matching: matching, isQuery: true), scope: caller,
                       passcodeSet: passcodeSet, keys: keys)
     }
     var passcodeSet: Bool { device.passcodeSet }

@@ -16,6 +16,8 @@ enum QueryTerm: Equatable {
     case synchronizable, label, accessible
     /// Leaves out items that live only while a passcode is set.
     case notAccessible
+    /// The one row a persistent reference names.
+    case rowID
 
     var bit: Int {
         switch self {
@@ -27,11 +29,12 @@ enum QueryTerm: Equatable {
         case .label: 4 + KeyAttribute.allCases.count
         case .accessible: 5 + KeyAttribute.allCases.count
         case .notAccessible: 6 + KeyAttribute.allCases.count
+        case .rowID: 7 + KeyAttribute.allCases.count
         }
     }
 
     static let all: [QueryTerm] = [.itemClass] + KeyAttribute.allCases.map { .key($0) }
-        + [.accessGroup, .accessGroupIn, .synchronizable, .label, .accessible, .notAccessible]
+        + [.accessGroup, .accessGroupIn, .synchronizable, .label, .accessible, .notAccessible, .rowID]
 
     func text(groupCount: Int) -> String {
         switch self {
@@ -43,6 +46,7 @@ enum QueryTerm: Equatable {
         case .label: "label = ?"
         case .accessible: "accessible = ?"
         case .notAccessible: "accessible <> ?"
+        case .rowID: "id = ?"
         }
     }
 }

@@ -44,6 +44,7 @@ struct SecItemQuery {
     init(_ dictionary: [String: Any], role: Role) throws {
         var namesCertificateAttribute = false
         let isKeyClass = dictionary[kSecClass] as? String == kSecClassKey
+        var refClass: String?
         for (key, value) in dictionary {
             if let name = Self.stringAttributes[key] {
                 if Self.blobAttributes.contains(name), let bytes = value as? Data {
@@ -88,10 +89,11 @@ struct SecItemQuery {
                 guard let data = value as? Data else { throw SecItemRefusal.param }
                 valueData = data
             case kSecValuePersistentRef where role == .query:
-                guard let ref = value as? Data, let identity = PersistentRef.attributes(of: ref) else {
+                guard let ref = value as? Data, let terms = PersistentRef.terms(of: ref) else {
                     throw SecItemRefusal.param
                 }
-                attributes.merge(identity) { _, fromRef in fromRef }
+                attributes.merge(terms.attributes) { _, fromRef in fromRef }
+                refClass = terms.itemClass
             case kSecReturnData where role == .query: returnData = try Self.bool(value)
             case kSecReturnAttributes where role == .query: returnAttributes = try Self.bool(value)
             case kSecReturnPersistentRef where role == .query: returnPersistentRef = try Self.bool(value)
@@ -126,6 +128,8 @@ struct SecItemQuery {
             }
         }
         if let key = valueRef { KeyItemAttributes.identify(key, in: &attributes) }
+        // A kSecClass beside the ref stays: a ref of another class finds nothing.
+        if attributes["class"] == nil { attributes["class"] = refClass }
         if role == .query && attributes["class"] == nil { throw SecItemRefusal.param }
         // Every class here lacks the certificate attributes: iOS's errSecNoSuchAttr.
         if namesCertificateAttribute { throw SecItemRefusal(status: errSecNoSuchAttr) }

@@ -67,6 +67,7 @@ enum SecItemResult {
         for (name, value) in store {
             switch name {
             case "class": apple[kSecClass] = value
+            case PersistentReference.attributeName: continue  // kSecValuePersistentRef, when asked for
             case "port": apple[kSecAttrPort] = Int(value) ?? 0
             case "synchronizable": apple[kSecAttrSynchronizable] = NSNumber(value: value == "yes")
             case "accessible": apple[kSecAttrAccessible] = accessibilityCodes[value] ?? value

@@ -22,8 +22,10 @@ import Testing
         #expect(String(decoding: item.secret.bytes, as: UTF8.self) == "hunter2")
         try b.store.applySynchronized(item)
         #expect(b.secret(["service": "mail", "synchronizable": "yes"]) == "hunter2")
-        let attributes = try #require(b.find(["service": "mail", "synchronizable": "yes"], returning: "attributes").items.first?.attributes)
-        let original = try #require(a.find(["service": "mail", "synchronizable": "yes"], returning: "attributes").items.first?.attributes)
+        var attributes = try #require(b.find(["service": "mail", "synchronizable": "yes"], returning: "attributes").items.first?.attributes)
+        var original = try #require(a.find(["service": "mail", "synchronizable": "yes"], returning: "attributes").items.first?.attributes)
+        // Each device's copy is its own item, with its own persistent reference.
+        #expect(attributes.removeValue(forKey: "persistentRef") != original.removeValue(forKey: "persistentRef"))
         #expect(attributes == original)
         // Applied again with a later date and new data: replaced in place, not duplicated.
         var newer = item
