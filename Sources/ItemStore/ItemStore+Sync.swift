@@ -97,7 +97,11 @@ extension ItemStore {
 
     /// Writes a received item: replaces the item with its identity or adds it, with the
     /// sender's dates. errSecInteractionNotAllowed while its class key is unavailable.
-    public func applySynchronized(_ item: SyncedItem) throws {
+    /// `keepsLocal` is asked under the writer's lock with the stored item's modification
+    /// date (nil: there is none): true leaves the store as it is (an app wrote or deleted
+    /// the item after sync last looked), and the call returns false.
+    @discardableResult
+    public func applySynchronized(_ item: SyncedItem, unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
         let identity = try Self.identity(of: item.attributes)
         guard let accessibility = item.attributes["accessible"].flatMap(Accessibility.init(rawValue:)),
               !accessibility.isThisDeviceOnly,
@@ -116,10 +120,11 @@ extension ItemStore {
         let record = ItemRecord(identity: identity, label: label, publicKey: publicKey, created: created, modified: modified,
                                 accessControl: received, descriptive: descriptive)
         let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
-        try commit { db in
+        return try commit { db in
             let id: Int64
             var stored = record
             if let existing = try storedItem(identity, withSecret: false, db) {
+                if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
                 id = existing.id
                 // A record never takes an access control away, nor changes one. A damaged
                 // item's is unreadable, like the rest of it: the received version replaces it.
@@ -127,6 +132,7 @@ extension ItemStore {
                 try db.execute(sql: "UPDATE items SET \(columns.assignments.map { "\"\($0.0)\" = ?" }.joined(separator: ", ")) WHERE id = ?",
                                arguments: StatementArguments(columns.assignments.map(\.1) + [id]))
             } else {
+                if keepsLocal(nil) { return false }
                 let assignments = columns.assignments + [("attributes", Data()), ("secret", Data())]
                 try db.execute(sql: "INSERT INTO items (\(assignments.map { "\"\($0.0)\"" }.joined(separator: ", "))) "
                                    + "VALUES (\(Array(repeating: "?", count: assignments.count).joined(separator: ", ")))",
@@ -136,6 +142,7 @@ extension ItemStore {
             let sealed = try crypto.seal(item.secret.bytes, id: id, columns: columns, accessibility: accessibility)
             try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
                            arguments: [stored.seal(id: id, columns: columns, keys: keys), sealed, id])
+            return true
         }
     }
 
@@ -151,13 +158,16 @@ extension ItemStore {
         return flags.isEmpty ? nil : StoredAccessControl(flags: flags, boundDomain: nil)
     }
 
-    /// Removes the synchronizable item with this identity (a received deletion); none is fine.
-    public func removeSynchronized(identity: [UInt8]) throws {
-        guard let identityValue = Self.identity(fromSync: identity) else { return }
-        try commit { db in
-            if let existing = try storedItem(identityValue, withSecret: false, db) {
-                try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
-            }
+    /// Removes the synchronizable item with this identity (a received deletion); none is
+    /// fine. `keepsLocal` as for applySynchronized: true keeps the item, and returns false.
+    @discardableResult
+    public func removeSynchronized(identity: [UInt8], unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
+        guard let identityValue = Self.identity(fromSync: identity) else { return true }
+        return try commit { db in
+            guard let existing = try storedItem(identityValue, withSecret: false, db) else { return true }
+            if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
+            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+            return true
         }
     }
 
