@@ -178,10 +178,17 @@ struct Exchange {
     /// Last writer wins: the later modification date, then the greater writer id.
     /// False when the record names no item this account's id key makes its id from:
     /// it was made under other keys.
-    private func merge(_ remote: RecordPlaintext, recordID: String, _ state: inout SyncState) throws -> Bool {
+    func merge(_ remote: RecordPlaintext, recordID: String, _ state: inout SyncState) throws -> Bool {
         let local = state.entries[recordID]
         if let local {
             if (local.modified, local.writer) == (remote.modified, remote.writer) {
+                state.entries[recordID]?.pending = false
+                return true
+            }
+            // Another device's copy of the same version (a restored device joining): taken
+            // as known, so that neither side sends or writes it again.
+            if local.modified == remote.modified, holdsSameVersion(remote, recordID: recordID, local) {
+                state.entries[recordID]?.writer = remote.writer
                 state.entries[recordID]?.pending = false
                 return true
             }
@@ -192,11 +199,20 @@ struct Exchange {
         }
         guard let identity = ItemStore.syncIdentity(of: remote.attributes),
               crypto.recordID(of: identity) == recordID else { return false }
+        // The entry is the item as this round's scan saw it; an app may have written it
+        // since (this device then made that version). A newer one stays, and goes out
+        // at the next round, which that app write asked for. An item deleted since stays
+        // deleted: the next scan notices it, and dates the tombstone then, as any delete.
+        let scanned = local.flatMap { $0.deleted ? nil : $0.modified }, deviceID = state.deviceID
+        let keepsLocal = { (current: Double?) in
+            guard let current else { return scanned != nil }
+            return current != scanned && (current, deviceID) > (remote.modified, remote.writer)
+        }
         if remote.deleted {
-            try items.removeSynchronized(identity: identity)
+            try items.removeSynchronized(identity: identity, unlessLocal: keepsLocal)
         } else {
             guard let secret = remote.secret else { return false }
-            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret))
+            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret), unlessLocal: keepsLocal)
         }
         state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
                                                   pending: false,
