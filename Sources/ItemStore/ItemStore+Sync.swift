@@ -96,12 +96,14 @@ extension ItemStore {
     }
 
     /// Writes a received item: replaces the item with its identity or adds it, with the
-    /// sender's dates. errSecInteractionNotAllowed while its class key is unavailable.
-    /// `keepsLocal` is asked under the writer's lock with the stored item's modification
-    /// date (nil: there is none): true leaves the store as it is (an app wrote or deleted
-    /// the item after sync last looked), and the call returns false.
+    /// sender's dates, and notes `receivedVersion` in the same transaction (nil: the caller
+    /// keeps no state that could miss it). errSecInteractionNotAllowed while its class
+    /// key is unavailable. `keepsLocal` is asked under the writer's lock with the stored
+    /// item's modification date (nil: there is none): true leaves the store as it is (an
+    /// app wrote or deleted the item after sync last looked), and the call returns false.
     @discardableResult
-    public func applySynchronized(_ item: SyncedItem, unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
+    public func applySynchronized(_ item: SyncedItem, noting receivedVersion: ReceivedSyncVersion? = nil,
+                                  unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
         let identity = try Self.identity(of: item.attributes)
         guard let accessibility = item.attributes["accessible"].flatMap(Accessibility.init(rawValue:)),
               !accessibility.isThisDeviceOnly,
@@ -142,6 +144,7 @@ extension ItemStore {
             let sealed = try crypto.seal(item.secret.bytes, id: id, columns: columns, accessibility: accessibility)
             try db.execute(sql: "UPDATE items SET attributes = ?, secret = ? WHERE id = ?",
                            arguments: [stored.seal(id: id, columns: columns, keys: keys), sealed, id])
+            if let receivedVersion { try note(receivedVersion, db) }
             return true
         }
     }
@@ -160,13 +163,17 @@ extension ItemStore {
 
     /// Removes the synchronizable item with this identity (a received deletion); none is
     /// fine. `keepsLocal` as for applySynchronized: true keeps the item, and returns false.
+    /// Notes `receivedVersion` in the same transaction when the deletion is applied.
     @discardableResult
-    public func removeSynchronized(identity: [UInt8], unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
+    public func removeSynchronized(identity: [UInt8], noting receivedVersion: ReceivedSyncVersion? = nil,
+                                   unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
         guard let identityValue = Self.identity(fromSync: identity) else { return true }
         return try commit { db in
-            guard let existing = try storedItem(identityValue, withSecret: false, db) else { return true }
-            if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
-            try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+            if let existing = try storedItem(identityValue, withSecret: false, db) {
+                if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
+                try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+            }
+            if let receivedVersion { try note(receivedVersion, db) }
             return true
         }
     }

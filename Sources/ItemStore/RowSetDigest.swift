@@ -16,7 +16,7 @@ struct RowKey: Hashable, Sendable {
 struct RowSetDigest: Sendable {
     static let laneCount = 1024
     /// The tables whose rows it covers; `meta` (the generation) is hashed whole.
-    static let tables = ["items", "apps"]
+    static let tables = ["items", "apps", "sync_received"]
 
     private(set) var lanes = [UInt16](repeating: 0, count: laneCount)
     /// Each row's 32-byte hash, to subtract its lanes when it changes or goes.
