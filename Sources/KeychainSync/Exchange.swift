@@ -1,7 +1,8 @@
 // One round of exchange with the server (docs/security.md "Keychain sync"):
 // - scan: the item store against the state's entries: an item whose modification date
 //   differs from its entry, or an entry whose item is gone, becomes a pending version
-//   made by this device (a deletion a tombstone, so it does not come back);
+//   made by this device (a deletion a tombstone, so it does not come back), unless it
+//   is a version the pull wrote and the state does not record (ReceivedVersionEntry);
 // - a newer epoch on the server: this device's copy of the new key, opened with its
 //   X25519 private key; a pending rotation (someone left): made here if nobody has;
 // - pull: every record with a sequence above the last one seen, in order; the later
@@ -23,6 +24,9 @@ struct Exchange {
     var crypto: AccountCrypto
     /// Set when the account no longer lists this device.
     var removed = false
+    /// Set when the scan found received versions noted in the keychain: once the state
+    /// is saved they are forgotten.
+    var foundReceived = false
 
     init(engine: SyncEngine, crypto: AccountCrypto) {
         self.engine = engine; self.crypto = crypto
@@ -34,11 +38,18 @@ struct Exchange {
 
     mutating func scan(_ state: inout SyncState) throws {
         let now = Date().timeIntervalSince1970
+        let received = try items.receivedSyncVersions()
+        foundReceived = !received.isEmpty
         var present = Set<String>()
         for version in try items.synchronizableVersions() {
             let recordID = crypto.recordID(of: version.identity)
             present.insert(recordID)
             if let entry = state.entries[recordID], !entry.deleted, entry.modified == version.modified { continue }
+            if let noted = received[recordID], noted.explains(present: version.modified) {
+                state.entries[recordID] = noted.entry(
+                    identity: SyncState.sealIdentity(version.identity, recordID: recordID, crypto: crypto))
+                continue
+            }
             state.entries[recordID] = SyncState.Entry(
                 modified: version.modified, deleted: false, writer: state.deviceID, pending: true,
                 identity: SyncState.sealIdentity(version.identity, recordID: recordID, crypto: crypto),
@@ -48,6 +59,10 @@ struct Exchange {
             // A damaged item is still there: neither sent nor deleted on the other devices.
             if let identity = SyncState.openIdentity(entry.identity, recordID: recordID, crypto: crypto),
                try items.holdsSynchronizable(identity: identity) { continue }
+            if let noted = received[recordID], noted.explains(present: nil) {
+                state.entries[recordID] = noted.entry(identity: entry.identity)
+                continue
+            }
             var tombstone = entry
             tombstone.deleted = true
             tombstone.modified = max(now, entry.modified)
@@ -208,11 +223,14 @@ struct Exchange {
             guard let current else { return scanned != nil }
             return current != scanned && (current, deviceID) > (remote.modified, remote.writer)
         }
+        let received = ReceivedSyncVersion(recordID: recordID, modified: remote.modified, deleted: remote.deleted,
+                                           writer: remote.writer)
         if remote.deleted {
-            try items.removeSynchronized(identity: identity, unlessLocal: keepsLocal)
+            try items.removeSynchronized(identity: identity, noting: received, unlessLocal: keepsLocal)
         } else {
             guard let secret = remote.secret else { return false }
-            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret), unlessLocal: keepsLocal)
+            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret), noting: received,
+                                        unlessLocal: keepsLocal)
         }
         state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
                                                   pending: false,

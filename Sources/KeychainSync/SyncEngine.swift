@@ -206,6 +206,9 @@ public final class SyncEngine: Sendable {
             try state.save(in: directory)
             saved = state
         }
+        // Each received version the keychain noted is in the saved state now, or was
+        // overtaken by a change made here, which the scan took as this device's.
+        if exchange.foundReceived { try items.forgetReceivedSyncVersions() }
         let connected = connection == nil || connection?.isBroken == true
         if connected {
             guard let server = try state.connectionString(device: device) else { return .idle }
@@ -215,7 +218,11 @@ public final class SyncEngine: Sendable {
         }
         guard let connection else { return .idle }
         let more = try exchange.synchronize(&state, connection, connected: connected)
-        if state != saved { try state.save(in: directory) }
+        if state != saved {
+            try state.save(in: directory)
+            // What the pull wrote is in the saved state now.
+            try items.forgetReceivedSyncVersions()
+        }
         if exchange.removed {
             record(connection: "removed from the account", error: nil)
         } else if let unreadable = state.unreadable?.count {
