@@ -130,6 +130,12 @@ extension ItemStore {
         try Int.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'generation'") ?? 0
     }
 
+    /// The generation now: it moves on at every write (an app's, or keychain sync's own),
+    /// so a reader that saw it unmoved knows the items are as it last read them.
+    public func currentGeneration() throws -> Int {
+        try pool.read { db in try Self.generation(db) }
+    }
+
     /// Checks the database at `path` against the device's record (fsck): throws the
     /// one-line refusal for an old or altered copy.
     public static func checkGeneration(path: String, device: LockStateManager) throws {

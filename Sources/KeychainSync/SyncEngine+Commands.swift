@@ -38,7 +38,7 @@ extension SyncEngine {
     }
 
     public func report() throws -> SyncReport {
-        guard let state = try SyncState.load(from: directory) else { return SyncReport(member: false) }
+        guard let state = try stateFile.current() else { return SyncReport(member: false) }
         var report = SyncReport(member: true)
         report.account = state.accountID
         report.device = state.deviceID
@@ -68,12 +68,12 @@ extension SyncEngine {
             try addMember(connection, crypto: crypto, deviceID: deviceID, publicKey: publicKey)
             try stillWanted()
         }
-        try state.save(in: directory)
+        try stateFile.save(state)
         return "created sync account \(crypto.accountID); this device is its first member"
     }
 
     private func invite(to file: String, _ stillWanted: () throws -> Void) throws -> String {
-        guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
+        guard let state = try stateFile.current() else { throw Self.notMember }
         guard let keys = try SyncState.open(state.sealedKeys, purpose: "account-keys", accountID: state.accountID, device: device) else {
             throw Self.beforeFirstUnlock
         }
@@ -129,7 +129,7 @@ extension SyncEngine {
             try connection.execute("SELECT pg_notify($1, '')", [.text(ServerSchema.channel(crypto.accountID))])
             try stillWanted()
         }
-        try state.save(in: directory)
+        try stateFile.save(state)
         // Used once: the file would join nobody else, and it holds the account key.
         unlink(invitationFile)
         return "joined sync account \(crypto.accountID)"
@@ -139,7 +139,7 @@ extension SyncEngine {
     /// next member to notice makes it), and the local sync state with its keys is
     /// removed. The items stay on this device, no longer updated.
     private func leave(_ stillWanted: () throws -> Void) throws -> String {
-        guard let state = try SyncState.load(from: directory) else { throw Self.notMember }
+        guard let state = try stateFile.current() else { throw Self.notMember }
         // A leave needs no key: before the first unlock, or after an erase replaced the
         // key the server's password was sealed under, it connects with the server as
         // shown (libpq's password file, PGPASSWORD) rather than not at all.
@@ -160,7 +160,7 @@ extension SyncEngine {
             }
             try stillWanted()
         }
-        try SyncState.remove(from: directory)
+        try stateFile.remove()
         shared.withLock { $0 = Shared(stopping: $0.stopping) }
         return "left sync account \(state.accountID); this device's items stay here and no longer sync"
     }
@@ -209,7 +209,7 @@ extension SyncEngine {
     }
 
     private func refuseMember() throws {
-        if let state = try SyncState.load(from: directory) {
+        if let state = try stateFile.current() {
             throw SyncError("this device is already in sync account \(state.accountID); dpfs sync leave first")
         }
     }

@@ -2,13 +2,15 @@
 // connection to the account's PostgreSQL server, LISTENs on the account's channel,
 // pulls what other devices changed since the last sequence it saw, and pushes this
 // device's changes to synchronizable items. Local changes are noticed by comparing
-// the item store with the state file's entries (a scan), at every app write, so a
-// change made while the server is down waits as a pending entry and goes at the next
-// connection. The keychain never waits for the server: a down server only shows in
-// `status` as "server unreachable" while the engine retries with backoff. A thread
-// that cannot start (RLIMIT_NPROC) is the caller's error and `status` says "not
-// running"; each sync command tries again. (Foundation's Thread said nothing: status
-// said "connecting" for ever while no change went anywhere.)
+// the item store with the state's entries (a scan) in the first round after the item
+// store's generation moved (an app's write also wakes the engine), so a change made
+// while the server is down waits as a pending entry and goes at the next connection;
+// a round in which nothing moved reads no item and no file (KeptSyncState). The
+// keychain never waits for the server: a down server only shows in `status` as
+// "server unreachable" while the engine retries with backoff. A thread that cannot
+// start (RLIMIT_NPROC) is the caller's error and `status` says "not running"; each
+// sync command tries again. (Foundation's Thread said nothing: status said
+// "connecting" for ever while no change went anywhere.)
 import DPFSProtocol
 import DataProtection
 import Foundation
@@ -25,6 +27,12 @@ public final class SyncEngine: Sendable {
     /// engine against a command, so that a leave never races a push.
     let shared = Mutex<Shared>(Shared())
     let work = Mutex<Void>(())
+    /// sync.json, read once and written when it changes.
+    let stateFile: KeptSyncState
+    /// What the last scan compared: while it still holds, a round scans nothing.
+    private let lastScan = Mutex<ScanMark?>(nil)
+    /// Rounds that compared every item with the state (for tests).
+    let scans = Atomic<Int>(0)
     private let wakePipe: (read: Int32, write: Int32)
     private let observerID = Mutex<UInt64?>(nil)
     let logger = Logger(label: "dpfs.sync")
@@ -53,6 +61,7 @@ public final class SyncEngine: Sendable {
         self.device = device
         self.items = items
         self.startThread = startThread
+        stateFile = KeptSyncState(directory: directory)
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SystemError("pipe", "sync wake-up") }
         for fd in fds {
@@ -61,7 +70,7 @@ public final class SyncEngine: Sendable {
         }
         wakePipe = (fds[0], fds[1])
         // A state file that cannot be read is refused now, at mount, with one line.
-        _ = try SyncState.load(from: directory)
+        _ = try stateFile.current()
     }
 
     /// Refuses, with one line, a state file that cannot be read: the daemon asks before
@@ -121,7 +130,7 @@ public final class SyncEngine: Sendable {
 
     /// One line for `dpfs status`; nil when the device is in no account.
     public var statusLine: String? {
-        guard case .some(.some) = try? SyncState.load(from: directory) else { return nil }
+        guard case .some(.some) = try? stateFile.current() else { return nil }
         return shared.withLock { $0.connection } ?? "connecting"
     }
 
@@ -191,8 +200,8 @@ public final class SyncEngine: Sendable {
     }
 
     /// One round: notice local changes, then (connected) rotate if due, pull, push.
-    private func round(_ connection: inout PostgresConnection?) throws -> Round {
-        guard var state = try SyncState.load(from: directory) else { return .idle }
+    func round(_ connection: inout PostgresConnection?) throws -> Round {
+        guard var state = try stateFile.current() else { return .idle }
         guard let crypto = try state.crypto(device: device) else {
             record(connection: "waiting for the first unlock", error: nil)
             return .idle
@@ -201,14 +210,21 @@ public final class SyncEngine: Sendable {
         // Saved only when changed: most rounds (a notification of one's own push) change nothing.
         var saved = state
         try state.sealServerIfClear(device: device)
-        try exchange.scan(&state)
+        // Read before the scan: a write during it moves the generation, and the next
+        // round scans again.
+        let mark = ScanMark(state, generation: try items.currentGeneration())
+        if lastScan.withLock({ $0 }) != mark {
+            try exchange.scan(&state)
+            scans.add(1, ordering: .relaxed)
+        }
         if state != saved {
-            try state.save(in: directory)
+            try stateFile.save(state)
             saved = state
         }
         // Each received version the keychain noted is in the saved state now, or was
         // overtaken by a change made here, which the scan took as this device's.
         if exchange.foundReceived { try items.forgetReceivedSyncVersions() }
+        lastScan.withLock { $0 = mark }
         let connected = connection == nil || connection?.isBroken == true
         if connected {
             guard let server = try state.connectionString(device: device) else { return .idle }
@@ -219,7 +235,7 @@ public final class SyncEngine: Sendable {
         guard let connection else { return .idle }
         let more = try exchange.synchronize(&state, connection, connected: connected)
         if state != saved {
-            try state.save(in: directory)
+            try stateFile.save(state)
             // What the pull wrote is in the saved state now.
             try items.forgetReceivedSyncVersions()
         }
@@ -232,5 +248,18 @@ public final class SyncEngine: Sendable {
             record(connection: "connected", error: nil)
         }
         return more ? .again : .done
+    }
+}
+
+/// The state a scan compared with the items, and the item store's generation then.
+/// Sync's own writes move the generation too: the round after a pull scans once more.
+struct ScanMark: Equatable, Sendable {
+    let accountID: String
+    let deviceID: String
+    let epoch: Int
+    let generation: Int
+
+    init(_ state: SyncState, generation: Int) {
+        accountID = state.accountID; deviceID = state.deviceID; epoch = state.epoch; self.generation = generation
     }
 }
