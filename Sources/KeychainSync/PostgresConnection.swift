@@ -48,7 +48,7 @@ final class PostgresConnection {
         guard pq.pointee.status(made) == CONNECTION_OK, pq.pointee.setnonblocking(made, 1) == 0 else {
             let message = server.redacting(Self.oneLine(pq.pointee.errorMessage(made)))
             pq.pointee.finish(made)
-            throw SyncError.unreachable(message)
+            throw SyncError.connectionFailed(message)
         }
         connection = made
     }

@@ -162,7 +162,8 @@ public final class SyncEngine: Sendable {
                 wait = .infinity
             } catch let error as SyncError where error.isUnreachable {
                 connection = nil
-                record(connection: "server unreachable", error: error.description)
+                record(connection: error.isRefusal ? "server refused the connection" : "server unreachable",
+                       error: error.description)
                 wait = backoff
                 backoff = min(backoff * 2, 5)
             } catch {

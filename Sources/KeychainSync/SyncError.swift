@@ -6,11 +6,16 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     /// The device's own sync state no longer opens (an erase replaced the key it is
     /// sealed under): no retry can help, only `dpfs sync leave`.
     public let stopsSync: Bool
+    /// The server answered and refused the connection, or its address is malformed:
+    /// retried like an unreachable server, but `status` does not call it unreachable.
+    public let isRefusal: Bool
     /// PostgreSQL's SQLSTATE, when the server refused a statement.
     let state: String?
 
-    init(_ description: String, isUnreachable: Bool = false, stopsSync: Bool = false, state: String? = nil) {
-        self.description = description; self.isUnreachable = isUnreachable; self.stopsSync = stopsSync; self.state = state
+    init(_ description: String, isUnreachable: Bool = false, isRefusal: Bool = false, stopsSync: Bool = false,
+         state: String? = nil) {
+        self.description = description; self.isUnreachable = isUnreachable; self.isRefusal = isRefusal
+        self.stopsSync = stopsSync; self.state = state
     }
 
     static func stateDoesNotOpen(_ purpose: String) -> SyncError {
