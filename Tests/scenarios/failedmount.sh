@@ -11,7 +11,9 @@ require_tools sqlite3 chattr
 KEYCHAIN="$DEV/keychain.sqlite"
 USER_WORK="$WORK/user"
 USER_MNT="$USER_WORK/mnt"
-USER_RUN="$USER_WORK/run"
+# The user's runtime directory, short as /run/user/UID is: $WORK may be too deep for
+# the daemon's sockets, which would then go to /tmp/dpfs-UID instead.
+USER_RUN=$(mktemp -d /tmp/dpfs-xdg.XXXXXX)
 as_nobody() {
     setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$USER_WORK" XDG_RUNTIME_DIR="$USER_RUN" "$@"
 }
@@ -20,6 +22,7 @@ scenario_cleanup() {
     if grep -qs " $USER_MNT fuse" /proc/mounts; then
         as_nobody "$DPFS" unmount "$USER_MNT" 2>/dev/null || fusermount3 -uz "$USER_MNT" 2>/dev/null
     fi
+    rm -rf "$USER_RUN"
     return 0
 }
 
@@ -115,6 +118,7 @@ printf '1234\n' > "$USER_WORK/pass"
 chmod 600 "$USER_WORK/pass"
 chmod 755 "$WORK"
 chown -R 65534:65534 "$USER_WORK"
+chown 65534:65534 "$USER_RUN"
 as_nobody "$DPFS" init "$USER_WORK/device" --passcode-file "$USER_WORK/pass" \
     --secret-store "file:$USER_WORK/secrets" > /dev/null || fail "init as nobody"
 
