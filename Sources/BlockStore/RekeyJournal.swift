@@ -136,12 +136,16 @@ public struct RekeyJournal {
         var all = [UInt8](repeating: 0, count: Int(info.st_size))
         let got = try? all.withMutableBytes { (buffer) throws(Errno) in try preadAll(fd, buffer, at: 0) }
         guard got == all.count, Array(all[0..<4]) == Self.magic else { return nil }
-        let offset = (0..<8).reduce(0) { $0 | Int(all[4 + $1]) << (8 * $1) }
+        let offset = (0..<8).reduce(UInt64(0)) { $0 | UInt64(all[4 + $1]) << (8 * UInt64($1)) }
         let length = (0..<4).reduce(0) { $0 | Int(all[12 + $1]) << (8 * $1) }
         guard Self.headerSize + length + Self.digestSize == all.count else { return nil }
+        // The digest is unkeyed, so anyone who can write the device directory can make a
+        // record verify: one whose chunk starts before the blocks or ends past what an
+        // offset can address is damage, not a chunk to put back.
+        guard offset >= UInt64(BlockLayout.headerSize), offset <= UInt64(Int.max - length) else { return nil }
         var hash = StreamingHash(outputLength: Self.digestSize)
         all.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<Self.headerSize + length])) }
         guard hash.finish() == Array(all[(Self.headerSize + length)...]) else { return nil }
-        return (offset, Array(all[Self.headerSize..<Self.headerSize + length]))
+        return (Int(offset), Array(all[Self.headerSize..<Self.headerSize + length]))
     }
 }
