@@ -161,15 +161,17 @@ extension ControlServer {
     }
 
     /// Reads and drops what the peer still sends (briefly), so closing does not reset
-    /// the connection before the peer has read the error reply.
+    /// the connection before the peer has read the error reply. What is left of a frame
+    /// that failed part way may be its secrets, so it is read into locked memory, zeroed
+    /// when released.
     func drain(_ fd: Int32) {
         shutdown(fd, Int32(SHUT_WR))
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var scratch = [UInt8](repeating: 0, count: 4096)
+        let scratch = LockedSecret(count: 4096)
         var budget = 1 << 20
         while budget > 0 {
-            let n = recv(fd, &scratch, scratch.count, 0)
+            let n = recv(fd, scratch.mutableBytes.baseAddress, scratch.count, 0)
             if n <= 0 { return }
             budget -= n
         }

@@ -21,7 +21,7 @@ public enum FrameArrival: Equatable {
 
     /// What waits on `fd`, a stream socket, peeked into `scratch` (at least `peekSize`
     /// bytes). A peek may copy a frame's secrets (a passcode), so `scratch` is locked
-    /// memory, and it is wiped again once it has held any.
+    /// memory, and it is wiped again once it may have held any.
     public static func peek(_ fd: Int32, into scratch: LockedSecret) -> FrameArrival {
         let buffer = scratch.mutableBytes
         let n = recv(fd, buffer.baseAddress, min(buffer.count, peekSize), Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
@@ -29,6 +29,8 @@ public enum FrameArrival: Equatable {
         if n < 0 { return errno == EAGAIN || errno == EINTR ? .nothing : .closed }
         if n < ControlProtocol.headerSize { return .partial }
         guard let lengths = try? FrameLengths(header: UnsafeRawBufferPointer(rebasing: buffer[..<n])) else {
+            // Whatever the bad header claims, the bytes after it may be a secret.
+            scratch.wipe()
             return .whole(nil)
         }
         if lengths.secrets > 0 && n > ControlProtocol.headerSize + lengths.body { scratch.wipe() }

@@ -69,6 +69,16 @@ import Testing
         #expect(throws: FrameError.self) { try TestFrame.read(from: daemon, arrived: true) }
     }
 
+    @Test func aRefusedHeaderLeavesNoBytesOfTheFrameInThePeekBuffer() throws {
+        let (client, daemon) = try connectedPair()
+        defer { close(client); close(daemon) }
+        var other = header(bodyLength: 4)
+        other[5] = UInt8(ControlProtocol.version + 1)
+        try send((other + Array("body".utf8) + Array("a passcode".utf8))[...], on: client)
+        #expect(peek(daemon) == .whole(nil))
+        #expect(scratch.bytes.allSatisfy { $0 == 0 }, "the peek kept what followed a header it refused")
+    }
+
     @Test func aFrameCutShortIsMalformedAndAnEndBeforeOneIsClosed() throws {
         let (client, daemon) = try connectedPair()
         defer { close(client); close(daemon) }
