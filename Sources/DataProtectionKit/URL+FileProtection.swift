@@ -7,8 +7,9 @@ import Foundation
 import Glibc
 
 extension URL {
-    /// Sets the class of a file (its key is rewrapped, its content untouched) or of a
-    /// directory (the class its new children take). Throws CocoaError with EPERM inside
+    /// Sets the class of a file (a weaker class rewraps its key; a stronger one gives it
+    /// a new key and reseals its content) or of a directory (the class its new children
+    /// take). Throws CocoaError with EPERM inside
     /// when the file's current key or the new class is not available now.
     public func setFileProtection(_ protection: FileProtectionType) throws {
         let path = try sandboxPath(writing: true)
