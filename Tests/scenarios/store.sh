@@ -39,6 +39,7 @@ case "$out" in *"forgot device $uuid: removed $SECRETS/$uuid.secret, $SECRETS/$u
 check_fails "the secret is gone" test -e "$SECRETS/$uuid.secret"
 check_fails "the record too" test -e "$SECRETS/$uuid.state"
 check_error "the device no longer mounts, with one clear line" "device $uuid" "$DPFS" mount "$DEV" "$MNT"
+expect_eq "and the refused mount leaves no file of it in the store" "$(ls "$SECRETS" | grep "^$uuid")" ""
 check_error "forget again: nothing left" "no entries of device $uuid" "$DPFS" forget "$DEV"
 
 # By UUID, in the default store of the user (root: /var/lib/dpfs), the directory gone.

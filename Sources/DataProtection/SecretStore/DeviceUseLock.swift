@@ -54,6 +54,11 @@ public enum DeviceUseLock {
         if case .file(let storeDirectory) = entry.store {
             // The refusal of a missing or open store, as the secret's load gives it.
             try DeviceSecretStore.checkDirectory(storeDirectory, store: entry.store)
+            // A forgotten device's boot fails at its secret: a lock file made for it
+            // would be left in the store with nothing to forget it by.
+            if creating, access(DeviceSecretStore.path(of: entry.deviceUUID, in: storeDirectory), F_OK) != 0, errno == ENOENT {
+                return nil
+            }
         }
         return try lock(entry.deviceUUID, in: entry.store, creating: creating, locked)
     }
