@@ -32,15 +32,7 @@ struct Daemon {
 
     func run() -> Int32 {
         let (device, mounted, level) = (directory.root, mountpoint, logLevel)
-        // daemon.log (the daemon's stderr) always; the journal too, where one runs.
-        LoggingSystem.bootstrap { label in
-            var stream = StreamLogHandler.standardError(label: label)
-            stream.logLevel = level
-            guard JournalLogHandler.isAvailable else { return stream }
-            var both = MultiplexLogHandler([stream, JournalLogHandler(label: label, device: device, mountpoint: mounted)])
-            both.logLevel = level
-            return both
-        }
+        LoggingSystem.bootstrap { DaemonLog.handler(label: $0, level: level, device: device, mountpoint: mounted) }
         var logger = Logger(label: "dpfs")
         logger.logLevel = level
         // Keys live in this process: no core dumps, no ptrace by other users.

@@ -94,7 +94,7 @@ check "so does its fsync" grep -q "^fsync failed" "$WORK/holder.out"
 check_fails "the mapping's flush does not succeed" grep -q "^mmap succeeded" "$WORK/holder.out"
 log "the holder: $(tr '\n' ';' < "$WORK/holder.out")"
 
-check "daemon.log records the death" within 60 has_line "the daemon (pid $daemon) died and left its mount" "$DEV/daemon.log"
+check "daemon.log records the death, with its level as every line" within 60 has_line " critical dpfs: .*the daemon (pid $daemon) died and left its mount" "$DEV/daemon.log"
 check_error "dpfs status says the daemon died" "dpfs daemon of .* has died" "$DPFS" status "$MNT"
 check_error "dpfs lock too" "has died" "$DPFS" lock "$MNT"
 

@@ -5,6 +5,7 @@
 import DataProtection
 import Foundation
 import Glibc
+import Logging
 import SandboxFS
 
 extension Unmount {
@@ -24,13 +25,17 @@ extension Unmount {
         let refusal = "every access there fails (Transport endpoint is not connected) until "
             + "`dpfs unmount \(target)` or the next `dpfs mount` on it"
         if announced.map({ $0.isShown(at: target) }) ?? DaemonWatch.showsDeadMount(at: target, source: source) {
-            report("the daemon (pid \(daemon)) died and left its mount at \(target) dead: \(refusal)")
+            report("the daemon (pid \(daemon)) died and left its mount at \(target) dead: \(refusal)", at: target, source: source)
         } else if announced == nil {
-            report("the daemon (pid \(daemon)) died while mounting \(target); a mount that appears there is dead: \(refusal)")
+            report("the daemon (pid \(daemon)) died while mounting \(target); a mount that appears there is dead: \(refusal)",
+                   at: target, source: source)
         }
     }
 
-    private func report(_ text: String) {
-        FileHandle.standardError.write(Data("\(DeviceEvent.utcTimestamp()) dpfs: \(text)\n".utf8))
+    /// Into daemon.log (this process's stderr is the daemon's) as the daemon logs.
+    private func report(_ text: String, at target: String, source: String) {
+        let device = source.hasPrefix("dpfs:") ? String(source.dropFirst(5)) : source
+        let log = Logger(label: "dpfs") { DaemonLog.handler(label: $0, level: .info, device: device, mountpoint: target) }
+        log.critical("\(text)")
     }
 }
