@@ -63,7 +63,7 @@ extension SandboxFileSystem {
             throw error
         }
         try finishMove(content, from: oldKey, to: newKey)
-        logger.notice("a class raise a kill interrupted is finished")
+        logger.notice("a class raise cut short (by a lock or a kill) is finished")
     }
 
     /// Moves the blocks to `newKey`, then zeroes the old slot; the file's key is then

@@ -97,10 +97,18 @@ done
 expect_eq "the raise is under way" "$seen" "yes"
 check "lock --now during the raise" timeout 60 "$DPFS" lock "$MNT" --now
 expect_eq "the device is locked" "$(state_of)" "locked"
-wait "$raiser"; log "the raise ended with status $?: $(cat "$WORK/raise.err")"
+wait "$raiser"; raised=$?; log "the raise ended with status $raised: $(cat "$WORK/raise.err")"
+if [ "$raised" != 0 ]; then
+    check "the stopped raise says the file has its new class and finishes after the unlock" \
+        grep -q "has class complete now, but the device locked before its content moved" "$WORK/raise.err"
+fi
 check_error "the file is refused while locked" "Operation not permitted" cat "$D/large"
 unlock_device
 check "after the unlock it reads whole" cmp "$WORK/large" "$D/large"
+if [ "$raised" != 0 ]; then
+    check "daemon.log says the raise a lock cut short is finished" \
+        grep -q "a class raise cut short (by a lock or a kill) is finished" "$DEV/daemon.log"
+fi
 expect_eq "with the raised class" "$("$DPFS" protection get "$D/large" | awk '{print $NF}')" "complete"
 # The backing file's own time: what the daemon reports.
 expect_eq "and its modification time, stopped and finished alike" "$(TZ=UTC stat -c %y "$LB2")" \

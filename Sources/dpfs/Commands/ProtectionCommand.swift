@@ -59,11 +59,22 @@ struct Protection: ParsableCommand {
                 failed = true
                 let error = errno
                 let reason = Protection.deathShown(at: path, by: error) ?? Protection.classless(path)
-                    ?? (error == EPERM ? "the key of its class or of the new class is not available (device locked?)"
-                                       : String(cString: strerror(error)))
+                    ?? (error == EPERM ? Self.unavailable(path, asked: name) : String(cString: strerror(error)))
                 FileHandle.standardError.write(Data("Error: \(path.display): \(reason)\n".utf8))
             }
             if failed { throw ExitCode.failure }
+        }
+
+        /// EPERM's reason: no key to change with, or a raise a lock stopped after its
+        /// first step, which leaves the file in the class asked for (dpfs(1)).
+        static func unavailable(_ path: RawArgument, asked name: String) -> String {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let n = getxattr(path.bytes, MountAttributes.protection, &buffer, buffer.count)
+            guard n > 0, String(decoding: buffer[0..<n], as: UTF8.self) == name else {
+                return "the key of its class or of the new class is not available (device locked?)"
+            }
+            return "the file has class \(name) now, but the device locked before its content moved to the new key; "
+                + "the move finishes at the file's first use after the unlock"
         }
     }
 
