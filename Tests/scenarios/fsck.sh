@@ -16,6 +16,11 @@ head -c 1000000 /dev/urandom > "$WORK/cut.bin"
 cp "$WORK/cut.bin" "$D/cutme"; cp "$WORK/cut.bin" "$D/cutin"
 # 8 MiB never written but its last byte: a sparse file, whose copy must stay sparse.
 truncate -s 8M "$D/sparse"; printf 'z' >> "$D/sparse"
+# Data, a 64 MiB hole, then data again, one block of which is damaged below: the walk
+# skips the hole and still finds the block after it.
+head -c 8192 /dev/urandom > "$WORK/gap.bin"; truncate -s $((8192 + 67108864)) "$WORK/gap.bin"
+head -c 12288 /dev/urandom >> "$WORK/gap.bin"
+cp --sparse=always "$WORK/gap.bin" "$D/gap.bin"
 for service in one two three; do
     printf 'secret-%s' "$service" | "$DPFS" keychain add "$MNT" --service "$service" --account a >/dev/null \
         || fail "keychain add $service"
@@ -28,7 +33,7 @@ ln -s "$long_target" "$D/link730"
 ln -s "$longest_target" "$D/link3031"
 ln -s "$(head -c 4095 /dev/zero | tr '\0' v)" "$D/link4095"
 A=$(backing "$D/a.bin"); BB=$(backing "$D/b.bin"); C=$(backing "$D/c.bin")
-CUTME=$(backing "$D/cutme"); CUTIN=$(backing "$D/cutin")
+CUTME=$(backing "$D/cutme"); CUTIN=$(backing "$D/cutin"); GAP=$(backing "$D/gap.bin")
 "$DPFS" unmount "$MNT"
 
 check_fails "fsck refuses a wrong passcode" sh -c "echo nope | '$DPFS' fsck '$DEV'"
@@ -41,6 +46,7 @@ flip_bit "$BB" $((512 + 4136 * 0 + 60))  # block 0
 printf 'XXXX' | dd of="$C" bs=1 seek=0 conv=notrunc status=none                          # magic
 truncate -s $((512 + 4136 * 100)) "$CUTME"          # after block 99
 truncate -s $((512 + 4136 * 150 + 1000)) "$CUTIN"   # inside block 150
+flip_bit "$GAP" $((512 + 4136 * 16387 + 9))          # the second block after the hole
 out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" --salvage "$WORK/salvage"); rc=$?
 expect_eq "damage: exit 1" "$rc" "1"
 case "$out" in *"Documents/a.bin: 1 damaged block (3)"*) pass "names a.bin's damaged block 3" ;; *) fail "names a.bin's damaged block 3" "$out" ;; esac
@@ -73,6 +79,11 @@ rm -f "$DEV"/sandbox/.fuse_hidden-target.*
 out=$("$DPFS" fsck "$DEV" --passcode-file "$PASS" 2>&1)
 case "$out" in *"Documents/link4095: symlink target does not open"*) pass "a long target whose file is gone is reported: $(printf '%s' "$out" | grep link4095)" ;;
                 *) fail "a long target whose file is gone is reported" "$out" ;; esac
+case "$out" in *"Documents/gap.bin: 1 damaged block (16387) of 16389"*) pass "the block after a 64 MiB hole is checked, the hole skipped" ;;
+               *) fail "the block after a 64 MiB hole is checked, the hole skipped" "$out" ;; esac
+cmp -s <(head -c $((8192 + 67108864 + 4096)) "$WORK/gap.bin") <(head -c $((8192 + 67108864 + 4096)) "$WORK/salvage/Documents/gap.bin") \
+    && pass "its salvaged copy holds the data and the hole before the damage" \
+    || fail "its salvaged copy holds the data and the hole before the damage"
 expect_eq "the salvage directory is the owner's alone (it holds plaintext)" "$(stat -c %a "$WORK/salvage")" "700"
 cmp -s <(head -c 8388608 /dev/zero; printf z) "$WORK/salvage/Documents/sparse" && pass "a sparse file is salvaged whole" \
     || fail "a sparse file is salvaged whole"
