@@ -1,8 +1,9 @@
 // SecKeyCreateRandomKey, SecKeyCreateWithData, SecKeyCopyPublicKey,
 // SecKeyCopyExternalRepresentation and SecKeyCopyAttributes with Apple's signatures.
-// A permanent key or a Secure Enclave key is made by the device's daemon (the first
-// becomes a key item of the keychain, the second never leaves it); an ordinary key
-// that is not permanent is made here, as iOS makes it in the app's process.
+// A Secure Enclave key is made by the device's daemon and never leaves it; an ordinary
+// key is made here, as iOS makes it in the app's process, and a permanent one is then
+// stored as a key item by the add SecItemAdd makes (PermanentKeyItem): the daemon
+// sees its private form only as an item's data, as it sees a password's.
 import Crypto
 import DPFSProtocol
 import Foundation
@@ -13,25 +14,25 @@ import SecKeyCrypto
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     do {
         let spec = try KeySpec(parameters)
-        if !spec.permanent && !spec.inEnclave {
+        guard spec.inEnclave else {
             let key = P256.Signing.PrivateKey()
-            return SecKey(material: .software(key), publicKey: key.publicKey.x963Representation, attributes: spec.appleAttributes)
+            let made = SecKey(material: .software(key), publicKey: key.publicKey.x963Representation,
+                              attributes: spec.appleAttributes)
+            guard spec.permanent else { return made }
+            var attributes = spec.appleAttributes
+            attributes.merge(SecItemResult.appleAttributes(try PermanentKeyItem.add(made, spec))) { $1 }
+            return SecKey(material: .software(key), publicKey: made.publicKeyData, attributes: attributes)
         }
         let request = KeyRequest(operation: .generate, attributes: spec.storeAttributes, permanent: spec.permanent)
         let response = try SecKeyCall.answer(DeviceConnection.shared.send(request))
-        guard response.status == errSecSuccess, let publicKey = response.publicKey else {
-            throw SecKeyFailure(response.status, response.message ?? "the device could not make the key")
+        guard response.status == errSecSuccess, let publicKey = response.publicKey, let token = response.token else {
+            throw SecKeyFailure(response.status == errSecSuccess ? errSecDecode : response.status,
+                                response.message ?? "the device could not make the key")
         }
         var attributes = spec.appleAttributes
         if let stored = response.attributes { attributes.merge(SecItemResult.appleAttributes(stored)) { $1 } }
-        if let token = response.token {
-            return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
-                          authentication: spec.authentication)
-        }
-        guard let privateKey = response.privateKey, let key = try? KeyEncoding.privateKey(x963: privateKey) else {
-            throw SecKeyFailure(errSecDecode, "the device's reply holds no key")
-        }
-        return SecKey(material: .software(key), publicKey: publicKey, attributes: attributes)
+        return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
+                      authentication: spec.authentication)
     } catch let failure as SecKeyFailure {
         report(failure.status, failure.message, to: error)
         return nil
@@ -99,8 +100,8 @@ struct SecKeyFailure: Error {
     init(_ status: OSStatus, _ message: String) { self.status = status; self.message = message }
 }
 
-/// SecKeyCreateRandomKey's parameters read: what the daemon is asked, and what the
-/// SecKey reports.
+/// SecKeyCreateRandomKey's parameters read: what the key item's store attributes are
+/// (or the daemon is asked, for a Secure Enclave key), and what the SecKey reports.
 struct KeySpec {
     var permanent = false
     var inEnclave = false
@@ -180,8 +181,8 @@ struct KeySpec {
             }
         }
         try protect(accessible: accessible, accessControl: accessControl)
-        // The daemon refuses a synchronizable Secure Enclave key or key with an access
-        // control (errSecParam), as SecItemAdd refuses the item.
+        // The daemon refuses a synchronizable Secure Enclave key, and the store a key item
+        // with an access control (errSecParam), as SecItemAdd refuses the item.
         if synchronizable {
             storeAttributes["synchronizable"] = "yes"
         }
