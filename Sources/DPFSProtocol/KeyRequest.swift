@@ -1,13 +1,14 @@
 // What a SecKey call asks of the daemon and what it answers. Only what needs a key the
-// client may not hold crosses the socket: making a key the daemon keeps (Secure
-// Enclave keys, and any permanent key, which becomes an item), and the private-key
-// operations of Secure Enclave keys. Public-key work (verify, encrypt) and the
-// operations of ordinary keys run in the app.
+// client may not hold crosses the socket: making a Secure Enclave key, and its
+// private-key operations. Ordinary keys are made in the app (a permanent one is stored
+// with a keychain add); public-key work (verify, encrypt) and the operations of
+// ordinary keys run in the app.
 import Foundation
 
 public struct KeyRequest: Codable, Sendable {
     public enum Operation: String, Codable, Sendable {
-        /// A new P-256 key pair; with `permanent`, stored as a key item.
+        /// A new Secure Enclave P-256 key pair ("tokenID" "secureEnclave"; any other key
+        /// is errSecParam); with `permanent`, stored as a key item.
         case generate
         /// ECDSA over `input` (a message or a digest, as `algorithm` says).
         case sign
@@ -53,9 +54,6 @@ public struct KeyResponse: Codable, Sendable {
     /// generate of a Secure Enclave key: its token. Opaque: sealed under keys only the
     /// daemon holds, it is no export of the key.
     public var token: Data?
-    /// generate of an ordinary key: its X9.63 private form (04 || X || Y || D), which
-    /// the app's SecKey holds, as an ordinary key lives in the app on iOS.
-    public var privateKey: Data?
     /// generate of a permanent key: the item's attributes, as a find returns them.
     public var attributes: [String: String]?
     /// sign, decrypt, keyExchange: the signature (DER), the plaintext, the shared secret.
@@ -63,9 +61,9 @@ public struct KeyResponse: Codable, Sendable {
     /// Why a call failed, when the status alone would leave the caller guessing.
     public var message: String?
 
-    public init(status: Int32, publicKey: Data? = nil, token: Data? = nil, privateKey: Data? = nil,
+    public init(status: Int32, publicKey: Data? = nil, token: Data? = nil,
                 attributes: [String: String]? = nil, output: Data? = nil, message: String? = nil) {
-        self.status = status; self.publicKey = publicKey; self.token = token; self.privateKey = privateKey
+        self.status = status; self.publicKey = publicKey; self.token = token
         self.attributes = attributes; self.output = output; self.message = message
     }
 }

@@ -1,8 +1,9 @@
-// SecKey calls that need the daemon: making a key it keeps (a Secure Enclave key, or
-// any permanent key, which becomes a key item), and the private-key operations of
-// Secure Enclave keys, which run here on a token (SecureEnclaveKeys) and answer only
-// their result, after asking the simulated user when the key's access control says
-// so. Never throws: every failure is an OSStatus.
+// SecKey calls that need the daemon: making a Secure Enclave key (kept as a key item
+// when permanent), and the private-key operations of Secure Enclave keys, which run
+// here on a token (SecureEnclaveKeys) and answer only their result, after asking the
+// simulated user when the key's access control says so. An ordinary key is the app's:
+// the app makes it and a permanent one arrives as an add, so no ordinary private key
+// is ever made in, or sent from, the daemon. Never throws: every failure is an OSStatus.
 import Crypto
 import DataProtection
 import DPFSProtocol
@@ -38,10 +39,9 @@ extension ItemStore {
         for name in request.attributes.keys where !Self.givenKeyAttributes.contains(name) {
             throw SecError(SecStatus.param, "a new key takes no attribute \(name)")
         }
-        let inEnclave: Bool
         switch request.attributes["tokenID"] ?? "" {
-        case "": inEnclave = false
-        case SecureEnclaveKeys.tokenID: inEnclave = true
+        case SecureEnclaveKeys.tokenID: break
+        case "": throw SecError(SecStatus.param, "an ordinary key is made by the app and stored with SecItemAdd")
         case let other: throw SecError(SecStatus.param, "no token \(other) on this device")
         }
         let parsed = try ParsedAttributes(request.attributes.merging(["class": ItemClass.keys.rawValue]) { $1 })
@@ -54,27 +54,16 @@ extension ItemStore {
         guard caller.allows(group) else {
             throw SecError(SecStatus.missingEntitlement, "the app is not entitled to access group \(group)")
         }
-        if inEnclave && parsed.synchronizable == .yes {
+        if parsed.synchronizable == .yes {
             throw SecError(SecStatus.param, "a Secure Enclave key never leaves the device: it cannot be synchronizable")
         }
         // Bound once, here: the token, the wrap and the key item all carry the same
         // flags and enrollment (a .biometryCurrentSet key with nothing enrolled fails).
         let accessControl = try parsed.accessControl.map { try bind($0) }
-        let secret: Data
-        let publicKey: Data
-        var response = KeyResponse(status: SecStatus.success)
-        if inEnclave {
-            (secret, publicKey) = enclave.generate(accessControl: accessControl)
-            response.token = try enclave.token(wrapped: secret, accessibility: accessibility, group: group,
-                                               accessControl: accessControl, publicKey: publicKey)
-        } else {
-            // An ordinary key is the app's on iOS too: its private form goes back to it.
-            let key = P256.Signing.PrivateKey()
-            publicKey = key.publicKey.x963Representation
-            secret = KeyEncoding.x963(key)
-            response.privateKey = secret
-        }
-        response.publicKey = publicKey
+        let (secret, publicKey) = enclave.generate(accessControl: accessControl)
+        var response = KeyResponse(status: SecStatus.success, publicKey: publicKey)
+        response.token = try enclave.token(wrapped: secret, accessibility: accessibility, group: group,
+                                           accessControl: accessControl, publicKey: publicKey)
         guard request.permanent else {
             guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
             return response

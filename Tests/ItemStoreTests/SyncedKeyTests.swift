@@ -12,10 +12,9 @@ import Testing
 
     @Test func aSyncedKeyArrivesWithItsPublicKey() throws {
         let a = try TestDevice(), b = try TestDevice(), c = try TestDevice()
-        let made = a.store.performKey(KeyRequest(operation: .generate, attributes: ["applicationTag": tag, "synchronizable": "yes"],
-                                                 permanent: true))
+        let made = a.addOrdinaryKey(["applicationTag": tag, "synchronizable": "yes"])
         #expect(made.status == SecStatus.success)
-        let publicKey = try #require(made.publicKey).hexString
+        let publicKey = made.publicKey.hexString
         let identity = try #require(try a.store.synchronizableVersions().first?.identity)
         let item = try #require(try a.store.synchronizedItem(identity: identity))
         let query = ["class": ItemClass.keys.rawValue, "applicationTag": tag, "synchronizable": "yes"]

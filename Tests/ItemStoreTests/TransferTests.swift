@@ -57,8 +57,7 @@ import Testing
         let source = try TestDevice()
         let enclave = source.store.performKey(KeyRequest(operation: .generate, attributes: [
             "applicationTag": "0e", "tokenID": "secureEnclave", "accessible": "WhenUnlocked"], permanent: true))
-        let ordinary = source.store.performKey(KeyRequest(operation: .generate, attributes: [
-            "applicationTag": "0a", "accessible": "WhenUnlocked"], permanent: true))
+        let ordinary = source.addOrdinaryKey(["applicationTag": "0a", "accessible": "WhenUnlocked"])
         #expect(enclave.status == 0 && ordinary.status == 0)
         let items = try exported(source)
         #expect(items.map { $0.attributes["applicationTag"] } == ["0a"], "only the ordinary key leaves")
