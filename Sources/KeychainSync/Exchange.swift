@@ -5,8 +5,8 @@
 //   is a version the pull wrote and the state does not record (ReceivedVersionEntry);
 // - a newer epoch on the server: this device's copy of the new key, opened with its
 //   X25519 private key; a pending rotation (someone left): made here if nobody has;
-// - pull: every record with a sequence above the last one seen, in order; the later
-//   version wins (modification date, then writer id), so every device converges;
+// - pull: every record with a sequence above the last one seen, in order, a page at a
+//   time (PulledRecords); the later version wins (modification date, then writer id), so every device converges;
 // - push: every pending entry, in one transaction that takes the account's next
 //   sequences and writes a record only where the server's version is one this device
 //   has pulled (else the round pulls again and decides anew), then NOTIFY.
@@ -106,7 +106,7 @@ struct Exchange {
         engine.shared.withLock { $0.members = members.count }
         // A pull stopped by a locked class leaves newer versions unseen: a push of those
         // records would only meet them again, so the round ends without asking for another.
-        let complete = try pull(&state, connection)
+        let complete = try pull(&state, from: ServerRecords(connection: connection, accountID: state.accountID))
         let conflicted = try push(&state, connection)
         return conflicted && complete
     }
@@ -128,6 +128,7 @@ struct Exchange {
         // The rotation re-sealed every record it could open under the new key, with a new
         // sequence, and deleted the rest: what does not open is learnt anew.
         state.forgetUnreadable { _, _ in false }
+        state.forgetRefused { _, _ in false }
         return true
     }
 
@@ -144,6 +145,7 @@ struct Exchange {
             if let recordID = rows.text(row, 0), let sequence = rows.int(row, 1) { held[recordID] = sequence }
         }
         state.forgetUnreadable { held[$0] == $1 }
+        state.forgetRefused { held[$0] == $1 }
         var lost = 0
         for (recordID, entry) in state.entries {
             guard let seen = entry.sequence, (held[recordID] ?? 0) < seen else { continue }
@@ -157,36 +159,52 @@ struct Exchange {
     }
 
     /// Returns false when a record waits for its class key (the pull stopped before it).
-    private func pull(_ state: inout SyncState, _ connection: PostgresConnection) throws -> Bool {
-        // The payload's size first: one above any record's is not fetched at all.
-        let rows = try connection.execute("""
-            SELECT record_id, epoch, seq, octet_length(payload), CASE WHEN octet_length(payload) <= $3 THEN payload END
-            FROM dpfs_sync_records WHERE account_id = $1 AND seq > $2 ORDER BY seq
-            """, [.text(state.accountID), .int(state.lastSequence), .int(RecordPlaintext.maxSealedSize)])
-        for row in 0..<rows.count {
-            guard let recordID = rows.text(row, 0), let epoch = rows.int(row, 1), let sequence = rows.int(row, 2) else { continue }
-            guard let payload = rows.bytes(row, 4) else {
+    /// A page at a time, each from the last sequence taken, until a short page: the
+    /// state moves past a record only once it is written (or refused), so a pull cut
+    /// short anywhere leaves the cursor at a record the keychain holds.
+    func pull(_ state: inout SyncState, from source: some PulledRecordSource, pageSize: Int = Exchange.pageSize) throws -> Bool {
+        while true {
+            let page = try source.records(after: state.lastSequence, limit: pageSize)
+            for record in page {
+                guard try take(record, &state) else { return false }
+            }
+            if page.count < pageSize { return true }
+        }
+    }
+
+    /// The most records a pull holds at once: each is at most RecordPlaintext.maxSealedSize,
+    /// most are a few hundred bytes.
+    static let pageSize = 128
+
+    /// Merges one pulled record; false when it waits for its class key.
+    private func take(_ record: PulledRecord, _ state: inout SyncState) throws -> Bool {
+        let (recordID, sequence) = (record.recordID, record.sequence)
+        guard let payload = record.payload else {
+            if state.refused?[recordID] != RefusedRecord(sequence: sequence, size: record.size) {
                 engine.logger.warning("""
-                    keychain sync: refused record \(recordID) at sequence \(sequence): its payload is \(rows.int(row, 3) ?? 0) \
+                    keychain sync: refused record \(recordID) at sequence \(sequence): its payload is \(record.size) \
                     bytes, more than any item's record takes (\(RecordPlaintext.maxSealedSize))
                     """)
-                state.lastSequence = max(state.lastSequence, sequence)
-                continue
             }
-            var readable = false
-            if let opened = crypto.open(payload, recordID: recordID, epoch: epoch),
-               let remote = RecordPlaintext(decoding: opened) {
-                // A class key not in memory stops the pull here; the unlock wakes the engine.
-                do {
-                    readable = try merge(remote, recordID: recordID, &state)
-                } catch where ItemStore.isUnavailable(error) {
-                    return false
-                }
-                if readable { state.entries[recordID]?.sequence = sequence }
-            }
-            state.markUnreadable(recordID, at: readable ? nil : sequence)
+            state.markRefused(recordID, RefusedRecord(sequence: sequence, size: record.size))
+            state.markUnreadable(recordID, at: nil)
             state.lastSequence = max(state.lastSequence, sequence)
+            return true
         }
+        var readable = false
+        if let opened = crypto.open(payload, recordID: recordID, epoch: record.epoch),
+           let remote = RecordPlaintext(decoding: opened) {
+            // A class key not in memory stops the pull here; the unlock wakes the engine.
+            do {
+                readable = try merge(remote, recordID: recordID, &state)
+            } catch where ItemStore.isUnavailable(error) {
+                return false
+            }
+            if readable { state.entries[recordID]?.sequence = sequence }
+        }
+        state.markRefused(recordID, nil)
+        state.markUnreadable(recordID, at: readable ? nil : sequence)
+        state.lastSequence = max(state.lastSequence, sequence)
         return true
     }
 

@@ -202,6 +202,21 @@ public final class SyncEngine: Sendable {
 
     /// One round: notice local changes, then (connected) rotate if due, pull, push.
     func round(_ connection: inout PostgresConnection?) throws -> Round {
+        try round { exchange, state in
+            let connected = connection == nil || connection?.isBroken == true
+            if connected {
+                guard let server = try state.connectionString(device: device) else { return nil }
+                let made = try PostgresConnection(server: server)
+                try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
+                connection = made
+            }
+            guard let connection else { return nil }
+            return try exchange.synchronize(&state, connection, connected: connected)
+        }
+    }
+
+    /// A round whose server part is `exchange` (nil: no server to talk to, the round is idle).
+    func round(exchange synchronize: (inout Exchange, inout SyncState) throws -> Bool?) throws -> Round {
         guard var state = try stateFile.current() else { return .idle }
         guard let crypto = try state.crypto(device: device) else {
             record(connection: "waiting for the first unlock", error: nil)
@@ -226,15 +241,7 @@ public final class SyncEngine: Sendable {
         // overtaken by a change made here, which the scan took as this device's.
         if exchange.foundReceived { try items.forgetReceivedSyncVersions() }
         lastScan.withLock { $0 = mark }
-        let connected = connection == nil || connection?.isBroken == true
-        if connected {
-            guard let server = try state.connectionString(device: device) else { return .idle }
-            let made = try PostgresConnection(server: server)
-            try made.execute("LISTEN " + ServerSchema.channel(state.accountID))
-            connection = made
-        }
-        guard let connection else { return .idle }
-        let more = try exchange.synchronize(&state, connection, connected: connected)
+        guard let more = try synchronize(&exchange, &state) else { return .idle }
         if state != saved {
             try stateFile.save(state)
             // What the pull wrote is in the saved state now.
@@ -242,13 +249,27 @@ public final class SyncEngine: Sendable {
         }
         if exchange.removed {
             record(connection: "removed from the account", error: nil)
-        } else if let unreadable = state.unreadable?.count {
-            let error = SyncError.recordsDoNotOpen(unreadable)
-            record(connection: "connected, \(unreadable) records do not open", error: error.description)
         } else {
-            record(connection: "connected", error: nil)
+            recordConnected(state)
         }
         return more ? .again : .done
+    }
+}
+
+extension SyncEngine {
+    /// "connected", with the records that do not open and those refused for their size.
+    func recordConnected(_ state: SyncState) {
+        var problems: [String] = [], errors: [String] = []
+        if let unreadable = state.unreadable?.count {
+            problems.append("\(unreadable) records do not open")
+            errors.append(SyncError.recordsDoNotOpen(unreadable).description)
+        }
+        if let refused = state.refused {
+            problems.append("\(refused.count) records refused as too large")
+            errors.append(SyncError.recordsRefused(refused).description)
+        }
+        record(connection: (["connected"] + problems).joined(separator: ", "),
+               error: errors.isEmpty ? nil : errors.joined(separator: "; "))
     }
 }
 

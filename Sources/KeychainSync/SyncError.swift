@@ -36,6 +36,17 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                   + "and join again with a new invitation")
     }
 
+    /// Records this device did not fetch, being larger than any item's record, named
+    /// by id, size and sequence (the first few): the writer is sealed inside each.
+    static func recordsRefused(_ refused: [String: RefusedRecord]) -> SyncError {
+        let named = refused.sorted { $0.value.sequence < $1.value.sequence }.prefix(5)
+            .map { "\($0.key) (\($0.value.size) bytes, sequence \($0.value.sequence))" }
+        let more = refused.count > named.count ? " and \(refused.count - named.count) more" : ""
+        return SyncError("\(refused.count) records on the sync server are larger than any item's record "
+                         + "(\(RecordPlaintext.maxSealedSize) bytes) and were refused unread: \(named.joined(separator: ", "))\(more); "
+                         + "the server, or a member writing its tables, made them; a later version of each replaces it")
+    }
+
     static func unreachable(_ reason: String) -> SyncError {
         SyncError("the sync server is unreachable: \(reason)", isUnreachable: true)
     }

@@ -8,6 +8,12 @@ import DPFSProtocol
 import DataProtection
 import Foundation
 
+/// A record the pull did not fetch: its sequence and its payload's size in bytes.
+struct RefusedRecord: Codable, Equatable {
+    var sequence: Int
+    var size: Int
+}
+
 struct SyncState: Codable, Equatable {
     struct Entry: Codable, Equatable {
         var modified: Double
@@ -47,6 +53,9 @@ struct SyncState: Codable, Equatable {
     /// no item under its id key, by record id, at the sequence pulled: while there are
     /// any, status says so rather than "connected".
     var unreadable: [String: Int]?
+    /// Records pulled from the server whose payload is larger than any record's, so
+    /// never fetched, by record id: while there are any, status names them.
+    var refused: [String: RefusedRecord]?
 
     /// Notes a record pulled at `sequence` as unreadable, or (nil) as read.
     mutating func markUnreadable(_ recordID: String, at sequence: Int?) {
@@ -59,6 +68,19 @@ struct SyncState: Codable, Equatable {
     mutating func forgetUnreadable(unless stillHeld: (String, Int) -> Bool) {
         let kept = (unreadable ?? [:]).filter { stillHeld($0.key, $0.value) }
         unreadable = kept.isEmpty ? nil : kept
+    }
+
+    /// Notes a record pulled as refused for its size, or (nil) as no longer refused.
+    mutating func markRefused(_ recordID: String, _ record: RefusedRecord?) {
+        var records = refused ?? [:]
+        records[recordID] = record
+        refused = records.isEmpty ? nil : records
+    }
+
+    /// Keeps the refused records for which `stillHeld(recordID, sequence)` is true.
+    mutating func forgetRefused(unless stillHeld: (String, Int) -> Bool) {
+        let kept = (refused ?? [:]).filter { stillHeld($0.key, $0.value.sequence) }
+        refused = kept.isEmpty ? nil : kept
     }
 
     static func path(in directory: DeviceDirectory) -> String { directory.syncStatePath }

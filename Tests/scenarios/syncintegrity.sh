@@ -4,8 +4,8 @@
 # and joins nothing; one whose check was remade over other keys is refused because
 # those keys endorse no member. A record altered on the server shows in status and
 # the log rather than "connected", until a new version replaces it. A payload larger
-# than any record is refused unread: one log line, the daemon's memory stays small,
-# and what follows still syncs. Every wait is a condition with a deadline.
+# than any record is refused unread: one log line, named in status, the daemon's
+# memory stays small, and what follows still syncs. Every wait is a condition with a deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/postgres.bash"
 source "$(dirname "$0")/syncdevices.bash"
@@ -93,10 +93,13 @@ check "b refuses it with one log line" within 60 grep -q \
     "keychain sync: refused record eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee at sequence [0-9]*: its payload is 50331648 bytes" \
     "$WORK/dev-b/daemon.log"
 expect_eq "one line" "$(grep -c 'refused record eeee' "$WORK/dev-b/daemon.log")" "1"
+check "b's status names it" within 30 connection_is b "connected, 1 records refused as too large"
+check "its last error gives the record's id, size and sequence" sh -c "'$DPFS' sync status '$(mnt b)' \
+    | grep -q 'last error: 1 records on the sync server are larger than .*: eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee (50331648 bytes, sequence [0-9]*)'"
 peak_after=$(peak_kb b)
 log "b's daemon peak resident memory: $peak_before kB before, $peak_after kB after"
 check "b's daemon did not take the payload in" test "$((peak_after - peak_before))" -lt 16384
 add a MARK-service-after after-oversized >/dev/null
 check "an item added after it reaches b" within 30 has_value b MARK-service-after after-oversized
-check "b is still connected" connection_is b connected
+check "b is still connected, and still names it" connection_is b "connected, 1 records refused as too large"
 finish
