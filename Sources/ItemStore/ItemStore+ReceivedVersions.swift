@@ -28,10 +28,12 @@ extension ItemStore {
     }
 
     /// Forgets every received version, once the state file records them; no write when
-    /// there is none.
-    public func forgetReceivedSyncVersions() throws {
-        guard try !receivedSyncVersions().isEmpty else { return }
+    /// there is none. Whether it wrote (and so moved the generation).
+    @discardableResult
+    public func forgetReceivedSyncVersions() throws -> Bool {
+        guard try !receivedSyncVersions().isEmpty else { return false }
         try commit { db in try db.execute(sql: "DELETE FROM sync_received") }
+        return true
     }
 
     /// Notes `version` in the write transaction `db` that applies it.

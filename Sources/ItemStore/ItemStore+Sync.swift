@@ -122,6 +122,7 @@ extension ItemStore {
         let record = ItemRecord(identity: identity, label: label, publicKey: publicKey, created: created, modified: modified,
                                 accessControl: received, descriptive: descriptive)
         let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
+        if try keepsStored(identity, keepsLocal) { return false }
         return try commit { db in
             let id: Int64
             var stored = record
@@ -168,6 +169,7 @@ extension ItemStore {
     public func removeSynchronized(identity: [UInt8], noting receivedVersion: ReceivedSyncVersion? = nil,
                                    unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
         guard let identityValue = Self.identity(fromSync: identity) else { return true }
+        if try keepsStored(identityValue, keepsLocal) { return false }
         return try commit { db in
             if let existing = try storedItem(identityValue, withSecret: false, db) {
                 if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
@@ -175,6 +177,17 @@ extension ItemStore {
             }
             if let receivedVersion { try note(receivedVersion, db) }
             return true
+        }
+    }
+
+    /// Whether `keepsLocal` keeps the stored item as it is now, asked before the write
+    /// (and again under the writer's lock): a kept item costs no commit, which would
+    /// move the generation and make sync scan every item again for nothing.
+    private func keepsStored(_ identity: ItemIdentity, _ keepsLocal: (Double?) -> Bool) throws -> Bool {
+        try pool.read { db in
+            guard let existing = try storedItem(identity, withSecret: false, db) else { return keepsLocal(nil) }
+            guard let local = try? self.record(of: existing) else { return false }
+            return keepsLocal(local.modified)
         }
     }
 

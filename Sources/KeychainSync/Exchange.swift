@@ -18,6 +18,7 @@ import DPFSProtocol
 import DataProtection
 import Foundation
 import ItemStore
+import Synchronization
 
 struct Exchange {
     let engine: SyncEngine
@@ -243,13 +244,15 @@ struct Exchange {
         }
         let received = ReceivedSyncVersion(recordID: recordID, modified: remote.modified, deleted: remote.deleted,
                                            writer: remote.writer)
+        let written: Bool
         if remote.deleted {
-            try items.removeSynchronized(identity: identity, noting: received, unlessLocal: keepsLocal)
+            written = try items.removeSynchronized(identity: identity, noting: received, unlessLocal: keepsLocal)
         } else {
             guard let secret = remote.secret else { return false }
-            try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret), noting: received,
-                                        unlessLocal: keepsLocal)
+            written = try items.applySynchronized(SyncedItem(attributes: remote.attributes, secret: secret), noting: received,
+                                                  unlessLocal: keepsLocal)
         }
+        if written { engine.ownWrites.add(1, ordering: .relaxed) }
         state.entries[recordID] = SyncState.Entry(modified: remote.modified, deleted: remote.deleted, writer: remote.writer,
                                                   pending: false,
                                                   identity: SyncState.sealIdentity(identity, recordID: recordID, crypto: crypto),

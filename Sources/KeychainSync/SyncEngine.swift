@@ -33,6 +33,9 @@ public final class SyncEngine: Sendable {
     private let lastScan = Mutex<ScanMark?>(nil)
     /// Rounds that compared every item with the state (for tests).
     let scans = Atomic<Int>(0)
+    /// Sync's own commits to the item store: a round whose only writes are its own
+    /// leaves nothing for the next round to scan.
+    let ownWrites = Atomic<Int>(0)
     private let wakePipe: (read: Int32, write: Int32)
     private let observerID = Mutex<UInt64?>(nil)
     let logger = Logger(label: "dpfs.sync")
@@ -228,6 +231,7 @@ public final class SyncEngine: Sendable {
         try state.sealServerIfClear(device: device)
         // Read before the scan: a write during it moves the generation, and the next
         // round scans again.
+        let writesBefore = ownWrites.load(ordering: .relaxed)
         let mark = ScanMark(state, generation: try items.currentGeneration())
         if lastScan.withLock({ $0 }) != mark {
             try exchange.scan(&state)
@@ -239,20 +243,38 @@ public final class SyncEngine: Sendable {
         }
         // Each received version the keychain noted is in the saved state now, or was
         // overtaken by a change made here, which the scan took as this device's.
-        if exchange.foundReceived { try items.forgetReceivedSyncVersions() }
+        if exchange.foundReceived { try forgetReceived() }
         lastScan.withLock { $0 = mark }
         guard let more = try synchronize(&exchange, &state) else { return .idle }
         if state != saved {
             try stateFile.save(state)
             // What the pull wrote is in the saved state now.
-            try items.forgetReceivedSyncVersions()
+            try forgetReceived()
         }
+        try keepMark(mark, writesBefore: writesBefore)
         if exchange.removed {
             record(connection: "removed from the account", error: nil)
         } else {
             recordConnected(state)
         }
         return more ? .again : .done
+    }
+
+    /// Forgets the received versions the keychain noted, counting the write if any.
+    private func forgetReceived() throws {
+        if try items.forgetReceivedSyncVersions() { ownWrites.add(1, ordering: .relaxed) }
+    }
+
+    /// The item store's generation moved by sync's own writes alone since `mark` (each
+    /// moves it by one): those wrote what the state now records, so the next round
+    /// need not scan. Any other write (an app's, during the pull) leaves the mark
+    /// behind, and the next round scans.
+    private func keepMark(_ mark: ScanMark, writesBefore: Int) throws {
+        let own = ownWrites.load(ordering: .relaxed) - writesBefore
+        guard own > 0 else { return }
+        let now = try items.currentGeneration()
+        guard now == mark.generation + own else { return }
+        lastScan.withLock { if $0 == mark { $0 = mark.moved(to: now) } }
     }
 }
 
@@ -273,8 +295,8 @@ extension SyncEngine {
     }
 }
 
-/// The state a scan compared with the items, and the item store's generation then.
-/// Sync's own writes move the generation too: the round after a pull scans once more.
+/// The state a scan compared with the items, and the item store's generation then,
+/// or after sync's own writes since.
 struct ScanMark: Equatable, Sendable {
     let accountID: String
     let deviceID: String
@@ -284,4 +306,10 @@ struct ScanMark: Equatable, Sendable {
     init(_ state: SyncState, generation: Int) {
         accountID = state.accountID; deviceID = state.deviceID; epoch = state.epoch; self.generation = generation
     }
+
+    private init(_ mark: ScanMark, generation: Int) {
+        accountID = mark.accountID; deviceID = mark.deviceID; epoch = mark.epoch; self.generation = generation
+    }
+
+    func moved(to generation: Int) -> ScanMark { ScanMark(self, generation: generation) }
 }

@@ -1,5 +1,7 @@
 // A pull reads the server a page at a time and converges on more records than a page
-// holds; a record larger than any item's is named in status.
+// holds; a record larger than any item's is named in status; and a round whose only
+// item writes are the pull's own (or that kept a newer local item) leaves nothing for
+// the next round to scan, while an app's write during the pull still makes it scan.
 // The server is a list of sealed records here (PulledRecordSource).
 import DPFSProtocol
 import DataProtection
@@ -71,6 +73,8 @@ final class ListedRecords: PulledRecordSource {
         }
     }
 
+    private var scans: Int { engine.scans.load(ordering: .relaxed) }
+
     @Test func aPullOfMoreRecordsThanAPageTakesThemAllInOrder() throws {
         defer { try? items.close() }
         let source = ListedRecords()
@@ -109,5 +113,50 @@ final class ListedRecords: PulledRecordSource {
         try round(source)
         #expect(try engine.report().connection == "connected")
         #expect(try engine.report().lastError == nil)
+    }
+
+    @Test func aRoundThatOnlyWroteWhatItPulledLeavesNoScan() throws {
+        defer { try? items.close() }
+        let source = ListedRecords()
+        try round(source)
+        #expect(scans == 1, "the first round compares every item")
+
+        source.records = try (1...7).map { try record("r\($0)", modified: start + 1, sequence: $0) }
+        try round(source)
+        #expect(scans == 1, "nothing local changed since")
+        try round(source)
+        try round(source)
+        #expect(scans == 1, "the pull's own writes are no local change")
+
+        // A newer local version, written after the scan and before the pull's: it stays,
+        // the pull commits nothing for it, and the next round scans for the app's write.
+        source.records.append(try record("r1", modified: start + 20, sequence: 8))
+        var afterLocalWrite = 0
+        _ = try engine.round { exchange, state in
+            try items.applySynchronized(SyncedItem(attributes: attributes("r1", modified: start + 50),
+                                                   secret: ProvisionedDevice.secret("local")))
+            afterLocalWrite = try items.currentGeneration()
+            #expect(try exchange.pull(&state, from: source, pageSize: 3))
+            return false
+        }
+        #expect(try items.currentGeneration() == afterLocalWrite, "a kept local item costs no commit")
+        #expect(try items.synchronizedItem(identity: try identity("r1"))?.modified == start + 50)
+        #expect(scans == 1)
+        try round(source)
+        #expect(scans == 2, "the local write is noticed")
+        try round(source)
+        #expect(scans == 2)
+
+        // An app's write while the pull writes: the next round scans and sends it.
+        source.records.append(try record("r9", modified: start + 1, sequence: 9))
+        try round(source) {
+            try items.applySynchronized(SyncedItem(attributes: attributes("r2", modified: start + 60),
+                                                   secret: ProvisionedDevice.secret("local")))
+        }
+        #expect(scans == 2)
+        try round(source)
+        #expect(scans == 3, "a write during the pull is noticed")
+        let state = try #require(try SyncState.load(from: provisioned.directory))
+        #expect(state.entries[crypto.recordID(of: try identity("r2"))]?.pending == true)
     }
 }
