@@ -119,9 +119,12 @@ public final class ItemStore: Sendable {
     /// can write, and GRDB's `close` closes the pool's writer before its read-only
     /// readers: so the lookups' and the pool's readers close first, and the writer,
     /// closing last, leaves the database file alone beside the device.
+    ///
+    /// A second call does nothing: the pool is taken out before it is closed, and a
+    /// closed pool given to SQLite again would be a use after free.
     public func close() throws {
         try lookups.close()
-        guard let pool = database.withLock({ $0 }) else { return }
+        guard let pool = database.withLock({ database in defer { database = nil }; return database }) else { return }
         if ledger.files.stopped {
             // A file another hand put there stays as it was found, the evidence the next
             // mount refuses: no checkpoint now, and none at the writer's close.
