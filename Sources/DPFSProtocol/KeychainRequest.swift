@@ -12,16 +12,22 @@ public struct KeychainRequest: Codable, Sendable {
     /// "accessGroup", "accessible", "synchronizable", "label", …).
     public var attributes: [String: String]
     /// Attributes given as bytes (a CFData on iOS) where the class keeps them as blobs
-    /// ("service", "account", "path", "securityDomain"): compared with `attributes`'
-    /// text by their bytes, and returned in an item's `dataAttributes`. A name is in
-    /// one of the two maps, never both.
+    /// ("service", "account", "path", "securityDomain", "server", "label",
+    /// "description", "comment"): compared with `attributes`' text by their bytes, and
+    /// returned in an item's `dataAttributes`. A name is in one map, never two.
     public var dataAttributes: [String: Data]?
+    /// "generic" given as text (a CFString on iOS), where `attributes` carries it as
+    /// bytes in hex: compared with those by its UTF-8 bytes, and returned in an item's
+    /// `textAttributes`.
+    public var textAttributes: [String: String]?
     /// The secret for add.
     public var data: Data?
     /// For update: attributes to change, and new data.
     public var updateAttributes: [String: String]
     /// For update: attributes to change to bytes, as `dataAttributes`.
     public var updateDataAttributes: [String: Data]?
+    /// For update: attributes to change to text, as `textAttributes`.
+    public var updateTextAttributes: [String: String]?
     public var newData: Data?
     /// "one" (default) or "all".
     public var limit: String?
@@ -45,9 +51,13 @@ public struct KeychainResponse: Codable, Sendable {
         public var attributes: [String: String]?
         /// The attributes the item was given as bytes, by the same names.
         public var dataAttributes: [String: Data]?
+        /// The attributes the item was given as text where `attributes` has bytes in hex.
+        public var textAttributes: [String: String]?
         public var data: Data?
-        public init(attributes: [String: String]? = nil, dataAttributes: [String: Data]? = nil, data: Data? = nil) {
-            self.attributes = attributes; self.dataAttributes = dataAttributes; self.data = data
+        public init(attributes: [String: String]? = nil, dataAttributes: [String: Data]? = nil,
+                    textAttributes: [String: String]? = nil, data: Data? = nil) {
+            self.attributes = attributes; self.dataAttributes = dataAttributes; self.textAttributes = textAttributes
+            self.data = data
         }
 
         /// The bytes the item takes in a reply's body.

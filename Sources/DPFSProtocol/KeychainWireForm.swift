@@ -5,8 +5,8 @@
 // between. Any other message or shape (a reply with a device status, a field of an
 // unexpected kind…) goes through Codable, which also reports every error: `nil` here
 // means "not this fast form", never "malformed". Attributes given as bytes are rare
-// (wrappers that store a key's name as Data): a message carrying any goes through
-// Codable too.
+// (wrappers that store a key's name as Data), a generic given as text rarer: a message
+// carrying any goes through Codable too.
 import Foundation
 
 enum KeychainWireForm {
@@ -14,7 +14,8 @@ enum KeychainWireForm {
 
     static func bytes(of request: ControlRequest) -> [UInt8]? {
         guard case .keychain(let keychain) = request, keychain.dataAttributes == nil,
-              keychain.updateDataAttributes == nil else { return nil }
+              keychain.updateDataAttributes == nil, keychain.textAttributes == nil,
+              keychain.updateTextAttributes == nil else { return nil }
         var out = WireWriter(capacity: 160 + (keychain.data?.count ?? 0) + (keychain.newData?.count ?? 0))
         out.map(count: 1)
         out.key("keychain")
@@ -54,7 +55,7 @@ enum KeychainWireForm {
         guard reply.status == nil, reply.event == nil, reply.app == nil, reply.socket == nil, reply.failure == nil,
               reply.biometry == nil, reply.key == nil, reply.entitlements == nil, reply.sandboxApp == nil,
               reply.sync == nil, reply.apps == nil, reply.runs == nil,
-              reply.keychain?.items.allSatisfy({ $0.dataAttributes == nil }) ?? true else { return nil }
+              reply.keychain?.items.allSatisfy({ $0.dataAttributes == nil && $0.textAttributes == nil }) ?? true else { return nil }
         let dataSize = reply.keychain?.items.reduce(0) { $0 + ($1.data?.count ?? 0) } ?? 0
         var out = WireWriter(capacity: 128 + dataSize)
         out.map(count: 1 + [reply.error != nil, reply.message != nil, reply.keychain != nil].count { $0 })
@@ -83,7 +84,7 @@ enum KeychainWireForm {
     /// The bytes `write(_:to:)` gives `item` in a reply's list of items.
     static func size(of item: KeychainResponse.Item) -> Int {
         var size = 1 + varintSize((item.attributes == nil ? 0 : 1) + (item.dataAttributes == nil ? 0 : 1)
-                                      + (item.data == nil ? 0 : 1))
+                                      + (item.textAttributes == nil ? 0 : 1) + (item.data == nil ? 0 : 1))
         if let attributes = item.attributes {
             size += textSize("attributes") + 1 + varintSize(attributes.count)
             for (key, value) in attributes { size += textSize(key) + 1 + textSize(value) }
@@ -91,6 +92,10 @@ enum KeychainWireForm {
         if let attributes = item.dataAttributes {
             size += textSize("dataAttributes") + 1 + varintSize(attributes.count)
             for (key, value) in attributes { size += textSize(key) + 1 + varintSize(value.count) + value.count }
+        }
+        if let attributes = item.textAttributes {
+            size += textSize("textAttributes") + 1 + varintSize(attributes.count)
+            for (key, value) in attributes { size += textSize(key) + 1 + textSize(value) }
         }
         if let data = item.data { size += textSize("data") + 1 + varintSize(data.count) + data.count }
         return size
@@ -162,7 +167,7 @@ private struct FieldReader {
             case .limit where limit == nil: limit = try optionalString()
             case .returning where returning == nil: returning = try optionalString()
             case .authentication where authentication == nil: authentication = try nullOr { try $0.authentication() }
-            case .dataAttributes, .updateDataAttributes: throw NotFastForm()
+            case .dataAttributes, .updateDataAttributes, .textAttributes, .updateTextAttributes: throw NotFastForm()
             default: try skip()
             }
         }
@@ -239,7 +244,7 @@ private struct FieldReader {
             switch try key() {
             case .attributes where attributes == nil: attributes = try nullOr { try $0.strings() }
             case .data where data == nil: data = try optionalData()
-            case .dataAttributes: throw NotFastForm()
+            case .dataAttributes, .textAttributes: throw NotFastForm()
             default: try skip()
             }
         }
@@ -252,7 +257,7 @@ private struct FieldReader {
     enum Key: String, CaseIterable {
         case keychain, _0, operation, app, attributes, data, updateAttributes, newData, limit, returning
         case authentication, interaction, prompt, context, ok, error, message, status, items
-        case dataAttributes, updateDataAttributes, other
+        case dataAttributes, updateDataAttributes, textAttributes, updateTextAttributes, other
 
         /// Each name's bytes, matched without making a String of the key.
         static let names = allCases.map { ($0, Array($0.rawValue.utf8)) }

@@ -91,6 +91,10 @@ struct ParsedAttributes {
     var keys: [KeyAttribute: String] = [:]
     /// Of `keys`, those given as Data: their value is the bytes in hex (BlobAttributes).
     var dataValued: Set<KeyAttribute> = []
+    /// The label, description or comment when given as Data, their value the bytes in hex.
+    var sealedDataValued: Set<String> = []
+    /// Generic when given as a String (its value is hex as always, of the text's bytes).
+    var textValued: Set<String> = []
     var label: String?
     /// Of keys: the public key's X9.63 form in hex, sealed with the attributes.
     var publicKey: String?
@@ -111,16 +115,33 @@ struct ParsedAttributes {
     /// `matching`: the attributes are a find's or update's query, which alone may
     /// carry match terms. `isQuery`: the attributes select stored items (a find's,
     /// update's or delete's), which alone may name one by its persistent reference.
-    /// `data`: the blob attributes given as Data (KeychainRequest.dataAttributes).
-    init(_ raw: [String: String], data: [String: Data]? = nil, classContext: ItemClass? = nil,
-         matching: Bool = false, isQuery: Bool = false) throws {
+    /// `data`: the blob attributes given as Data (KeychainRequest.dataAttributes);
+    /// `text`: generic given as a String (KeychainRequest.textAttributes).
+    init(_ raw: [String: String], data: [String: Data]? = nil, text: [String: String]? = nil,
+         classContext: ItemClass? = nil, matching: Bool = false, isQuery: Bool = false) throws {
         for (name, bytes) in data ?? [:] {
-            guard let key = KeyAttribute(rawValue: name), BlobAttributes.names.contains(key) else {
+            guard BlobAttributes.dataNames.contains(name) else {
                 throw SecError(SecStatus.param, "\(name) is not an attribute that may be given as bytes")
             }
             guard raw[name] == nil else { throw SecError(SecStatus.param, "\(name) is given both as text and as bytes") }
-            keys[key] = bytes.hexString
-            dataValued.insert(key)
+            if let key = KeyAttribute(rawValue: name) {
+                keys[key] = bytes.hexString
+                dataValued.insert(key)
+            } else if let attribute = DescriptiveAttribute(rawValue: name) {
+                descriptive[attribute] = bytes.hexString
+                sealedDataValued.insert(name)
+            } else {
+                label = bytes.hexString
+                sealedDataValued.insert(name)
+            }
+        }
+        for (name, value) in text ?? [:] {
+            guard BlobAttributes.textNames.contains(name), let attribute = DescriptiveAttribute(rawValue: name) else {
+                throw SecError(SecStatus.param, "\(name) is not an attribute that may be given as text here")
+            }
+            guard raw[name] == nil else { throw SecError(SecStatus.param, "\(name) is given both as text and as bytes") }
+            descriptive[attribute] = Data(value.utf8).hexString
+            textValued.insert(name)
         }
         for (name, value) in raw {
             switch name {
@@ -176,6 +197,13 @@ struct ParsedAttributes {
             + (hostOrSubdomainOf != nil && effectiveClass != .inet ? ["hostOrSubdomainOf"] : [])
         if let name = foreign.first {
             throw SecError(SecStatus.param, "\(name) is not an attribute of \(effectiveClass.rawValue) items")
+        }
+    }
+
+    /// The bytes of a descriptive attribute's value as given (BlobAttributes).
+    func descriptiveBytes(_ attribute: DescriptiveAttribute) -> Data? {
+        descriptive[attribute].map {
+            BlobAttributes.bytes($0, hex: attribute == .generic || sealedDataValued.contains(attribute.rawValue))
         }
     }
 

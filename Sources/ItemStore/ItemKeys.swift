@@ -56,6 +56,15 @@ struct ItemKeys: Sendable {
         Self.attributeHash(name, value, index: index)
     }
 
+    /// The hash of an attribute by its bytes: of a text, the hash of its UTF-8.
+    func attributeHash(_ name: String, bytes: Data) -> Data {
+        var fields = FieldList()
+        fields.append("dpfs.keychain.attribute.v2")
+        fields.append(name)
+        fields.append(bytes)
+        return Self.hash(fields.bytes, index: index)
+    }
+
     private static func attributeHash(_ name: String, _ value: String, index: SecureBuffer) -> Data {
         var fields = FieldList()
         fields.append("dpfs.keychain.attribute.v2")

@@ -19,7 +19,7 @@ struct ItemQuery {
     private var exactGroupHashes: Set<Data> = []
     /// Descriptive attributes the query names: compared in the opened record, so a
     /// query naming any cannot take SQL's limit either.
-    private let descriptiveTerms: [DescriptiveAttribute: String]
+    private let descriptiveTerms: [DescriptiveAttribute: Data]
     /// kSecAttrAccessControl's flags when the query names them, compared in the opened
     /// record as descriptive terms are: only an item stored with these very flags
     /// matches, never one without an access control.
@@ -32,7 +32,7 @@ struct ItemQuery {
     /// Throws errSecMissingEntitlement when the query names a group the caller lacks.
     init(_ attributes: ParsedAttributes, scope: AccessScope, passcodeSet: Bool, keys: ItemKeys) throws {
         itemClass = attributes.itemClass ?? .genp
-        descriptiveTerms = attributes.descriptive
+        descriptiveTerms = attributes.descriptive.keys.reduce(into: [:]) { $0[$1] = attributes.descriptiveBytes($1) }
         accessControlTerm = attributes.accessControl
         hostTerm = attributes.hostOrSubdomainOf
         add(.itemClass, .text(itemClass.rawValue))
@@ -67,7 +67,10 @@ struct ItemQuery {
         case .yes: add(.synchronizable, .integer(1))
         case .any: break
         }
-        if let label = attributes.label { add(.label, .blob(keys.attributeHash("label", label))) }
+        if let label = attributes.label {
+            let isData = attributes.sealedDataValued.contains("label")
+            add(.label, .blob(keys.attributeHash("label", bytes: BlobAttributes.bytes(label, hex: isData))))
+        }
         if let accessible = attributes.accessible { add(.accessible, .text(accessible.rawValue)) }
         if !passcodeSet {
             // Such items are destroyed when the passcode goes; never show one meanwhile.
@@ -132,8 +135,11 @@ struct ItemQuery {
 
     private func matchesSealedTerms(_ record: ItemRecord) -> Bool {
         if let accessControlTerm, record.accessControl?.flags != accessControlTerm { return false }
-        if let hostTerm, !Self.isHostOrSubdomain(record.identity.keys[.server] ?? "", of: hostTerm) { return false }
-        return descriptiveTerms.allSatisfy { record.descriptive[$0.key] == $0.value }
+        if let hostTerm,
+           !Self.isHostOrSubdomain(String(decoding: record.identity.bytes(of: .server), as: UTF8.self), of: hostTerm) {
+            return false
+        }
+        return descriptiveTerms.allSatisfy { record.descriptiveBytes($0.key) == $0.value }
     }
 
     /// As iOS compares them: exactly, or with "." and the host as the server's suffix.

@@ -20,13 +20,37 @@ struct ItemRecord: Sendable {
     var accessControl: StoredAccessControl?
     /// Canonical values (DescriptiveAttribute.canonical).
     var descriptive: [DescriptiveAttribute: String]
+    /// The label, description or comment given as Data: their value is the bytes in
+    /// hex (BlobAttributes).
+    var dataValued: Set<String>
+    /// Generic given as a String.
+    var textValued: Set<String>
 
     init(identity: ItemIdentity, label: String?, publicKey: String? = nil, created: Double, modified: Double,
-         accessControl: StoredAccessControl? = nil, descriptive: [DescriptiveAttribute: String] = [:]) {
+         accessControl: StoredAccessControl? = nil, descriptive: [DescriptiveAttribute: String] = [:],
+         dataValued: Set<String> = [], textValued: Set<String> = []) {
         self.identity = identity; self.label = label; self.publicKey = publicKey
         self.created = created; self.modified = modified
         self.accessControl = accessControl
         self.descriptive = descriptive
+        // Only attributes the item has are given in a type.
+        let has = { (name: String) in
+            name == "label" ? label != nil : DescriptiveAttribute(rawValue: name).map { descriptive[$0] != nil } ?? false
+        }
+        self.dataValued = dataValued.filter(has)
+        self.textValued = textValued.filter(has)
+    }
+
+    /// Every attribute given as Data, as the marker lists them.
+    var allDataValued: Set<String> { dataValued.union(identity.dataValued.map(\.rawValue)) }
+
+    var labelIsData: Bool { dataValued.contains("label") }
+
+    /// The bytes of a descriptive attribute's value as given (BlobAttributes).
+    func descriptiveBytes(_ attribute: DescriptiveAttribute) -> Data? {
+        descriptive[attribute].map {
+            BlobAttributes.bytes($0, hex: attribute == .generic || dataValued.contains(attribute.rawValue))
+        }
     }
 
     static func additionalData(id: Int64, digest: Data) -> [UInt8] {
@@ -41,7 +65,8 @@ struct ItemRecord: Sendable {
         if let label { pairs.append(("label", label)) }
         if let accessControl { pairs += accessControl.pairs }
         if let publicKey { pairs.append(("publicKey", publicKey)) }
-        if !identity.dataValued.isEmpty { pairs.append((BlobAttributes.marker, BlobAttributes.list(identity.dataValued))) }
+        if !allDataValued.isEmpty { pairs.append((BlobAttributes.marker, BlobAttributes.list(allDataValued))) }
+        if !textValued.isEmpty { pairs.append((BlobAttributes.textMarker, BlobAttributes.list(textValued))) }
         for attribute in DescriptiveAttribute.allCases {
             if let value = descriptive[attribute] { pairs.append((attribute.rawValue, value)) }
         }
@@ -71,9 +96,15 @@ struct ItemRecord: Sendable {
         }
         guard let group = values["accessGroup"], let created = values["created"].flatMap(Double.init),
               let modified = values["modified"].flatMap(Double.init) else { throw Self.unreadable }
-        guard let dataValued = BlobAttributes.parse(values[BlobAttributes.marker] ?? "") else { throw Self.unreadable }
+        guard let dataValued = BlobAttributes.parse(values[BlobAttributes.marker]),
+              let textValued = BlobAttributes.parse(values[BlobAttributes.textMarker], allowed: BlobAttributes.textNames) else {
+            throw Self.unreadable
+        }
         identity = ItemIdentity(itemClass: itemClass, given: keyValues, accessGroup: group,
-                                synchronizable: item.columns.synchronizable, dataValued: dataValued)
+                                synchronizable: item.columns.synchronizable,
+                                dataValued: Set(dataValued.compactMap(KeyAttribute.init(rawValue:))))
+        self.dataValued = dataValued.intersection(BlobAttributes.sealedNames)
+        self.textValued = textValued
         label = values["label"]
         accessControl = try StoredAccessControl(values)
         publicKey = values["publicKey"]

@@ -11,9 +11,11 @@ import Foundation
 enum ItemSizeLimits {
     /// errSecParam unless every value of `attributes`, as they are to be stored, is
     /// within the limit.
-    /// Values given as bytes (`data`) are stored in hex: twice their size.
-    static func check(_ attributes: [String: String], data: [String: Data]? = nil) throws {
+    /// Values given as bytes (`data`), and text kept as bytes (`text`), are stored in
+    /// hex: twice their size.
+    static func check(_ attributes: [String: String], data: [String: Data]? = nil, text: [String: String]? = nil) throws {
         let sizes = attributes.map { ($0.key, $0.value.utf8.count) } + (data ?? [:]).map { ($0.key, 2 * $0.value.count) }
+            + (text ?? [:]).map { ($0.key, 2 * $0.value.utf8.count) }
         for (name, size) in sizes where size > ControlProtocol.maxAttributeSize {
             throw SecError(SecStatus.param, "\(name) is \(size) bytes long as stored; an attribute value holds "
                                + "at most \(ControlProtocol.maxAttributeSize)")

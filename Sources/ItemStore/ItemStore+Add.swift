@@ -12,13 +12,14 @@ extension ItemStore {
     func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false,
              boundAccessControl: StoredAccessControl? = nil) throws -> KeychainResponse {
         guard request.limit == nil, request.updateAttributes.isEmpty, request.updateDataAttributes == nil,
-              request.newData == nil else {
+              request.updateTextAttributes == nil, request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
         try Self.checkDataSize(request.data)
-        try ItemSizeLimits.check(request.attributes, data: request.dataAttributes)
+        try ItemSizeLimits.check(request.attributes, data: request.dataAttributes, text: request.textAttributes)
         let shape = try ReturnShape.parse(request.returning)
-        let attributes = try ParsedAttributes(request.attributes, data: request.dataAttributes)
+        let attributes = try ParsedAttributes(request.attributes, data: request.dataAttributes,
+                                              text: request.textAttributes)
         if !generatedKey, !(attributes.keys[.tokenID] ?? "").isEmpty {
             throw SecError(SecStatus.param, "a Secure Enclave key is made by SecKeyCreateRandomKey, never added")
         }
@@ -46,8 +47,10 @@ extension ItemStore {
         let accessControl = try boundAccessControl ?? attributes.accessControl.map { try bind($0) }
         let record = ItemRecord(identity: identity, label: attributes.label, publicKey: attributes.publicKey,
                                 created: now, modified: now, accessControl: accessControl,
-                                descriptive: attributes.descriptive)
-        let columns = RowColumns(identity, label: attributes.label, accessibility: accessibility, keys: keys)
+                                descriptive: attributes.descriptive, dataValued: attributes.sealedDataValued,
+                                textValued: attributes.textValued)
+        let columns = RowColumns(identity, label: record.label, labelIsData: record.labelIsData,
+                                 accessibility: accessibility, keys: keys)
         let id = try commit { db in
             try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }
         }

@@ -8,10 +8,11 @@ extension ItemStore {
     func delete(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
         try Self.checkNoResultOptions(request, "delete")
         guard request.data == nil, request.updateAttributes.isEmpty, request.updateDataAttributes == nil,
-              request.newData == nil else {
+              request.updateTextAttributes == nil, request.newData == nil else {
             throw SecError(SecStatus.param, "delete takes no data and no new attributes")
         }
-        let query = try query(request.attributes, data: request.dataAttributes, caller: caller)
+        let query = try query(request.attributes, data: request.dataAttributes, text: request.textAttributes,
+                              caller: caller)
         try commit { db in
             let matches = try query.fetch(db, withSecret: false, limitOne: false, keys: keys)
             guard !matches.isEmpty else { throw SecError(SecStatus.itemNotFound) }

@@ -11,7 +11,8 @@ extension ItemStore {
         }
         let limit = try MatchLimit.parse(request.limit, default: .one)
         let shape = try ReturnShape.parse(request.returning) ?? .data
-        let query = try query(request.attributes, data: request.dataAttributes, caller: caller, matching: true)
+        let query = try query(request.attributes, data: request.dataAttributes, text: request.textAttributes,
+                              caller: caller, matching: true)
         var fetched = FindReplyBudget(shape: shape)
         // Under kSecUseAuthenticationUISkip the first match may be left out, and the
         // one returned is then the first of those that are not: every match is read.

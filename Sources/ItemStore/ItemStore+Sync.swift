@@ -114,14 +114,21 @@ extension ItemStore {
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let label = item.attributes["label"]
         let descriptive = try DescriptiveAttribute.values(in: item.attributes, of: identity.itemClass)
+        guard let dataValued = BlobAttributes.parse(item.attributes[BlobAttributes.marker]),
+              let textValued = BlobAttributes.parse(item.attributes[BlobAttributes.textMarker],
+                                                    allowed: BlobAttributes.textNames) else {
+            throw SecError(SecStatus.decode, "a synchronized item names unknown data attributes")
+        }
         let received = try Self.receivedAccessControl(item.attributes)
         var publicKey: String?
         if identity.itemClass == .keys {
             publicKey = ReceivedKeyPublicKey.of(item.secret, keyClass: identity.keys[.keyClass]) ?? item.attributes["publicKey"]
         }
         let record = ItemRecord(identity: identity, label: label, publicKey: publicKey, created: created, modified: modified,
-                                accessControl: received, descriptive: descriptive)
-        let columns = RowColumns(identity, label: label, accessibility: accessibility, keys: keys)
+                                accessControl: received, descriptive: descriptive, dataValued: dataValued,
+                                textValued: textValued)
+        let columns = RowColumns(identity, label: label, labelIsData: record.labelIsData, accessibility: accessibility,
+                                 keys: keys)
         if try keepsStored(identity, keepsLocal) { return false }
         return try commit { db in
             let id: Int64
@@ -192,7 +199,7 @@ extension ItemStore {
     }
 
     private func storedItem(_ identity: ItemIdentity, withSecret: Bool, _ db: Database) throws -> StoredItem? {
-        let columns = RowColumns(identity, label: nil, accessibility: .always, keys: keys).identityColumns
+        let columns = RowColumns(identity, label: nil, labelIsData: false, accessibility: .always, keys: keys).identityColumns
         let condition = columns.map { "\"\($0.0)\" = ?" }.joined(separator: " AND ")
         let selected = StoredItem.columns + (withSecret ? ", secret" : "")
         guard let row = try Row.fetchOne(db, sql: "SELECT \(selected) FROM items WHERE \(condition)",
@@ -243,11 +250,11 @@ extension ItemStore {
         }
         var keys: [KeyAttribute: String] = [:]
         for key in itemClass.keyAttributes { keys[key] = attributes[key.rawValue] }
-        guard let dataValued = BlobAttributes.parse(attributes[BlobAttributes.marker] ?? "") else {
+        guard let dataValued = BlobAttributes.parse(attributes[BlobAttributes.marker]) else {
             throw SecError(SecStatus.decode, "a synchronized item names unknown data attributes")
         }
         return ItemIdentity(itemClass: itemClass, given: keys, accessGroup: group, synchronizable: true,
-                            dataValued: dataValued)
+                            dataValued: Set(dataValued.compactMap(KeyAttribute.init(rawValue:))))
     }
 }
 

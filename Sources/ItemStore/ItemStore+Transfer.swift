@@ -70,9 +70,9 @@ extension ItemStore {
                 throw SecError(SecStatus.param, "an imported item needs its created and modified dates")
             }
             try Self.checkDataSize(count: data.count)
-            let (text, dataAttributes) = try BlobAttributes.split(attributes)
-            try ItemSizeLimits.check(text, data: dataAttributes)
-            let parsed = try ParsedAttributes(text, data: dataAttributes)
+            let (text, dataAttributes, textAttributes) = try BlobAttributes.split(attributes)
+            try ItemSizeLimits.check(text, data: dataAttributes, text: textAttributes)
+            let parsed = try ParsedAttributes(text, data: dataAttributes, text: textAttributes)
             guard let itemClass = parsed.itemClass, let group = parsed.accessGroup, let accessibility = parsed.accessible,
                   let synchronizable = parsed.synchronizable, synchronizable != .any else {
                 throw SecError(SecStatus.param, "an imported item names its class, group, accessibility and synchronizable")
@@ -87,11 +87,13 @@ extension ItemStore {
             let accessControl = try parsed.accessControl.map { try bind($0, made: false) }
             let record = ItemRecord(identity: identity, label: parsed.label, publicKey: parsed.publicKey,
                                     created: created, modified: modified, accessControl: accessControl,
-                                    descriptive: parsed.descriptive)
+                                    descriptive: parsed.descriptive, dataValued: parsed.sealedDataValued,
+                                    textValued: parsed.textValued)
             guard Self.mayLeave(record) else {
                 throw SecError(SecStatus.param, "Secure Enclave keys and .biometryCurrentSet items never move between devices")
             }
-            let columns = RowColumns(identity, label: parsed.label, accessibility: accessibility, keys: keys)
+            let columns = RowColumns(identity, label: record.label, labelIsData: record.labelIsData,
+                                     accessibility: accessibility, keys: keys)
             _ = try commit { db in try insert(record, columns, secret: data, accessibility: accessibility, db) }
             return KeychainResponse(status: SecStatus.success)
         } catch let error as SecError {

@@ -10,14 +10,17 @@ extension ItemStore {
     func update(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
         try Self.checkNoResultOptions(request, "update")
         guard request.data == nil else { throw SecError(SecStatus.param, "update takes its new data as new data") }
-        guard request.newData != nil || !request.updateAttributes.isEmpty || request.updateDataAttributes != nil else {
+        guard request.newData != nil || !request.updateAttributes.isEmpty || request.updateDataAttributes != nil
+                || request.updateTextAttributes != nil else {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
         try Self.checkDataSize(request.newData)
-        try ItemSizeLimits.check(request.updateAttributes, data: request.updateDataAttributes)
-        let query = try query(request.attributes, data: request.dataAttributes, caller: caller, matching: true)
+        try ItemSizeLimits.check(request.updateAttributes, data: request.updateDataAttributes,
+                                 text: request.updateTextAttributes)
+        let query = try query(request.attributes, data: request.dataAttributes, text: request.textAttributes,
+                              caller: caller, matching: true)
         let changes = try ParsedAttributes(request.updateAttributes, data: request.updateDataAttributes,
-                                           classContext: query.itemClass)
+                                           text: request.updateTextAttributes, classContext: query.itemClass)
         try checkChanges(changes, query: query, caller: caller)
         let now = Date().timeIntervalSince1970
         // The user is asked before the write transaction: a prompt may wait seconds.
@@ -96,10 +99,14 @@ extension ItemStore {
             try Self.checkSynchronizable(identity.synchronizable, changes.accessControl ?? old.accessControl?.flags)
         }
         let accessControl = try changes.accessControl.map { try bind($0) } ?? old.accessControl
+        let changedSealed = Set(changes.descriptive.keys.map(\.rawValue) + (changes.label == nil ? [] : ["label"]))
         let record = ItemRecord(identity: identity, label: changes.label ?? old.label, publicKey: old.publicKey,
                                 created: old.created, modified: now, accessControl: accessControl,
-                                descriptive: old.descriptive.merging(changes.descriptive) { $1 })
-        let columns = RowColumns(identity, label: record.label, accessibility: accessibility, keys: keys)
+                                descriptive: old.descriptive.merging(changes.descriptive) { $1 },
+                                dataValued: old.dataValued.subtracting(changedSealed).union(changes.sealedDataValued),
+                                textValued: old.textValued.subtracting(changedSealed).union(changes.textValued))
+        let columns = RowColumns(identity, label: record.label, labelIsData: record.labelIsData,
+                                 accessibility: accessibility, keys: keys)
         var assignments = columns.assignments + [("attributes", record.seal(id: item.id, columns: columns, keys: keys))]
         if newData != nil || columns != item.columns {
             let sealed: Data

@@ -256,9 +256,9 @@ public final class ItemStore: Sendable {
     }
 
     /// `matching`: a find's or update's query, which may carry match terms.
-    func query(_ attributes: [String: String], data: [String: Data]? = nil, caller: AccessScope,
-               matching: Bool = false) throws -> ItemQuery {
-        try ItemQuery(ParsedAttributes(attributes, data: data, matching: matching, isQuery: true), scope: caller,
+    func query(_ attributes: [String: String], data: [String: Data]? = nil, text: [String: String]? = nil,
+               caller: AccessScope, matching: Bool = false) throws -> ItemQuery {
+        try ItemQuery(ParsedAttributes(attributes, data: data, text: text, matching: matching, isQuery: true), scope: caller,
                       passcodeSet: passcodeSet, keys: keys)
     }
     var passcodeSet: Bool { device.passcodeSet }

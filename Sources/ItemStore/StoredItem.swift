@@ -59,13 +59,14 @@ struct RowColumns: Equatable, Sendable {
     static let hashedColumns = KeyAttribute.allCases.map(\.rawValue) + ["accessGroup"]
     static var groupIndex: Int { hashedColumns.count - 1 }
 
-    init(_ identity: ItemIdentity, label: String?, accessibility: Accessibility, keys: ItemKeys) {
+    /// `labelIsData`: the label is bytes in hex, given as Data, and hashed by its bytes.
+    init(_ identity: ItemIdentity, label: String?, labelIsData: Bool, accessibility: Accessibility, keys: ItemKeys) {
         itemClass = identity.itemClass
         synchronizable = identity.synchronizable
         accessibleName = accessibility.rawValue
         hashes = KeyAttribute.allCases.map { identity.hash($0, keys) }
             + [keys.attributeHash("accessGroup", identity.accessGroup)]
-        labelHash = label.map { keys.attributeHash("label", $0) }
+        labelHash = label.map { keys.attributeHash("label", bytes: BlobAttributes.bytes($0, hex: labelIsData)) }
     }
 
     /// Read by position (StoredItem.Position): a lookup by name lowercases and hashes
@@ -188,7 +189,8 @@ struct StoredItem: Sendable {
             "modificationDate": dateStyle.format(Date(timeIntervalSince1970: record.modified)),
         ]
         for (key, value) in identity.keys { attributes[key.rawValue] = value }
-        if !identity.dataValued.isEmpty { attributes[BlobAttributes.marker] = BlobAttributes.list(identity.dataValued) }
+        if !record.allDataValued.isEmpty { attributes[BlobAttributes.marker] = BlobAttributes.list(record.allDataValued) }
+        if !record.textValued.isEmpty { attributes[BlobAttributes.textMarker] = BlobAttributes.list(record.textValued) }
         if let label = record.label { attributes["label"] = label }
         if let accessControl = record.accessControl { attributes["accessControl"] = String(accessControl.flags.rawValue) }
         if let publicKey = record.publicKey { attributes["publicKey"] = publicKey }

@@ -61,6 +61,8 @@ enum SecItemCall {
         request.authentication = query.authentication?.request
         if !query.dataAttributes.isEmpty { request.dataAttributes = query.dataAttributes }
         if let changed = update?.dataAttributes, !changed.isEmpty { request.updateDataAttributes = changed }
+        if !query.textAttributes.isEmpty { request.textAttributes = query.textAttributes }
+        if let changed = update?.textAttributes, !changed.isEmpty { request.updateTextAttributes = changed }
         let response: KeychainResponse
         switch DeviceConnection.shared.send(request) {
         case .answered(let answer): response = answer

@@ -16,6 +16,9 @@ struct SecItemQuery {
     var attributes: [String: String] = [:]
     /// Blob attributes given as Data, by store name (`blobAttributes`).
     var dataAttributes: [String: Data] = [:]
+    /// kSecAttrGeneric given as a String, under "generic" (its Data goes in hex in
+    /// `attributes`).
+    var textAttributes: [String: String] = [:]
     var valueData: Data?
     var returnData = false
     var returnAttributes = false
@@ -67,8 +70,13 @@ struct SecItemQuery {
                 guard let port = value as? Int else { throw SecItemRefusal.param }
                 attributes["port"] = String(port)
             case kSecAttrGeneric:
-                guard let bytes = value as? Data else { throw SecItemRefusal.param }
-                attributes["generic"] = bytes.hexString
+                // A blob on iOS too: a String is kept, and compared, as its UTF-8 bytes.
+                if let text = value as? String {
+                    textAttributes["generic"] = text
+                } else {
+                    guard let bytes = value as? Data else { throw SecItemRefusal.param }
+                    attributes["generic"] = bytes.hexString
+                }
             case kSecAttrCreator:
                 attributes["creator"] = try Self.numberOrText(value)
             case kSecAttrType where !isKeyClass:
@@ -235,7 +243,8 @@ struct SecItemQuery {
 
     /// What iOS keeps as blobs (SecItemSchema's kSecDbBlobAttr) among them: given as
     /// a String or as Data, compared by their bytes, returned as they were given.
-    static let blobAttributes: Set<String> = ["service", "account", "path", "securityDomain"]
+    static let blobAttributes: Set<String> = ["service", "account", "path", "securityDomain", "server", "label",
+                                              "description", "comment"]
 
     /// kSecAttrAccessible values and the store's names for them.
     static let accessibility: [String: String] = [

@@ -27,7 +27,8 @@ enum SecItemResult {
                 if let key { return key }
                 return NSNull()
             }
-            var dictionary = query.returnAttributes ? appleAttributes(storeAttributes, data: item.dataAttributes) : [:]
+            var dictionary = query.returnAttributes ? appleAttributes(storeAttributes, data: item.dataAttributes,
+                                                                         text: item.textAttributes) : [:]
             if let key { dictionary[kSecValueRef] = key }
             if query.returnPersistentRef, let ref = PersistentRef.make(from: storeAttributes) {
                 dictionary[kSecValuePersistentRef] = ref
@@ -39,7 +40,8 @@ enum SecItemResult {
         if kinds == 1 && !query.returnAttributes {
             return (query.returnData ? item.data : ref) ?? Data()
         }
-        var dictionary = query.returnAttributes ? appleAttributes(storeAttributes, data: item.dataAttributes) : [:]
+        var dictionary = query.returnAttributes
+            ? appleAttributes(storeAttributes, data: item.dataAttributes, text: item.textAttributes) : [:]
         if query.returnData { dictionary[kSecValueData] = item.data ?? Data() }
         if let ref { dictionary[kSecValuePersistentRef] = ref }
         return dictionary
@@ -54,9 +56,11 @@ enum SecItemResult {
     /// Apple's keys and value types: String, Int for the port, Int for creator and
     /// type (String when they were given as text), NSNumber (a CFBoolean on Apple) for
     /// sync and the two flags, Data for generic and for the blob attributes given as
-    /// Data (`data`), Date for cdat and mdat, "ak"… for pdmn, and a SecAccessControl
-    /// for every item, as iOS 11.3 and later give: without flags when the item has none.
-    static func appleAttributes(_ store: [String: String], data: [String: Data]? = nil) -> [String: Any] {
+    /// Data (`data`), a String for generic given as one (`text`), Date for cdat and
+    /// mdat, "ak"… for pdmn, and a SecAccessControl for every item, as iOS 11.3 and
+    /// later give: without flags when the item has none.
+    static func appleAttributes(_ store: [String: String], data: [String: Data]? = nil,
+                                text: [String: String]? = nil) -> [String: Any] {
         var apple: [String: Any] = [:]
         if store["accessControl"] == nil, let protection = store["accessible"].flatMap({ accessibilityCodes[$0] }) {
             apple[kSecAttrAccessControl] = SecAccessControl(protection: protection, flags: [])
@@ -64,6 +68,7 @@ enum SecItemResult {
         for (name, bytes) in data ?? [:] where SecItemQuery.blobAttributes.contains(name) {
             if let appleName = appleNames[name] { apple[appleName] = bytes }
         }
+        if let generic = text?["generic"] { apple[kSecAttrGeneric] = generic }
         for (name, value) in store {
             switch name {
             case "class": apple[kSecClass] = value

@@ -46,6 +46,22 @@ import Testing
         #expect(reply.keychain?.items.first?.attributes == ["service": "s"])
     }
 
+    /// A generic given as text keeps its map, both ways.
+    @Test func textAttributesRoundTrip() throws {
+        var request = KeychainRequest(operation: .update, attributes: ["class": "genp"], updateAttributes: [:])
+        request.textAttributes = ["generic": "g"]
+        request.updateTextAttributes = ["generic": ""]
+        guard case .keychain(let back) = try roundTrip(ControlRequest.keychain(request)) else {
+            Issue.record("not a keychain request")
+            return
+        }
+        #expect(back.textAttributes == ["generic": "g"])
+        #expect(back.updateTextAttributes == ["generic": ""])
+        let item = KeychainResponse.Item(attributes: ["service": "s"], textAttributes: ["generic": "ü"])
+        let reply = try roundTrip(ControlReply(ok: true, keychain: KeychainResponse(status: 0, items: [item])))
+        #expect(reply.keychain?.items.first?.textAttributes == ["generic": "ü"])
+    }
+
     @Test func everyRequestKeepsItsCase() throws {
         let requests: [ControlRequest] = [
             .status, .lock(now: true), .unlock, .restart, .passcode(.change), .events,
@@ -208,6 +224,7 @@ import Testing
                   data: Data(count: 70_000)),
             .init(attributes: ["service": "s"], dataAttributes: ["account": Data([0xff, 0]), "path": Data(count: 200)]),
             .init(dataAttributes: [:], data: Data([1])),
+            .init(attributes: ["service": "s"], dataAttributes: ["label": Data([1])], textAttributes: ["generic": "ü"]),
         ]
         for item in items {
             let empty = try ControlCoding.encode(ControlReply(ok: true, keychain: KeychainResponse(status: 0)))

@@ -52,8 +52,8 @@ final class SecItemDescriptiveAttributeTests: MountedDeviceTestCase {
     }
 
     func testWrongValueTypesAreErrSecParam() {
-        for (key, value) in [(kSecAttrGeneric, "not data" as Any), (kSecAttrCreator, -1), (kSecAttrType, Data([1])),
-                             (kSecAttrIsInvisible, "yes"), (kSecAttrComment, Data([1]))] {
+        for (key, value) in [(kSecAttrGeneric, 7 as Any), (kSecAttrCreator, -1), (kSecAttrType, Data([1])),
+                             (kSecAttrIsInvisible, "yes"), (kSecAttrComment, 7)] {
             var item = query
             item[key as String] = value
             XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecParam, "\(key)")
