@@ -145,6 +145,43 @@ expect_eq "their attributes come back" \
     "$("$DPFS" keychain find "$MNT" --service bulk --limit all --return attributes | grep -c '^account: ')" "270"
 expect_eq "so does one item's data" "$("$DPFS" keychain find "$MNT" --service bulk | wc -c)" "65536"
 
+# The keychain fields of the wire in raw frames (Tests/tools/controlwire.py): values
+# given as bytes and a generic given as text come back in their own maps, and a
+# persistent ref names the item.
+cat > "$WORK/typed.py" <<'PY'
+from wire import *
+
+def call(data=None, **fields):
+    return exchange(keychain_frame(data, **fields))
+
+added = call(b"secret", operation="add", attributes={"service": "typed"},
+             dataAttributes={"account": b"\xff\x00", "label": b"L"}, textAttributes={"generic": "g"},
+             returning="attributes")
+print("add:", (added or {}).get("keychain", {}).get("status"))
+found = call(operation="find", attributes={"service": "typed", "label": "L", "generic": "67"},
+             dataAttributes={"account": b"\xff\x00"}, returning="both")
+item = (items(found) or [{}])[0]
+print("types:", item.get("account") == b"\xff\x00", item.get("label") == b"L", item.get("generic") == "g",
+      item.get("data") == b"secret")
+ref = item.get("persistentRef", "")
+print("ref:", persistent_ref(ref)[0] if persistent_ref(ref) else None)
+by_ref = call(operation="find", attributes={"persistentRef": ref}, returning="data")
+print("by ref:", [i.get("data") for i in items(by_ref)] == [b"secret"])
+updated = call(b"new", operation="update", attributes={"service": "typed"},
+               updateAttributes={}, updateDataAttributes={"comment": b"c"})
+print("update:", (updated or {}).get("keychain", {}).get("status"))
+again = call(operation="find", attributes={"service": "typed", "comment": "c"}, returning="both")
+print("updated:", [(i.get("comment"), i.get("data")) for i in items(again)] == [(b"c", b"new")])
+PY
+(cd "$WORK" && python3 typed.py "$SOCK") > "$WORK/typed.out" 2>&1
+log "$(tr '\n' ';' < "$WORK/typed.out")"
+check "an item with typed attributes is added in a raw frame" grep -q "^add: 0" "$WORK/typed.out"
+check "they come back in their types" grep -q "^types: True True True True" "$WORK/typed.out"
+check "its persistent ref names its class" grep -q "^ref: genp" "$WORK/typed.out"
+check "and finds it" grep -q "^by ref: True" "$WORK/typed.out"
+check "an update gives new data and a comment as bytes" grep -q "^update: 0" "$WORK/typed.out"
+check "which a find by its text sees" grep -q "^updated: True" "$WORK/typed.out"
+
 # Another uid is refused, even with the socket's mode opened up. It reaches the socket
 # through a second link in a directory of its own: the sockets' directory is every
 # mount's, and opening it up would make the other mounts' commands refuse it.

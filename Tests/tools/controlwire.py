@@ -52,26 +52,79 @@ def unwire(data, i=0):
     return out, i
 
 def frame(body, version=2, secrets=b"", magic=b"DPFC"):
+    """`secrets` is the secret section as sent, length prefixes and all (`section`)."""
     return magic + struct.pack(">HHII", version, 0, len(body), len(secrets)) + body + secrets
 
-def request_frame(request):
-    """A request, in its wire form, framed."""
-    return frame(wire(request))
+def section(*secrets):
+    """A secret section: each secret with its u32 length."""
+    return b"".join(struct.pack(">I", len(s)) + s for s in secrets)
+
+def request_frame(request, secret=None):
+    """A request, in its wire form, framed; `secret`: its one secret (an item's data)."""
+    return frame(wire(request), secrets=b"" if secret is None else section(secret))
 
 def keychain(**fields):
+    """A keychain request. `attributes`, `updateAttributes`: text by name;
+    `dataAttributes`, `updateDataAttributes`: bytes by name (an attribute given as
+    Data: service, account, path, securityDomain, server, label, description,
+    comment); `textAttributes`, `updateTextAttributes`: generic given as text (in
+    `attributes` it is bytes in hex); `limit`, `returning`, `app`, `authentication`.
+    An item's data and new data travel as the frame's secret (keychain_frame)."""
+    fields.setdefault("attributes", {})
     fields.setdefault("updateAttributes", {})
+    for name in ("dataAttributes", "updateDataAttributes"):
+        if name in fields and not all(isinstance(v, bytes) for v in fields[name].values()):
+            raise TypeError(name + " holds bytes")
     return {"keychain": {"_0": fields}}
+
+def keychain_frame(data=None, **fields):
+    """A keychain request framed, an add's data or an update's new data its secret."""
+    return request_frame(keychain(**fields), secret=data)
+
+# kSecValuePersistentRef: "dpfsref2", the class (four ASCII bytes), a 24-byte token.
+# Requests and replies carry it in hex as the attribute "persistentRef".
+REF_MAGIC = b"dpfsref2"
+REF_TOKEN_SIZE = 24
+
+def persistent_ref(hex_ref):
+    """(class, token) of a reply's "persistentRef"; None for what is no such ref."""
+    raw = bytes.fromhex(hex_ref)
+    if len(raw) != len(REF_MAGIC) + 4 + REF_TOKEN_SIZE or not raw.startswith(REF_MAGIC): return None
+    return raw[len(REF_MAGIC):len(REF_MAGIC) + 4].decode(), raw[len(REF_MAGIC) + 4:]
+
+def items(body):
+    """A keychain reply's items, each one map of attributes: text as str, those given
+    as bytes (dataAttributes) as bytes, a generic given as text (textAttributes) as
+    str, and the data, if any, under "data"."""
+    out = []
+    for item in ((body or {}).get("keychain") or {}).get("items") or []:
+        merged = dict(item.get("attributes") or {})
+        merged.update(item.get("dataAttributes") or {})
+        merged.update(item.get("textAttributes") or {})
+        if item.get("data") is not None: merged["data"] = item["data"]
+        out.append(merged)
+    return out
 
 def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(path)
     return s
 
+def frame_size(data):
+    """A frame's whole size from its header: the body and the secret section."""
+    body, secrets = struct.unpack(">II", data[8:16])
+    return 16 + body + secrets
+
 def reply(s):
-    """One reply frame, whole; None if the connection ends first."""
+    """One reply frame, whole (an export's carries a secret); None if the connection
+    ends first."""
     data = b""
-    while len(data) < 16 or len(data) < 16 + struct.unpack(">I", data[8:12])[0]:
+    while len(data) < 16 or len(data) < frame_size(data):
         chunk = s.recv(65536)
         if not chunk: return None
         data += chunk
     return data
+
+def reply_body(data):
+    """The value of a whole reply frame's body."""
+    return unwire(data[16:16 + struct.unpack(">I", data[8:12])[0]])[0]
