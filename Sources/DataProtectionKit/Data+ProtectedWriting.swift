@@ -22,9 +22,10 @@ extension Data {
     /// Writes the data into a file of class `protection`. A new file is created in that
     /// class (the class given at creation, as iOS does), so it can be made wherever
     /// the class can take a new file now — a `.noFileProtection` file in an
-    /// untilFirstAuth directory before the first unlock too; an existing file gets
-    /// the class while still empty, before any content reaches it. Throws CocoaError
-    /// with EPERM inside when the class (or an existing file's) is not available now.
+    /// untilFirstAuth directory before the first unlock too; an existing file of
+    /// another class is moved to the class before it is emptied, so a refused class
+    /// leaves its old content as it was. Throws CocoaError with EPERM inside when the
+    /// class (or an existing file's) is not available now.
     public func write(to url: URL, protection: FileProtectionType, options: Data.WritingOptions = []) throws {
         let path = try url.sandboxPath(writing: true, creating: true)
         guard let protectionClass = protection.dpfsClass else { throw FileErrors.cocoa(EINVAL, path: path, writing: true) }
@@ -34,7 +35,8 @@ extension Data {
         let target = atomic ? try ProtectedFile.temporary(beside: path, as: protectionClass)
                             : try ProtectedFile.open(path, exclusive: exclusive, as: protectionClass)
         do {
-            try target.setClass(protectionClass)
+            try target.takeClass(protectionClass)
+            if !atomic { try target.empty() }
             try withUnsafeBytes { try target.writeAll($0) }
             try target.close()
             if atomic, rename(target.path, path) != 0 { throw FileErrors.cocoa(errno, path: path, writing: true) }
@@ -54,7 +56,8 @@ private final class ProtectedFile {
     private init(fd: Int32, path: String) { self.fd = fd; self.path = path }
 
     static func open(_ path: String, exclusive: Bool, as protectionClass: ProtectionClass) throws -> ProtectedFile {
-        let flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (exclusive ? O_EXCL : 0)
+        // No O_TRUNC: an existing file is emptied only once it has the class (empty()).
+        let flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : 0)
         let directory = (path as NSString).deletingLastPathComponent
         let fd = creating(in: directory, as: protectionClass) { Glibc.open(path, flags, 0o666) }
         guard fd >= 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
@@ -93,9 +96,30 @@ private final class ProtectedFile {
         return fd
     }
 
-    func setClass(_ protectionClass: ProtectionClass) throws {
+    /// Gives the file `protectionClass` unless it has it already: a new file mostly does
+    /// (given at creation), and an existing one of the same class is left alone. On a
+    /// file not yet emptied a move to a weaker class rewraps its key; a stronger one
+    /// reseals the old content, the price of refusing before anything is lost.
+    func takeClass(_ protectionClass: ProtectionClass) throws {
+        if currentClass == protectionClass { return }
         let rc = protectionClass.name.withCString { fsetxattr(fd, MountAttributes.protection, $0, strlen($0), 0) }
         guard rc == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
+    }
+
+    /// The file's class, or nil when the mount does not say.
+    private var currentClass: ProtectionClass? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let n = fgetxattr(fd, MountAttributes.protection, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        return ProtectionClass(name: String(decoding: buffer[0..<n], as: UTF8.self))
+    }
+
+    /// Drops the old content of an existing file, once it has the class.
+    func empty() throws {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
+        if info.st_size == 0 { return }
+        guard ftruncate(fd, 0) == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
     }
 
     func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
