@@ -19,8 +19,9 @@ public enum ProtectedData {
     /// Starts posting `UIApplication.protectedDataWillBecomeUnavailableNotification` and
     /// `…DidBecomeAvailableNotification` on `NotificationCenter.default`, fed by the
     /// daemon's event stream on a background thread. Returns once subscribed (events from
-    /// then on are posted); a second call while observing does nothing. Throws DeviceError
-    /// when the device cannot be reached.
+    /// then on are posted); a call while observing, or while another thread's call
+    /// subscribes, returns once the one subscription is live. Throws DeviceError when the
+    /// device cannot be reached.
     public static func startObserving() throws {
         try ProtectedDataObserver.shared.start(mountpoint: DeviceLocation.requireMountpoint())
     }

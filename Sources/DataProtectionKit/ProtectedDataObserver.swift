@@ -9,6 +9,10 @@ import Synchronization
 final class ProtectedDataObserver: Sendable {
     static let shared = ProtectedDataObserver()
 
+    /// The observing thread's name: the kernel keeps 15 bytes of a thread's name, and
+    /// Foundation on Linux reads `Thread.current.name` from there.
+    static let threadName = "dpfs-protected"
+
     /// The live subscription; a new generation makes an old thread stop posting.
     private struct Subscription: Sendable {
         var connection: EventConnection?
@@ -16,11 +20,30 @@ final class ProtectedDataObserver: Sendable {
     }
 
     private let subscription = Mutex(Subscription())
+    /// Held through a whole start, so that concurrent starts make one subscription: the
+    /// first subscribes, the others wait for it and find it live.
+    private let starting = Mutex(())
 
     var isObserving: Bool { subscription.withLock { $0.connection != nil } }
 
     func start(mountpoint: String) throws {
-        if isObserving { return }
+        try starting.withLock { _ throws in
+            if isObserving { return }
+            try subscribe(mountpoint: mountpoint)
+        }
+    }
+
+    func stop() {
+        subscription.withLock { state in
+            state.connection?.client.hangUp()
+            state.connection = nil
+            state.generation += 1
+        }
+    }
+
+    /// Connects, starts the observing thread and returns once the daemon confirmed the
+    /// subscription. Caller holds `starting`.
+    private func subscribe(mountpoint: String) throws {
         let timeout = DeviceChannel.requestTimeout
         let connection: EventConnection
         do {
@@ -30,29 +53,30 @@ final class ProtectedDataObserver: Sendable {
             throw DeviceChannel.translate(error, mountpoint: mountpoint, timeout: timeout)
         }
         let generation = subscription.withLock { state -> Int in
-            state.connection?.client.hangUp()
             state.connection = connection
             state.generation += 1
             return state.generation
         }
         let started = StartOutcome()
-        let thread = Thread { [self] in
+        let thread = PosixThread.start(named: Self.threadName) { [self] in
             run(connection, generation: generation, started: started)
         }
-        thread.name = "dpfs-protected-data"
-        thread.start()
+        if case .failure(let error) = thread {
+            connection.client.hangUp()
+            end(generation)
+            throw DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
+        }
         started.ready.wait()
         if let error = started.error.withLock({ $0 }) {
-            stop()
+            end(generation)
             throw DeviceChannel.translate(error, mountpoint: mountpoint, timeout: timeout)
         }
     }
 
-    func stop() {
+    /// Forgets the subscription of `generation` if it is still the live one.
+    private func end(_ generation: Int) {
         subscription.withLock { state in
-            state.connection?.client.hangUp()
-            state.connection = nil
-            state.generation += 1
+            if state.generation == generation { state.connection = nil }
         }
     }
 
@@ -77,9 +101,7 @@ final class ProtectedDataObserver: Sendable {
             if !subscribed { started.error.withLock { $0 = error } }
         }
         if !subscribed { started.ready.signal() }
-        subscription.withLock { state in
-            if state.generation == generation { state.connection = nil }
-        }
+        end(generation)
     }
 
     private func isCurrent(_ generation: Int) -> Bool {
