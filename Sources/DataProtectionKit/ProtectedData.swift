@@ -21,7 +21,8 @@ public enum ProtectedData {
     /// daemon's event stream on a background thread. Returns once subscribed (events from
     /// then on are posted); a call while observing, or while another thread's call
     /// subscribes, returns once the one subscription is live. Throws DeviceError when the
-    /// device cannot be reached.
+    /// device cannot be reached. When the daemon dies or the device is unmounted,
+    /// will-become-unavailable is posted with a ProtectedDataEndReason and observing ends.
     public static func startObserving() throws {
         try ProtectedDataObserver.shared.start(mountpoint: DeviceLocation.requireMountpoint())
     }
@@ -44,8 +45,23 @@ extension Notification.Name {
 
 /// The keys of a posted notification's userInfo: what the daemon reported.
 public enum ProtectedDataNotificationKey {
-    /// The daemon's event name (willBecomeUnavailable, restart, didBecomeAvailable).
+    /// The daemon's event name (willBecomeUnavailable, restart, didBecomeAvailable), or
+    /// a ProtectedDataEndReason raw value when the event stream itself ended.
     public static let event = "dpfsEvent"
-    /// The device's state when the event was sent (a DeviceState raw value).
+    /// The device's state when the event was sent (a DeviceState raw value); absent
+    /// when the stream ended, as no daemon reports one then.
     public static let state = "dpfsState"
+}
+
+/// Why observing ended without stopObserving(): the `dpfsEvent` of the
+/// will-become-unavailable notification posted then; isObserving is false from then on.
+public enum ProtectedDataEndReason: String, Sendable {
+    /// The daemon died: the mount stays, but answers nothing.
+    case daemonGone
+    /// The device was unmounted.
+    case unmounted
+    /// The daemon still answers but dropped this subscriber, which fell behind its
+    /// events: what happened meanwhile is unknown, so the data is taken as gone until
+    /// startObserving() subscribes again.
+    case dropped
 }

@@ -1,9 +1,13 @@
 // Turns the daemon's event stream into protected-data notifications on
 // NotificationCenter.default: one background thread holds an `events` connection and
 // posts as events arrive. willBecomeUnavailable and restart (the data goes away) post the
-// will-become-unavailable notification; didBecomeAvailable posts the did-become one.
+// will-become-unavailable notification; didBecomeAvailable posts the did-become one. A
+// stream that ends without stopObserving (the daemon died, the device was unmounted)
+// posts will-become-unavailable too: the mount refuses every access from then on, and
+// on iOS protected data never goes away unannounced.
 import DPFSProtocol
 import Foundation
+import Glibc
 import Synchronization
 
 final class ProtectedDataObserver: Sendable {
@@ -58,8 +62,10 @@ final class ProtectedDataObserver: Sendable {
             return state.generation
         }
         let started = StartOutcome()
+        // Resolved while the daemon answers: a dead one's mountpoint resolves no more.
+        let resolved = Self.resolved(mountpoint)
         let thread = PosixThread.start(named: Self.threadName) { [self] in
-            run(connection, generation: generation, started: started)
+            run(connection, mountpoint: resolved, generation: generation, started: started)
         }
         if case .failure(let error) = thread {
             connection.client.hangUp()
@@ -73,14 +79,18 @@ final class ProtectedDataObserver: Sendable {
         }
     }
 
-    /// Forgets the subscription of `generation` if it is still the live one.
-    private func end(_ generation: Int) {
+    /// Forgets the subscription of `generation` if it is still the live one; true if it
+    /// was (nobody stopped it or replaced it).
+    @discardableResult
+    private func end(_ generation: Int) -> Bool {
         subscription.withLock { state in
-            if state.generation == generation { state.connection = nil }
+            guard state.generation == generation else { return false }
+            state.connection = nil
+            return true
         }
     }
 
-    private func run(_ connection: EventConnection, generation: Int, started: StartOutcome) {
+    private func run(_ connection: EventConnection, mountpoint: String, generation: Int, started: StartOutcome) {
         var subscribed = false
         do {
             try connection.client.stream(.events) { reply in
@@ -100,8 +110,11 @@ final class ProtectedDataObserver: Sendable {
         } catch {
             if !subscribed { started.error.withLock { $0 = error } }
         }
-        if !subscribed { started.ready.signal() }
-        end(generation)
+        guard subscribed else {
+            started.ready.signal()
+            return
+        }
+        if end(generation) { Self.postStreamEnd(mountpoint: mountpoint) }
     }
 
     private func isCurrent(_ generation: Int) -> Bool {
@@ -111,7 +124,10 @@ final class ProtectedDataObserver: Sendable {
     static func post(_ event: DeviceEvent) {
         let name: Notification.Name
         switch event.event {
-        case .willBecomeUnavailable, .restart: name = .UIApplicationProtectedDataWillBecomeUnavailable
+        case .willBecomeUnavailable: name = .UIApplicationProtectedDataWillBecomeUnavailable
+        // Without a passcode a restart wipes no key and leaves the device as it was:
+        // nothing becomes unavailable, and iOS says nothing.
+        case .restart where event.state == .beforeFirstUnlock: name = .UIApplicationProtectedDataWillBecomeUnavailable
         case .didBecomeAvailable: name = .UIApplicationProtectedDataDidBecomeAvailable
         default: return
         }
@@ -119,6 +135,26 @@ final class ProtectedDataObserver: Sendable {
             ProtectedDataNotificationKey.event: event.event.rawValue,
             ProtectedDataNotificationKey.state: DeviceState(event.state).rawValue,
         ])
+    }
+
+    private static func resolved(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The stream ended unasked: the device is gone for this process, as protected data
+    /// at a lock, and an app must drop what it decrypted. No state: nobody reports one.
+    private static func postStreamEnd(mountpoint: String) {
+        NotificationCenter.default.post(name: .UIApplicationProtectedDataWillBecomeUnavailable,
+                                        object: UIApplication.shared,
+                                        userInfo: [ProtectedDataNotificationKey.event: endReason(mountpoint).rawValue])
+    }
+
+    private static func endReason(_ mountpoint: String) -> ProtectedDataEndReason {
+        guard MountTable.topmost(at: mountpoint)?.fsType == MountEntry.dpfsType else { return .unmounted }
+        let answers = (try? DeviceChannel.send(.status, to: mountpoint, timeout: 2)) != nil
+        return answers ? .dropped : .daemonGone
     }
 }
 

@@ -24,7 +24,8 @@ final class MountedDevice {
     var control: DeviceControl { DeviceControl(mountpoint: mountpoint) }
     var documents: URL { URL(fileURLWithPath: mountpoint).appendingPathComponent("Documents") }
 
-    init(gracePeriod: Double = 2) throws {
+    /// `passcode: false` makes a device without one (every class always available).
+    init(gracePeriod: Double = 2, passcode: Bool = true) throws {
         dpfs = try Self.findDpfs()
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array("\(base)/dpfs-kit-tests.XXXXXX".utf8CString)
@@ -38,7 +39,8 @@ final class MountedDevice {
         try Self.writePrivate("1234\n", to: passcodeFile)
         try Self.writePrivate("9999\n", to: wrongPasscodeFile)
         do {
-            try run(["init", deviceDirectory, "--passcode-file", passcodeFile,
+            let passcodeArguments = passcode ? ["--passcode-file", passcodeFile] : ["--no-passcode"]
+            try run(["init", deviceDirectory] + passcodeArguments + [
                      "--secret-store", "file:" + work.appendingPathComponent("secrets").path, "--create"])
             try run(["mount", deviceDirectory, mountpoint, "--grace-period", String(gracePeriod)])
             guard isMounted else { throw TestFailure("dpfs mount returned but \(mountpoint) is not mounted") }

@@ -1,5 +1,6 @@
 // ProtectedData.startObserving against a real mount: many threads starting at once make
-// one subscription, and handlers run on the named observing thread.
+// one subscription, the end of the event stream is announced, a restart without a
+// passcode posts nothing, and handlers run on the named observing thread.
 import DataProtectionKit
 import Foundation
 import Glibc
@@ -54,6 +55,45 @@ final class ProtectedDataObservingTests: XCTestCase {
         for _ in 0..<threads { gate.signal() }
         if done.wait(timeout: .now() + 60) == .timedOut { return ["a start did not return within 60 s"] }
         return failures.withLock { $0 }
+    }
+
+    func testUnmountIsAnnounced() throws {
+        let device = try MountedDevice()
+        self.device = device
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        recorder.start()
+        try ProtectedData.startObserving()
+        try device.run(["unmount", device.mountpoint])
+        XCTAssertTrue(recorder.wait(timeout: 30) { !$0.isEmpty }, "nothing posted at unmount")
+        XCTAssertEqual(recorder.events, ["unmounted"])
+        XCTAssertEqual(recorder.names, [UIApplication.protectedDataWillBecomeUnavailableNotification])
+        XCTAssertFalse(ProtectedData.isObserving)
+    }
+
+    func testDaemonDeathIsAnnounced() throws {
+        let device = try MountedDevice()
+        self.device = device
+        guard let pid = device.daemonPID else { throw TestFailure("no daemon pid") }
+        recorder.start()
+        try ProtectedData.startObserving()
+        XCTAssertEqual(kill(pid, SIGKILL), 0)
+        XCTAssertTrue(recorder.wait(timeout: 30) { !$0.isEmpty }, "nothing posted when the daemon died")
+        XCTAssertEqual(recorder.events, ["daemonGone"])
+        XCTAssertFalse(ProtectedData.isObserving)
+    }
+
+    func testRestartWithoutAPasscodePostsNothing() throws {
+        let device = try MountedDevice(passcode: false)
+        self.device = device
+        recorder.start()
+        try ProtectedData.startObserving()
+        try device.control.restart()
+        XCTAssertTrue(UIApplication.shared.isProtectedDataAvailable)
+        // The unmount's notification comes after anything the restart posted, on the
+        // same stream: it marks the end of what there is to see.
+        try device.run(["unmount", device.mountpoint])
+        XCTAssertTrue(recorder.wait(timeout: 30) { $0.contains("unmounted") }, "\(recorder.events)")
+        XCTAssertEqual(recorder.events, ["unmounted"])
     }
 
     func testHandlersRunOnTheNamedObservingThread() throws {
