@@ -1,10 +1,11 @@
 // The view of the machine a program under `dpfs run` gets, made by bubblewrap (bwrap):
 // its own mount and PID namespaces and no capabilities, in which
-//  - the owner's control socket, the device directory, the file secret store and
-//    other dpfs mounts are empty directories, so the program can neither reach the
-//    device as its owner nor copy what is at rest — also when one of them holds the
-//    caller's working directory (the program then starts in its container) or the
-//    mount (shown again on its own);
+//  - the owner's control socket, the device directory, the file secret store, other
+//    dpfs mounts, and the directories and file stores of the other devices
+//    (DevicesAtRest) are empty directories, so the program can neither reach the
+//    device as its owner nor copy what is at rest of it or of another device — also
+//    when one of them holds the caller's working directory (the program then starts
+//    in its container) or the mount (shown again on its own);
 //  - the mountpoint shows the app's own container only (another app's container,
 //    .containers/BUNDLE_ID of the mount, is bound over it; the sandbox's own app does
 //    not see .containers);
@@ -64,17 +65,27 @@ struct AppView {
         var arguments = ["bwrap", "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
                          "--cap-drop", "ALL", "--die-with-parent", "--as-pid-1", "--info-fd", String(infoFD)]
         let hidden = try hiddenPaths()
-        for path in hidden { arguments += ["--tmpfs", path] }
+        for path in Self.outermost(hidden) { arguments += ["--tmpfs", path] }
         // bwrap takes a bind's source from the machine's own view, so what a hidden
-        // directory holds and the program needs comes back alone, the rest still hidden.
+        // directory holds and the program needs comes back alone, the rest still hidden;
+        // and what such a bind brings back of a hidden directory is hidden again where
+        // the bind shows it.
+        var shown: [(source: String, destination: String)] = []
+        if session.isSandboxApp {
+            if Self.isInside(mount, anyOf: hidden) { shown.append((mount, mount)) }
+        } else {
+            shown.append((container, mount))
+        }
+        for bind in shown { arguments += ["--bind", bind.source, bind.destination] }
+        for path in hidden {
+            for bind in shown where path != bind.source && isPath(path, within: bind.source) {
+                arguments += ["--tmpfs", bind.destination + path.dropFirst(bind.source.count)]
+            }
+        }
+        if session.isSandboxApp { arguments += ["--tmpfs", "\(mount)/\(Self.containersDirectory)"] }
+        // Last, so that no directory laid over them above covers them.
         if Self.isInside(dpfsBinary, anyOf: hidden) { arguments += ["--ro-bind", dpfsBinary, dpfsBinary] }
         arguments += ["--bind", session.socket, session.socket]
-        if session.isSandboxApp {
-            if Self.isInside(mount, anyOf: hidden) { arguments += ["--bind", mount, mount] }
-            arguments += ["--tmpfs", "\(mount)/\(Self.containersDirectory)"]
-        } else {
-            arguments += ["--bind", container, mount]
-        }
         // A working directory the view hides is no place to start (bwrap alone would
         // start the program in the empty directory laid over it, or in HOME when that
         // has no such path): the program starts in its container, as it would anywhere.
@@ -85,13 +96,26 @@ struct AppView {
         return arguments.map(RawArgument.init) + command
     }
 
-    /// What holds the device's secrets or another device's files, with symbolic links
-    /// resolved, as the working directory and the mount are when compared with them.
+    /// What holds this device's or another's secrets or files, with symbolic links
+    /// resolved, as the working directory and the mount are when compared with them:
+    /// the owner's socket directory, the device directory and its `file` store, the
+    /// other dpfs mounts, and every device directory and store DevicesAtRest knows.
+    /// Only directories this user reaches: what does not exist or lies behind a
+    /// directory it cannot search, the program cannot read either. "/" is never one:
+    /// a store there would hide the whole machine, the program's own libraries too.
     private func hiddenPaths() throws -> [String] {
         var paths = [(session.socket as NSString).deletingLastPathComponent, session.status.deviceDirectory]
         if let store = session.status.secretStore, store.hasPrefix("file:") { paths.append(String(store.dropFirst(5))) }
         paths += try OtherDpfsMounts.answering(besides: mount)
-        return Array(Set(paths.filter(isDirectory).map(AbsolutePath.of))).sorted()
+        paths += DevicesAtRest.directories()
+        // The app's container is what it must see: a directory that is or holds it is
+        // hidden around it (the bind above), never in its place.
+        return Array(Set(paths.map(AbsolutePath.of).filter { $0 != "/" && $0 != container && isDirectory($0) })).sorted()
+    }
+
+    /// `paths` without those inside another of them, which its empty directory hides already.
+    private static func outermost(_ paths: [String]) -> [String] {
+        paths.filter { path in !paths.contains { $0 != path && isPath(path, within: $0) } }
     }
 
     private static func isInside(_ path: String, anyOf directories: [String]) -> Bool {

@@ -2,6 +2,7 @@
 # An app is only itself (docs/security.md): a program under `dpfs run --app X` acts
 # only as X on its app socket, and in its own view (bubblewrap) it cannot reach the
 # device's owner socket, the device directory, the secret store, other dpfs mounts,
+# the directories and file stores of other devices and the default file store,
 # or another app's container. --device-control keeps lock/unlock for test processes.
 source "$(dirname "$0")/lib.sh"
 require_tools bwrap
@@ -133,10 +134,44 @@ rmdir "$other/device/m" "$WORK/secrets2/m"
 "$DPFS" mount "$other/device" "$other/mnt" >/dev/null || fail "mount a second device"
 echo theirs > "$other/mnt/Documents/theirs.txt"
 expect_eq "another dpfs mount is empty in the view" "$(as_app ls -A "$other/mnt" | wc -l)" "0"
+# With another device's directory and its secret, its `none` files and `Always` items
+# read without its passcode, and the app could mount it: they are hidden too, and so
+# is the default file store, where every device made without file:DIR keeps its
+# secret. empty_in_view [RUN...] PATH: how many entries PATH has in the view (nothing
+# when the run fails).
+empty_in_view() { "${@:1:$#-1}" sh -c 'test -d "$1" && ls -A "$1" | wc -l' sh "${!#}"; }
+expect_eq "another mounted device's directory is empty in the view" "$(empty_in_view as_app "$other/device")" "0"
+expect_eq "and so is the file secret store its keybag names" "$(empty_in_view as_app "$WORK/secrets2")" "0"
+mkdir -p -m 700 "$WORK/state/dpfs" && touch "$WORK/state/dpfs/default.secret"
+expect_eq "the default file store is empty in the view" \
+    "$(XDG_STATE_HOME="$WORK/state" empty_in_view as_app "$WORK/state/dpfs")" "0"
+if [ "$(id -u)" = 0 ] && [ -d /var/lib/dpfs ]; then
+    expect_eq "so is root's" "$(empty_in_view as_app /var/lib/dpfs)" "0"
+fi
+# A device with spaces in its paths, mounted inside the second device's directory: a
+# run of it sees its own mount there, and nothing else of that directory.
+third="$WORK/with space"
+mkdir -p "$third" "$other/device/mnt 3"
+"$DPFS" init "$third/device 3" --no-passcode --secret-store "file:$third/store 3" --create >/dev/null \
+    || fail "init a third device"
+"$DPFS" mount "$third/device 3" "$other/device/mnt 3" >/dev/null || fail "mount a third device"
+scenario_cleanup() { "$DPFS" unmount "$other/device/mnt 3" 2>/dev/null; "$DPFS" unmount "$other/mnt" 2>/dev/null; true; }
+expect_eq "a device directory with spaces is empty in the view" "$(empty_in_view as_app "$third/device 3")" "0"
+expect_eq "and so is a store with spaces" "$(empty_in_view as_app "$third/store 3")" "0"
+echo third > "$other/device/mnt 3/Documents/third.txt"
+as_third() { "$DPFS" run "$other/device/mnt 3" -- "$@"; }
+expect_eq "a run whose mount is inside another device's directory sees its own documents" \
+    "$(as_third cat "$other/device/mnt 3/Documents/third.txt")" "third"
+expect_eq "and of that directory only the way to its mount" \
+    "$(as_third sh -c 'ls -A "$1"' sh "$other/device")" "mnt 3"
+"$DPFS" unmount "$other/device/mnt 3" || fail "unmount the third device"
 # Another mount whose daemon is stopped: hiding it needs its answer, so the run ends
 # within the commands' deadline with a line that names it, and goes on once it answers.
 other_pid=$("$DPFS" status "$other/mnt" --json | json_field pid)
-scenario_cleanup() { kill -CONT "$other_pid" 2>/dev/null; "$DPFS" unmount "$other/mnt" 2>/dev/null; true; }
+scenario_cleanup() {
+    kill -CONT "$other_pid" 2>/dev/null
+    "$DPFS" unmount "$other/device/mnt 3" 2>/dev/null; "$DPFS" unmount "$other/mnt" 2>/dev/null; true
+}
 touch "$other/mnt/x" && rm "$other/mnt/x"  # the kernel must ask the daemon for the root again
 kill -STOP "$other_pid"
 out=$(timeout -s KILL 90 "$DPFS" run "$MNT" -- true 2>&1)

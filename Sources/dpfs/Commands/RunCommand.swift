@@ -18,7 +18,8 @@ struct Run: ParsableCommand {
             directories (as Foundation finds them) are the mount's, or another app's own \
             container with --app. It acts only as its app: it cannot name another app, \
             and runs in a view of its own (bubblewrap) without the device directory, the \
-            secret store, the device's control socket or other apps' containers, and \
+            secret store, the device's control socket, other apps' containers, other dpfs \
+            mounts, their device directories and file stores, or the default file stores, and \
             of the caller's open descriptors it gets standard input, output and error only. \
             `swift test` is run as `dpfs test` runs it: built outside the device, only its \
             test bundle inside. dpfs run \
