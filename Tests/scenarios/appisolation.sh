@@ -194,6 +194,6 @@ expect_eq "--no-isolation gives another app its container as HOME" \
     "$("$DPFS" run "$MNT" --app com.evil.widget --no-isolation -- sh -c 'echo $HOME')" "$MNT/.containers/com.evil.widget"
 
 # Sessions end with their program.
-sessions_left() { [ "$(ls "$socket_dir" | grep -c '\.app-')" = 0 ]; }
+sessions_left() { [ "$(ls "$socket_dir" | grep -c "^$daemon\.app-")" = 0 ]; }
 if within 30 sessions_left; then pass "no app socket outlives its program"; else fail "no app socket outlives its program" "$(ls "$socket_dir")"; fi
 finish
