@@ -106,7 +106,8 @@ struct AppView {
     private func hiddenPaths() throws -> [String] {
         var paths = [(session.socket as NSString).deletingLastPathComponent, session.status.deviceDirectory]
         if let store = session.status.secretStore, store.hasPrefix("file:") { paths.append(String(store.dropFirst(5))) }
-        paths += try OtherDpfsMounts.answering(besides: mount)
+        let others = try OtherDpfsMounts.answering(besides: mount)
+        paths += others.mountPoints + others.socketDirectories + SocketPlaces.candidates()
         paths += DevicesAtRest.directories()
         // The app's container is what it must see: a directory that is or holds it is
         // hidden around it (the bind above), never in its place.

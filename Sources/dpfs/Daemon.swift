@@ -201,11 +201,11 @@ struct Daemon {
         var passedOver: String?
         let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? ""
         if uid == 0 {
-            base = "/run/dpfs"
+            base = SocketPlaces.root
         } else if !runtime.isEmpty, holdsSockets(runtime + "/dpfs") {
             base = runtime + "/dpfs"
         } else {
-            base = "/tmp/dpfs-\(uid)"
+            base = SocketPlaces.shared(uid)
             shared = true
             if !runtime.isEmpty { passedOver = "XDG_RUNTIME_DIR (\(runtime)) is too long for a socket path; " }
         }
@@ -216,8 +216,8 @@ struct Daemon {
             return (base + "/\(getpid()).sock", nil, passedOver.map { $0 + "the control socket is in \(base) instead" })
         }
         guard shared else { throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700") }
-        var template = Array("/tmp/dpfs-\(uid)-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp", "/tmp/dpfs-\(uid)-XXXXXX") }
+        var template = Array(SocketPlaces.privateTemplate(uid).utf8CString)
+        guard let made = mkdtemp(&template) else { throw SystemError("mkdtemp", SocketPlaces.privateTemplate(uid)) }
         let directory = String(cString: made)
         return (directory + "/\(getpid()).sock", directory,
                 "\(base) is not a private directory of uid \(uid) (another user made it?); "
