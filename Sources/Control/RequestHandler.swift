@@ -60,14 +60,13 @@ struct RequestHandler {
                     guard secrets.count == 1, keychainRequest.data == nil, keychainRequest.newData == nil else {
                         return .failure("malformed request: the item data was sent twice")
                     }
-                    // The item store seals from Data (its replies carry Data too); the
-                    // secret section keeps the data off the client's heap and the JSON.
-                    let bytes = Data(bytes: data.pointer, count: data.count)
-                    switch keychainRequest.operation {
-                    case .add: keychainRequest.data = bytes
-                    case .update: keychainRequest.newData = bytes
-                    case .find, .delete: return .failure("malformed request: \(keychainRequest.operation.rawValue) takes no item data")
+                    guard keychainRequest.operation == .add || keychainRequest.operation == .update else {
+                        return .failure("malformed request: \(keychainRequest.operation.rawValue) takes no item data")
                     }
+                    // Sealed from the locked memory the secret section was read into: the
+                    // data never reaches the daemon's heap on its way in.
+                    let response = items.perform(keychainRequest, secret: data.bytes)
+                    return ControlReply(ok: response.status == 0, keychain: response)
                 }
                 let response = items.perform(keychainRequest)
                 return ControlReply(ok: response.status == 0, keychain: response)

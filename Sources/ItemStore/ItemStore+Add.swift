@@ -6,16 +6,17 @@ import Foundation
 import GRDB
 
 extension ItemStore {
-    /// `generatedKey`: the item is a key the daemon just made (ItemStore+Keys); only
-    /// such a key may name a token. `boundAccessControl`: that key's access control,
-    /// bound already (its wrap binds the same enrollment).
-    func add(_ request: KeychainRequest, caller: AccessScope, generatedKey: Bool = false,
+    /// `data`: the item's data (ItemData: from the caller's locked memory, else the
+    /// request's). `generatedKey`: the item is a key the daemon just made
+    /// (ItemStore+Keys); only such a key may name a token. `boundAccessControl`: that
+    /// key's access control, bound already (its wrap binds the same enrollment).
+    func add(_ request: KeychainRequest, data: UnsafeRawBufferPointer?, caller: AccessScope, generatedKey: Bool = false,
              boundAccessControl: StoredAccessControl? = nil) throws -> KeychainResponse {
         guard request.limit == nil, request.updateAttributes.isEmpty, request.updateDataAttributes == nil,
               request.updateTextAttributes == nil, request.newData == nil else {
             throw SecError(SecStatus.param, "add takes no match limit and no new attributes")
         }
-        try Self.checkDataSize(request.data)
+        try Self.checkDataSize(count: data?.count ?? 0)
         try ItemSizeLimits.check(request.attributes, data: request.dataAttributes, text: request.textAttributes)
         let shape = try ReturnShape.parse(request.returning)
         let attributes = try ParsedAttributes(request.attributes, data: request.dataAttributes,
@@ -41,7 +42,7 @@ extension ItemStore {
         guard isAvailable(accessibility) else { throw ItemCrypto.unavailable(accessibility) }
         let identity = ItemIdentity(itemClass: attributes.itemClass ?? .genp, given: attributes.keys,
                                     accessGroup: group, synchronizable: synchronizable, dataValued: attributes.dataValued)
-        let secret = request.data ?? Data()
+        let secret = data ?? UnsafeRawBufferPointer(start: nil, count: 0)
         let now = Date().timeIntervalSince1970
         try Self.checkSynchronizable(synchronizable, boundAccessControl?.flags ?? attributes.accessControl)
         let accessControl = try boundAccessControl ?? attributes.accessControl.map { try bind($0) }
@@ -52,13 +53,13 @@ extension ItemStore {
         let columns = RowColumns(identity, label: record.label, labelIsData: record.labelIsData,
                                  accessibility: accessibility, keys: keys)
         let id = try commit { db in
-            try secret.withUnsafeBytes { try insert(record, columns, secret: $0, accessibility: accessibility, db) }
+            try insert(record, columns, secret: secret, accessibility: accessibility, db)
         }
         guard let shape else { return KeychainResponse(status: SecStatus.success) }
         let returned = try BlobAttributes.replyItem(shape.includesAttributes
                                                         ? replyAttributes(of: record, id: id, accessibleName: accessibility.rawValue)
                                                         : nil,
-                                                    data: shape.includesData ? secret : nil)
+                                                    data: shape.includesData ? Data(secret) : nil)
         return KeychainResponse(status: SecStatus.success, items: [returned])
     }
 

@@ -78,9 +78,10 @@ extension ItemStore {
         if attributes["applicationLabel"] == nil {
             attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: publicKey).hexString
         }
-        let added = try add(KeychainRequest(operation: .add, app: request.app, attributes: attributes, data: secret,
-                                            returning: "attributes"),
-                            caller: caller, generatedKey: true, boundAccessControl: accessControl)
+        let added = try secret.withUnsafeBytes {
+            try add(KeychainRequest(operation: .add, app: request.app, attributes: attributes, returning: "attributes"),
+                    data: $0, caller: caller, generatedKey: true, boundAccessControl: accessControl)
+        }
         response.attributes = added.items.first?.attributes
         return response
     }

@@ -7,14 +7,16 @@ import Foundation
 import GRDB
 
 extension ItemStore {
-    func update(_ request: KeychainRequest, caller: AccessScope) throws -> KeychainResponse {
+    /// `newData`: the items' new data (ItemData: from the caller's locked memory, else
+    /// the request's), if it changes.
+    func update(_ request: KeychainRequest, newData: UnsafeRawBufferPointer?, caller: AccessScope) throws -> KeychainResponse {
         try Self.checkNoResultOptions(request, "update")
         guard request.data == nil else { throw SecError(SecStatus.param, "update takes its new data as new data") }
-        guard request.newData != nil || !request.updateAttributes.isEmpty || request.updateDataAttributes != nil
+        guard newData != nil || !request.updateAttributes.isEmpty || request.updateDataAttributes != nil
                 || request.updateTextAttributes != nil else {
             throw SecError(SecStatus.param, "update needs new data or new attributes")
         }
-        try Self.checkDataSize(request.newData)
+        try Self.checkDataSize(count: newData?.count ?? 0)
         try ItemSizeLimits.check(request.updateAttributes, data: request.updateDataAttributes,
                                  text: request.updateTextAttributes)
         let query = try query(request.attributes, data: request.dataAttributes, text: request.textAttributes,
@@ -37,7 +39,7 @@ extension ItemStore {
             latecomers.authentication = KeychainAuthentication(interaction: .fail, context: request.authentication?.context)
             try authorize(matches.filter { !askedIDs.contains($0.id) }, latecomers, skipping: false)
             for item in matches {
-                try save(changing: item, changes, newData: request.newData, now: now, db)
+                try save(changing: item, changes, newData: newData, now: now, db)
             }
         }
         return KeychainResponse(status: SecStatus.success)
@@ -69,7 +71,7 @@ extension ItemStore {
         }
     }
 
-    private func save(changing item: StoredItem, _ changes: ParsedAttributes, newData: Data?,
+    private func save(changing item: StoredItem, _ changes: ParsedAttributes, newData: UnsafeRawBufferPointer?,
                       now: Double, _ db: Database) throws {
         guard let oldAccessibility = item.accessibility else { throw StoredItem.damaged }
         let old = try record(of: item)
@@ -111,9 +113,7 @@ extension ItemStore {
         if newData != nil || columns != item.columns {
             let sealed: Data
             if let newData {
-                sealed = try newData.withUnsafeBytes {
-                    try crypto.seal($0, id: item.id, columns: columns, accessibility: accessibility)
-                }
+                sealed = try crypto.seal(newData, id: item.id, columns: columns, accessibility: accessibility)
             } else {
                 sealed = try crypto.withSecret(of: item) {
                     try crypto.seal($0, id: item.id, columns: columns, accessibility: accessibility)

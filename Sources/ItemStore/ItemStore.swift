@@ -208,14 +208,17 @@ public final class ItemStore: Sendable {
     }
 
     /// Runs one SecItem call. Never throws: every failure is an OSStatus.
-    public func perform(_ request: KeychainRequest) -> KeychainResponse {
+    /// `secret`: an add's data or an update's new data, read from the socket into
+    /// locked memory and sealed from there; nil takes the request's `data`/`newData`.
+    public func perform(_ request: KeychainRequest, secret: UnsafeRawBufferPointer? = nil) -> KeychainResponse {
         do {
             try finishPendingErase()
             let caller = try scope(of: request.app)
             switch request.operation {
-            case .add: return changed(try add(request, caller: caller))
+            case .add: return changed(try ItemData.with(secret, or: request.data) { try add(request, data: $0, caller: caller) })
             case .find: return try find(request, caller: caller)
-            case .update: return changed(try update(request, caller: caller))
+            case .update:
+                return changed(try ItemData.with(secret, or: request.newData) { try update(request, newData: $0, caller: caller) })
             case .delete: return changed(try delete(request, caller: caller))
             }
         } catch let error as SecError {

@@ -32,11 +32,18 @@ python3 -c "import sys; sys.stdout.write(('$WMARK ' * 2000)[:65536])" > "$D/w.tx
 cat "$D/c.txt" > /dev/null
 echo 3 > /proc/sys/vm/drop_caches   # the next read must go through the daemon
 cat "$D/c.txt" > /dev/null
+# A keychain item's data, added and then changed (WhenUnlocked, never read back): it
+# arrives in the frame's secret section and is sealed from that locked memory.
+IMARK="ITEM-$$-$RANDOM-ADDED-DATA-$(head -c 60 /dev/zero | tr "\\0" a)"; UMARK="ITEM-$$-$RANDOM-UPDATED-DATA-$(head -c 60 /dev/zero | tr "\\0" u)"
+printf '%s' "$IMARK" | "$DPFS" keychain add "$MNT" --service hygiene --account a --data-file - >/dev/null \
+    || fail "keychain add"
+printf '%s' "$UMARK" | "$DPFS" keychain update "$MNT" --service hygiene --account a --new-data-file - >/dev/null \
+    || fail "keychain update"
 
 # memscan names a file key by the path's last component: links named as in the mount.
 ln -s "$(backing "$D/c.txt")" "$WORK/c.txt"; ln -s "$(backing "$D/u.txt")" "$WORK/u.txt"
 CB="$WORK/c.txt"; UB="$WORK/u.txt"
-scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$CB" --file "$UB" --text "$MARK" --text "$WMARK"; }
+scan() { python3 "$SCAN" "$PID" "$DEV" "$PASS" --file "$CB" --file "$UB" --text "$MARK" --text "$WMARK" --text "$IMARK" --text "$UMARK"; }
 scan > "$WORK/unlocked"
 for secret in "class key complete" "class key untilFirstAuth" "class key completeUnlessOpenPrivate" "file key c.txt"; do
     grep -q "^$secret present" "$WORK/unlocked" && pass "unlocked: the scan finds $secret (the search works)" \
@@ -45,7 +52,8 @@ done
 
 "$DPFS" lock "$MNT" --now
 scan > "$WORK/locked"
-for secret in "class key complete" "class key completeUnlessOpenPrivate" "file key c.txt" "text $MARK" "text $WMARK"; do
+for secret in "class key complete" "class key completeUnlessOpenPrivate" "file key c.txt" "text $MARK" "text $WMARK" \
+              "text $IMARK" "text $UMARK"; do
     grep -q "^$secret absent" "$WORK/locked" && pass "locked: $secret is gone from daemon memory" \
         || fail "locked: $secret is gone from daemon memory" "$(grep "^$secret" "$WORK/locked")"
 done
