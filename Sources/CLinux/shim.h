@@ -109,6 +109,12 @@ static inline int dpfs_thread_name(char *name) { return prctl(PR_GET_NAME, name,
 /// 5.3); -1 with errno ESRCH when there is no such process any more.
 static inline int dpfs_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
+/// Sends `sig` to the process `pidfd` names (pidfd_send_signal(2), Linux 5.1): never to
+/// another process that was given its pid after it ended and was reaped.
+static inline int dpfs_pidfd_send_signal(int pidfd, int sig) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
 /// The calling thread's id (the name of its /proc/self/task entry).
 static inline pid_t dpfs_thread_id(void) { return (pid_t)syscall(SYS_gettid); }
 

@@ -23,9 +23,11 @@ struct SwiftTestRunner {
         return program == "swift-test" || (program == "swift" && command.dropFirst().first == "test")
     }
 
-    /// The test runner's command line before the bundle's path and arguments.
-    func runnerArguments() -> [String] {
-        var arguments = ["run", mount]
+    /// The test runner's command line before the bundle's path and arguments. Each run
+    /// ends with this process (TestRunTie), which SwiftPM's process group hides it from.
+    func runnerArguments() throws -> [String] {
+        guard let me = ProcessIdentity.of(getpid()) else { throw CLIError("cannot read this process's start in /proc") }
+        var arguments = ["run", mount, "--ends-with", me.argument]
         if let app { arguments += ["--app", app] }
         if deviceControl { arguments.append("--device-control") }
         if noIsolation { arguments.append("--no-isolation") }
@@ -64,7 +66,7 @@ struct SwiftTestRunner {
         struct Toolset: Encodable { let schemaVersion = "1.0"; let testRunner: Tool }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(Toolset(testRunner: Tool(path: dpfs, extraCLIOptions: runnerArguments())))
+        let data = try encoder.encode(Toolset(testRunner: Tool(path: dpfs, extraCLIOptions: try runnerArguments())))
         guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
             throw CLIError("cannot write the test toolset \(path)")
         }

@@ -34,15 +34,19 @@ struct Run: ParsableCommand {
     var deviceControl = false
     @Flag(help: "Run in the caller's own view of the machine (no bubblewrap): the program can then reach the device as its owner.")
     var noIsolation = false
+    /// The dpfs test that started this run through SwiftPM (TestRunTie), as "PID:TICKS".
+    @Option(help: .private) var endsWith: String?
     @Argument(parsing: .postTerminator, help: "The program and its arguments, after --.") var command: [String] = []
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("give the program to run after --, e.g. dpfs run MNT -- ./MyAppTests") }
+        if let endsWith, ProcessIdentity(argument: endsWith) == nil { throw ValidationError("--ends-with takes PID:TICKS") }
     }
 
     func run() throws {
         // Blocked before anything else so a signal that arrives early is forwarded, not fatal.
         let forwarded = ChildSignals.blockForwardedSignals()
+        let tie = try endsWith.flatMap { ProcessIdentity(argument: $0) }.map { try TestRunTie.open($0) }
         let mount = AbsolutePath.of(mountpoint)
         let session = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
         // SwiftPM and the compilers are not the app: `swift test` builds outside the
@@ -59,23 +63,30 @@ struct Run: ParsableCommand {
         let program = RawArguments.trailing(command)
         let status = try session.hold {
             noIsolation
-                ? try Self.runDirectly(program, environment: environment, signals: forwarded)
-                : try Self.runIsolated(program, in: view, environment: environment, signals: forwarded)
+                ? try Self.runDirectly(program, environment: environment, signals: forwarded, tie: tie)
+                : try Self.runIsolated(program, in: view, environment: environment, signals: forwarded, tie: tie)
         }
         throw ExitCode(status)
     }
 
+    /// Tied to a dpfs test, the program's whole tree ends with it: this process adopts
+    /// the descendants whose parents end, and kills them once the program is killed.
     private static func runDirectly(_ command: [RawArgument], environment: [String: String],
-                                    signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
+                                    signals: (set: sigset_t, previous: sigset_t), tie: TestRunTie?) throws -> Int32 {
+        if tie != nil { OrphanedDescendants.adopt() }
         let child = try spawnReporting(command, environment: environment, mask: signals.previous,
                                        descriptors: .standard(passing: nil))
-        return ChildSignals.forwardUntilExit(of: child, signals: signals.set)
+        tie?.killOnEnd(child)
+        let status = ChildSignals.forwardUntilExit(of: child, signals: signals.set)
+        if let tie, tie.hasEnded { OrphanedDescendants.endAll(grace: .zero) }
+        return status
     }
 
     /// bwrap keeps the forwarded signals blocked (it forwards none, and must outlive a
     /// terminal's Ctrl-C to report the status); they go to the sandbox's PID 1 instead.
+    /// A tie kills bwrap, whose sandbox dies with it (--die-with-parent).
     private static func runIsolated(_ command: [RawArgument], in view: AppView, environment: [String: String],
-                                    signals: (set: sigset_t, previous: sigset_t)) throws -> Int32 {
+                                    signals: (set: sigset_t, previous: sigset_t), tie: TestRunTie?) throws -> Int32 {
         guard let dpfs = Bundle.main.executablePath else { throw CLIError("cannot find the dpfs binary to start the sandbox") }
         var info: [Int32] = [0, 0]
         guard pipe(&info) == 0 else { throw CLIError("cannot make a pipe: \(String(cString: strerror(errno)))") }
@@ -94,11 +105,12 @@ struct Run: ParsableCommand {
             throw error
         }
         close(info[1])
+        tie?.killOnEnd(bwrap)
         let sandboxInit = SandboxInfo.childPID(from: info[0])
         let status = ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
         // Without the sandbox's PID bwrap failed before the program started: its
         // status would pass for the program's own.
-        guard sandboxInit == nil, status != 0 else { return status }
+        guard sandboxInit == nil, status != 0, tie?.hasEnded != true else { return status }
         FileHandle.standardError.write(Data((Self.noSandbox + "\n").utf8))
         return 126
     }

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A CI job's cancel or timeout ends `dpfs test` and, with it, every test it started.
+# SwiftPM starts its test runner (dpfs run) in a process group of its own, which the job's
+# SIGKILL to dpfs test's group does not reach; the runs dpfs test starts end with it all
+# the same: no dpfs run, no program is left running as the app, and the mount unmounts.
+# A stand-in for swift (dpfs test --swift) starts the toolset's runner as SwiftPM does.
+source "$(dirname "$0")/lib.sh"
+require_tools bwrap python3 setsid
+
+PYTHON=$(python3 -c 'import sys; print(sys.executable)')
+STUB="$WORK/swift"
+# `swift test --toolset FILE ARGS`: the toolset's test runner with ARGS as its program,
+# in a process group of its own; the runner's pid in $RUNNER_PID_FILE.
+cat > "$STUB" <<PY
+#!$PYTHON
+import json, os, subprocess, sys
+args = sys.argv[1:]
+assert args[:2] == ["test", "--toolset"], args
+runner = json.load(open(args[2]))["testRunner"]
+child = subprocess.Popen([runner["path"], *runner["extraCLIOptions"], *args[3:]], process_group=0)
+with open(os.environ["RUNNER_PID_FILE"] + ".new", "w") as f: f.write(str(child.pid))
+os.rename(os.environ["RUNNER_PID_FILE"] + ".new", os.environ["RUNNER_PID_FILE"])
+sys.exit(child.wait())
+PY
+chmod 755 "$STUB"
+
+test_pid=""; runner=""
+MARKER="dpfs-testcancel-$$-$RANDOM"
+# Only what this scenario started: the dpfs test's group, its runner, the marked programs.
+scenario_cleanup() {
+    local pid
+    [ -n "$test_pid" ] && kill -KILL -- "-$test_pid" 2>/dev/null
+    [ -n "$runner" ] && kill -KILL "$runner" 2>/dev/null
+    for pid in $(pgrep -f "$MARKER"); do kill -KILL "$pid" 2>/dev/null; done
+    return 0
+}
+# Whether process $1 is running (a zombie has ended).
+running() { [ -r "/proc/$1/stat" ] && ! sed 's/.*) //' "/proc/$1/stat" | grep -q '^Z'; }
+programs_gone() { ! pgrep -f "$MARKER" >/dev/null; }
+runner_gone() { ! running "$runner"; }
+
+setup_device
+
+# cancel NAME HOW [dpfs test options]: starts dpfs test as a CI job does (a session and
+# process group of its own) with a program that ignores SIGTERM, SIGINT and SIGHUP and
+# leaves a process of its own in another session; once it runs, ends the job HOW:
+# "kill" (SIGKILL to the group) or "github" (SIGINT, SIGTERM 2 s later, SIGKILL 3 s
+# after that, as GitHub Actions cancels a step).
+cancel() {
+    local name=$1 how=$2; shift 2
+    local program="trap '' TERM INT HUP; setsid sh -c 'trap \"\" TERM INT HUP; while :; do sleep 1; done' $MARKER-grandchild & while :; do sleep 1; done"
+    rm -f "$WORK/runner.pid"
+    RUNNER_PID_FILE="$WORK/runner.pid" setsid "$DPFS" test "$MNT" --swift "$STUB" "$@" -- sh -c "$program" "$MARKER" \
+        > "$WORK/test.out" 2>&1 &
+    test_pid=$!
+    if ! within 120 test -s "$WORK/runner.pid" || ! within 120 pgrep -f "$MARKER-grandchild"; then
+        fail "$name: the program did not start" "$(cat "$WORK/test.out")"
+        return
+    fi
+    runner=$(cat "$WORK/runner.pid")
+    [ "$(ps -o pgid= -p "$runner" | tr -d ' ')" != "$test_pid" ] || fail "$name: the stand-in's runner is in dpfs test's group"
+    if [ "$how" = github ]; then
+        kill -INT -- "-$test_pid"; sleep 2; kill -TERM -- "-$test_pid" 2>/dev/null; sleep 3
+    fi
+    kill -KILL -- "-$test_pid" 2>/dev/null
+    wait "$test_pid" 2>/dev/null
+    test_pid=""
+    check "$name: no dpfs run is left" within 60 runner_gone
+    check "$name: no program is left running as the app" within 60 programs_gone
+    check "$name: the mount unmounts" within 60 "$DPFS" unmount "$MNT"
+    # What a failed case left, ended, so that the next case starts from a mount of its own.
+    scenario_cleanup; runner=""
+    if grep -qs " $MNT fuse" /proc/mounts; then within 60 "$DPFS" unmount "$MNT"; fi
+    mount_device
+}
+
+cancel "SIGKILL to the job's group" kill
+cancel "SIGKILL to the job's group, --no-isolation" kill --no-isolation
+cancel "a GitHub-style cancel" github
+
+finish
