@@ -4,6 +4,8 @@
 # SIGKILL to dpfs test's group does not reach; the runs dpfs test starts end with it all
 # the same: no dpfs run, no program is left running as the app, and the mount unmounts.
 # A stand-in for swift (dpfs test --swift) starts the toolset's runner as SwiftPM does.
+# Where bubblewrap is not installed, dpfs run and dpfs test exit 126 with one line that
+# names it, and dpfs test starts no swift.
 source "$(dirname "$0")/lib.sh"
 require_tools bwrap python3 setsid
 
@@ -15,6 +17,7 @@ cat > "$STUB" <<PY
 #!$PYTHON
 import json, os, subprocess, sys
 args = sys.argv[1:]
+if os.environ.get("STUB_RAN"): open(os.environ["STUB_RAN"], "w").close()
 assert args[:2] == ["test", "--toolset"], args
 runner = json.load(open(args[2]))["testRunner"]
 child = subprocess.Popen([runner["path"], *runner["extraCLIOptions"], *args[3:]], process_group=0)
@@ -77,5 +80,20 @@ cancel() {
 cancel "SIGKILL to the job's group" kill
 cancel "SIGKILL to the job's group, --no-isolation" kill --no-isolation
 cancel "a GitHub-style cancel" github
+
+# No bubblewrap: a PATH without bwrap (python3 and sh stay reachable by absolute path).
+NOBWRAP="$WORK/nobwrap"
+mkdir "$NOBWRAP"
+out=$(env PATH="$NOBWRAP" "$DPFS" run "$MNT" -- /bin/true 2>&1); rc=$?
+expect_eq "run without bubblewrap exits 126" "$rc" "126"
+expect_eq "run without bubblewrap says so in one line" "$(printf '%s\n' "$out" | wc -l)" "1"
+case $out in *bubblewrap*--no-isolation*) pass "the line names bubblewrap and --no-isolation" ;;
+    *) fail "the line names bubblewrap and --no-isolation" "$out" ;; esac
+out=$(env PATH="$NOBWRAP" STUB_RAN="$WORK/stub.ran" RUNNER_PID_FILE="$WORK/runner.pid" \
+    "$DPFS" test "$MNT" --swift "$STUB" -- /bin/true 2>&1); rc=$?
+expect_eq "test without bubblewrap exits 126" "$rc" "126"
+expect_eq "test without bubblewrap says so once" "$(printf '%s\n' "$out" | wc -l)" "1"
+check_fails "test without bubblewrap starts no swift" test -e "$WORK/stub.ran"
+check "with --no-isolation bubblewrap is not needed" env PATH="$NOBWRAP" "$DPFS" run "$MNT" --no-isolation -- /bin/true
 
 finish

@@ -28,8 +28,10 @@ struct Test: ParsableCommand {
     func run() throws {
         let signals = ChildSignals.blockForwardedSignals()
         let mount = AbsolutePath.of(mountpoint)
-        // Refused here, before a build: a path that is no sandbox, an app not registered.
+        // Refused here, before a build: a path that is no sandbox, an app not registered, a
+        // machine without bubblewrap (said once, not once per run of the bundle).
         _ = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
+        if !noIsolation { try BubblewrapCheck.requireInstalled() }
         let runner = SwiftTestRunner(mount: mount, app: app, deviceControl: deviceControl, noIsolation: noIsolation)
         throw ExitCode(try runner.run([swift, "test"] + arguments, signals: signals))
     }
