@@ -170,20 +170,26 @@ extension ItemStore {
     }
 
     /// Removes the synchronizable item with this identity (a received deletion); none is
-    /// fine. `keepsLocal` as for applySynchronized: true keeps the item, and returns false.
-    /// Notes `receivedVersion` in the same transaction when the deletion is applied.
+    /// fine. `keepsLocal` as for applySynchronized: true keeps the item. Notes
+    /// `receivedVersion` in the same transaction when the deletion is applied. Returns
+    /// whether the store changed (sync counts its own writes against the generation).
     @discardableResult
     public func removeSynchronized(identity: [UInt8], noting receivedVersion: ReceivedSyncVersion? = nil,
                                    unlessLocal keepsLocal: (Double?) -> Bool = { _ in false }) throws -> Bool {
-        guard let identityValue = Self.identity(fromSync: identity) else { return true }
+        guard let identityValue = Self.identity(fromSync: identity) else { return false }
         if try keepsStored(identityValue, keepsLocal) { return false }
         return try commit { db in
+            var changed = false
             if let existing = try storedItem(identityValue, withSecret: false, db) {
                 if let local = try? self.record(of: existing), keepsLocal(local.modified) { return false }
                 try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+                changed = true
             }
-            if let receivedVersion { try note(receivedVersion, db) }
-            return true
+            if let receivedVersion {
+                try note(receivedVersion, db)
+                changed = true
+            }
+            return changed
         }
     }
 

@@ -165,11 +165,17 @@ struct Exchange {
     /// short anywhere leaves the cursor at a record the keychain holds.
     func pull(_ state: inout SyncState, from source: some PulledRecordSource, pageSize: Int = Exchange.pageSize) throws -> Bool {
         while true {
-            let page = try source.records(after: state.lastSequence, limit: pageSize)
+            let before = state.lastSequence
+            let page = try source.records(after: before, limit: pageSize)
             for record in page {
                 guard try take(record, &state) else { return false }
             }
             if page.count < pageSize { return true }
+            // A full page that moved nothing would be asked again for ever: a server
+            // that answers records at or before the cursor is not the protocol's.
+            guard state.lastSequence > before else {
+                throw SyncError("the sync server answered a full page of records at or before sequence \(before)")
+            }
         }
     }
 

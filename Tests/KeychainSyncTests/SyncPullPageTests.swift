@@ -24,6 +24,18 @@ final class ListedRecords: PulledRecordSource {
     }
 }
 
+/// A server that ignores the cursor: every page is the first one (up to a bound, so
+/// that a pull that would ask for ever ends for the test to fail).
+final class CursorIgnoringRecords: PulledRecordSource {
+    var records: [PulledRecord] = []
+    var pages = 0
+
+    func records(after sequence: Int, limit: Int) throws -> [PulledRecord] {
+        pages += 1
+        return pages > 50 ? [] : Array(records.prefix(limit))
+    }
+}
+
 @Suite struct SyncPullPageTests {
     private let provisioned: ProvisionedDevice
     private let device: LockStateManager
@@ -89,6 +101,20 @@ final class ListedRecords: PulledRecordSource {
         #expect(try items.synchronizableVersions().count == 10)
         #expect(try items.synchronizedItem(identity: try identity("r1"))?.modified == start + 5, "the later sequence wins")
         #expect(try items.receivedSyncVersions().isEmpty, "noted, then forgotten once sync.json records them")
+    }
+
+    @Test func aFullPageThatMovesNothingEndsThePull() throws {
+        defer { try? items.close() }
+        let source = CursorIgnoringRecords()
+        source.records = try (1...3).map { try record("r\($0)", modified: start + 1, sequence: $0) }
+        var failure: (any Error)?
+        _ = try engine.round { exchange, state in
+            do { _ = try exchange.pull(&state, from: source, pageSize: 3) } catch { failure = error }
+            return false
+        }
+        #expect(source.pages == 2, "the page after the first moved nothing, and the pull stopped there")
+        #expect("\(failure.map { String(describing: $0) } ?? "none")".contains("at or before sequence 3"))
+        #expect(try items.synchronizableVersions().count == 3, "what the first page held is taken")
     }
 
     @Test func aRecordLargerThanAnyIsNamedInStatus() throws {
