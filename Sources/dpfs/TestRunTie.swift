@@ -46,11 +46,20 @@ struct TestRunTie {
     private let pidfd: Int32
 
     /// The tie to `test`; throws when it has ended already (the run then starts nothing).
-    static func open(_ test: ProcessIdentity) throws -> TestRunTie {
+    /// Nil, with a warning, where the kernel (before 5.3) or a container's seccomp
+    /// profile offers no pidfd: the run goes on untied, as a run started by hand is.
+    static func open(_ test: ProcessIdentity) throws -> TestRunTie? {
         let pidfd = dpfs_pidfd_open(test.pid)
         guard pidfd >= 0 else {
-            if errno == ESRCH { throw ended }
-            throw CLIError("cannot watch dpfs test (pid \(test.pid)): \(String(cString: strerror(errno)))")
+            let failure = errno
+            if failure == ESRCH { throw ended }
+            if failure == ENOSYS || failure == EPERM {
+                FileHandle.standardError.write(Data(("warning: cannot watch dpfs test (pid \(test.pid)): "
+                    + "\(String(cString: strerror(failure))); this run is not tied to it, and a SIGKILL "
+                    + "of dpfs test can leave it running\n").utf8))
+                return nil
+            }
+            throw CLIError("cannot watch dpfs test (pid \(test.pid)): \(String(cString: strerror(failure)))")
         }
         // Checked once the descriptor holds the process: a pid given to another since
         // shows another start.

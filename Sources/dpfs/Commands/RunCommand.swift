@@ -46,7 +46,7 @@ struct Run: ParsableCommand {
     func run() throws {
         // Blocked before anything else so a signal that arrives early is forwarded, not fatal.
         let forwarded = ChildSignals.blockForwardedSignals()
-        let tie = try endsWith.flatMap { ProcessIdentity(argument: $0) }.map { try TestRunTie.open($0) }
+        let tie = try endsWith.flatMap { ProcessIdentity(argument: $0) }.flatMap { try TestRunTie.open($0) }
         if !noIsolation { try BubblewrapCheck.requireInstalled() }
         let mount = AbsolutePath.of(mountpoint)
         let session = try AppSession(mount: mount, app: app, deviceControl: deviceControl)
