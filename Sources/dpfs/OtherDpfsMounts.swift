@@ -25,15 +25,20 @@ enum OtherDpfsMounts {
     private enum Reply { case dead, alive(socketDirectory: String?) }
 
     static func answering(besides mount: String, within seconds: Double = DaemonDeadline.seconds) throws -> Answering {
-        let points = Set(MountTable.entries().filter { $0.fsType == MountEntry.dpfsType }.map(\.mountPoint))
-            .subtracting([mount]).sorted()
+        let entries = MountTable.entries().filter { $0.fsType == MountEntry.dpfsType && $0.mountPoint != mount }
+        let points = Set(entries.map(\.mountPoint)).sorted()
+        // Only a mount of this user or root is asked where its socket is: any user may
+        // mount a FUSE file system of type dpfs that names any directory (with
+        // allow_other, one this user's runs would see), to have them hide it.
+        let trusted = Set(entries.filter { $0.fuseOwner == getuid() || $0.fuseOwner == 0 }.map(\.mountPoint))
         let answers = Mutex<[String: Reply]>([:])
         let answered = DispatchGroup()
         for point in points {
             answered.enter()
             Thread {
                 var info = stat()
-                let reply: Reply = stat(point, &info) == 0 ? .alive(socketDirectory: socketDirectory(of: point)) : .dead
+                let alive = stat(point, &info) == 0
+                let reply: Reply = alive ? .alive(socketDirectory: trusted.contains(point) ? socketDirectory(of: point) : nil) : .dead
                 answers.withLock { $0[point] = reply }
                 answered.leave()
             }.start()
@@ -54,8 +59,7 @@ enum OtherDpfsMounts {
     }
 
     /// The directory of the control socket the mount at `point` names, when it is a
-    /// private directory (mode 0700) of this user or of root: what any other mount names
-    /// is not ours to hide.
+    /// private directory (mode 0700) of this user or of root.
     private static func socketDirectory(of point: String) -> String? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = getxattr(point, MountAttributes.controlSocket, &buffer, buffer.count)
