@@ -23,8 +23,8 @@ extension Data {
     /// class (the class given at creation, as iOS does), so it can be made wherever
     /// the class can take a new file now — a `.noFileProtection` file in an
     /// untilFirstAuth directory before the first unlock too; an existing file of
-    /// another class is moved to the class before it is emptied, so a refused class
-    /// leaves its old content as it was. Throws CocoaError with EPERM inside when the
+    /// another class is moved to a stronger class before it is emptied, so a refused
+    /// class leaves its old content as it was, and to a weaker one after. Throws CocoaError with EPERM inside when the
     /// class (or an existing file's) is not available now.
     public func write(to url: URL, protection: FileProtectionType, options: Data.WritingOptions = []) throws {
         let path = try url.sandboxPath(writing: true, creating: true)
@@ -35,8 +35,7 @@ extension Data {
         let target = atomic ? try ProtectedFile.temporary(beside: path, as: protectionClass)
                             : try ProtectedFile.open(path, exclusive: exclusive, as: protectionClass)
         do {
-            try target.takeClass(protectionClass)
-            if !atomic { try target.empty() }
+            if atomic { try target.takeClass(protectionClass) } else { try target.takeClassEmptied(protectionClass) }
             try withUnsafeBytes { try target.writeAll($0) }
             try target.close()
             if atomic, rename(target.path, path) != 0 { throw FileErrors.cocoa(errno, path: path, writing: true) }
@@ -114,8 +113,23 @@ private final class ProtectedFile {
         return ProtectionClass(name: String(decoding: buffer[0..<n], as: UTF8.self))
     }
 
-    /// Drops the old content of an existing file, once it has the class.
-    func empty() throws {
+    /// Gives an existing file `protectionClass` and empties it, in the order that loses
+    /// nothing to a refusal and leaves nothing under a weaker class: a stronger class is
+    /// taken first (refused, the old content stays as it was); a weaker one once the
+    /// content is gone, so that a kill between the two never leaves the old content
+    /// readable under the weaker class (emptying needs the current key, as the move does).
+    func takeClassEmptied(_ protectionClass: ProtectionClass) throws {
+        if let current = currentClass, protectionClass.strength < current.strength {
+            try empty()
+            try takeClass(protectionClass)
+        } else {
+            try takeClass(protectionClass)
+            try empty()
+        }
+    }
+
+    /// Drops the old content of an existing file.
+    private func empty() throws {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw FileErrors.cocoa(errno, path: path, writing: true) }
         if info.st_size == 0 { return }
