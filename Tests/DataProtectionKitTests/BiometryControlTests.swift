@@ -4,18 +4,11 @@ import DataProtectionKit
 import Foundation
 import XCTest
 
-final class BiometryControlTests: XCTestCase {
-    var device: MountedDevice!
-
+final class BiometryControlTests: MountedDeviceTestCase {
     override func setUpWithError() throws {
-        device = try MountedDevice()
+        try super.setUpWithError()
         try device.control.unlock(passcodeFile: device.passcodeFile)
         try device.control.enrollBiometry(.faceID)
-    }
-
-    override func tearDown() {
-        device?.tearDown()
-        device = nil
     }
 
     func testClearingDropsEveryQueuedAnswer() throws {

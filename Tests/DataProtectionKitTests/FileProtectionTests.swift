@@ -5,18 +5,7 @@ import Foundation
 import Glibc
 import XCTest
 
-final class FileProtectionTests: XCTestCase {
-    var device: MountedDevice!
-
-    override func setUpWithError() throws {
-        device = try MountedDevice()
-    }
-
-    override func tearDown() {
-        device?.tearDown()
-        device = nil
-    }
-
+final class FileProtectionTests: MountedDeviceTestCase {
     func testProtectionRoundTripsWithFileProtectionType() throws {
         try device.control.unlock(passcodeFile: device.passcodeFile)
         let file = device.documents.appendingPathComponent("round-trip.txt")

@@ -6,6 +6,7 @@ import DataProtection
 import DataProtectionKit
 import Foundation
 import Glibc
+import XCTest
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
@@ -144,5 +145,19 @@ final class MountedDevice {
         if fd < 0 { return errno }
         close(fd)
         return 0
+    }
+}
+
+/// A test case with a device of its own, mounted before each test and taken down after.
+class MountedDeviceTestCase: XCTestCase {
+    var device: MountedDevice!
+
+    override func setUpWithError() throws {
+        device = try MountedDevice()
+    }
+
+    override func tearDown() {
+        device?.tearDown()
+        device = nil
     }
 }

@@ -3,18 +3,7 @@ import DataProtectionKit
 import Foundation
 import XCTest
 
-final class ProtectedDataTests: XCTestCase {
-    var device: MountedDevice!
-
-    override func setUpWithError() throws {
-        device = try MountedDevice()
-    }
-
-    override func tearDown() {
-        device?.tearDown()
-        device = nil
-    }
-
+final class ProtectedDataTests: MountedDeviceTestCase {
     func testIsAvailableFollowsTheLockState() throws {
         XCTAssertFalse(ProtectedData.isAvailable, "beforeFirstUnlock after mount")
         try device.control.unlock(passcodeFile: device.passcodeFile)

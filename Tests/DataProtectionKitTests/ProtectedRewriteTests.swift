@@ -5,18 +5,7 @@ import Foundation
 import Glibc
 import XCTest
 
-final class ProtectedRewriteTests: XCTestCase {
-    var device: MountedDevice!
-
-    override func setUpWithError() throws {
-        device = try MountedDevice()
-    }
-
-    override func tearDown() {
-        device?.tearDown()
-        device = nil
-    }
-
+final class ProtectedRewriteTests: MountedDeviceTestCase {
     /// Writes `old` in class `before`, runs `takeAway`, then asserts that rewriting it in
     /// `after` is refused with EPERM and the file is untouched.
     private func assertRefusedRewriteKeeps(_ before: Data.WritingOptions, _ after: Data.WritingOptions,
