@@ -7,22 +7,6 @@ import Security
 import XCTest
 
 final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
-    private func attributes(_ query: [String: Any]) throws -> [String: Any] {
-        var find = query
-        find[kSecReturnAttributes as String] = true
-        var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching(find as CFDictionary, &result), errSecSuccess)
-        return try XCTUnwrap(result as? [String: Any])
-    }
-
-    private func data(_ query: [String: Any]) -> (OSStatus, Data?) {
-        var find = query
-        find[kSecReturnData as String] = true
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(find as CFDictionary, &result)
-        return (status, result as? Data)
-    }
-
     /// SwiftKeychainWrapper's calls: account and generic as the key's UTF-8 bytes.
     func testAnAccountGivenAsDataIsFoundByItsBytes() throws {
         let service: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "wrapper"]
@@ -31,21 +15,21 @@ final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
                        errSecSuccess)
 
         let byText = service.merging([kSecAttrAccount as String: "k"]) { $1 }
-        XCTAssertEqual(data(byText).1, Data("v1".utf8))
-        XCTAssertEqual(data(byData).1, Data("v1".utf8))
-        XCTAssertEqual(try attributes(byText)[kSecAttrAccount as String] as? Data, Data("k".utf8))
+        XCTAssertEqual(foundData(byText).1, Data("v1".utf8))
+        XCTAssertEqual(foundData(byData).1, Data("v1".utf8))
+        XCTAssertEqual(try foundAttributes(byText)[kSecAttrAccount as String] as? Data, Data("k".utf8))
         XCTAssertEqual(SecItemAdd(byText.merging([kSecValueData as String: Data()]) { $1 } as CFDictionary, nil),
                        errSecDuplicateItem)
 
         XCTAssertEqual(SecItemUpdate(byData as CFDictionary, [kSecValueData as String: Data("v2".utf8)] as CFDictionary),
                        errSecSuccess)
-        XCTAssertEqual(data(byText).1, Data("v2".utf8))
+        XCTAssertEqual(foundData(byText).1, Data("v2".utf8))
         // Changed to text, the account comes back as text.
         XCTAssertEqual(SecItemUpdate(byData as CFDictionary, [kSecAttrAccount as String: "k"] as CFDictionary),
                        errSecSuccess)
-        XCTAssertEqual(try attributes(byData)[kSecAttrAccount as String] as? String, "k")
+        XCTAssertEqual(try foundAttributes(byData)[kSecAttrAccount as String] as? String, "k")
         XCTAssertEqual(SecItemDelete(byData as CFDictionary), errSecSuccess)
-        XCTAssertEqual(data(byText).0, errSecItemNotFound)
+        XCTAssertEqual(foundData(byText).0, errSecItemNotFound)
     }
 
     func testBytesThatAreNoTextWork() throws {
@@ -54,18 +38,18 @@ final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
                                    kSecAttrAccount as String: Data()]
         XCTAssertEqual(SecItemAdd(item.merging([kSecValueData as String: Data("s".utf8)]) { $1 } as CFDictionary, nil),
                        errSecSuccess)
-        let found = try attributes(item)
+        let found = try foundAttributes(item)
         XCTAssertEqual(found[kSecAttrService as String] as? Data, bytes)
         XCTAssertEqual(found[kSecAttrAccount as String] as? Data, Data())
-        XCTAssertEqual(data([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: bytes]).1,
+        XCTAssertEqual(foundData([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: bytes]).1,
                        Data("s".utf8))
         let other = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: Data([0xff])] as [String: Any]
-        XCTAssertEqual(data(other).0, errSecItemNotFound)
+        XCTAssertEqual(foundData(other).0, errSecItemNotFound)
 
         let inet: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "h",
                                    kSecAttrPath as String: Data([0xc3]), kSecAttrSecurityDomain as String: Data("d".utf8)]
         XCTAssertEqual(SecItemAdd(inet.merging([kSecValueData as String: Data()]) { $1 } as CFDictionary, nil), errSecSuccess)
-        let inetFound = try attributes(inet.merging([kSecAttrSecurityDomain as String: "d"]) { $1 })
+        let inetFound = try foundAttributes(inet.merging([kSecAttrSecurityDomain as String: "d"]) { $1 })
         XCTAssertEqual(inetFound[kSecAttrPath as String] as? Data, Data([0xc3]))
         XCTAssertEqual(inetFound[kSecAttrServer as String] as? String, "h")
     }
@@ -85,13 +69,13 @@ final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
                                    kSecValueData as String: Data()]
         XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
         let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrCreator as String: "Creator Test"]
-        let found = try attributes(query)
+        let found = try foundAttributes(query)
         XCTAssertEqual(found[kSecAttrCreator as String] as? String, "Creator Test")
         // The decimal form of a number is that number, as securityd's copyNumber makes it.
         XCTAssertEqual(found[kSecAttrType as String] as? Int, 42)
-        XCTAssertEqual(try attributes(query.merging([kSecAttrType as String: 42]) { $1 })[kSecAttrService as String] as? String,
+        XCTAssertEqual(try foundAttributes(query.merging([kSecAttrType as String: 42]) { $1 })[kSecAttrService as String] as? String,
                        "kc")
-        XCTAssertEqual(data(query.merging([kSecAttrCreator as String: "Creator"]) { $1 }).0, errSecItemNotFound)
+        XCTAssertEqual(foundData(query.merging([kSecAttrCreator as String: "Creator"]) { $1 }).0, errSecItemNotFound)
     }
 
     /// iOS 11.3 and later: every item's attributes carry a SecAccessControl of its
@@ -101,17 +85,17 @@ final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
                                    kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock]
         XCTAssertEqual(SecItemAdd(item.merging([kSecValueData as String: Data("t".utf8)]) { $1 } as CFDictionary, nil),
                        errSecSuccess)
-        let found = try attributes(item)
+        let found = try foundAttributes(item)
         let access = try XCTUnwrap(found[kSecAttrAccessControl as String] as? SecAccessControl)
         XCTAssertEqual(access.flags, [])
         XCTAssertEqual(access.protection, kSecAttrAccessibleAfterFirstUnlock)
 
         let byAccess: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "plain",
                                        kSecAttrAccessControl as String: access]
-        XCTAssertEqual(data(byAccess).1, Data("t".utf8))
+        XCTAssertEqual(foundData(byAccess).1, Data("t".utf8))
         XCTAssertEqual(SecItemUpdate(item as CFDictionary, [kSecAttrAccessControl as String: access] as CFDictionary),
                        errSecSuccess)
-        XCTAssertEqual(try attributes(item)[kSecAttrAccessible as String] as? String, kSecAttrAccessibleAfterFirstUnlock)
+        XCTAssertEqual(try foundAttributes(item)[kSecAttrAccessible as String] as? String, kSecAttrAccessibleAfterFirstUnlock)
 
         // An add carrying it, as one that copies another item's attributes: no prompt.
         let copy: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "copy",
@@ -119,7 +103,7 @@ final class SecItemAttributeValueTypeTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemAdd(copy as CFDictionary, nil), errSecSuccess)
         var noPrompt: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "copy"]
         noPrompt[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUIFail
-        XCTAssertEqual(data(noPrompt).1, Data("c".utf8))
-        XCTAssertEqual((try attributes(noPrompt)[kSecAttrAccessControl as String] as? SecAccessControl)?.flags, [])
+        XCTAssertEqual(foundData(noPrompt).1, Data("c".utf8))
+        XCTAssertEqual((try foundAttributes(noPrompt)[kSecAttrAccessControl as String] as? SecAccessControl)?.flags, [])
     }
 }

@@ -7,22 +7,6 @@ import Security
 import XCTest
 
 final class SecItemBlobAttributeTypeTests: MountedDeviceTestCase {
-    private func attributes(_ query: [String: Any]) throws -> [String: Any] {
-        var find = query
-        find[kSecReturnAttributes as String] = true
-        var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching(find as CFDictionary, &result), errSecSuccess, "\(query)")
-        return try XCTUnwrap(result as? [String: Any])
-    }
-
-    private func data(_ query: [String: Any]) -> (OSStatus, Data?) {
-        var find = query
-        find[kSecReturnData as String] = true
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(find as CFDictionary, &result)
-        return (status, result as? Data)
-    }
-
     /// The same type and value: Data and String never equal each other here.
     private func same(_ found: Any?, _ expected: Any) -> Bool {
         if let expected = expected as? Data { return found as? Data == expected }
@@ -42,21 +26,21 @@ final class SecItemBlobAttributeTypeTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemAdd(merged(item, [kSecValueData as String: Data("v1".utf8)]) as CFDictionary, nil),
                        errSecSuccess, "\(key)")
         let byOther = merged(item, [key: other])
-        XCTAssertEqual(data(byOther).1, Data("v1".utf8), "\(key) found by the other type")
-        let found = try attributes(byOther)
+        XCTAssertEqual(foundData(byOther).1, Data("v1".utf8), "\(key) found by the other type")
+        let found = try foundAttributes(byOther)
         XCTAssertTrue(same(found[key], given), "\(key) comes back as given: \(String(describing: found[key]))")
-        XCTAssertEqual(data(merged(item, [key: changedOther])).0, errSecItemNotFound, "\(key): other bytes match none")
+        XCTAssertEqual(foundData(merged(item, [key: changedOther])).0, errSecItemNotFound, "\(key): other bytes match none")
 
         XCTAssertEqual(SecItemUpdate(byOther as CFDictionary, [kSecValueData as String: Data("v2".utf8)] as CFDictionary),
                        errSecSuccess, "\(key) as an update's query")
-        XCTAssertEqual(data(item).1, Data("v2".utf8))
+        XCTAssertEqual(foundData(item).1, Data("v2".utf8))
         XCTAssertEqual(SecItemUpdate(item as CFDictionary, [key: changed] as CFDictionary), errSecSuccess,
                        "\(key) as an update's new value")
         let changedItem = merged(item, [key: changedOther])
-        let changedValue = try attributes(changedItem)[key]
+        let changedValue = try foundAttributes(changedItem)[key]
         XCTAssertTrue(same(changedValue, changed), "\(key) takes the new type: \(String(describing: changedValue))")
         XCTAssertEqual(SecItemDelete(merged(item, [key: changedOther]) as CFDictionary), errSecSuccess, "\(key) delete")
-        XCTAssertEqual(data(merged(item, [key: changed])).0, errSecItemNotFound)
+        XCTAssertEqual(foundData(merged(item, [key: changed])).0, errSecItemNotFound)
     }
 
     private let genp: [String: Any] = [kSecAttrService as String: "blob", kSecAttrAccount as String: "a"]
@@ -105,6 +89,6 @@ final class SecItemBlobAttributeTypeTests: MountedDeviceTestCase {
         // kSecMatchHostOrSubdomainOfHost reads the server's bytes as text.
         var host = merged(base, [kSecClass as String: kSecClassInternetPassword])
         host[kSecMatchHostOrSubdomainOfHost as String] = "h"
-        XCTAssertEqual(try attributes(host)[key] as? Data, Data("h".utf8))
+        XCTAssertEqual(try foundAttributes(host)[key] as? Data, Data("h".utf8))
     }
 }

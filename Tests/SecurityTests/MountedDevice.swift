@@ -2,6 +2,7 @@
 // directories, driven by the dpfs binary (env DPFS, else .build/debug/dpfs, which
 // `swift test` builds). Mounting must work: no /dev/fuse is a failure, not a skip.
 import Foundation
+import Security
 import XCTest
 
 final class MountedDevice {
@@ -123,5 +124,23 @@ class MountedDeviceTestCase: XCTestCase {
         device?.tearDown()
         unsetenv("DPFS_MOUNT")
         unsetenv("DPFS_APP")
+    }
+
+    /// The attributes of the item `query` finds, which must exist.
+    func foundAttributes(_ query: [String: Any]) throws -> [String: Any] {
+        var find = query
+        find[kSecReturnAttributes as String] = true
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(find as CFDictionary, &result), errSecSuccess, "\(query)")
+        return try XCTUnwrap(result as? [String: Any])
+    }
+
+    /// The status and data of a find of `query`.
+    func foundData(_ query: [String: Any]) -> (OSStatus, Data?) {
+        var find = query
+        find[kSecReturnData as String] = true
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(find as CFDictionary, &result)
+        return (status, result as? Data)
     }
 }
