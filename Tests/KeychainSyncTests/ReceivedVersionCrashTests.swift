@@ -20,12 +20,9 @@ import Testing
     private let start = Date().timeIntervalSince1970 - 1000
 
     init() throws {
-        provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncreceived")
-        let directory = provisioned.directory
-        try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
-        device = try LockStateManager(directory: directory, gracePeriod: 0)
-        items = try ItemStore(path: directory.itemStorePath, device: device)
-        engine = try SyncEngine(directory: directory, device: device, items: items)
+        let made = try StoreDevice(prefix: "dpfs-syncreceived")
+        (provisioned, device, items) = (made.provisioned, made.device, made.items)
+        engine = try SyncEngine(directory: made.directory, device: device, items: items)
     }
 
     private func attributes(_ service: String, modified: Double) -> [String: String] {

@@ -13,11 +13,9 @@ import Testing
 
 @Suite struct SyncEngineStartTests {
     @Test func aThreadThatCannotStartIsReportedAndTriedAgain() throws {
-        let provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncstart")
-        let directory = provisioned.directory
-        try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
-        let device = try LockStateManager(directory: directory, gracePeriod: 0)
-        let items = try ItemStore(path: directory.itemStorePath, device: device)
+        let made = try StoreDevice(prefix: "dpfs-syncstart")
+        let (directory, device, items) = (made.directory, made.device, made.items)
+        defer { withExtendedLifetime(made) {} }
         defer { try? items.close() }
         let allowed = Atomic<Bool>(false)
         let engine = try SyncEngine(directory: directory, device: device, items: items) { name, body in

@@ -32,11 +32,9 @@ import Testing
     }
 
     @Test func aRoundWithNothingChangedReadsNoItemAndNoStateFile() throws {
-        let provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncidle")
-        let directory = provisioned.directory
-        try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
-        let device = try LockStateManager(directory: directory, gracePeriod: 0)
-        let items = try ItemStore(path: directory.itemStorePath, device: device)
+        let made = try StoreDevice(prefix: "dpfs-syncidle")
+        let (directory, device, items) = (made.directory, made.device, made.items)
+        defer { withExtendedLifetime(made) {} }
         defer { try? items.close() }
         let crypto = AccountCrypto(accountID: "acct", epoch: 1, key: SecureBuffer.random(count: AEAD.keySize),
                                    idKey: SecureBuffer.random(count: AEAD.keySize))

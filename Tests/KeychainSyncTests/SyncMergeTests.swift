@@ -21,12 +21,9 @@ import Testing
         var state: SyncState
 
         init(deviceID: String) throws {
-            provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncmerge")
-            let directory = provisioned.directory
-            try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
-            let device = try LockStateManager(directory: directory, gracePeriod: 0)
-            items = try ItemStore(path: directory.itemStorePath, device: device)
-            let engine = try SyncEngine(directory: directory, device: device, items: items)
+            let made = try StoreDevice(prefix: "dpfs-syncmerge")
+            (provisioned, items) = (made.provisioned, made.items)
+            let engine = try SyncEngine(directory: made.directory, device: made.device, items: items)
             let crypto = AccountCrypto(accountID: "acct", epoch: 1, key: ProvisionedDevice.secret(String(repeating: "k", count: 32)),
                                        idKey: ProvisionedDevice.secret(String(repeating: "i", count: 32)))
             exchange = Exchange(engine: engine, crypto: crypto)

@@ -46,11 +46,9 @@ final class CursorIgnoringRecords: PulledRecordSource {
     private let start = Date().timeIntervalSince1970 - 1000
 
     init() throws {
-        provisioned = try ProvisionedDevice(passcode: nil, prefix: "dpfs-syncpage")
-        let directory = provisioned.directory
-        try ItemStore.initialize(path: directory.itemStorePath, appBundleID: nil, entitlementsPlist: nil)
-        device = try LockStateManager(directory: directory, gracePeriod: 0)
-        items = try ItemStore(path: directory.itemStorePath, device: device)
+        let made = try StoreDevice(prefix: "dpfs-syncpage")
+        (provisioned, device, items) = (made.provisioned, made.device, made.items)
+        let directory = made.directory
         let sealedKeys = try #require(SyncState.seal(crypto.keyPair(), purpose: "account-keys", accountID: "acct", device: device))
         try SyncState(accountID: "acct", server: "postgresql://dpfs@127.0.0.1:1/sync", sealedServer: nil, deviceID: "m8",
                       epoch: 1, sealedKeys: sealedKeys, sealedPrivateKey: "", publicKey: "", lastSequence: 0, entries: [:],
