@@ -181,6 +181,12 @@ check "its persistent ref names its class" grep -q "^ref: genp" "$WORK/typed.out
 check "and finds it" grep -q "^by ref: True" "$WORK/typed.out"
 check "an update gives new data and a comment as bytes" grep -q "^update: 0" "$WORK/typed.out"
 check "which a find by its text sees" grep -q "^updated: True" "$WORK/typed.out"
+"$DPFS" keychain find "$MNT" --service typed --return attributes > "$WORK/typed.attrs" 2>&1
+log "$(tr '\n' ';' < "$WORK/typed.attrs")"
+check "the command line lists an attribute given as bytes, losslessly" \
+    grep -qx "account.base64: /wA=" "$WORK/typed.attrs"
+check "one given as printable bytes as text" grep -qx "comment: c" "$WORK/typed.attrs"
+check "and a generic given as text" grep -qx "generic: g" "$WORK/typed.attrs"
 
 # Another uid is refused, even with the socket's mode opened up. It reaches the socket
 # through a second link in a directory of its own: the sockets' directory is every

@@ -292,18 +292,26 @@ enum KeychainOutput {
             return FileHandle.standardOutput.write(out)
         }
         let blocks = items.map { item -> String in
-            var lines = (item.attributes ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-            if let data = item.data {
-                // Text stays readable; anything else is shown losslessly as base64.
-                if let text = String(data: data, encoding: .utf8), !text.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) {
-                    lines.append("data: \(text)")
-                } else {
-                    lines.append("data.base64: \(data.base64EncodedString())")
-                }
-            }
+            // An app may have given some attributes as bytes, or generic as text: they
+            // come in their own maps, and are listed with the others by name.
+            let text = (item.attributes ?? [:]).merging(item.textAttributes ?? [:]) { _, given in given }
+                .map { ($0.key, "\($0.key): \($0.value)") }
+            let bytes = (item.dataAttributes ?? [:]).map { ($0.key, line($0.key, $0.value)) }
+            var lines = (text + bytes).sorted { $0.0 < $1.0 }.map(\.1)
+            if let data = item.data { lines.append(line("data", data)) }
             return lines.joined(separator: "\n") + "\n"
         }
         FileHandle.standardOutput.write(Data(blocks.joined(separator: "\n").utf8))
+    }
+
+    /// Bytes as `name: text` while they are one line of printable UTF-8, else
+    /// losslessly as `name.base64: …`.
+    private static func line(_ name: String, _ bytes: Data) -> String {
+        if let text = String(data: bytes, encoding: .utf8),
+           !text.contains(where: { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }) {
+            return "\(name): \(text)"
+        }
+        return "\(name).base64: \(bytes.base64EncodedString())"
     }
 
     static func printJSON(_ response: KeychainResponse) {
