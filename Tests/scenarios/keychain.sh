@@ -87,6 +87,13 @@ expect_eq "and every item is still there" \
 expect_eq "a find by access control sees only its items" \
     "$(kc find "$MNT" --service gated --access-control userPresence --limit all --return attributes | grep '^account:')" \
     "account: present"
+check "an update puts an access control on an item" \
+    kc update "$MNT" --service gated --account plain --new-access-control devicePasscode
+expect_eq "which a find by it then sees" \
+    "$(kc find "$MNT" --service gated --access-control devicePasscode --return attributes | grep '^account:')" \
+    "account: plain"
+check_error "a flag Apple does not have is refused" "accessControl must be flags" \
+    kc update "$MNT" --service gated --account plain --new-access-control faceOnly
 check "a delete by access control" kc delete "$MNT" --service gated --access-control userPresence
 expect_eq "deletes only its items" "$(kc find "$MNT" --service gated --limit all --return attributes | grep '^account:')" \
     "account: plain"

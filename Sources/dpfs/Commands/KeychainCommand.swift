@@ -234,6 +234,8 @@ struct NewAttributeOptions: ParsableArguments {
     @Option var newAccessGroup: String?
     @Option var newAccessible: String?
     @Option var newSynchronizable: String?
+    @Option(help: "New access control flags, as --access-control; reading the item then asks for them.")
+    var newAccessControl: String?
     @Option var newDescription: String?
     @Option var newComment: String?
     @Option var newGeneric: String?
@@ -246,7 +248,8 @@ struct NewAttributeOptions: ParsableArguments {
         [("service", newService), ("account", newAccount), ("server", newServer), ("protocol", newProtocolName),
          ("port", newPort), ("path", newPath), ("securityDomain", newSecurityDomain),
          ("authenticationType", newAuthenticationType), ("label", newLabel), ("accessGroup", newAccessGroup),
-         ("accessible", newAccessible), ("synchronizable", newSynchronizable), ("description", newDescription),
+         ("accessible", newAccessible), ("synchronizable", newSynchronizable), ("accessControl", newAccessControl),
+         ("description", newDescription),
          ("comment", newComment), ("generic", newGeneric), ("creator", newCreator), ("type", newType),
          ("isInvisible", newIsInvisible), ("isNegative", newIsNegative)]
             .reduce(into: [:]) { attributes, pair in if let value = pair.1 { attributes[pair.0] = value } }
