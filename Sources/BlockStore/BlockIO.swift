@@ -114,9 +114,8 @@ public enum BlockIO {
 
     /// The most one pwrite of sealed blocks hands the backing file. ext4 (6.16 and
     /// later) caches a file in folios as large as the writes that made them, and every
-    /// later small write into a folio walks all its buffers: a file written in 1 MiB
-    /// parts took random 4 KiB writes some 20 % slower than one written in 128 KiB
-    /// parts (25k against 30k IOPS here), the size the peers' writes have. Eight
+    /// later small write into a folio walks all its buffers, so a file written in large
+    /// parts is slower to write into in small pieces later (docs/benchmarks.md). Eight
     /// system calls per 1 MiB request instead of one cost far less.
     public static let backingWritePart = 128 * 1024
 

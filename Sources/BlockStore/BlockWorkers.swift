@@ -5,8 +5,8 @@
 // beyond the first (at most 3); a request that finds no helper idle does all its work
 // itself, so helpers never queue work. Synchronous: the caller waits for its helpers.
 // A helper whose thread cannot start (RLIMIT_NPROC, a cgroup's pids.max) is left out:
-// its share falls to the caller. (Foundation's thread start failed silently, and the
-// caller waited for ever on a helper that never ran: the file's I/O hung.)
+// its share falls to the caller. (Foundation's thread start fails silently, and the
+// caller would wait for ever on a helper that never ran: the file's I/O would hang.)
 import DPFSProtocol
 import Foundation
 import Glibc

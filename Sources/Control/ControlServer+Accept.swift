@@ -1,9 +1,9 @@
 // Accepting on a control socket whatever the daemon runs short of. Out of descriptors
 // (EMFILE, ENFILE) or of kernel memory (ENOMEM, ENOBUFS), accept(2) fails at once and
-// keeps failing: the accept thread used to leave then, and the socket, still listening,
-// was never answered again while the mount served on, unlocked for good. Now one line
-// in the log says so, the thread waits briefly between tries, and only the socket's
-// shutdown ends it. A spare descriptor, held for the purpose, lets one waiting
+// keeps failing. Were the accept thread to leave then, the socket, still listening,
+// would never be answered again while the mount served on, unlocked for good: so one
+// line in the log says so, the thread waits briefly between tries, and only the
+// socket's shutdown ends it. A spare descriptor, held for the purpose, lets one waiting
 // connection in while descriptors are out: the owner's is served (it may be the lock),
 // an app's is closed at once, as are the rest of that app's queue behind it. An app
 // socket takes no more connections than its share of the descriptors

@@ -1,7 +1,7 @@
 // Whether the device has ever held a POSIX ACL. Most never do, and on a mount only
 // root reaches (no default_permissions, so the kernel neither caches nor enforces
-// ACLs) every `ls -l` asks each file for one: a round trip per file, 9,737 of the
-// 11,429 requests of listing the bench tree. While no ACL was ever set, such a mount
+// ACLs) every `ls -l` asks each file for one: a round trip per file, most of the
+// requests of a listing. While no ACL was ever set, such a mount
 // answers ACL reads as a filesystem without ACLs does (EOPNOTSUPP): coreutils then
 // stops asking for the rest of the device, getfacl shows the mode, cp -a and rsync -A
 // copy no ACL, and setfacl still sets one. A mount where the kernel checks permissions

@@ -1,7 +1,7 @@
 // The inodes whose O_PATH descriptors are open, when entries can reopen theirs by file
 // handle: a bounded set, so the daemon's descriptors do not grow with every inode the
-// kernel keeps cached (the hard limit here is 20,000; an untar of a larger tree would
-// fail with EMFILE). A clock: each use marks its inode referenced; past the capacity,
+// kernel keeps cached (past the descriptor limit an untar of a large tree would fail
+// with EMFILE). A clock: each use marks its inode referenced; past the capacity,
 // the hand passes over referenced inodes (clearing the mark), inodes in use right now
 // and inodes with open files, and closes the first descriptor that is none of these.
 // Lock order: this cache's mutex, then an inode's `open`, then its `descriptor`.

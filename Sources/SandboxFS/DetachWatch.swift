@@ -7,8 +7,8 @@
 //
 // A table that cannot be read (no descriptor to spare: an app holding thousands of
 // files open) tells nothing: the watch reads it again every second until it can,
-// whether or not it changes again meanwhile. It used to take the failed read for an
-// empty table, and restarted the device for nothing.
+// whether or not it changes again meanwhile. Taking the failed read for an empty table
+// would restart the device for nothing.
 import Glibc
 
 final class DetachWatch {

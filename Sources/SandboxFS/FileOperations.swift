@@ -461,14 +461,12 @@ extension SandboxFileSystem {
         fi.pointee.fh = UInt64(UInt(bitPattern: Unmanaged.passRetained(handle).toOpaque()))
         fi.pointee.keep_cache = 1
         // A handle for writing only writes past the page cache (direct I/O): no copy of
-        // its data into pages nothing reads through it, and no getxattr of
+        // its data into pages nothing reads through it, no getxattr of
         // security.capability before a first write, which the kernel sends only on the
-        // cached path (dpfs drops privileges itself, Privileges.swift). Extracting the
-        // bench tree (/usr/include) took 80,046 requests instead of 96,799: half the
-        // getxattrs, and a third fewer writes (each write(2) is one request, not split
-        // at pages). The cached copy was no gain: without a writeback cache each write
-        // goes out at once, and reading 256 MiB right after writing them ran at the
-        // speed of a cold read (850-910 MiB/s against 1,010) on the cached path too.
+        // cached path (dpfs drops privileges itself, Privileges.swift), and one request
+        // per write(2), not one per page. The cached copy would be no gain: without a
+        // writeback cache each write goes out at once, and data read right after it was
+        // written comes at the speed of a cold read either way (docs/benchmarks.md).
         if fi.pointee.flags & O_ACCMODE == O_WRONLY, writeOnlyHandlesUncached.load(ordering: .relaxed) {
             fi.pointee.direct_io = 1
         }

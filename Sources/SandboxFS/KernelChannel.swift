@@ -1,4 +1,4 @@
-// The session's device I/O, read and written through here for two things libfuse 3.14
+// The session's device I/O, read and written through here for three things libfuse 3.14
 // does not give.
 //
 // 1. Asks the kernel to leave set-user-ID, set-group-ID and file-capability removal to the
@@ -14,8 +14,9 @@
 // kernel offers the flag, and set the flag in that one reply.
 //
 // 2. Whether the kernel asks for set-ID bits to go in the request a worker thread is
-// serving (libfuse's loop reads a request and serves it on the same thread): it sets
-// that flag when the caller lacks CAP_FSETID, and libfuse 3.14 does not pass it on.
+// serving (the session loop, FuseLoop, reads a request and serves it on the same
+// thread): it sets that flag when the caller lacks CAP_FSETID, and libfuse 3.14 does
+// not pass it on.
 //
 // 3. FUSE over io_uring (FUSE_OVER_IO_URING), taken when the mount asked for it (queues
 // were made, MountSession) and the kernel offers it (its fuse module's enable_uring is

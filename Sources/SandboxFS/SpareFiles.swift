@@ -1,9 +1,8 @@
 // An unnamed file made ahead of the next create in a directory where creates come in a
 // run (an extract, a build, a copy, a mail spool). Making the O_TMPFILE and writing its
 // header are the dearest steps of a create after the link: ext4 allocates and
-// initialises the inode, 6.5 µs, and the header with its sealed empty block takes a
-// key, its wrap and a write, 5 µs more, of the 25 µs of system calls and the crypto a
-// create costs on this kind of machine. So once a directory has had two creates in a
+// initialises the inode, and the header with its sealed empty block takes a key, its
+// wrap and a write (docs/design.md has their share of a create). So once a directory has had two creates in a
 // row, the worker that answered the second makes the next files there (`depth` of
 // them), in the class the directory passes on, while the caller goes on, and each
 // later create takes one instead of waiting for it, and its worker makes another.

@@ -1,9 +1,9 @@
 // The one thread that carries out the lock's deadlines when they fall due: the wipe at
 // the end of the grace period, the user-inactive expiry, the inactivity reboot. It is
 // started with the daemon and waits on a timer of its own, so that a deadline needs no
-// thread to be found when it falls due. (Each used to be a libdispatch timer, which
-// needs a worker thread to run: a daemon whose user had reached RLIMIT_NPROC answered
-// `dpfs lock` only once threads were free again, and kept the complete key till then.)
+// thread to be found when it falls due. (A libdispatch timer needs a worker thread to
+// run: a daemon whose user had reached RLIMIT_NPROC would carry out the lock only once
+// threads were free again, and keep the complete key till then.)
 // Keys are never kept for want of it: every check of a class made after its deadline
 // finds the class gone (LockStateManager); this thread revokes what open files hold
 // and tells listeners, as close to the deadline as the machine lets it.
