@@ -51,6 +51,25 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(errSecUserCanceled, -128)
     }
 
+    func testAnNSErrorOfLAErrorDomainIsAnLAError() {
+        let notEnrolled = NSError(domain: LAErrorDomain, code: -7, userInfo: [NSLocalizedDescriptionKey: "none"])
+        let optional: NSError? = notEnrolled
+        XCTAssertEqual((optional as? LAError)?.code, .biometryNotEnrolled)
+        XCTAssertEqual(((notEnrolled as Error) as? LAError)?.code, .biometryNotEnrolled)
+        XCTAssertEqual(LAError(_nsError: notEnrolled).localizedDescription, "none")
+        XCTAssertNil((NSError(domain: NSOSStatusErrorDomain, code: -7) as Error) as? LAError, "another domain")
+        XCTAssertNil((NSError(domain: LAErrorDomain, code: -9999) as Error) as? LAError, "a code LAError lacks")
+        do {
+            throw NSError(domain: LAErrorDomain, code: -2)
+        } catch let error as LAError {
+            XCTAssertEqual(error.code, .userCancel)
+        } catch {
+            XCTFail("expected an LAError, got \(error)")
+        }
+        let bridged = LAError(.biometryLockout) as NSError
+        XCTAssertEqual([bridged.domain, String(bridged.code)], [LAErrorDomain, "-8"])
+    }
+
     func testCreateWithFlagsRefusesWhatAppleRefuses() {
         var error: Unmanaged<CFError>?
         XCTAssertNil(SecAccessControlCreateWithFlags(nil, "not a protection" as CFTypeRef, .userPresence, &error))
@@ -155,6 +174,7 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertFalse(before.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         XCTAssertEqual(error?.code, LAError.Code.biometryNotEnrolled.rawValue)
         XCTAssertEqual(error?.domain, LAErrorDomain)
+        XCTAssertEqual((error as? LAError)?.code, .biometryNotEnrolled, "the NSError casts to LAError, as on iOS")
         XCTAssertTrue(before.canEvaluatePolicy(.deviceOwnerAuthentication, error: nil))
 
         try device.dpfs("biometry", "enroll", device.mountpoint, "--type", "touchID")
