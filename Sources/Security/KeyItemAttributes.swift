@@ -48,23 +48,29 @@ enum KeyItemAttributes {
         }
     }
 
-    /// kSecValueRef in a query: the key item whose application label is the key's.
+    /// kSecValueRef in a query: the key item of the key, by its application label and
+    /// class (a pair's public and private items share the label).
     static func identify(_ key: SecKey, in attributes: inout [String: String]) {
         attributes["class"] = kSecClassKey
         attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: key.publicKeyData).hexString
+        attributes["keyClass"] = key.isPrivate ? "private" : "public"
     }
 
     /// kSecValueRef in SecItemAdd: an ordinary private key stored as a key item, its
-    /// X9.63 private form the item's data. A public key or a Secure Enclave key cannot
-    /// be added this way here.
+    /// X9.63 private form the item's data, or a public key, its X9.63 form the data. A
+    /// Secure Enclave key cannot be added this way here.
     static func forAdding(_ key: SecKey, _ attributes: inout [String: String]) throws -> Data {
-        guard case .software(let privateKey) = key.material else { throw SecItemRefusal(status: errSecUnimplemented) }
+        let data: Data
+        switch key.material {
+        case .software(let privateKey): data = KeyEncoding.x963(privateKey)
+        case .publicKey: data = key.publicKeyData
+        case .enclave: throw SecItemRefusal(status: errSecUnimplemented)
+        }
         identify(key, in: &attributes)
-        attributes["keyClass"] = "private"
         attributes["keyType"] = "ec"
         attributes["keySizeInBits"] = "256"
         attributes["publicKey"] = key.publicKeyData.hexString
-        return KeyEncoding.x963(privateKey)
+        return data
     }
 
     /// kSecValueData in SecItemAdd of a key item: a P-256 key's external representation,

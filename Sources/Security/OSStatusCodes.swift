@@ -40,3 +40,4 @@ public let errSecReadOnlyAttr: OSStatus = -25309
 public let errSecInteractionRequired: OSStatus = -25315
 public let errSecDataNotAvailable: OSStatus = -25316
 public let errSecDataNotModifiable: OSStatus = -25317
+public let errSecInvalidRecord: OSStatus = -67701

@@ -42,5 +42,7 @@ enum SecErrorMessages {
         errSecDecode: "Unable to decode the provided data.",
         errSecVerifyFailed: "A cryptographic verification failure has occurred.",
         errSecInvalidEncoding: "The encoding was not valid.",
+        errSecInvalidRecord: "An invalid record was encountered.",
+        errSSLCrypto: "underlying cryptographic error",
     ]
 }
