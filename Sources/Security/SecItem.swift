@@ -48,7 +48,7 @@ enum SecItemCall {
                 try KeyItemAttributes.forAdding(data: query.valueData, &query.attributes)
             }
         } catch let refusal as SecItemRefusal {
-            return refusal.status
+            return refusal.namesEmptyClass && operation != .add ? errSecItemNotFound : refusal.status
         } catch {
             return errSecParam
         }

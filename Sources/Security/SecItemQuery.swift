@@ -8,7 +8,11 @@ import Foundation
 /// A call refused before it reaches the device.
 struct SecItemRefusal: Error {
     let status: OSStatus
+    /// Whether the call names a class this keychain never holds an item of: a find,
+    /// update or delete there finds nothing, as on an iPhone that holds none.
+    var namesEmptyClass = false
     static let param = SecItemRefusal(status: errSecParam)
+    static let emptyClass = SecItemRefusal(status: errSecUnimplemented, namesEmptyClass: true)
 }
 
 struct SecItemQuery {
@@ -62,8 +66,8 @@ struct SecItemQuery {
                 let itemClass = try Self.string(value)
                 guard itemClass == kSecClassGenericPassword || itemClass == kSecClassInternetPassword
                         || itemClass == kSecClassKey else {
-                    // Certificates, keys and identities are Apple classes this keychain lacks.
-                    throw SecItemRefusal(status: Self.otherAppleClasses.contains(itemClass) ? errSecUnimplemented : errSecParam)
+                    // Certificates and identities are Apple classes this keychain lacks.
+                    throw Self.otherAppleClasses.contains(itemClass) ? SecItemRefusal.emptyClass : SecItemRefusal.param
                 }
                 attributes["class"] = itemClass
             case kSecAttrPort:
@@ -264,5 +268,5 @@ struct SecItemQuery {
     ]
 
     /// kSecClassCertificate, kSecClassKey, kSecClassIdentity.
-    static let otherAppleClasses: Set<String> = [kSecClassCertificate, kSecClassKey, kSecClassIdentity]
+    static let otherAppleClasses: Set<String> = [kSecClassCertificate, kSecClassIdentity]
 }

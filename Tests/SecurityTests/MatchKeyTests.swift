@@ -80,7 +80,8 @@ final class MatchKeyTests: MountedDeviceTestCase {
         XCTAssertEqual(find([kSecAttrPublicKeyHash as String: Data([1])],
                             base: [kSecClass as String: kSecClassKey]), errSecNoSuchAttr)
         XCTAssertEqual(find([kSecAttrSerialNumber as String: Data([1])],
-                            base: [kSecClass as String: kSecClassCertificate]), errSecUnimplemented)
+                            base: [kSecClass as String: kSecClassCertificate]), errSecItemNotFound,
+                       "no certificate is ever held here")
     }
 
     func testViewHintPersistentReferenceItemListAndTokenGroup() {

@@ -229,6 +229,18 @@ final class SecItemTests: MountedDeviceTestCase {
         XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassKey] as CFDictionary, nil), errSecParam,
                        "a key item needs a key")
         XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassCertificate] as CFDictionary, nil), errSecUnimplemented)
+        // A wipe class by class, as wrappers do it: the classes that hold nothing here
+        // answer as an iPhone's empty ones.
+        for itemClass in [kSecClassCertificate, kSecClassIdentity] {
+            let all: [String: Any] = [kSecClass as String: itemClass, kSecMatchLimit as String: kSecMatchLimitAll,
+                                      kSecReturnAttributes as String: true]
+            var found: CFTypeRef?
+            XCTAssertEqual(SecItemCopyMatching(all as CFDictionary, &found), errSecItemNotFound, "\(itemClass)")
+            XCTAssertNil(found)
+            XCTAssertEqual(SecItemDelete([kSecClass as String: itemClass] as CFDictionary), errSecItemNotFound)
+            XCTAssertEqual(SecItemUpdate([kSecClass as String: itemClass] as CFDictionary,
+                                         [kSecAttrLabel as String: "x"] as CFDictionary), errSecItemNotFound)
+        }
         // The daemon is unharmed.
         XCTAssertEqual(findData(item).1, "x")
     }
