@@ -18,6 +18,8 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     public static let and = SecAccessControlCreateFlags(rawValue: AccessControlFlags.and.rawValue)
     public static let privateKeyUsage = SecAccessControlCreateFlags(rawValue: AccessControlFlags.privateKeyUsage.rawValue)
     public static let applicationPassword = SecAccessControlCreateFlags(rawValue: AccessControlFlags.applicationPassword.rawValue)
+    /// iOS 18's name of the paired-device flag, which `watch` was before.
+    public static let companion = watch
     /// The names of iOS 9–11, which Apple keeps as aliases.
     public static let touchIDAny = biometryAny
     public static let touchIDCurrentSet = biometryCurrentSet
@@ -31,6 +33,8 @@ public let kSecAccessControlDevicePasscode = SecAccessControlCreateFlags.deviceP
 public let kSecAccessControlOr = SecAccessControlCreateFlags.or
 public let kSecAccessControlAnd = SecAccessControlCreateFlags.and
 public let kSecAccessControlPrivateKeyUsage = SecAccessControlCreateFlags.privateKeyUsage
+public let kSecAccessControlWatch = SecAccessControlCreateFlags.watch
+public let kSecAccessControlCompanion = SecAccessControlCreateFlags.companion
 
 /// An access control object, the value of kSecAttrAccessControl. Hashable, as every
 /// CF object is on Apple's, so it can be stored as AnyHashable or in a Set.
