@@ -8,7 +8,9 @@
 // backup. Other node types (FIFOs, sockets, devices) are counted and left out, and so
 // are entries removed while the backup runs. A file that fails to read (EIO: its
 // backing copy is damaged) ends the backup, unless asked to leave such files out: then
-// its content is marked abandoned and the file named in `damaged`.
+// its content is marked abandoned and the file named in `damaged`. A failure is thrown
+// as a SystemError; its code EPERM means a class key went away (the device locked
+// during the backup).
 import DataProtection
 import DPFSProtocol
 import CLinux
@@ -16,15 +18,6 @@ import Glibc
 import SystemCalls
 
 public final class SandboxArchiver {
-    /// Why the tree could not be read; `errno` EPERM means a class key went away (the
-    /// device locked during the backup).
-    public struct Failure: Error, CustomStringConvertible {
-        public let operation: String
-        public let path: String
-        public let code: Int32
-        public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
-    }
-
     private let stream: SealingStream
     private let root: String
     /// A file's bytes pass through here (locked memory) on their way into the stream;
@@ -58,9 +51,9 @@ public final class SandboxArchiver {
 
     public func archive() throws {
         let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(operation: "open", path: root, code: errno) }
+        guard fd >= 0 else { throw SystemError("open", root) }
         defer { close(fd) }
-        guard try directory([], fd: fd) else { throw Failure(operation: "read", path: root, code: ENOENT) }
+        guard try directory([], fd: fd) else { throw SystemError("read", root, code: ENOENT) }
     }
 
     private func display(_ path: [UInt8]) -> String { root + "/" + String(decoding: path, as: UTF8.self) }
@@ -69,7 +62,7 @@ public final class SandboxArchiver {
     /// its record was written (then nothing of it is).
     private func directory(_ path: [UInt8], fd: Int32) throws -> Bool {
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw Failure(operation: "stat", path: display(path), code: errno) }
+        guard fstat(fd, &info) == 0 else { throw SystemError("stat", display(path)) }
         guard let protection = try protection(fd, path) else { return false }
         try write(.directory, path, info, protection: protection)
         if SandboxPath.contentsExcluded.contains(path) { return true }
@@ -88,7 +81,7 @@ public final class SandboxArchiver {
         var info = stat()
         guard name.withCString({ fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
             if errno == ENOENT { return false }
-            throw Failure(operation: "stat", path: display(path), code: errno)
+            throw SystemError("stat", display(path))
         }
         if left.contains(where: { $0.device == UInt64(info.st_dev) && $0.inode == UInt64(info.st_ino) }) { return true }
         switch info.st_mode & S_IFMT {
@@ -96,7 +89,7 @@ public final class SandboxArchiver {
             let childFD = name.withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
             guard childFD >= 0 else {
                 if errno == ENOENT { return false }
-                throw Failure(operation: "open", path: display(path), code: errno)
+                throw SystemError("open", display(path))
             }
             defer { close(childFD) }
             return try directory(path, fd: childFD)
@@ -125,7 +118,7 @@ public final class SandboxArchiver {
     private func names(in fd: Int32, _ path: [UInt8]) throws -> [[UInt8]] {
         let listing = dup(fd)
         guard listing >= 0, let stream = fdopendir(listing) else {
-            throw Failure(operation: "opendir", path: display(path), code: errno)
+            throw SystemError("opendir", display(path))
         }
         defer { closedir(stream) }
         rewinddir(stream)
@@ -135,7 +128,7 @@ public final class SandboxArchiver {
             guard let entry = readdir(stream) else {
                 // A directory removed since it was opened lists nothing (ENOENT): its
                 // record is written already, and it ends up empty in the backup.
-                if errno != 0 && errno != ENOENT { throw Failure(operation: "readdir", path: display(path), code: errno) }
+                if errno != 0 && errno != ENOENT { throw SystemError("readdir", display(path)) }
                 break
             }
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
@@ -151,7 +144,7 @@ public final class SandboxArchiver {
         let n = fgetxattr(fd, MountAttributes.protection, &buffer, buffer.count)
         guard n > 0 else {
             if n < 0 && errno == ENOENT { return nil }
-            throw Failure(operation: "read the protection class of", path: display(path), code: errno)
+            throw SystemError("read the protection class of", display(path))
         }
         return Array(buffer[0..<n])
     }
@@ -180,21 +173,21 @@ public final class SandboxArchiver {
                 damaged.append(display(path))
                 return .damaged
             }
-            throw Failure(operation: "open", path: display(path), code: errno)
+            throw SystemError("open", display(path))
         }
         defer { close(fd) }
         let protection: [UInt8]
         do {
             guard let found = try self.protection(fd, path) else { return .vanished }
             protection = found
-        } catch let failure as Failure where failure.code == EIO && skipDamaged {
+        } catch let failure as SystemError where failure.code == EIO && skipDamaged {
             damaged.append(display(path))
             return .damaged
         }
         try write(.file, path, info, protection: protection)
         do {
             try content(fd, path)
-        } catch let failure as Failure where failure.code == EIO && skipDamaged {
+        } catch let failure as SystemError where failure.code == EIO && skipDamaged {
             try stream.abandonContent()
             damaged.append(display(path))
             try progress?()
@@ -228,7 +221,7 @@ public final class SandboxArchiver {
             if position < hole { return }  // cut short while it was read: the file ends there
         }
         let end = lseek(fd, 0, SEEK_END)
-        guard end >= 0 else { throw Failure(operation: "seek in", path: display(path), code: errno) }
+        guard end >= 0 else { throw SystemError("seek in", display(path)) }
         if end > position { try stream.writeHole(UInt64(end - position)) }
     }
 
@@ -239,9 +232,12 @@ public final class SandboxArchiver {
         var position = start
         while end.map({ position < $0 }) ?? true {
             let want = end.map { min(buffer.count, Int($0 - position)) } ?? buffer.count
-            let n = pread(fd, buffer.start, want, position)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw Failure(operation: "read", path: display(path), code: errno) }
+            let n: Int
+            do throws(Errno) {
+                n = try preadAll(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: Int(position))
+            } catch {
+                throw SystemError("read", display(path), code: error.rawValue)
+            }
             if n == 0 { break }
             try stream.writePiece(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
             position += off_t(n)
@@ -255,7 +251,7 @@ public final class SandboxArchiver {
         var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = name.withCString { readlinkat(directory, $0, &target, target.count) }
         if n < 0 && errno == ENOENT { return false }
-        guard n >= 0, n < target.count else { throw Failure(operation: "readlink", path: display(path), code: n < 0 ? errno : ENAMETOOLONG) }
+        guard n >= 0, n < target.count else { throw SystemError("readlink", display(path), code: n < 0 ? errno : ENAMETOOLONG) }
         try write(.symlink, path, info, protection: nil, extra: ["target": Array(target[0..<n])])
         return true
     }

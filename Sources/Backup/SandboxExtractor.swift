@@ -4,7 +4,7 @@
 // A file is made with its class before its first byte, so no byte is ever sealed under
 // another class; modes and times are set once content is written, and a directory's
 // only after its children (a read-only directory is filled first, its time is not moved
-// by them).
+// by them). A failure is thrown as a SystemError that names the path in the sandbox.
 import DataProtection
 import DPFSProtocol
 import CLinux
@@ -12,8 +12,6 @@ import Glibc
 import SystemCalls
 
 public final class SandboxExtractor {
-    public typealias Failure = SandboxArchiver.Failure
-
     private let root: String
     private var directories: [(path: [UInt8], mode: mode_t, times: [timespec])] = []
     /// The directory of the last record's parent path, open: the next record is most
@@ -35,13 +33,13 @@ public final class SandboxExtractor {
     /// (a full path of a deep tree did, and the restore failed). The caller closes it.
     private func openDirectory(_ path: [UInt8]) throws -> Int32 {
         var fd = root.withCString { open($0, OpenFlag.path | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { throw Failure(operation: "open", path: display([]), code: errno) }
+        guard fd >= 0 else { throw SystemError("open", display([])) }
         guard !path.isEmpty else { return fd }
         for name in path.split(separator: UInt8(ascii: "/")) {
             let next = Array(name).withCString { openat(fd, $0, OpenFlag.path | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
             let code = errno
             close(fd)
-            guard next >= 0 else { throw Failure(operation: "open", path: display(path), code: code) }
+            guard next >= 0 else { throw SystemError("open", display(path), code: code) }
             fd = next
         }
         return fd
@@ -69,14 +67,14 @@ public final class SandboxExtractor {
                 let (directory, name) = try place(path)
                 let rc = name.withCString { mkdirat(directory, $0, 0o700) }
                 // The layout directories (Documents, Library, …) are there already.
-                guard rc == 0 || errno == EEXIST else { throw Failure(operation: "mkdir", path: display(path), code: errno) }
+                guard rc == 0 || errno == EEXIST else { throw SystemError("mkdir", display(path)) }
                 try setDirectoryClass(record, path)
             }
             directories.append((path, mode(record), times(record)))
         case .file:
             let (directory, name) = try place(path)
             let fd = name.withCString { openat(directory, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
-            guard fd >= 0 else { throw Failure(operation: "create", path: display(path), code: errno) }
+            guard fd >= 0 else { throw SystemError("create", display(path)) }
             let whole: Bool
             do {
                 try setClass(record, fd, path)
@@ -85,11 +83,11 @@ public final class SandboxExtractor {
                 close(fd)
                 throw error
             }
-            guard close(fd) == 0 else { throw Failure(operation: "close", path: display(path), code: errno) }
+            guard close(fd) == 0 else { throw SystemError("close", display(path)) }
             guard whole else {
                 // Left out of the backup (damaged): what came of it goes.
                 guard name.withCString({ unlinkat(directory, $0, 0) }) == 0 else {
-                    throw Failure(operation: "remove", path: display(path), code: errno)
+                    throw SystemError("remove", display(path))
                 }
                 return
             }
@@ -98,7 +96,7 @@ public final class SandboxExtractor {
             guard let link = record.fields["target"] else { throw BackupError.damaged("a symbolic link has no target") }
             let (directory, name) = try place(path)
             let rc = link.withCString { linkTarget in name.withCString { symlinkat(linkTarget, directory, $0) } }
-            guard rc == 0 else { throw Failure(operation: "symlink", path: display(path), code: errno) }
+            guard rc == 0 else { throw SystemError("symlink", display(path)) }
             try setTimes(path, times(record))
         case .hardLink:
             guard let first = record.fields["target"] else { throw BackupError.damaged("a hard link has no target") }
@@ -107,7 +105,7 @@ public final class SandboxExtractor {
             let firstName = Array(first[(first.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? 0)...])
             let (directory, name) = try place(path)
             let rc = firstName.withCString { existing in name.withCString { linkat(firstDirectory, existing, directory, $0, 0) } }
-            guard rc == 0 else { throw Failure(operation: "link", path: display(path), code: errno) }
+            guard rc == 0 else { throw SystemError("link", display(path)) }
         default:
             throw BackupError.damaged("a tree record of kind \(record.kind) is not a tree record")
         }
@@ -132,7 +130,7 @@ public final class SandboxExtractor {
     private func setClass(_ record: BackupRecord, _ fd: Int32, _ path: [UInt8]) throws {
         guard let name = record.fields["class"] else { return }
         let rc = fsetxattr(fd, MountAttributes.protection, name, name.count, 0)
-        guard rc == 0 else { throw Failure(operation: "set the protection class of", path: display(path), code: errno) }
+        guard rc == 0 else { throw SystemError("set the protection class of", display(path)) }
     }
 
     private func setDirectoryClass(_ record: BackupRecord, _ path: [UInt8]) throws {
@@ -141,18 +139,18 @@ public final class SandboxExtractor {
         defer { close(fd) }
         // An O_PATH descriptor takes no attribute: the directory, opened for reading.
         let readable = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard readable >= 0 else { throw Failure(operation: "open", path: display(path), code: errno) }
+        guard readable >= 0 else { throw SystemError("open", display(path)) }
         defer { close(readable) }
         try setClass(record, readable, path)
     }
 
     private func finish(_ path: [UInt8], mode: mode_t, times: [timespec]) throws {
         if path.isEmpty {
-            guard root.withCString({ chmod($0, mode) }) == 0 else { throw Failure(operation: "chmod", path: display(path), code: errno) }
+            guard root.withCString({ chmod($0, mode) }) == 0 else { throw SystemError("chmod", display(path)) }
         } else {
             let (directory, name) = try place(path)
             guard name.withCString({ fchmodat(directory, $0, mode, 0) }) == 0 else {
-                throw Failure(operation: "chmod", path: display(path), code: errno)
+                throw SystemError("chmod", display(path))
             }
         }
         try setTimes(path, times)
@@ -166,7 +164,7 @@ public final class SandboxExtractor {
             let (directory, name) = try place(path)
             rc = name.withCString { utimensat(directory, $0, times, AT_SYMLINK_NOFOLLOW) }
         }
-        guard rc == 0 else { throw Failure(operation: "set the times of", path: display(path), code: errno) }
+        guard rc == 0 else { throw SystemError("set the times of", display(path)) }
     }
 
     /// Writes a file's content into the new file open at `fd`: a hole is skipped over,
@@ -178,7 +176,11 @@ public final class SandboxExtractor {
         let whole = try stream.readFileContent { part in
             switch part {
             case .bytes(let piece):
-                try Self.writeAll(fd, piece, at: position, display(path))
+                do throws(Errno) {
+                    try pwriteAll(fd, piece, at: Int(position))
+                } catch {
+                    throw SystemError("write", display(path), code: error.rawValue)
+                }
                 position += off_t(piece.count)
                 endsInHole = false
             case .hole(let length):
@@ -188,18 +190,7 @@ public final class SandboxExtractor {
             try progress?()
         }
         if whole && endsInHole {
-            guard ftruncate(fd, position) == 0 else { throw Failure(operation: "write", path: display(path), code: errno) }
+            guard ftruncate(fd, position) == 0 else { throw SystemError("write", display(path)) }
         }
         return whole
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: off_t, _ path: String) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.start + done, bytes.count - done, offset + off_t(done))
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw Failure(operation: "write", path: path, code: errno) }
-            done += n
-        }
-    }
-}
+    }}

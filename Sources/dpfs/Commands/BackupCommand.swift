@@ -10,6 +10,7 @@ import DataProtection
 import DPFSProtocol
 import Foundation
 import Glibc
+import SystemCalls
 
 struct BackupCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -121,11 +122,11 @@ struct BackupCommand: ParsableCommand {
     /// A class key gone in the middle (the device locked) is the device-locked status; a
     /// file that cannot be read (EIO) is damaged, and the user is told the ways on.
     static func explain(_ error: any Error, root: String, device: String) -> any Error {
-        if let failure = error as? SandboxArchiver.Failure, failure.code == EPERM {
+        if let failure = error as? SystemError, failure.code == EPERM {
             return CLIError("the device at \(root) locked during the backup (\(failure)); no backup was written",
                             status: .deviceLocked)
         }
-        if let failure = error as? SandboxArchiver.Failure, failure.code == EIO {
+        if let failure = error as? SystemError, failure.code == EIO {
             return CLIError("\(failure): the file is damaged (`dpfs fsck \(device)` names it, and its --salvage recovers "
                             + "what is readable); move or remove it, or back up with --skip-damaged to leave it out; "
                             + "no backup was written")
@@ -187,7 +188,7 @@ final class TemporaryOutput {
         for _ in 0..<16 {
             let suffix = String((0..<6).map { _ in letters[Int.random(in: 0..<letters.count)] })
             let name = String(Self.namePattern(of: target).dropLast(6)) + suffix
-            if linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 {
+            if linkat(AT_FDCWD, procPath(fd), AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 {
                 path = name
                 return
             }

@@ -179,7 +179,7 @@ struct RestoreCommand: ParsableCommand {
         switch error {
         case let error as BackupError:
             return CLIError(error.description)
-        case let error as SandboxArchiver.Failure:
+        case let error as SystemError:
             return CLIError("cannot restore into \(device): \(error); nothing was restored")
         default:
             return error
