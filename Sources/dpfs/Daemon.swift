@@ -190,24 +190,28 @@ struct Daemon {
     }
 
     /// Where the control socket goes: a private directory, /run/dpfs for root, else the
-    /// user's runtime directory, else /tmp/dpfs-UID. Another user may have made
-    /// /tmp/dpfs-UID first (anyone can create names in /tmp): then a new private
-    /// directory of mkdtemp's is used instead, `temporary`, to remove at the end. The
-    /// client finds the socket through the mount, so any private directory serves.
+    /// user's runtime directory (SocketPlaces.runtime), else /tmp/dpfs-UID. Another
+    /// user may have made /tmp/dpfs-UID first (anyone can create names in /tmp): then a
+    /// new private directory of mkdtemp's is used instead, `temporary`, to remove at the
+    /// end. The client finds the socket through the mount, so any private directory serves.
     static func socketPlace() throws -> (socket: String, temporary: String?, notice: String?) {
         let uid = getuid()
         let base: String
         var shared = false
         var passedOver: String?
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? ""
+        let runtime = SocketPlaces.runtime()
         if uid == 0 {
             base = SocketPlaces.root
-        } else if !runtime.isEmpty, holdsSockets(runtime + "/dpfs") {
-            base = runtime + "/dpfs"
+        } else if let runtime, holdsSockets(runtime.directory) {
+            base = runtime.directory
         } else {
             base = SocketPlaces.shared(uid)
             shared = true
-            if !runtime.isEmpty { passedOver = "XDG_RUNTIME_DIR (\(runtime)) is too long for a socket path; " }
+            if let runtime {
+                passedOver = "XDG_RUNTIME_DIR (\(runtime.variable)) is too long for a socket path; "
+            } else if let variable = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !variable.isEmpty {
+                passedOver = "XDG_RUNTIME_DIR (\(variable)) is not an absolute path; "
+            }
         }
         if mkdir(base, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir", base) }
         var st = stat()

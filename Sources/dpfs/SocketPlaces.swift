@@ -11,6 +11,16 @@ enum SocketPlaces {
 
     static func shared(_ uid: uid_t) -> String { "/tmp/dpfs-\(uid)" }
 
+    /// $XDG_RUNTIME_DIR/dpfs, with the variable's value; nil when the variable is unset,
+    /// empty or relative. The XDG Base Directory spec has a relative value ignored: it
+    /// would name another directory from each working directory, one `dpfs run` of
+    /// another would not know to hide.
+    static func runtime(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> (variable: String, directory: String)? {
+        guard let variable = environment["XDG_RUNTIME_DIR"], variable.hasPrefix("/") else { return nil }
+        return (variable, variable + "/dpfs")
+    }
+
     /// The mkdtemp template of a private directory used when /tmp/dpfs-UID is not ours.
     static func privateTemplate(_ uid: uid_t) -> String { "/tmp/dpfs-\(uid)-XXXXXX" }
 
@@ -19,9 +29,7 @@ enum SocketPlaces {
     static func candidates() -> [String] {
         let uid = getuid()
         var places = [root, shared(uid)]
-        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
-            places.append(runtime + "/dpfs")
-        }
+        if let runtime = runtime() { places.append(runtime.directory) }
         let prefix = "dpfs-\(uid)-"
         if let names = try? FileManager.default.contentsOfDirectory(atPath: "/tmp") {
             places += names.filter { $0.hasPrefix(prefix) && $0.count == prefix.count + 6 }.map { "/tmp/" + $0 }
