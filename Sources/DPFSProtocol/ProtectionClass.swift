@@ -55,7 +55,7 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, CustomStringConverti
         }
     }
 
-    public static let validNames = "none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive"
+    public static var validNames: String { allCases.map(\.name).joined(separator: ", ") }
 }
 
 /// Stored by canonical name (keybag.json), read by any accepted name.

@@ -12,7 +12,7 @@ struct NewDeviceOptions: ParsableArguments {
     @Flag(help: "Create a device without a passcode: every class is always available.") var noPasscode = false
     @Option(help: "Bundle ID of the sandbox's app.") var app: String?
     @Option(help: "Apple-style entitlements plist of the sandbox's app.") var entitlements: String?
-    @Option(help: "Class new files take by default (none, complete, completeUnlessOpen, untilFirstAuth, completeWhenUserInactive).")
+    @Option(help: "Class new files take by default (\(ProtectionClass.validNames)).")
     var defaultProtection: String?
     // Numbers taken as they come, dash and all (.unconditional): "-1" read as an option
     // was "a missing value", not the option's own refusal of a negative number.

@@ -45,7 +45,7 @@ struct Protection: ParsableCommand {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change the class of each path (a stronger class gives a file a new key and reseals its content).")
-        @Argument(help: "none, complete, completeUnlessOpen, untilFirstAuth or completeWhenUserInactive (or an alias).") var protectionClass: String
+        @Argument(help: "\(ProtectionClass.validNames) (or an alias).") var protectionClass: String
         @Argument(help: "Paths inside a dpfs mount.") var paths: [String]
 
         func run() throws {
