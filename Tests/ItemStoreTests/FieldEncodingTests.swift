@@ -1,5 +1,6 @@
 // The length-prefixed lists that seals bind and hashes cover are stored formats
 // (dpfs(5)): the same fields must give the same bytes however the list is built.
+import DataProtection
 import Foundation
 import Testing
 @testable import ItemStore
@@ -20,5 +21,13 @@ import Testing
         #expect(list.bytes == expected)
         #expect(Array(list.bytes[18..<22]) == [0, 0, 1, 144], "400 bytes of UTF-8")
         #expect(list.bytes.withUnsafeBytes { FieldEncoding.fields($0) }?.count == 4)
+    }
+
+    @Test func aSecretListInLockedMemoryIsTheSameBytes() {
+        let (token, empty, key) = (Array("token".utf8), [UInt8](), [UInt8](repeating: 0xab, count: 300))
+        let secret = token.withUnsafeBytes { token in
+            empty.withUnsafeBytes { empty in key.withUnsafeBytes { key in FieldList.secret([token, empty, key]) } }
+        }
+        #expect(Array(secret.bytes) == FieldEncoding.lengthPrefixed([token, empty, key]))
     }
 }
