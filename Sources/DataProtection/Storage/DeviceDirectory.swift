@@ -17,6 +17,8 @@ public struct DeviceDirectory: Sendable {
     public var syncStatePath: String { root + "/sync.json" }
     /// Present while no POSIX ACL was ever set in the sandbox (dpfs(5)).
     public var noACLsMarkerPath: String { root + "/no-acls" }
+    /// The daemon's standard error, where it logs (rotated by dpfs mount).
+    public var daemonLogPath: String { root + "/daemon.log" }
 
     /// Marks a new device's sandbox as holding no POSIX ACL.
     public func markNoACLs() throws(SystemError) {
@@ -80,7 +82,8 @@ public enum DeviceError: Error, CustomStringConvertible {
             // A mistyped path is the likelier slip than a directory that never was a device.
             guard access(path, F_OK) == 0 else { return "\(path) does not exist (dpfs init makes a device there)" }
             // A device that lost its keybag: init would refuse it, and the files need it.
-            if access(path + "/sandbox", F_OK) == 0 || access(path + "/keychain.sqlite", F_OK) == 0 {
+            let device = DeviceDirectory(path)
+            if access(device.sandboxPath, F_OK) == 0 || access(device.itemStorePath, F_OK) == 0 {
                 return "\(path) holds a device's files but no keybag.json: without it nothing there can be "
                     + "opened; put back the keybag.json of this device (a copy older than its record is refused), "
                     + "or restore a backup into a new directory (dpfs restore)"

@@ -124,7 +124,7 @@ struct Mount: ParsableCommand {
         arguments += ["--inactivity-reboot", String(inactivityReboot), "--log-level", logLevel]
         arguments += ["--user-inactive-period", String(userInactivePeriod)]
         if let endWith { arguments += ["--end-with", String(endWith)] }
-        let logPath = directory.root + "/daemon.log"
+        let logPath = directory.daemonLogPath
         Self.rotate(logPath)
         let pid = try DaemonSpawner.spawn(arguments: arguments, logPath: logPath, readyPipe: writeEnd)
         close(writeEnd)
