@@ -277,8 +277,6 @@ public struct DeviceCheck {
     /// backing tree over another node's name (or its tags are damaged). It reads as EIO.
     private func checkNameTag(_ path: String, relative: String, identity: [UInt8], place: NamePlace,
                               into report: inout Report) {
-        // A device still in format 3 gets its tags at its next mount.
-        guard device.formatVersion == KeybagFile.currentVersion else { return }
         if let tags = try? NameTagStore.read(path),
            NameBinding.lists(tags, identity: identity, place: place, metadataKey: device.metadataKey) { return }
         report.damage.append(Damage(path: relative, problem: "its name tags do not list this name: another node was moved here in the backing tree (or its tags are damaged); it reads as EIO"))

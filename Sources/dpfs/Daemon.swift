@@ -91,11 +91,6 @@ struct Daemon {
                 logger: logger)
             defer { logind?.stop() }
             if let notice = place.notice { logger.warning("\(notice)") }
-            if device.formatVersion != KeybagFile.currentVersion {
-                let tagged = NameTagUpgrade(device: device).run()
-                try device.markUpgraded()
-                logger.notice("upgraded \(directory.root) to on-disk format \(KeybagFile.currentVersion): \(tagged) names tagged")
-            }
             // Not open yet: opening it for writing changes the file, even with nothing
             // written, so it opens once the mount stands (below).
             let items = ItemStore(verified: keychain, device: device)

@@ -118,6 +118,25 @@ final class KeybagTamperTests: XCTestCase {
         XCTAssertEqual(reached, [], "nothing was made or opened beside the store")
     }
 
+    /// There is no migration: a keybag of another format is named as such, not as
+    /// damage, and left as it was.
+    func testAKeybagOfAnotherFormatIsRefusedAndLeftAsItWas() throws {
+        let device = try TestDevice()
+        _ = try device.boot()
+        let path = device.directory.keybagPath
+        let current = "\"formatVersion\" : \(KeybagFile.currentVersion),"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        XCTAssertTrue(text.contains(current))
+        let older = text.replacingOccurrences(of: current, with: "\"formatVersion\" : 4,")
+        try older.write(toFile: path, atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try device.boot()) { error in
+            guard case DeviceError.unsupportedFormat(let root, 4) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(root, device.directory.root)
+            XCTAssertTrue("\(error)".contains("on-disk format version 4; this dpfs reads version 5 only"), "\(error)")
+        }
+        XCTAssertEqual(try String(contentsOfFile: path, encoding: .utf8), older, "the keybag is left as it was")
+    }
+
     func testAKeybagLargerThanAnyIsRefusedWithoutReadingIt() throws {
         let device = try TestDevice()
         _ = try device.boot()

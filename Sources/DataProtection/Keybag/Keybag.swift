@@ -15,12 +15,6 @@ public enum Keybag {
     public static let passcodeClasses: [ProtectionClass] = [.complete, .completeUnlessOpen, .untilFirstAuth,
                                                             .completeWhenUserInactive]
 
-    /// Passcode classes a keybag of format 4 may lack, made before dpfs had them: each
-    /// gets a fresh key, wrapped when the wrapping key is first at hand (the boot of a
-    /// device without a passcode, else its next unlock). No file or item can be of a
-    /// class the keybag has no key for, so nothing sealed before is lost.
-    static let addedClasses: [ProtectionClass] = [.completeWhenUserInactive]
-
     static func wrappedName(_ protectionClass: ProtectionClass) -> String {
         protectionClass == .completeUnlessOpen ? privateKeyName : protectionClass.name
     }
@@ -88,7 +82,6 @@ public enum Keybag {
         if !file.passcodeSet {
             let wrappingKey = noPasscodeKey(deviceSecret)
             for protectionClass in passcodeClasses {
-                if file.wrappedKeys[wrappedName(protectionClass)] == nil && addedClasses.contains(protectionClass) { continue }
                 keys.insert(try unwrap(file, wrappedName(protectionClass), with: wrappingKey), for: protectionClass)
             }
         }
@@ -96,7 +89,7 @@ public enum Keybag {
     }
 
     /// Unwraps every class key with a passcode; a wrong passcode yields its fingerprint.
-    public static func unlock(_ file: inout KeybagFile, passcode: SecureBuffer,
+    public static func unlock(_ file: KeybagFile, passcode: SecureBuffer,
                               deviceSecret: SecureBuffer) throws -> UnwrapResult {
         let passcodeKey: SecureBuffer
         let print: [UInt8]
@@ -108,7 +101,6 @@ public enum Keybag {
         var keys = try bootKeys(file, deviceSecret: deviceSecret)
         for protectionClass in passcodeClasses {
             let name = wrappedName(protectionClass)
-            if file.wrappedKeys[name] == nil && addedClasses.contains(protectionClass) { continue }
             guard let sealed = file.wrappedKeys[name] else { throw DeviceError.corruptKeybag("\(name) key is missing") }
             guard let key = AEAD.open(sealed.value, additionalData: additionalData(name), key: passcodeKey) else {
                 keys.wipeAll()
@@ -116,36 +108,7 @@ public enum Keybag {
             }
             keys.insert(key, for: protectionClass)
         }
-        // The passcode is verified (every key present unwrapped): a class the keybag
-        // lacks gets its key now, under the same passcode key.
-        addMissingClassKeys(&file, keys: &keys, wrappingKey: passcodeKey)
         return .unlocked(keys)
-    }
-
-    /// Gives each class of `addedClasses` the keybag has no key for a fresh one, wrapped
-    /// under `wrappingKey` into `file` and put in `keys`. Returns whether any was added
-    /// (the caller saves the keybag).
-    @discardableResult
-    static func addMissingClassKeys(_ file: inout KeybagFile, keys: inout ClassKeySet,
-                                    wrappingKey: SecureBuffer) -> Bool {
-        var added = false
-        for protectionClass in addedClasses where file.wrappedKeys[wrappedName(protectionClass)] == nil {
-            let name = wrappedName(protectionClass)
-            let key = SecureBuffer.random(count: AEAD.keySize)
-            file.wrappedKeys[name] = Bytes(AEAD.seal(key, additionalData: additionalData(name), key: wrappingKey))
-            keys.insert(key, for: protectionClass)
-            added = true
-        }
-        return added
-    }
-
-    /// At the boot of a device without a passcode: the keys of `addedClasses` it lacks,
-    /// under the device key. Returns whether the keybag changed (to be saved).
-    public static func addMissingClassKeys(_ file: inout KeybagFile, deviceSecret: SecureBuffer) -> Bool {
-        guard !file.passcodeSet else { return false }
-        var keys = ClassKeySet()
-        defer { keys.wipeAll() }
-        return addMissingClassKeys(&file, keys: &keys, wrappingKey: noPasscodeKey(deviceSecret))
     }
 
     /// Crypto-shred: a keybag of fresh class keys and no passcode in place of `file`,

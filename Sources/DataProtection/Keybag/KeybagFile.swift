@@ -9,11 +9,9 @@
 import Foundation
 
 public struct KeybagFile: Codable, Sendable {
+    /// The one format read: any other is refused, not migrated (dpfs has no deployed
+    /// devices to carry over).
     public static let currentVersion = 5
-    /// Older formats a mount brings up to date (a walk over the tree, NameTagUpgrade):
-    /// none now. Formats 3 and 4 hold a keychain of schema v2, without key items, which
-    /// is refused rather than migrated (dpfs has no deployed devices to carry over).
-    public static let upgradableVersions: [Int] = []
 
     public var formatVersion = KeybagFile.currentVersion
     public var kdf: KDFParameters
@@ -67,7 +65,7 @@ public struct KeybagFile: Codable, Sendable {
         guard let version = try? JSONDecoder().decode(Version.self, from: Data(bytes)) else {
             throw DeviceError.corruptKeybag("\(directory.keybagPath) cannot be parsed")
         }
-        guard version.formatVersion == currentVersion || upgradableVersions.contains(version.formatVersion) else {
+        guard version.formatVersion == currentVersion else {
             throw DeviceError.unsupportedFormat(directory.root, version.formatVersion)
         }
         let file: KeybagFile

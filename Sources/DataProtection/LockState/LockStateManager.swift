@@ -156,10 +156,6 @@ public final class LockStateManager: Sendable {
         directory.removeStaleTemporaries(openedAt: openedAt)
         _ = try? DeviceRecordStore.removeStaleTemporaries(for: deviceUUID, in: secretStore, openedAt: openedAt)
         self.bootNotice = try Self.reconcile(&keybag, directory: directory, deviceSecret: secret, testHooks: testHooks)
-        // A device made before a class existed gets its key at the first chance.
-        if Keybag.addMissingClassKeys(&keybag, deviceSecret: secret) {
-            try keybag.save(in: directory, deviceSecret: secret)
-        }
         // The clock is real time again: a wait set while it was advanced runs from now.
         keybag.policy.clampWait()
         self.completeUnlessOpenPublicKey = keybag.completeUnlessOpenPublicKey.value
@@ -202,23 +198,6 @@ public final class LockStateManager: Sendable {
     }
 
     public var defaultProtection: ProtectionClass { core.withLock { $0.keybag.defaultProtection } }
-
-    /// The on-disk format the device's keybag records (KeybagFile.currentVersion once
-    /// an older device was brought up to date).
-    public var formatVersion: Int { core.withLock { $0.keybag.formatVersion } }
-
-    /// Records that the device's tree is in the current format (after the walk that
-    /// upgraded it): saved last, so a crash before it repeats the walk.
-    public func markUpgraded() throws {
-        try transition.withLock { _ in
-            var keybag = core.withLock { $0.keybag }
-            guard keybag.formatVersion != KeybagFile.currentVersion else { return }
-            keybag.formatVersion = KeybagFile.currentVersion
-            try keybag.save(in: directory, deviceSecret: deviceSecret)
-            let saved = keybag
-            core.withLock { $0.keybag = saved }
-        }
-    }
 
     /// The class the keybag records for a directory whose class was changed through
     /// the mount; nil for one whose class never changed (its only record is its first).
@@ -536,17 +515,15 @@ public final class LockStateManager: Sendable {
         if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
         let reserved = try countAttempt()
         let adopted = core.withLock { $0.keybag }
-        var opened = adopted
-        switch try tried(reserved, { try Keybag.unlock(&opened, passcode: passcode, deviceSecret: deviceSecret) }) {
+        switch try tried(reserved, { try Keybag.unlock(adopted, passcode: passcode, deviceSecret: deviceSecret) }) {
         case .wrongPasscode(let fingerprint):
             try recordFailure(fingerprint: fingerprint, reserved: reserved)
         case .unlocked(let keys):
             var policy = adopted.policy
             policy.recordSuccess()
-            var saved = opened
+            var saved = adopted
             saved.policy = policy
-            // A class key the unlock added (Keybag.addedClasses) is saved with it.
-            if policy != keybag.policy || opened.wrappedKeys.count != keybag.wrappedKeys.count {
+            if policy != keybag.policy {
                 try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
             } else {
                 try clearReservation()
@@ -646,7 +623,7 @@ public final class LockStateManager: Sendable {
                 if let wait = keybag.policy.waitRemaining(now: clock.now) { throw LockError.mustWait(wait) }
                 let reserved = try countAttempt()
                 keybag = core.withLock { $0.keybag }
-                switch try tried(reserved, { try Keybag.unlock(&keybag, passcode: current, deviceSecret: deviceSecret) }) {
+                switch try tried(reserved, { try Keybag.unlock(keybag, passcode: current, deviceSecret: deviceSecret) }) {
                 case .wrongPasscode(let fingerprint):
                     try recordFailure(fingerprint: fingerprint, reserved: reserved)
                 case .unlocked(let keys):
