@@ -197,9 +197,6 @@ public final class ItemStore: Sendable {
         }
     }
 
-    /// Destroys every WhenPasscodeSetThisDeviceOnly item; called when the passcode is removed.
-    public func passcodeRemoved() throws { try Self.destroyPasscodeItems(pool, device, ledger) }
-
     private static func destroyPasscodeItems(_ pool: DatabasePool, _ device: LockStateManager, _ ledger: KeychainLedger) throws {
         try commit(pool, device, ledger) {
             try $0.execute(sql: "DELETE FROM items WHERE accessible = ?",

@@ -2,6 +2,7 @@
 import DPFSProtocol
 import DataProtection
 import Foundation
+import GRDB
 import Testing
 @testable import ItemStore
 
@@ -122,12 +123,20 @@ import Testing
         #expect(t.add(item).status == 0)
     }
 
-    @Test func passcodeRemovedCanBeCalledDirectly() throws {
+    /// Deleted, not only hidden by the queries' filter: the store's observer of the
+    /// passcode's removal deletes the rows.
+    @Test func removingThePasscodeDeletesTheRowsOfItsItemsOnly() throws {
         let t = try TestDevice()
-        t.add(["service": "p", "accessible": "WhenPasscodeSetThisDeviceOnly"])
-        t.add(["service": "q", "accessible": "WhenUnlockedThisDeviceOnly"])
-        try t.store.passcodeRemoved()
-        #expect(t.find(["service": "p"]).status == SecStatus.itemNotFound)
-        #expect(t.find(["service": "q"]).status == 0)
+        #expect(t.add(["service": "p", "accessible": "WhenPasscodeSetThisDeviceOnly"]).status == 0)
+        #expect(t.add(["service": "q", "accessible": "WhenUnlockedThisDeviceOnly"]).status == 0)
+        let rows = { (accessible: String) in
+            try t.store.pool.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM items WHERE accessible = ?",
+                                                    arguments: [accessible]) }
+        }
+        #expect(try rows("WhenPasscodeSetThisDeviceOnly") == 1)
+        try t.device.changePasscode(current: TestDevice.secret(TestDevice.passcode), new: nil)
+        #expect(try rows("WhenPasscodeSetThisDeviceOnly") == 0)
+        #expect(try rows("WhenUnlockedThisDeviceOnly") == 1)
+        #expect(t.secret(["service": "q"]) == "secret")
     }
 }
