@@ -24,8 +24,6 @@ public enum RecordKind: UInt8, Sendable {
     case hardLink = 7
     /// The last record: how many came before it.
     case end = 0xff
-
-    var hasContent: Bool { self == .item || self == .file }
 }
 
 public struct BackupRecord: Sendable {

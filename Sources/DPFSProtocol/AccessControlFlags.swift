@@ -25,9 +25,6 @@ public struct AccessControlFlags: OptionSet, Sendable, Hashable, Codable {
     /// What .userPresence may be combined with: it is biometry-or-passcode already.
     static let besideUserPresence: AccessControlFlags = [.userPresence, .privateKeyUsage, .applicationPassword]
 
-    /// The constraints that ask the user something (not the conjunctions or key usage).
-    public static let constraints: AccessControlFlags = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch]
-
     /// Why these flags cannot make an access control, or nil when they can: what
     /// `unsupported` names, or a combination Apple's SecAccessControlCreateWithFlags
     /// refuses (both biometry constraints; .userPresence beside anything but

@@ -140,9 +140,6 @@ public final class SandboxFileSystem: Sendable {
 
     /// Unlinks the removed files the reapers have not reached yet (at unmount).
     func finishRemovals() { reaper.drain() }
-
-    /// The number of inodes the kernel holds (for status).
-    public var inodeCount: Int { inodes.count.load(ordering: .relaxed) }
 }
 
 /// Who sent a request.

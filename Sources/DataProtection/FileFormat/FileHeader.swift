@@ -9,8 +9,6 @@
 public struct FileHeader: Sendable, Equatable {
     public static let magic: [UInt8] = Array("DPFS".utf8)
     public static let version: UInt16 = 2
-    public static let cipherXChaCha20Poly1305: UInt8 = BlockCipher.xchacha20Poly1305.rawValue
-    public static let cipherAES256GCM: UInt8 = BlockCipher.aes256GCM.rawValue
     public static let fileIDSize = 16
     static let prefixSize = 24
     static let slotOffset = 24
