@@ -116,9 +116,6 @@ public final class SyncEngine: Sendable {
         if let failure { throw failure }
     }
 
-    /// Whether the engine's thread was started.
-    var isRunning: Bool { shared.withLock { $0.running } }
-
     public func stop() {
         shared.withLock { $0.stopping = true }
         if let id = observerID.withLock({ $0 }) { device.stopObserving(id) }

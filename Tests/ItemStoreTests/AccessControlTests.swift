@@ -467,7 +467,7 @@ import Testing
         try t.device.changePasscode(current: TestDevice.secret(TestDevice.passcode), new: nil)
         // Read first: #expect would reflect the user it is asked about, whose device
         // holds noncopyable state, to print a failure, and crash the test process.
-        let enrolled = t.store.user.isEnrolled
+        let enrolled = t.store.user.state().enrolled
         #expect(!enrolled)
         #expect(throws: BiometryError.passcodeNotSet) { try t.store.user.enroll(type: nil) }
     }
@@ -478,7 +478,7 @@ import Testing
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: t.root + "/biometry.json"))
         let user = SimulatedUser(device: t.device)
         #expect(user.recordProblem == "biometry.json is damaged")
-        #expect(!user.isEnrolled)
+        #expect(!user.state().enrolled)
     }
 
     @Test func anUnreadableDeviceRecordReadsAsNothingEnrolled() throws {
@@ -488,7 +488,7 @@ import Testing
         try Data("{not json".utf8).write(to: URL(fileURLWithPath: record))
         let user = SimulatedUser(device: t.device)
         #expect(user.recordProblem == "the device's record in its secret store cannot be read")
-        #expect(!user.isEnrolled)
+        #expect(!user.state().enrolled)
     }
 
     @Test func anOlderRecordPutBackReadsAsNothingEnrolled() throws {
@@ -501,7 +501,7 @@ import Testing
         try first.write(to: URL(fileURLWithPath: path))
         let user = SimulatedUser(device: t.device)
         #expect(user.recordProblem?.contains("not the one last written") == true)
-        #expect(!user.isEnrolled)
+        #expect(!user.state().enrolled)
         #expect(user.domainState == nil)
     }
 

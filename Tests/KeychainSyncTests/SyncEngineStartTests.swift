@@ -18,16 +18,19 @@ import Testing
         defer { withExtendedLifetime(made) {} }
         defer { try? items.close() }
         let allowed = Atomic<Bool>(false)
+        let threadsStarted = Atomic<Int>(0)
         let engine = try SyncEngine(directory: directory, device: device, items: items) { name, body in
             guard allowed.load(ordering: .acquiring) else { return .failure(PosixThread.StartError(code: EAGAIN)) }
+            threadsStarted.add(1, ordering: .relaxed)
             return PosixThread.start(named: name, body)
         }
         #expect(throws: PosixThread.StartError.self) { try engine.start() }
-        #expect(!engine.isRunning)
         #expect(engine.shared.withLock { $0.connection }?.hasPrefix("not running (cannot start a thread") == true)
         allowed.store(true, ordering: .releasing)
         try engine.startRunning()
-        #expect(engine.isRunning)
+        #expect(threadsStarted.load(ordering: .relaxed) == 1, "the later start takes it up")
+        try engine.startRunning()
+        #expect(threadsStarted.load(ordering: .relaxed) == 1, "a running engine starts no second thread")
         #expect(engine.shared.withLock { $0.connection } == nil, "connecting, no longer the failure")
         engine.stop()
     }

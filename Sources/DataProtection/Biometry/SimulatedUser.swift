@@ -129,7 +129,6 @@ public final class SimulatedUser: Sendable {
 
     /// The current enrollment's domain state, which a .biometryCurrentSet item binds at add.
     public var domainState: String? { record.withLock { $0.domainState } }
-    public var isEnrolled: Bool { record.withLock { $0.enrolled } }
 
     /// Enrolls a face or finger. Enrolling again changes nothing (unless the type
     /// changes, which is a new enrollment); `reenroll` replaces the enrollment.
