@@ -15,11 +15,15 @@ enum Schema {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             // Freed pages are zeroed, so a deleted item's sealed secret leaves no trace.
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
+        // Each commit syncs the -wal before the call reports success. GRDB sets its
+        // writer to NORMAL when it turns WAL on, after prepareDatabase: that syncs only
+        // at checkpoints, and a power cut could take back a commit the secret store's
+        // record already vouches for alone, which would then refuse the database.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         // A mount refused an older schema before (KeychainVerification); an init has not.
         _ = try appliedMigrations(pool, path: path)
         try migrator.migrate(pool)
