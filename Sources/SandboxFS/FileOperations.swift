@@ -79,11 +79,12 @@ extension SandboxFileSystem {
         // By its handle where the node has one: no walk of a /proc/self/fd path.
         if let handle = inode.handle, let mountFD = inodes.descriptors?.mountFD {
             let quiet = O_RDWR | O_CLOEXEC | OpenFlag.noAccessTime
-            var fd = handle.open(on: mountFD, flags: quiet)
-            if fd >= 0 { return (fd, quiet) }
-            if errno == EPERM {
-                fd = handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC)
-                if fd >= 0 { return (fd, O_RDWR | O_CLOEXEC) }
+            do throws(Errno) {
+                return (try handle.open(on: mountFD, flags: quiet), quiet)
+            } catch where error == .notPermitted {
+                if let fd = try? handle.open(on: mountFD, flags: O_RDWR | O_CLOEXEC) { return (fd, O_RDWR | O_CLOEXEC) }
+            } catch {
+                // Any other failure: the path below tries, and says what it is.
             }
         }
         return try withNodePath(inode) { (path) throws(Errno) -> (fd: Int32, flags: Int32) in

@@ -186,8 +186,7 @@ final class Inode: @unchecked Sendable {
     private func pin() throws(Errno) -> Int32 {
         if let fd = pinIfOpen() { return fd }
         guard let handle, let cache else { throw Errno.badDescriptor }  // never: such descriptors stay open
-        let fresh = handle.open(on: cache.mountFD)
-        guard fresh >= 0 else { throw Errno.current }
+        let fresh = try handle.open(on: cache.mountFD)
         let (fd, spare, admit) = descriptor.withLock { state -> (Int32, Int32, Bool) in
             state.users += 1
             state.referenced = true

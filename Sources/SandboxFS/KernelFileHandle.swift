@@ -44,24 +44,22 @@ struct KernelFileHandle: Equatable, Sendable {
     private static let ino32Generation: Int32 = 1
 
     /// A descriptor of the node (O_PATH unless `flags` say otherwise), opened on the
-    /// filesystem of `mountFD`; -1 and errno (ESTALE when the inode is gone, EPERM
-    /// without CAP_DAC_READ_SEARCH).
-    func open(on mountFD: Int32, flags: Int32 = OpenFlag.path | O_CLOEXEC) -> Int32 {
+    /// filesystem of `mountFD`. Throws ESTALE when the inode is gone, EPERM without
+    /// CAP_DAC_READ_SEARCH.
+    func open(on mountFD: Int32, flags: Int32 = OpenFlag.path | O_CLOEXEC) throws(Errno) -> Int32 {
         var raw = dpfs_file_handle()
         raw.handle_type = type
         raw.handle_bytes = UInt32(bytes.count)
         withUnsafeMutableBytes(of: &raw.f_handle) { target in
             bytes.withUnsafeBytes { target.copyMemory(from: $0) }
         }
-        return dpfs_open_by_handle(mountFD, &raw, flags)
+        return try Errno.check(dpfs_open_by_handle(mountFD, &raw, flags))
     }
 
     /// Whether this daemon can reopen nodes of the filesystem of `fd` (a directory) by
     /// handle: the filesystem makes handles, and the daemon may open them.
     static func supported(on fd: Int32) -> Bool {
-        guard let handle = KernelFileHandle(of: fd) else { return false }
-        let reopened = handle.open(on: fd)
-        guard reopened >= 0 else { return false }
+        guard let handle = KernelFileHandle(of: fd), let reopened = try? handle.open(on: fd) else { return false }
         close(reopened)
         return true
     }
