@@ -63,19 +63,18 @@ final class NodeReaper: Sendable {
         self.sandbox = sandbox
         self.log = log
         self.startThread = startThread
-        let stale = Self.openDirectory(sandbox)
-        guard stale >= 0 else { return }
+        guard let stale = try? Self.openDirectory(sandbox) else { return }
         for name in directoryNames(of: stale) ?? [] { unlinkat(stale, name, 0) }
         close(stale)
         unlinkat(sandbox, Self.directoryName, AT_REMOVEDIR)
     }
 
     /// The reapers' directory, made on first use.
-    private func orphanDirectory() -> Int32 {
-        directory.withLock { fd in
+    private func orphanDirectory() throws(Errno) -> Int32 {
+        try directory.withLock { (fd) throws(Errno) -> Int32 in
             if fd >= 0 { return fd }
-            if mkdirat(sandbox, Self.directoryName, 0o700) != 0 && errno != EEXIST { return -1 }
-            fd = Self.openDirectory(sandbox)
+            if mkdirat(sandbox, Self.directoryName, 0o700) != 0 && errno != EEXIST { throw Errno.current }
+            fd = try Self.openDirectory(sandbox)
             return fd
         }
     }
@@ -109,15 +108,15 @@ final class NodeReaper: Sendable {
     /// removal: a thread inherits its creator's scheduling class, and the io_uring
     /// queue threads, which serve removals there, are idle-class (FuseLoop/ring_queues.c).
     func start() {
-        _ = orphanDirectory()
+        _ = try? orphanDirectory()
         _ = reapersRun()
     }
 
     /// Whether the reapers' directory is there (made at the first removal).
     var holdsDirectory: Bool { directory.withLock { $0 >= 0 } }
 
-    private static func openDirectory(_ sandbox: Int32) -> Int32 {
-        openat(sandbox, directoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+    private static func openDirectory(_ sandbox: Int32) throws(Errno) -> Int32 {
+        try Errno.check(openat(sandbox, directoryName, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW))
     }
 
     /// Removes `name` in `directory`, a file with one link: moves it to the orphan
@@ -125,8 +124,7 @@ final class NodeReaper: Sendable {
     /// if it could not be moved, or no reaper runs to unlink it (nothing changed,
     /// `then` not run).
     func remove(_ directory: Int32, _ name: UnsafePointer<CChar>, then: (@Sendable () -> Void)? = nil) -> Bool {
-        let orphans = orphanDirectory()
-        guard orphans >= 0, reapersRun() else { return false }
+        guard let orphans = try? orphanDirectory(), reapersRun() else { return false }
         let parked = Self.namePrefix + String(serial.add(1, ordering: .relaxed).newValue)
         slots.wait()
         guard renameat2(directory, name, orphans, parked, RenameFlag.noReplace) == 0 else {
