@@ -31,9 +31,6 @@ final class BlockWorkers: @unchecked Sendable {
     /// more than it saves.
     static let minimumBlocks = 64
 
-    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
-        -> Result<pthread_t, PosixThread.StartError>
-
     private let idle: Mutex<[Helper]>
     /// The helpers whose threads started.
     let helperCount: Int
@@ -42,14 +39,16 @@ final class BlockWorkers: @unchecked Sendable {
     let startFailure: PosixThread.StartError?
 
     /// `startThread`: PosixThread.start; another for tests, to fail at will.
-    init(helpers: Int, startThread: ThreadStart = { PosixThread.start(named: $0, $1) }) {
+    init(helpers: Int, startThread: PosixThread.Start = { try PosixThread.start(named: $0, $1) }) {
         var started: [Helper] = []
         var failure: PosixThread.StartError?
         for _ in 0..<helpers {
             let helper = Helper()
-            switch startThread("dpfs-seal", { helper.loop() }) {
-            case .success: started.append(helper)
-            case .failure(let error): failure = error
+            do throws(PosixThread.StartError) {
+                _ = try startThread("dpfs-seal") { helper.loop() }
+                started.append(helper)
+            } catch {
+                failure = error
             }
         }
         helperCount = started.count

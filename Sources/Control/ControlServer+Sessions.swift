@@ -96,11 +96,12 @@ extension ControlServer {
         reply(fd, ControlReply(ok: true, message: "subscribed", status: device.status()))
         let writerDone = DispatchSemaphore(value: 0)
         // Tests count a daemon's subscribers by the writers' name.
-        let writer = PosixThread.start(named: "dpfs-events") {
-            subscription.writeEvents()
-            writerDone.signal()
-        }
-        if case .failure(let error) = writer {
+        do throws(PosixThread.StartError) {
+            try PosixThread.start(named: "dpfs-events") {
+                subscription.writeEvents()
+                writerDone.signal()
+            }
+        } catch {
             // The stream ends at once; the subscriber sees its end.
             log("events: \(error); a subscriber was let go")
             device.stopObserving(id)

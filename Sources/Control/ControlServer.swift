@@ -109,12 +109,11 @@ public final class ControlServer: Sendable {
     /// shut down, then closes it; the owner's stays open until the daemon ends.
     func accept(on listener: Int32, scope: ControlScope, after gate: DispatchSemaphore? = nil)
         throws(PosixThread.StartError) {
-        let started = PosixThread.start(named: "dpfs-accept") { [self] in
+        try PosixThread.start(named: "dpfs-accept") { [self] in
             gate?.wait()
             acceptLoop(listener, scope: scope)
             if listener != self.listener { close(listener) }
         }
-        if case .failure(let error) = started { throw error }
     }
 
     /// The workers that serve connections of `scope`.

@@ -62,20 +62,17 @@ final class ControlWorkers: Sendable {
         var serve: Serve?
     }
 
-    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
-        -> Result<pthread_t, PosixThread.StartError>
-
     /// The workers' thread name.
     private let name: String
     private let log: @Sendable (String) -> Void
     /// PosixThread.start; another for tests, to fail at will.
-    private let startThread: ThreadStart
+    private let startThread: PosixThread.Start
     private let epoll: Int32
     private let timer: Int32
     private let state = PosixMutex(State())
 
     init(name: String, log: @escaping @Sendable (String) -> Void,
-         startThread: @escaping ThreadStart = { PosixThread.start(named: $0, $1) }) throws {
+         startThread: @escaping PosixThread.Start = { try PosixThread.start(named: $0, $1) }) throws {
         self.name = name
         self.log = log
         self.startThread = startThread
@@ -124,11 +121,11 @@ final class ControlWorkers: Sendable {
         var failure: String?
         let free = state.withLock { state -> Bool in
             guard state.members.contains(me), !state.away.contains(me) else { return true }
-            switch startWorker(&state) {
-            case .success:
+            do throws(PosixThread.StartError) {
+                try startWorker(&state)
                 state.members.remove(me)
                 return true
-            case .failure(let error):
+            } catch {
                 failure = noteFailure(error, &state)
                 guard state.members.count - state.away.count > 1 else { return false }
                 state.away.insert(me)
@@ -144,16 +141,16 @@ final class ControlWorkers: Sendable {
     /// while they start; when one does not, sets the retry. What to log, if anything.
     private func fillPlaces(_ state: inout State) -> String? {
         while state.vacant > 0 || !state.away.isEmpty {
-            switch startWorker(&state) {
-            case .success:
-                if state.vacant > 0 {
-                    state.vacant -= 1
-                } else if let member = state.away.popFirst() {
-                    state.members.remove(member)  // it leaves once done
-                }
-            case .failure(let error):
+            do throws(PosixThread.StartError) {
+                try startWorker(&state)
+            } catch {
                 setTimer(&state, after: Self.retryDelay)
                 return noteFailure(error, &state)
+            }
+            if state.vacant > 0 {
+                state.vacant -= 1
+            } else if let member = state.away.popFirst() {
+                state.members.remove(member)  // it leaves once done
             }
         }
         return nil
@@ -161,13 +158,10 @@ final class ControlWorkers: Sendable {
 
     /// A new worker, one of the pool from the start. Called under the state's lock,
     /// which the new thread waits for before it serves.
-    private func startWorker(_ state: inout State) -> Result<pthread_t, PosixThread.StartError> {
-        let started = startThread(name) { [self] in work() }
-        if case .success(let thread) = started {
-            state.members.insert(thread)
-            state.startFailing = false
-        }
-        return started
+    private func startWorker(_ state: inout State) throws(PosixThread.StartError) {
+        let thread = try startThread(name) { [self] in work() }
+        state.members.insert(thread)
+        state.startFailing = false
     }
 
     /// The line to log for a failed start: only the first of a spell.

@@ -13,12 +13,12 @@ extension OwnedMount {
     static func within(_ seconds: Double, _ mountpoint: String) throws(Refusal) -> OwnedMount? {
         let outcome = Mutex<Result<OwnedMount, Refusal>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let started = PosixThread.start(named: "dpfs-mount-ask") {
+        let started = try? PosixThread.start(named: "dpfs-mount-ask") {
             let result = Result { () throws(Refusal) -> OwnedMount in try OwnedMount(mountpoint) }
             outcome.withLock { $0 = result }
             done.signal()
         }
-        guard case .success = started else { return try OwnedMount(mountpoint) }
+        guard started != nil else { return try OwnedMount(mountpoint) }
         guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else { return nil }
         return try result.get()
     }

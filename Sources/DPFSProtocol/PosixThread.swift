@@ -14,30 +14,36 @@ public enum PosixThread {
         public var description: String { "cannot start a thread: \(String(cString: strerror(code)))" }
     }
 
+    /// A way to start a thread: `start(named:_:)`, or, in a test, one that fails at will.
+    public typealias Start = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
+        throws(StartError) -> pthread_t
+
     /// Runs `body` on a new detached thread named `name` (at most 15 bytes, as the
-    /// kernel keeps it); gives the thread, or why it did not start.
-    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, StartError> {
+    /// kernel keeps it); gives the thread, or throws why it did not start.
+    @discardableResult
+    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) throws(StartError) -> pthread_t {
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         defer { pthread_attr_destroy(&attributes) }
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let context = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        let context = Unmanaged.passRetained(Launch(name: name, body: body)).toOpaque()
         var thread = pthread_t()
         let code = pthread_create(&thread, &attributes, { context in
             guard let context else { return nil }
-            let start = Unmanaged<Start>.fromOpaque(context).takeRetainedValue()
-            dpfs_name_thread(start.name)
-            start.body()
+            let launch = Unmanaged<Launch>.fromOpaque(context).takeRetainedValue()
+            dpfs_name_thread(launch.name)
+            launch.body()
             return nil
         }, context)
         guard code == 0 else {
-            Unmanaged<Start>.fromOpaque(context).release()
-            return .failure(StartError(code: code))
+            Unmanaged<Launch>.fromOpaque(context).release()
+            throw StartError(code: code)
         }
-        return .success(thread)
+        return thread
     }
 
-    private final class Start {
+    /// What the new thread runs, handed to it through pthread_create's argument.
+    private final class Launch {
         let name: String
         let body: @Sendable () -> Void
 

@@ -64,10 +64,11 @@ final class ProtectedDataObserver: Sendable {
         let started = StartOutcome()
         // Resolved while the daemon answers: a dead one's mountpoint resolves no more.
         let resolved = Self.resolved(mountpoint)
-        let thread = PosixThread.start(named: Self.threadName) { [self] in
-            run(connection, mountpoint: resolved, generation: generation, started: started)
-        }
-        if case .failure(let error) = thread {
+        do throws(PosixThread.StartError) {
+            try PosixThread.start(named: Self.threadName) { [self] in
+                run(connection, mountpoint: resolved, generation: generation, started: started)
+            }
+        } catch {
             connection.client.hangUp()
             end(generation)
             throw DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")

@@ -49,17 +49,16 @@ public final class SyncEngine: Sendable {
         var running = false
     }
 
-    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
-        -> Result<pthread_t, PosixThread.StartError>
-
     /// PosixThread.start; another for tests, to fail at will.
-    private let startThread: ThreadStart
+    private let startThread: PosixThread.Start
 
     public convenience init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore) throws {
-        try self.init(directory: directory, device: device, items: items, startThread: { PosixThread.start(named: $0, $1) })
+        try self.init(directory: directory, device: device, items: items) { (name, body) throws(PosixThread.StartError) in
+            try PosixThread.start(named: name, body)
+        }
     }
 
-    init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore, startThread: @escaping ThreadStart) throws {
+    init(directory: DeviceDirectory, device: LockStateManager, items: ItemStore, startThread: @escaping PosixThread.Start) throws {
         self.directory = directory
         self.device = device
         self.items = items
@@ -99,21 +98,19 @@ public final class SyncEngine: Sendable {
 
     /// Starts the engine's thread unless it runs; on failure `status` says why.
     func startRunning() throws(PosixThread.StartError) {
-        let failure = shared.withLock { shared -> PosixThread.StartError? in
-            guard !shared.running, !shared.stopping else { return nil }
-            switch startThread("dpfs-sync", { [self] in run() }) {
-            case .success:
-                shared.running = true
-                shared.connection = nil
-                shared.lastError = nil
-                return nil
-            case .failure(let error):
+        try shared.withLock { (shared) throws(PosixThread.StartError) in
+            guard !shared.running, !shared.stopping else { return }
+            do throws(PosixThread.StartError) {
+                _ = try startThread("dpfs-sync") { [self] in run() }
+            } catch {
                 shared.connection = "not running (\(error))"
                 shared.lastError = "\(error)"
-                return error
+                throw error
             }
+            shared.running = true
+            shared.connection = nil
+            shared.lastError = nil
         }
-        if let failure { throw failure }
     }
 
     public func stop() {

@@ -32,9 +32,6 @@ final class NodeReaper: Sendable {
     /// How soon after a failed start another is tried.
     static let retryDelay: Duration = .seconds(1)
 
-    typealias ThreadStart = @Sendable (_ name: String, _ body: @escaping @Sendable () -> Void)
-        -> Result<pthread_t, PosixThread.StartError>
-
     private let sandbox: Int32
     /// The reapers' directory once made (at the first removal); -1 before, or if it
     /// cannot be made (then unlink frees in place).
@@ -46,7 +43,7 @@ final class NodeReaper: Sendable {
     private let queued = DispatchSemaphore(value: 0)
     private let slots = DispatchSemaphore(value: NodeReaper.backlog)
     private let reapers = Mutex(Reapers())
-    private let startThread: ThreadStart
+    private let startThread: PosixThread.Start
     private let log: @Sendable (String) -> Void
 
     private struct Reapers {
@@ -59,7 +56,7 @@ final class NodeReaper: Sendable {
     /// directory goes now (nothing in it is open), and the directory with it.
     /// `startThread`: PosixThread.start; another for tests, to fail at will.
     init(sandbox: Int32, log: @escaping @Sendable (String) -> Void,
-         startThread: @escaping ThreadStart = { PosixThread.start(named: $0, $1) }) {
+         startThread: @escaping PosixThread.Start = { try PosixThread.start(named: $0, $1) }) {
         self.sandbox = sandbox
         self.log = log
         self.startThread = startThread
@@ -87,9 +84,11 @@ final class NodeReaper: Sendable {
             if let failedAt = reapers.failedAt, failedAt.duration(to: .now) < Self.retryDelay { return (reapers.running, nil) }
             var failure: PosixThread.StartError?
             while reapers.running < Self.threads, failure == nil {
-                switch startThread("dpfs-reap-\(reapers.running)", { [self] in loop() }) {
-                case .success: reapers.running += 1
-                case .failure(let error): failure = error
+                do throws(PosixThread.StartError) {
+                    _ = try startThread("dpfs-reap-\(reapers.running)") { [self] in loop() }
+                    reapers.running += 1
+                } catch {
+                    failure = error
                 }
             }
             // Logged at the first failure of a spell only.

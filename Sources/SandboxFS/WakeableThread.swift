@@ -26,12 +26,11 @@ final class WakeableThread: @unchecked Sendable {
     /// can be read there. False when no thread could start (`discard` the pipe then).
     func start(_ body: @escaping @Sendable (_ readEnd: Int32) -> Void) -> Bool {
         let readEnd = readEnd, done = done
-        let started = PosixThread.start(named: "dpfs-watch") {
+        let started = try? PosixThread.start(named: "dpfs-watch") {
             body(readEnd)
             done.signal()
         }
-        guard case .success = started else { return false }
-        return true
+        return started != nil
     }
 
     /// Ends the started thread, waits for it and closes the pipe.

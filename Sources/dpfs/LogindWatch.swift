@@ -84,8 +84,9 @@ final class LogindWatch: @unchecked Sendable {
     /// Serves the bus on a thread of its own until `stop`; says so in the log when no
     /// thread can start.
     func start() {
-        let started = PosixThread.start(named: "dpfs-logind") { [self] in serve() }
-        if case .failure(let error) = started {
+        do throws(PosixThread.StartError) {
+            try PosixThread.start(named: "dpfs-logind") { [self] in serve() }
+        } catch {
             logger.error("--lock-on: \(error); the lock does not follow the session")
         }
     }

@@ -16,16 +16,17 @@ enum OwnerWatch {
             logger.warning("cannot watch process \(owner) (pidfd_open: \(String(cString: strerror(errno)))); the mount does not end with it")
             return
         }
-        let started = PosixThread.start(named: "dpfs-owner") {
-            if pidfd >= 0 {
-                var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-                while poll(&entry, 1, -1) < 0 && errno == EINTR {}
-                close(pidfd)
+        do throws(PosixThread.StartError) {
+            try PosixThread.start(named: "dpfs-owner") {
+                if pidfd >= 0 {
+                    var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                    while poll(&entry, 1, -1) < 0 && errno == EINTR {}
+                    close(pidfd)
+                }
+                logger.notice("process \(owner), which this mount was made for, has ended: the daemon stops")
+                kill(getpid(), SIGTERM)
             }
-            logger.notice("process \(owner), which this mount was made for, has ended: the daemon stops")
-            kill(getpid(), SIGTERM)
-        }
-        if case .failure(let error) = started {
+        } catch {
             logger.warning("cannot watch process \(owner) (\(error)); the mount does not end with it")
             if pidfd >= 0 { close(pidfd) }
         }

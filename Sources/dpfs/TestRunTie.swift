@@ -85,12 +85,12 @@ struct TestRunTie {
     func killOnEnd(_ child: pid_t) {
         let target = dpfs_pidfd_open(child)
         let watched = pidfd
-        let started: Result<pthread_t, PosixThread.StartError>? = target < 0 ? nil : PosixThread.start(named: "dpfs-test-tie") {
+        let started = target >= 0 && (try? PosixThread.start(named: "dpfs-test-tie") {
             var entry = pollfd(fd: watched, events: Int16(POLLIN), revents: 0)
             while poll(&entry, 1, -1) < 0 && errno == EINTR {}
             _ = dpfs_pidfd_send_signal(target, SIGKILL)
-        }
-        guard case .success = started else {
+        }) != nil
+        guard started else {
             FileHandle.standardError.write(Data("Error: cannot watch the dpfs test that started this run\n".utf8))
             if target >= 0 { close(target) }
             kill(child, SIGKILL)

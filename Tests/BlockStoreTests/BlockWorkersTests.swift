@@ -10,7 +10,7 @@ import Testing
 
 @Suite struct BlockWorkersTests {
     @Test func helpersThatCannotStartLeaveTheirShareToTheCaller() throws {
-        let workers = BlockWorkers(helpers: 3) { _, _ in .failure(PosixThread.StartError(code: EAGAIN)) }
+        let workers = BlockWorkers(helpers: 3) { (_, _) throws(PosixThread.StartError) in throw PosixThread.StartError(code: EAGAIN) }
         #expect(workers.helperCount == 0)
         #expect(workers.startFailure?.code == EAGAIN)
         let done = try #require(runWithin(.seconds(30), workers, 0..<256))
@@ -19,10 +19,10 @@ import Testing
 
     @Test func theHelpersThatStartShareTheRest() throws {
         let starts = Atomic<Int>(0)
-        let workers = BlockWorkers(helpers: 3) { name, body in
+        let workers = BlockWorkers(helpers: 3) { (name, body) throws(PosixThread.StartError) in
             // The first start works, the others fail.
-            guard starts.add(1, ordering: .relaxed).newValue == 1 else { return .failure(PosixThread.StartError(code: EAGAIN)) }
-            return PosixThread.start(named: name, body)
+            guard starts.add(1, ordering: .relaxed).newValue == 1 else { throw PosixThread.StartError(code: EAGAIN) }
+            return try PosixThread.start(named: name, body)
         }
         #expect(workers.helperCount == 1)
         for _ in 0..<20 {
@@ -37,7 +37,7 @@ import Testing
 private func runWithin(_ limit: Duration, _ workers: BlockWorkers, _ range: Range<Int>) -> [Int]? {
     let result = Mutex<[Int]?>(nil)
     let finished = DispatchSemaphore(value: 0)
-    let started = PosixThread.start(named: "test-run") {
+    let started = try? PosixThread.start(named: "test-run") {
         let seen = Mutex<[Int]>([])
         let ok = workers.run(range) { part in
             seen.withLock { $0.append(contentsOf: part) }
@@ -46,7 +46,7 @@ private func runWithin(_ limit: Duration, _ workers: BlockWorkers, _ range: Rang
         result.withLock { $0 = ok ? seen.withLock { $0.sorted() } : nil }
         finished.signal()
     }
-    guard case .success = started else { return nil }
+    guard started != nil else { return nil }
     guard finished.wait(timeout: .now() + .milliseconds(Int(limit / .milliseconds(1)))) == .success else { return nil }
     return result.withLock { $0 }
 }

@@ -87,9 +87,9 @@ final class ThreadStarts: Sendable {
 
     init(allowed: Bool) { self.allowed = Atomic(allowed) }
 
-    func start(_ name: String, _ body: @escaping @Sendable () -> Void) -> Result<pthread_t, PosixThread.StartError> {
-        guard allowed.load(ordering: .acquiring) else { return .failure(PosixThread.StartError(code: EAGAIN)) }
-        return PosixThread.start(named: name, body)
+    func start(_ name: String, _ body: @escaping @Sendable () -> Void) throws(PosixThread.StartError) -> pthread_t {
+        guard allowed.load(ordering: .acquiring) else { throw PosixThread.StartError(code: EAGAIN) }
+        return try PosixThread.start(named: name, body)
     }
 }
 

@@ -19,10 +19,10 @@ import Testing
         defer { try? items.close() }
         let allowed = Atomic<Bool>(false)
         let threadsStarted = Atomic<Int>(0)
-        let engine = try SyncEngine(directory: directory, device: device, items: items) { name, body in
-            guard allowed.load(ordering: .acquiring) else { return .failure(PosixThread.StartError(code: EAGAIN)) }
+        let engine = try SyncEngine(directory: directory, device: device, items: items) { (name, body) throws(PosixThread.StartError) in
+            guard allowed.load(ordering: .acquiring) else { throw PosixThread.StartError(code: EAGAIN) }
             threadsStarted.add(1, ordering: .relaxed)
-            return PosixThread.start(named: name, body)
+            return try PosixThread.start(named: name, body)
         }
         #expect(throws: PosixThread.StartError.self) { try engine.start() }
         #expect(engine.shared.withLock { $0.connection }?.hasPrefix("not running (cannot start a thread") == true)

@@ -26,9 +26,9 @@ final class NodeReaperTests: XCTestCase {
     func testWithoutAReaperNothingIsParkedAndTheFailureIsLoggedOnce() throws {
         let allowed = Atomic<Bool>(false)
         let logged = Mutex<[String]>([])
-        let reaper = NodeReaper(sandbox: sandboxFD, log: { line in logged.withLock { $0.append(line) } }) { name, body in
-            guard allowed.load(ordering: .acquiring) else { return .failure(PosixThread.StartError(code: EAGAIN)) }
-            return PosixThread.start(named: name, body)
+        let reaper = NodeReaper(sandbox: sandboxFD, log: { line in logged.withLock { $0.append(line) } }) { (name, body) throws(PosixThread.StartError) in
+            guard allowed.load(ordering: .acquiring) else { throw PosixThread.StartError(code: EAGAIN) }
+            return try PosixThread.start(named: name, body)
         }
         reaper.start()
         try makeFile("first")

@@ -37,7 +37,7 @@ final class DeadlineThread: @unchecked Sendable {
     /// next deadline on the boot clock (nil: none), again at that deadline and at every
     /// `wake`, until `stop`.
     func start(_ runDue: @escaping @Sendable () -> Double?) throws(PosixThread.StartError) {
-        _ = try PosixThread.start(named: "dpfs-deadlines") { [self] in loop(runDue) }.get()
+        try PosixThread.start(named: "dpfs-deadlines") { [self] in loop(runDue) }
     }
 
     /// Has the thread look at the deadlines again now (one was set or moved).

@@ -57,12 +57,12 @@ enum DaemonDeadline {
     static func within<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
         let outcome = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let started = PosixThread.start(named: "dpfs-mount-ask") {
+        let started = try? PosixThread.start(named: "dpfs-mount-ask") {
             let result = body()
             outcome.withLock { $0 = result }
             done.signal()
         }
-        guard case .success = started else { return body() }
+        guard started != nil else { return body() }
         guard done.wait(timeout: .now() + seconds) == .success else { return nil }
         return outcome.withLock { $0 }
     }
