@@ -16,20 +16,17 @@ enum DaemonDeadline {
     static let seconds = 15.0
 
     /// The daemon's reply to `request`, or a CLIError once `seconds` pass without one.
+    /// With no thread to spare, the request runs on the caller's, as in `within`.
     static func send(_ request: ControlRequest, to mountpoint: String) throws -> ControlReply {
-        let outcome = Mutex<Result<ControlReply, any Error>?>(nil)
         let sent = Atomic<Bool>(false)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            let result = Result {
+        let outcome = within { () -> Result<ControlReply, any Error> in
+            Result {
                 let client = try ControlClient(mountpoint: mountpoint, timeout: seconds)
                 sent.store(true, ordering: .releasing)
                 return try client.send(request)
             }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }.start()
-        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
+        }
+        guard let result = outcome else {
             throw CLIError(silence(of: mountpoint) + consequence(of: request, sent: sent.load(ordering: .acquiring)))
         }
         // The connection's own deadline, which ends with this one: the same silence.
