@@ -102,14 +102,21 @@ public enum BlockIO {
                   plain: plain, into: output)
     }
 
-    /// Writes the empty last block of a new, empty file (its header already written).
-    public static func writeEmptyFile(fd: Int32, header: FileHeader, key: SecureBuffer) throws(Errno) {
-        var sealed = [UInt8](repeating: 0, count: overhead)
-        sealed.withUnsafeMutableBytes { output in
-            sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
-                      plain: UnsafeRawBufferPointer(start: nil, count: 0), into: output)
+    /// Writes a new, empty file: `header` and its empty last block, sealed with
+    /// `blockNonce` (fresh random bytes, at least the cipher's nonce size), in one
+    /// write: the block follows the header, whose serialized form fills its whole area.
+    public static func writeNewFile(fd: Int32, header: FileHeader, key: SecureBuffer, metadataKey: SecureBuffer,
+                                    blockNonce: [UInt8]) throws(Errno) {
+        let blockStart = BlockLayout.headerSize
+        try withUnsafeTemporaryAllocation(byteCount: blockStart + overhead, alignment: 16) { (all) throws(Errno) in
+            header.write(into: all, metadataKey: metadataKey)
+            blockNonce.withUnsafeBytes { nonce in
+                sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
+                          plain: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
+                          into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
+            }
+            try pwriteAll(fd, UnsafeRawBufferPointer(all), at: 0)
         }
-        try sealed.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: BlockLayout.headerSize) }
     }
 
     /// The most one pwrite of sealed blocks hands the backing file. ext4 (6.16 and

@@ -302,7 +302,8 @@ extension SandboxFileSystem {
         let random = NewFileRandomness(pool)
         guard let (header, key) = try? makeHeader(protectionClass, random) else { return (fd, nil) }
         // A write that failed leaves whatever it wrote: a create writes it all again.
-        guard (try? writeNewContents(fd, header, key, blockNonce: random.blockNonce)) != nil else {
+        guard (try? BlockIO.writeNewFile(fd: fd, header: header, key: key, metadataKey: device.metadataKey,
+                                                blockNonce: random.blockNonce)) != nil else {
             key.wipe()
             return (fd, nil)
         }
@@ -413,11 +414,13 @@ extension SandboxFileSystem {
         do throws(Errno) {
             if let blockNonce {
                 do throws(Errno) {
-                    try writeNewContents(fd, header, key, blockNonce: blockNonce)
+                    try BlockIO.writeNewFile(fd: fd, header: header, key: key, metadataKey: device.metadataKey,
+                                             blockNonce: blockNonce)
                 } catch where error == .noSpace || error == .quotaExceeded {
                     // A spare holding the last free block gives it back (SpareFiles).
                     guard spares.discard() else { throw error }
-                    try writeNewContents(fd, header, key, blockNonce: blockNonce)
+                    try BlockIO.writeNewFile(fd: fd, header: header, key: key, metadataKey: device.metadataKey,
+                                             blockNonce: blockNonce)
                 }
             }
             if let place = form?.place {
@@ -435,21 +438,6 @@ extension SandboxFileSystem {
         ownership.take(caller, parent: parent, fd: fd, mode: mode)
         // A spare's descriptor is the file's in both branches above.
         return CreatedFile(fd: fd, header: header, key: key, handle: spare?.contents?.handle)
-    }
-
-    /// A new file's header and its empty last block, in one write: the block follows
-    /// the header (whose serialized form fills its whole area).
-    private func writeNewContents(_ fd: Int32, _ header: FileHeader, _ key: SecureBuffer, blockNonce: [UInt8]) throws(Errno) {
-        let blockStart = BlockLayout.headerSize
-        try withUnsafeTemporaryAllocation(byteCount: blockStart + BlockIO.overhead, alignment: 16) { (all) throws(Errno) in
-            header.write(into: all, metadataKey: device.metadataKey)
-            blockNonce.withUnsafeBytes { nonce in
-                BlockIO.sealBlock(cipher: header.cipher, fileID: header.fileID, key: key, block: 0, last: true,
-                                  plain: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
-                                  into: UnsafeMutableRawBufferPointer(rebasing: all[blockStart...]))
-            }
-            try pwriteAll(fd, UnsafeRawBufferPointer(all), at: 0)
-        }
     }
 
     /// Gives the kernel a handle on `file` (counted by the caller on `inode`): for open,

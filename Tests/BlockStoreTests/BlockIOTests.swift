@@ -19,7 +19,8 @@ final class ScratchFile {
         try #require(fd >= 0)
         let slot = FileHeader.KeySlot(generation: 1, protectionClass: .none, wrappedKey: [])
         let header = FileHeader(fileID: Sodium.randomBytes(16), slot: slot, cipher: cipher)
-        try BlockIO.writeEmptyFile(fd: fd, header: header, key: key)
+        try BlockIO.writeNewFile(fd: fd, header: header, key: key, metadataKey: SecureBuffer.random(count: 32),
+                                 blockNonce: Sodium.randomBytes(BlockIO.nonceField))
         file = SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: 0)
     }
 

@@ -54,9 +54,8 @@ final class CheckedDevice {
         let header = FileHeader(fileID: fileID, slot: slot)
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         try #require(fd >= 0)
-        let headerBytes = header.serialized(metadataKey: device.metadataKey)
-        try headerBytes.withBytes { (bytes) throws(Errno) in try pwriteAll(fd, bytes, at: 0) }
-        try BlockIO.writeEmptyFile(fd: fd, header: header, key: key)
+        try BlockIO.writeNewFile(fd: fd, header: header, key: key, metadataKey: device.metadataKey,
+                                 blockNonce: Sodium.randomBytes(BlockIO.nonceField))
         let file = SealedFile(fd: fd, header: header, slot: slot, key: key, plainSize: 0)
         let pool = BufferPool(size: (1 << 20) + 4 * BlockLayout.cipherBlockSize + 64 * 1024)
         let written = try plain.withBytes { (data) throws(Errno) in
