@@ -37,7 +37,39 @@ echo z > "$MNT/tmp/z"
 expect_eq "--default-protection wins over the plist" "$("$DPFS" protection get "$MNT/tmp/z")" "completeUnlessOpen"
 "$DPFS" unmount "$MNT"
 
+# An Xcode project's entitlements file: Xcode adds application-identifier only when it
+# signs. init says how to name the app instead, and leaves nothing it made on the way.
+cat > "$WORK/project.entitlements" <<'PLIST'
+<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0">
+<dict>
+    <key>com.apple.developer.default-data-protection</key>
+    <string>NSFileProtectionComplete</string>
+</dict>
+</plist>
+PLIST
 rm -rf "$DEV"
+NEWSTORE="$WORK/new/secrets"
+check_error "a project's entitlements file is refused with what to give instead" \
+    "give the bundle ID with --app and the team as com.apple.developer.team-identifier" \
+    "$DPFS" init "$WORK/newparent/device" --passcode-file "$PASS" --secret-store "file:$NEWSTORE" --create \
+    --entitlements "$WORK/project.entitlements"
+check "the --create secret store is not left behind" test ! -e "$WORK/new"
+check "nor the device directory's parent" test ! -e "$WORK/newparent"
+rm -rf "$WORK/newparent"
+check_error "an unreadable passcode file is refused" "cannot read passcode file" \
+    "$DPFS" init "$WORK/newparent/device" --passcode-file "$WORK/none" --secret-store "file:$NEWSTORE" --create
+check "after the device directory's parent was made: it is removed" test ! -e "$WORK/newparent"
+mkdir -m 700 "$DEV"
+check_error "with --app alone, it asks for the team" "give the team as com.apple.developer.team-identifier" \
+    "$DPFS" init "$DEV" --passcode-file "$PASS" --secret-store "file:$NEWSTORE" --create --app com.example.notes \
+    --entitlements "$WORK/project.entitlements"
+expect_eq "an empty device directory given stays empty" "$(ls -A "$DEV")" ""
+check "the secret store is not left behind" test ! -e "$WORK/new"
+sed -i 's|<dict>|<dict>\n    <key>com.apple.developer.team-identifier</key><string>ABCDE12345</string>|' "$WORK/project.entitlements"
+check "with --app and the team in the plist, init takes it" "$DPFS" init "$DEV" --passcode-file "$PASS" \
+    --secret-store "file:$NEWSTORE" --create --app com.example.notes --entitlements "$WORK/project.entitlements"
+rm -rf "$DEV" "$WORK/new"
 "$DPFS" init "$DEV" --no-passcode --secret-store "file:$SECRETS" >/dev/null
 mount_device
 expect_eq "without a passcode the device boots unlocked" "$(state_of)" "unlocked"

@@ -17,6 +17,18 @@ struct Init: ParsableCommand {
         let directory = DeviceDirectory(deviceDirectory)
         let plan = try options.plan(for: directory.root)
         BuildDirectory.removeAbandoned(for: directory, purpose: "init")
+        var madeOnTheWay = [(directory.root as NSString).deletingLastPathComponent]
+        if case .file(let store) = plan.store { madeOnTheWay.append(store) }
+        let missing = MissingDirectories(of: madeOnTheWay)
+        do {
+            try make(directory, plan: plan)
+        } catch {
+            missing.removeEmpty()
+            throw error
+        }
+    }
+
+    private func make(_ directory: DeviceDirectory, plan: NewDeviceOptions.Plan) throws {
         let given = try NewDeviceOptions.prepareTarget(directory.root)
         let passcode = try options.readPasscode()
         // Beside an absent directory, renamed to it, so that DEVICE_DIR exists only once

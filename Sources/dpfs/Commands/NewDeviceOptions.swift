@@ -50,6 +50,7 @@ struct NewDeviceOptions: ParsableArguments {
         try checkClassName()
         let (store, note) = try chooseStore()
         try checkStoreDirectoryExists(store)
+        try checkEntitlements()
         if case .file(let secrets) = store, secrets == root || secrets.hasPrefix(root + "/") {
             throw CLIError("the secret store must lie outside the device directory (a copy of it must not hold the secret)")
         }
@@ -139,6 +140,32 @@ struct NewDeviceOptions: ParsableArguments {
             return
         }
         throw CLIError("the secret store directory \(directory) does not exist; make it, or add --create")
+    }
+
+    /// The sandbox's app's entitlements, refused before anything is made.
+    private func checkEntitlements() throws {
+        guard let entitlements else { return }
+        guard let data = FileManager.default.contents(atPath: entitlements) else {
+            throw CLIError("cannot read entitlements plist \(entitlements)")
+        }
+        do { _ = try Entitlements(plist: data, bundleID: app) } catch {
+            throw CLIError("\(entitlements): \(error)\(unsignedHint(data))")
+        }
+    }
+
+    /// Xcode adds application-identifier to the entitlements only when it signs the app,
+    /// so a project's entitlements file has none: --app and the plist's team stand for it.
+    private func unsignedHint(_ data: Data) -> String {
+        guard let plist = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
+              plist["application-identifier"] == nil else { return "" }
+        var missing: [String] = []
+        if app == nil { missing.append("the bundle ID with --app") }
+        if plist["com.apple.developer.team-identifier"] == nil {
+            missing.append("the team as com.apple.developer.team-identifier in the plist")
+        }
+        guard !missing.isEmpty else { return "" }
+        return "; a project's entitlements file gets it when Xcode signs the app: give "
+            + missing.joined(separator: " and ")
     }
 
     /// --default-protection, else the entitlements' default-data-protection, else `fallback`.
