@@ -56,6 +56,9 @@ struct Run: ParsableCommand {
             let runner = SwiftTestRunner(mount: mount, app: app, deviceControl: deviceControl, noIsolation: noIsolation)
             throw ExitCode(try runner.run(command, signals: forwarded))
         }
+        // A test run's program is SwiftPM's test bundle, which a simulator's host app
+        // would give the app's bundle ID.
+        if endsWith != nil, let bundle = command.first { TestBundleInfoPlist.provide(for: bundle, bundleID: session.bundleID) }
         let view = AppView(mount: AbsolutePath.of(mount), session: session)
         try view.makeContainer()
         let environment = SandboxEnvironment.make(mount: mount, home: noIsolation ? view.container : mount,
