@@ -5,6 +5,7 @@
 // all within the deadline every command keeps, and one that does not answer ends the
 // run with a line that names it. Exiting ends a blocked thread.
 import CLinux
+import DPFSProtocol
 import DataProtection
 import Foundation
 import Glibc
@@ -35,13 +36,18 @@ enum OtherDpfsMounts {
         let answered = DispatchGroup()
         for point in points {
             answered.enter()
-            Thread {
-                var info = stat()
-                let alive = stat(point, &info) == 0
-                let reply: Reply = alive ? .alive(socketDirectory: trusted.contains(point) ? socketDirectory(of: point) : nil) : .dead
-                answers.withLock { $0[point] = reply }
-                answered.leave()
-            }.start()
+            do {
+                try PosixThread.start(named: "dpfs-ask-mount") {
+                    var info = stat()
+                    let alive = stat(point, &info) == 0
+                    let reply: Reply = alive ? .alive(socketDirectory: trusted.contains(point) ? socketDirectory(of: point) : nil) : .dead
+                    answers.withLock { $0[point] = reply }
+                    answered.leave()
+                }
+            } catch {
+                // No thread to ask with: said as what it is, not as a daemon's silence.
+                throw CLIError("cannot ask the dpfs mount \(point) whether it answers: \(error)")
+            }
         }
         _ = answered.wait(timeout: .now() + seconds)
         let replies = answers.withLock { $0 }
