@@ -79,12 +79,16 @@ open class LAContext: NSObject, AuthenticationContextToken, @unchecked Sendable 
         // Read now, not on the thread: whether invalidate() came before or after this
         // call is the app's order, which the thread's start and the daemon may not see.
         let invalidatedBefore = state.withLock { $0.invalidated }
-        let thread = Thread { [self] in
-            let failure = invalidatedBefore ? LAError(.invalidContext) : evaluate(policy, reason: localizedReason)
-            reply(failure == nil, failure)
+        do {
+            try PosixThread.start(named: "LAContext.eval") { [self] in
+                let failure = invalidatedBefore ? LAError(.invalidContext) : evaluate(policy, reason: localizedReason)
+                reply(failure == nil, failure)
+            }
+        } catch {
+            // No thread for it (the process at its thread limit): the reply still comes,
+            // as a failure, rather than never.
+            reply(false, LAError(.systemCancel, "LAContext could not start its evaluation: \(error)"))
         }
-        thread.name = "LAContext.evaluatePolicy"
-        thread.start()
     }
 
     /// The async form: returns true, or throws an LAError.
