@@ -31,6 +31,14 @@ enum DeviceChannel {
             if case .refused = error { return DeviceError.notMounted(mountpoint) }
             if case .daemon(let text, _) = error { return DeviceError.refused(text) }
             if case .noAnswer = error { return DeviceError.timedOut(mountpoint: mountpoint, seconds: timeout) }
+            // The reason alone: DeviceError says whose daemon could not be reached.
+            if case .cannotConnect(_, let code) = error {
+                return DeviceError.unreachable(mountpoint: mountpoint, reason: String(cString: strerror(code)))
+            }
+            if case .daemonDied = error {
+                return DeviceError.unreachable(mountpoint: mountpoint, reason: "it has died; its mount refuses every "
+                    + "access until `dpfs unmount \(mountpoint)` or the next `dpfs mount` on it takes it down")
+            }
             return DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
         }
         if let error = error as? FrameError {

@@ -1,5 +1,6 @@
 // Without a reachable device every call fails with a clear error, quickly.
-import DataProtectionKit
+@testable import DataProtectionKit
+import DPFSProtocol
 import Foundation
 import Glibc
 import XCTest
@@ -23,5 +24,13 @@ final class NoDeviceTests: XCTestCase {
         }
         XCTAssertThrowsError(try DeviceControl(mountpoint: "/nonexistent/dpfs").lock(now: true))
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+    }
+
+    func testAnUnreachableDaemonIsNamedOnce() {
+        let refused = DeviceChannel.translate(ControlClientError.cannotConnect("/m", ECONNREFUSED),
+                                              mountpoint: "/m", timeout: 5)
+        XCTAssertEqual("\(refused)", "cannot reach the dpfs daemon of /m: \(String(cString: strerror(ECONNREFUSED)))")
+        let died = DeviceChannel.translate(ControlClientError.daemonDied("/m"), mountpoint: "/m", timeout: 5)
+        XCTAssertEqual("\(died)".components(separatedBy: "dpfs daemon of").count, 2, "\(died)")
     }
 }
