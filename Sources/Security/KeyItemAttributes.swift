@@ -53,7 +53,9 @@ enum KeyItemAttributes {
     static func identify(_ key: SecKey, in attributes: inout [String: String]) {
         attributes["class"] = kSecClassKey
         attributes["applicationLabel"] = KeyEncoding.applicationLabel(ofPublicKey: key.publicKeyData).hexString
-        attributes["keyClass"] = key.isPrivate ? "private" : "public"
+        // A class the query gives itself is kept: a private key's ref with
+        // kSecAttrKeyClassPublic finds nothing, as on iOS.
+        if attributes["keyClass"] == nil { attributes["keyClass"] = key.isPrivate ? "private" : "public" }
     }
 
     /// kSecValueRef in SecItemAdd: an ordinary private key stored as a key item, its
@@ -67,6 +69,7 @@ enum KeyItemAttributes {
         case .enclave: throw SecItemRefusal(status: errSecUnimplemented)
         }
         identify(key, in: &attributes)
+        guard attributes["keyClass"] == (key.isPrivate ? "private" : "public") else { throw SecItemRefusal.param }
         attributes["keyType"] = "ec"
         attributes["keySizeInBits"] = "256"
         attributes["publicKey"] = key.publicKeyData.hexString

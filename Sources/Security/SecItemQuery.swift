@@ -49,6 +49,11 @@ struct SecItemQuery {
     }
 
     init(_ dictionary: [String: Any], role: Role) throws {
+        // Before any other key: the answer for a class that never holds an item here
+        // must not depend on the order the dictionary lists its keys in.
+        if role == .query, let itemClass = dictionary[kSecClass] as? String, Self.otherAppleClasses.contains(itemClass) {
+            throw SecItemRefusal.emptyClass
+        }
         var namesCertificateAttribute = false
         let isKeyClass = dictionary[kSecClass] as? String == kSecClassKey
         var refClass: String?

@@ -42,7 +42,6 @@ final class AccessControlTests: MountedDeviceTestCase {
         XCTAssertEqual(SecAccessControlCreateFlags.or.rawValue, 1 << 14)
         XCTAssertEqual(SecAccessControlCreateFlags.and.rawValue, 1 << 15)
         XCTAssertEqual(SecAccessControlCreateFlags.companion.rawValue, 1 << 5)
-        XCTAssertEqual(kSecAccessControlCompanion, .watch)
         XCTAssertEqual(SecAccessControlCreateFlags.privateKeyUsage.rawValue, 1 << 30)
         XCTAssertEqual(kSecAttrAccessControl, "accc")
         XCTAssertEqual(kSecUseAuthenticationContext, "u_AuthCtx")

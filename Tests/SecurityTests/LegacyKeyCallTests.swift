@@ -80,6 +80,10 @@ final class LegacyKeyCallTests: MountedDeviceTestCase {
         let pair = try generatePair(tag: "legacy.public")
         let add: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrLabel as String: "public half",
                                   kSecValueRef as String: pair.public]
+        let wrongClass: [String: Any] = [kSecClass as String: kSecClassKey, kSecValueRef as String: pair.private,
+                                         kSecAttrKeyClass as String: kSecAttrKeyClassPublic]
+        XCTAssertEqual(SecItemCopyMatching(wrongClass as CFDictionary, nil), errSecItemNotFound,
+                       "a ref with another class given finds nothing while only the private item is stored")
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecDuplicateItem)
 
@@ -91,6 +95,9 @@ final class LegacyKeyCallTests: MountedDeviceTestCase {
         XCTAssertEqual(SecKeyCopyExternalRepresentation(stored, nil) as Data?,
                        SecKeyCopyExternalRepresentation(pair.public, nil) as Data?)
 
+        var mislabelled = add
+        mislabelled[kSecAttrKeyClass as String] = kSecAttrKeyClassPrivate
+        XCTAssertEqual(SecItemAdd(mislabelled as CFDictionary, nil), errSecParam, "a public key added as private")
         let byRef: [String: Any] = [kSecClass as String: kSecClassKey, kSecValueRef as String: pair.public]
         XCTAssertEqual(SecItemDelete(byRef as CFDictionary), errSecSuccess)
         XCTAssertEqual(SecItemCopyMatching(byLabel as CFDictionary, &found), errSecItemNotFound)

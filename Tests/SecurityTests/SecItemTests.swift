@@ -240,6 +240,9 @@ final class SecItemTests: MountedDeviceTestCase {
             XCTAssertEqual(SecItemDelete([kSecClass as String: itemClass] as CFDictionary), errSecItemNotFound)
             XCTAssertEqual(SecItemUpdate([kSecClass as String: itemClass] as CFDictionary,
                                          [kSecAttrLabel as String: "x"] as CFDictionary), errSecItemNotFound)
+            let withPolicy: [String: Any] = [kSecClass as String: itemClass, kSecAttrSyncViewHint as String: "Passwords"]
+            XCTAssertEqual(SecItemCopyMatching(withPolicy as CFDictionary, nil), errSecItemNotFound,
+                           "whatever else the query holds")
         }
         // The daemon is unharmed.
         XCTAssertEqual(findData(item).1, "x")
