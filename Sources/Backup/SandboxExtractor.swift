@@ -193,4 +193,5 @@ public final class SandboxExtractor {
             guard ftruncate(fd, position) == 0 else { throw SystemError("write", display(path)) }
         }
         return whole
-    }}
+    }
+}

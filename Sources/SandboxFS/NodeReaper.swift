@@ -1,21 +1,21 @@
-// Frees removed files off the request's path. Removing the last name of a file makes
-// the backing filesystem free its blocks there and then, inside unlinkat; on ext4
-// mounted with `discard` and without a journal, that waits for the device to discard
-// each block, most of an `rm -rf`'s time (docs/benchmarks.md). So unlink moves the file's last name into the reapers' directory at
-// the sandbox root (a reserved name, Names.swift), which frees nothing, and a few
-// reaper threads unlink it from there, several at a time. (A file still open, or still
-// known to the kernel, keeps its blocks until its last descriptor closes.) (Holding
-// the file open across the unlinkat instead would keep its dentry under the directory, and the rmdir that follows would spin until
-// the reapers caught up.) At most `backlog` files wait: beyond that a remover waits
-// for a slot, so the space comes back within milliseconds of the rm. Unmounting
-// unlinks whatever still waits; a file left there by a crash goes when the next
-// mount clears the directory.
+// Frees removed files off the request's path. Removing the last name of a file makes the
+// backing filesystem free its blocks there and then, inside unlinkat; on ext4 mounted
+// with `discard` and without a journal, that waits for the device to discard each block,
+// most of an `rm -rf`'s time (docs/benchmarks.md). So unlink moves the file's last name
+// into the reapers' directory at the sandbox root (a reserved name, Names.swift), which
+// frees nothing, and a few reaper threads unlink it from there, several at a time. (A
+// file still open, or still known to the kernel, keeps its blocks until its last
+// descriptor closes.) (Holding the file open across the unlinkat instead would keep its
+// dentry under the directory, and the rmdir that follows would spin until the reapers
+// caught up.) At most `backlog` files wait: beyond that a remover waits for a slot, so
+// the space comes back within milliseconds of the rm. Unmounting unlinks whatever still
+// waits; a file left there by a crash goes when the next mount clears the directory.
 //
 // While no reaper thread runs (none could start: RLIMIT_NPROC, a cgroup's pids.max),
 // nothing is parked and unlink frees in place; a start is tried again at a removal a
 // second or more after the last failure, which is logged once. (Foundation's thread
-// start failed silently: files were parked for reapers that never ran, their space
-// never came back, and once `backlog` waited every unlink hung.)
+// start failed silently: files were parked for reapers that never ran, their space never
+// came back, and once `backlog` waited every unlink hung.)
 import BlockStore
 import CLinux
 import DPFSProtocol
