@@ -152,8 +152,10 @@ extension SandboxFileSystem {
 
     func fsyncdir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32) {
         replying(req) { () throws(Errno) in
-            let fd = try node(ino).systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+            let directory = node(ino)
+            let fd = try directory.systemCall { openat($0, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
             defer { close(fd) }
+            try newFileSyncs.syncCreated(in: directory.key, directoryFD: fd)
             try Errno.check(dataOnly != 0 ? fdatasync(fd) : Glibc.fsync(fd))
         }
     }

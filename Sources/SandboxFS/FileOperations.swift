@@ -386,6 +386,7 @@ extension SandboxFileSystem {
         // Unnamed until its header, empty last block and name tag are written
         // (O_TMPFILE), then linked in: a file without a header is always damage, never
         // a new file. A spare made ahead has them but the tag, when made in this class.
+        // The header reaches the disk by the directory's next fsync (NewFileSyncs.swift).
         let spare = form != nil && spareMayServe(in: parent) ? spares.take(in: parent, mode: mode) : nil
         let fd: Int32, header: FileHeader, key: SecureBuffer
         var blockNonce: [UInt8]?  // a new file's, whose contents are still to be written
@@ -429,6 +430,7 @@ extension SandboxFileSystem {
             }
             if let form {
                 try parent.withDescriptor { (parentFD) throws(Errno) in try linkDescriptor(fd, into: parentFD, as: form.stored) }
+                newFileSyncs.created(form.stored, in: parent.key)
             }
         } catch {
             close(fd)

@@ -35,6 +35,8 @@ public final class SandboxFileSystem: Sendable {
     let kernel = KernelNotifier()
     let acls: ACLPresence
     let spares = SpareFiles()
+    /// The files created in each directory since its last fsync (NewFileSyncs.swift).
+    let newFileSyncs = NewFileSyncs()
     /// The damaged files whose damage is in the log already (DamagedReads.swift).
     let damageNotes = DamageNotes()
     /// Classes given at creation, by thread and directory (CreateClasses.swift).
