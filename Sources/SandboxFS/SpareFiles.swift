@@ -2,26 +2,26 @@
 // run (an extract, a build, a copy, a mail spool). Making the O_TMPFILE and writing its
 // header are the dearest steps of a create after the link: ext4 allocates and
 // initialises the inode, and the header with its sealed empty block takes a key, its
-// wrap and a write (docs/design.md has their share of a create). So once a directory has had two creates in a
-// row, the worker that answered the second makes the next files there (`depth` of
-// them), in the class the directory passes on, while the caller goes on, and each
-// later create takes one instead of waiting for it, and its worker makes another.
-// A spare has no name and no name tag until then. Its file key waits in locked
+// wrap and a write (docs/design.md has their share of a create). So once a directory has
+// had two creates in a row, the worker that answered the second makes the next files
+// there (`depth` of them), in the class the directory passes on, while the caller goes
+// on, and each later create takes one instead of waiting for it, and its worker makes
+// another. A spare has no name and no name tag until then. Its file key waits in locked
 // memory; a lock or restart drops every spare (revoke, right after the class keys go),
-// and a create takes a spare's header only while its class can still take a new file,
-// so none is made from a spare once its class is gone. One never used disappears when
-// it is closed (at the next create elsewhere, at a directory's removal, at a full
-// disk, with the daemon), as every unnamed file does, and holds an inode and a block
-// meanwhile: a node or header that cannot be made for want of space gets them back
+// and a create takes a spare's header only while its class can still take a new file, so
+// none is made from a spare once its class is gone. One never used disappears when it is
+// closed (at the next create elsewhere, at a directory's removal, at a full disk, with
+// the daemon), as every unnamed file does, and holds an inode and a block meanwhile: a
+// node or header that cannot be made for want of space gets them back
 // (SandboxFileSystem.makingNode).
 //
-// A spare is made as a create would make its file at that moment: in that directory
-// (so it gets the directory's group where the directory is set-group-ID, and ext4
-// places it beside its siblings) and with that mode, and only where the directory
-// passes on no default ACL (checked again when it is taken). A change that could alter
-// what a file made in a directory gets (its mode or owner, an ACL) drops the spares,
-// before the change and again once it is made: a spare made meanwhile (by a create
-// answered before the change, whose worker went on after it) is then dropped too.
+// A spare is made as a create would make its file at that moment: in that directory (so
+// it gets the directory's group where the directory is set-group-ID, and ext4 places it
+// beside its siblings) and with that mode, and only where the directory passes on no
+// default ACL (checked again when it is taken). A change that could alter what a file
+// made in a directory gets (its mode or owner, an ACL) drops the spares, before the
+// change and again once it is made: a spare made meanwhile (by a create answered before
+// the change, whose worker went on after it) is then dropped too.
 import BlockStore
 import DataProtection
 import Glibc
