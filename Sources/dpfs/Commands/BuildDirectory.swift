@@ -155,11 +155,22 @@ struct BuildDirectory {
     /// keeps the one DEVICE_DIR has.
     func commit(as target: DeviceDirectory, keepingMode: Bool = false) throws {
         defer { close(lock) }
+        try syncContents()
         if inside { return try moveUp(into: target, keepingMode: keepingMode) }
         guard rename(directory.root, target.root) == 0 else {
             throw CLIError("cannot move the new device to \(target.root): \(String(cString: strerror(errno)))")
         }
         try? AtomicFile.syncDirectory(of: target.root)
+    }
+
+    /// Puts on disk all that was written into the build: restore writes the files
+    /// through a mount whose daemon syncs only its metadata, so without this a power cut
+    /// soon after the commit would leave a device whose files are empty or cut short.
+    /// One syncfs of the build's filesystem, not a walk of its files.
+    private func syncContents() throws {
+        guard syncfs(lock) == 0 else {
+            throw CLIError("cannot sync the new device in \(directory.root): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Moves each entry up into `target`, the keybag last and after a sync, so that a

@@ -7,7 +7,7 @@
 // (BackupCheck): a wrong password, a damaged or truncated file is one line and no
 // DEVICE_DIR. The device is then made in a hidden directory beside DEVICE_DIR, mounted
 // on a private mount point, filled through the mount and the daemon (so the filesystem
-// and item store do their own sealing), unmounted, and only then renamed to
+// and item store do their own sealing), unmounted, synced, and only then renamed to
 // DEVICE_DIR (or, DEVICE_DIR being a mount point, made in it and moved up: see
 // BuildDirectory); a failure on the way removes it and its secret-store entries.
 import ArgumentParser
