@@ -633,6 +633,10 @@ public enum BlockIO {
             }
             return try growPast(file, key: key, pool: pool) { () throws(Errno) in
                 try writeZeroLastBlock(file, key: key, block: newLast, length: newLength, pool: pool)
+                // The new last block on disk before the old one is sealed as ordinary:
+                // else a power cut could leave the file ending in that ordinary block,
+                // a cut its data, synced before, would read as EIO after.
+                try Errno.check(fdatasync(file.fd))
             }
         }
         // Shrinking: the new last block is sealed as the last, then the rest cut off,
@@ -653,6 +657,10 @@ public enum BlockIO {
             throw error
         }
         TestHooks.killPoint("shrink-sealed")
+        // The mark and the new last block on disk before the cut: the file system may
+        // commit the smaller size before pages written earlier, and a power cut would
+        // then leave a file ending in a block that does not open and no mark to finish it.
+        try Errno.check(fdatasync(file.fd))
         try Errno.check(ftruncate(file.fd, off_t(BlockLayout.backingSize(plainSize: newSize))))
         file.plainSize = newSize
         TestHooks.killPoint("shrink-cut")
