@@ -135,7 +135,10 @@ extension SandboxFileSystem {
             return try storeDirectoryClass(fd, newClass, directoryID: directoryID)
         }
         let raise = newClass.strength >= (recorded?.strength ?? 0)
-        if raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
+        // Each step on disk before the next, and the last before the reply: a power cut
+        // must not leave the keybag ahead of a raised record (the directory would read
+        // as rolled back, EIO) nor lose a lowering reported done.
+        if raise { try storeSyncedDirectoryClass(fd, newClass, directoryID: directoryID) }
         do { try device.recordDirectoryClass(directoryID, newClass) } catch {
             logger.error("a directory's new class could not be recorded in the keybag: \(error)")
             // A full disk is the caller's to know and mend; anything else is damage.
@@ -144,7 +147,12 @@ extension SandboxFileSystem {
             }
             throw Errno.io
         }
-        if !raise { try storeDirectoryClass(fd, newClass, directoryID: directoryID) }
+        if !raise { try storeSyncedDirectoryClass(fd, newClass, directoryID: directoryID) }
+    }
+
+    private func storeSyncedDirectoryClass(_ fd: Int32, _ newClass: ProtectionClass, directoryID: [UInt8]) throws(Errno) {
+        try storeDirectoryClass(fd, newClass, directoryID: directoryID)
+        try Errno.check(Glibc.fsync(fd))
     }
 
     /// Stores the class record of the new directory `name` in `parent`, and the tag of
