@@ -25,19 +25,7 @@ mkdir "$D"
 PID=$(daemon_pid)
 forget_all() { sync; echo 2 > /proc/sys/vm/drop_caches; sleep 0.5; }
 # trace FILE CALLS: strace on every thread of the daemon, returned once all are traced.
-trace() {
-    strace -f -qq -p "$PID" -e trace="$2" -o "$1" 2>/dev/null & STRACE_PID=$!
-    local _ task untraced
-    for _ in $(seq 600); do
-        untraced=0
-        for task in /proc/"$PID"/task/*; do
-            grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1
-        done
-        [ "$untraced" = 0 ] && return 0
-        sleep 0.05
-    done
-    fail "strace did not attach to every thread of the daemon"
-}
+trace() { trace_daemon "$1" "$2" || fail "strace did not attach to every thread of the daemon"; }
 untrace() { sleep 0.3; kill "$STRACE_PID"; wait "$STRACE_PID" 2>/dev/null; STRACE_PID=""; }
 echo probe > "$DISK/probe"
 check "the loop filesystem keeps birth times (what the handles are told apart by)" test "$(stat -c %W "$DISK/probe")" -gt 0

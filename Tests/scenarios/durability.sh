@@ -30,16 +30,7 @@ line_of() {
 
 # trace FILE CALLS: strace on every thread of the daemon, returned once all are traced.
 trace() {
-    strace -f -qq -e signal=none -p "$PID" -e trace="$2" -o "$1" 2>/dev/null & STRACE_PID=$!
-    local _ task untraced
-    for _ in $(seq 600); do
-        untraced=0
-        for task in /proc/"$PID"/task/*; do
-            grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1
-        done
-        [ "$untraced" = 0 ] && return 0
-        sleep 0.05
-    done
+    trace_daemon "$1" "$2" -e signal=none && return 0
     fail "strace did not attach to every thread of the daemon"
     finish
 }

@@ -154,6 +154,24 @@ daemon_pid() {
     "$DPFS" status "${1:-$MNT}" --json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'
 }
 
+# trace_daemon FILE CALLS [STRACE-OPTIONS…]: strace on every thread of the daemon $PID,
+# into FILE, its pid in STRACE_PID; returns once all are traced, 1 if they are not
+# within 30 s.
+trace_daemon() {
+    local file=$1 calls=$2 _ task untraced
+    shift 2
+    strace -f -qq "$@" -p "$PID" -e trace="$calls" -o "$file" 2>/dev/null & STRACE_PID=$!
+    for _ in $(seq 600); do
+        untraced=0
+        for task in /proc/"$PID"/task/*; do
+            grep -qs 'TracerPid:[[:space:]]*[1-9]' "$task/status" || untraced=1
+        done
+        [ "$untraced" = 0 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # Ends the scenario, failed, unless every tool named is installed.
 require_tools() {
     local tool
