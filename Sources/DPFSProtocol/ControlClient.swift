@@ -18,6 +18,11 @@ public enum ControlClientError: Error, CustomStringConvertible {
     case daemonDied(String)
     case daemon(String, failure: ControlFailure? = nil)
 
+    /// What the mount of a dead daemon does until it is taken down.
+    public static func afterDeath(of path: String) -> String {
+        "its mount refuses every access until `dpfs unmount \(path)` or the next `dpfs mount` on it takes it down"
+    }
+
     public var description: String {
         switch self {
         case .refused(let path, let reason):
@@ -28,8 +33,7 @@ public enum ControlClientError: Error, CustomStringConvertible {
             let shown = seconds == seconds.rounded() ? "\(Int(seconds))" : "\(seconds)"
             return "the dpfs daemon of \(path) did not answer within \(shown) s"
         case .daemonDied(let path):
-            return "the dpfs daemon of \(path) has died; its mount refuses every access until "
-                + "`dpfs unmount \(path)` or the next `dpfs mount` on it takes it down"
+            return "the dpfs daemon of \(path) has died; " + Self.afterDeath(of: path)
         case .daemon(let text, _): return text
         }
     }

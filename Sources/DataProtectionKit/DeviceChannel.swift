@@ -36,8 +36,8 @@ enum DeviceChannel {
                 return DeviceError.unreachable(mountpoint: mountpoint, reason: String(cString: strerror(code)))
             }
             if case .daemonDied = error {
-                return DeviceError.unreachable(mountpoint: mountpoint, reason: "it has died; its mount refuses every "
-                    + "access until `dpfs unmount \(mountpoint)` or the next `dpfs mount` on it takes it down")
+                return DeviceError.unreachable(mountpoint: mountpoint,
+                                               reason: "it has died; " + ControlClientError.afterDeath(of: mountpoint))
             }
             return DeviceError.unreachable(mountpoint: mountpoint, reason: "\(error)")
         }
