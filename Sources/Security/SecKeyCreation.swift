@@ -9,15 +9,20 @@ import DPFSProtocol
 import Foundation
 import SecKeyCrypto
 
-/// A new P-256 key pair (kSecAttrKeyTypeECSECPrimeRandom or EC, 256 bits), its private
-/// key stored as a key item when kSecPrivateKeyAttrs asks kSecAttrIsPermanent.
+/// A new P-256 key pair (kSecAttrKeyTypeECSECPrimeRandom or EC, 256 bits). Each half
+/// is stored as a key item when its attributes (kSecPrivateKeyAttrs or
+/// kSecPublicKeyAttrs, over the top level's) ask kSecAttrIsPermanent, the public half
+/// first, as Apple's SecKeyGeneratePair stores them.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     do {
         let spec = try KeySpec(parameters)
+        // Read only when stored: Apple never reads a transient public half's attributes.
+        let publicSpec = KeySpec.isPermanent(parameters, half: .publicKey) ? try KeySpec(parameters, half: .publicKey) : nil
         guard spec.inEnclave else {
             let key = P256.Signing.PrivateKey()
             let made = SecKey(material: .software(key), publicKey: key.publicKey.x963Representation,
                               attributes: spec.appleAttributes)
+            try storePublicHalf(of: made, publicSpec)
             guard spec.permanent else { return made }
             var attributes = spec.appleAttributes
             attributes.merge(SecItemResult.appleAttributes(try PermanentKeyItem.add(made, spec))) { $1 }
@@ -31,8 +36,12 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         }
         var attributes = spec.appleAttributes
         if let stored = response.attributes { attributes.merge(SecItemResult.appleAttributes(stored)) { $1 } }
-        return SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
-                      authentication: spec.authentication)
+        let made = SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
+                          authentication: spec.authentication)
+        // The private key is already the device's, as a token's is on iOS: a refused
+        // public half fails the call and leaves it stored, as there.
+        try storePublicHalf(of: made, publicSpec)
+        return made
     } catch let failure as SecKeyFailure {
         report(failure.status, failure.message, to: error)
         return nil
@@ -40,6 +49,12 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         report(errSecParam, "\(other)", to: error)
         return nil
     }
+}
+
+/// The public half of a new pair as a key item of its own, when its spec is permanent.
+private func storePublicHalf(of key: SecKey, _ spec: KeySpec?) throws {
+    guard let spec, spec.permanent, let publicKey = SecKeyCopyPublicKey(key) else { return }
+    _ = try PermanentKeyItem.add(publicKey, spec)
 }
 
 /// A key from its external representation: X9.63 public (65 bytes) or private
@@ -100,8 +115,17 @@ struct SecKeyFailure: Error {
     init(_ status: OSStatus, _ message: String) { self.status = status; self.message = message }
 }
 
-/// SecKeyCreateRandomKey's parameters read: what the key item's store attributes are
-/// (or the daemon is asked, for a Secure Enclave key), and what the SecKey reports.
+/// Which half of a pair a KeySpec describes: its own attributes override the top
+/// level's, as Apple merges them.
+enum KeyHalf {
+    case privateKey, publicKey
+
+    var attributesKey: String { self == .privateKey ? kSecPrivateKeyAttrs : kSecPublicKeyAttrs }
+}
+
+/// SecKeyCreateRandomKey's parameters read for one half of the pair: what its key
+/// item's store attributes are (or the daemon is asked, for a Secure Enclave key), and
+/// what the SecKey reports.
 struct KeySpec {
     var permanent = false
     var inEnclave = false
@@ -110,7 +134,13 @@ struct KeySpec {
     /// kSecUseAuthenticationContext and friends, which the new key carries (SecKey.authentication).
     var authentication: CallAuthentication?
 
-    init(_ parameters: [String: Any]) throws {
+    /// Whether the half's kSecAttrIsPermanent, or else the top level's, is true.
+    static func isPermanent(_ parameters: [String: Any], half: KeyHalf) -> Bool {
+        let own = (parameters[half.attributesKey] as? [String: Any])?[kSecAttrIsPermanent]
+        return (own ?? parameters[kSecAttrIsPermanent]) as? Bool == true
+    }
+
+    init(_ parameters: [String: Any], half: KeyHalf = .privateKey) throws {
         let type = parameters[kSecAttrKeyType] as? String
         guard type == kSecAttrKeyTypeECSECPrimeRandom else {
             throw SecKeyFailure(type == kSecAttrKeyTypeRSA ? errSecUnimplemented : errSecParam,
@@ -121,16 +151,19 @@ struct KeySpec {
         if let token = parameters[kSecAttrTokenID] {
             guard token as? String == kSecAttrTokenIDSecureEnclave else { throw SecKeyFailure(errSecParam, "unknown kSecAttrTokenID") }
             inEnclave = true
-            storeAttributes["tokenID"] = "secureEnclave"
+            // A Secure Enclave key's public half is an ordinary public key.
+            if half == .privateKey { storeAttributes["tokenID"] = "secureEnclave" }
         }
         var accessible: String?
         var accessControl: (AccessControlProtection, Any)?
         var synchronizable = false
-        // kSecPrivateKeyAttrs overrides the top level, as on Apple; the loop below
+        // The half's attributes override the top level, as on Apple; the loop below
         // only collects, so the order it visits the merged dictionary in decides nothing.
         var merged = parameters
-        if let privateAttributes = parameters[kSecPrivateKeyAttrs] {
-            guard let dictionary = privateAttributes as? [String: Any] else { throw SecKeyFailure(errSecParam, "kSecPrivateKeyAttrs is not a dictionary") }
+        if let halfAttributes = parameters[half.attributesKey] {
+            guard let dictionary = halfAttributes as? [String: Any] else {
+                throw SecKeyFailure(errSecParam, "\(half == .privateKey ? "kSecPrivateKeyAttrs" : "kSecPublicKeyAttrs") is not a dictionary")
+            }
             merged.merge(dictionary) { $1 }
         }
         for (name, value) in merged {
