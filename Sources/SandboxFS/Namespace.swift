@@ -186,6 +186,9 @@ extension SandboxFileSystem {
             }
             return failMaking(req, form, in: newParent, error)
         }
+        // An app's own unnamed file (O_TMPFILE) gets its first name here, its header
+        // perhaps still unwritten, as a file the daemon links in does at a create.
+        if inode.isRegular { newFileSyncs.created(backing, in: newParent.key) }
         vouched(inode, for: form.place)
         let st: stat
         do throws(Errno) { st = try attributes(inode) } catch { return reply(req, error) }
