@@ -38,8 +38,8 @@ public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMut
         if let stored = response.attributes { attributes.merge(SecItemResult.appleAttributes(stored)) { $1 } }
         let made = SecKey(material: .enclave(token: token), publicKey: publicKey, attributes: attributes,
                           authentication: spec.authentication)
-        // The private key is already the device's, as a token's is on iOS: a refused
-        // public half fails the call and leaves it stored, as there.
+        // The daemon stored the private key as it made it: a refused public half fails
+        // the call and leaves that key stored.
         try storePublicHalf(of: made, publicSpec)
         return made
     } catch let failure as SecKeyFailure {

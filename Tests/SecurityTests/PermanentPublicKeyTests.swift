@@ -51,6 +51,15 @@ final class PermanentPublicKeyTests: MountedDeviceTestCase {
                                                   kSecAttrApplicationTag as String: Data("\(name).public".utf8)])
             XCTAssertEqual(attributes[kSecAttrLabel as String] as? String, "\(name) public half")
             XCTAssertEqual(attributes[kSecAttrKeyClass as String] as? String, kSecAttrKeyClassPublic as String)
+            XCTAssertNil(attributes[kSecAttrTokenID as String], "\(name): the public half is an ordinary key")
+            var publicRef: CFTypeRef?
+            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassKey,
+                                                kSecAttrApplicationTag as String: Data("\(name).public".utf8),
+                                                kSecReturnRef as String: true] as CFDictionary, &publicRef),
+                           errSecSuccess, name)
+            let publicKey = try XCTUnwrap(publicRef.map { $0 as! SecKey }, name)
+            XCTAssertEqual(SecKeyCopyExternalRepresentation(publicKey, nil) as Data?, try publicForm(key),
+                           "\(name): found by ref, it exports as the pair's public key")
             XCTAssertEqual(stored(tag: "\(name).public", keyClass: kSecAttrKeyClassPrivate).0, errSecItemNotFound,
                            "\(name): the public tag names the public half only")
             var found: CFTypeRef?
