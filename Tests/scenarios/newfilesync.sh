@@ -57,7 +57,11 @@ traced_run() {
     until all_traced || [ $tries -ge 600 ]; do sleep 0.1; tries=$((tries + 1)); done
     if ! all_traced; then kill "$tracer"; wait "$tracer" 2>/dev/null; tracer=""; echo -1; return; fi
     mkdir "$D/other-$dir" "$D/$dir"
-    "$work" "$D/$dir"
+    if ! "$work" "$D/$dir"; then
+        kill "$tracer"; wait "$tracer" 2>/dev/null; tracer=""
+        echo "the workload $work failed"
+        return
+    fi
     : > "$D/other-$dir/a"                              # another directory's, not synced
     python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY); os.fsync(fd); os.close(fd)' "$D/$dir"
     kill "$tracer"; wait "$tracer" 2>/dev/null; tracer=""
