@@ -68,8 +68,13 @@ public final class ControlServer: Sendable {
     /// A listening socket at `path` that only its owner may open. Its mode comes from
     /// the umask at bind (the daemon runs with 0): bound under 0177, then chmod, before
     /// listen. umask is process-wide: app sessions bind while requests are served, and
-    /// none of those creates a file through the umask.
+    /// none of those creates a file through the umask. The directory's lock keeps a
+    /// sweep of stale sockets (SocketDirectory) from judging the name while it changes.
     static func listen(at path: String) throws -> Int32 {
+        try SocketDirectory.holdingLock(of: (path as NSString).deletingLastPathComponent) { try bindListening(at: path) }
+    }
+
+    private static func bindListening(at path: String) throws -> Int32 {
         unlink(path)
         guard var address = UnixAddress(path: path) else { throw SystemError("bind", path, code: ENAMETOOLONG) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)

@@ -211,7 +211,7 @@ struct Daemon {
         if mkdir(base, 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir", base) }
         var st = stat()
         if lstat(base, &st) == 0, st.st_uid == uid, st.st_mode & S_IFMT == S_IFDIR, st.st_mode & 0o077 == 0 {
-            removeStaleSockets(in: base)
+            SocketDirectory.removeStaleSockets(in: base)
             return (base + "/\(getpid()).sock", nil, passedOver.map { $0 + "the control socket is in \(base) instead" })
         }
         guard shared else { throw CLIError("\(base) must be a directory owned by uid \(uid) with mode 0700") }
@@ -227,47 +227,5 @@ struct Daemon {
     /// session's name, PID.app-UUID.sock, is the longest of them.
     static func holdsSockets(_ directory: String) -> Bool {
         UnixAddress(path: directory + "/\(getpid()).app-\(UUID().uuidString).sock") != nil
-    }
-
-    /// Removes the sockets of daemons that are gone: one killed (kill -9, a crash)
-    /// leaves its PID.sock behind, and nothing else would ever remove it. Gone: no such
-    /// process, a zombie not yet reaped (whose descriptors are closed), or a process
-    /// that started after the socket was made (the dead daemon's pid given again).
-    static func removeStaleSockets(in base: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
-        let boot = bootTime()
-        for name in names where name.hasSuffix(".sock") {
-            // PID.sock, or PID.app-UUID.sock for an app session's.
-            guard let pid = name.split(separator: ".").first.flatMap({ pid_t($0) }), pid > 0, pid != getpid() else { continue }
-            let path = base + "/" + name
-            var st = stat()
-            guard lstat(path, &st) == 0 else { continue }
-            let gone = kill(pid, 0) != 0 && errno == ESRCH
-            if gone || isDeadOrNewer(pid, than: st.st_mtim, boot: boot) { unlink(path) }
-        }
-    }
-
-    /// Whether process `pid` is a zombie, or started more than 2 s after `time`. Its
-    /// start is counted in clock ticks from the boot, whose time (`boot`) /proc/stat
-    /// gives in whole seconds (truncated, so never late); the slack covers a clock
-    /// stepped since.
-    private static func isDeadOrNewer(_ pid: pid_t, than time: timespec, boot: Int?) -> Bool {
-        guard let status = ProcFile.read("/proc/\(pid)/stat"), let close = status.lastIndex(of: ")") else { return false }
-        // "PID (COMM) STATE ...": the fields follow the command, which may hold spaces;
-        // field 3 (the state) first, field 22 (the start) 20th.
-        let fields = status[status.index(after: close)...].split(separator: " ")
-        if fields.first?.hasPrefix("Z") == true { return true }
-        let ticksPerSecond = sysconf(Int32(_SC_CLK_TCK))
-        guard let boot, fields.count > 19, let ticks = Int(fields[19]), ticksPerSecond > 0 else { return false }
-        return boot + ticks / ticksPerSecond > time.tv_sec + 2
-    }
-
-    /// The boot time, in seconds since the epoch (/proc/stat's btime).
-    private static func bootTime() -> Int? {
-        guard let text = ProcFile.read("/proc/stat") else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("btime ") {
-            return Int(line.dropFirst("btime ".count))
-        }
-        return nil
     }
 }
