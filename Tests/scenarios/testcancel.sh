@@ -40,6 +40,11 @@ scenario_cleanup() {
 # Whether process $1 is running (a zombie has ended).
 running() { [ -r "/proc/$1/stat" ] && ! sed 's/.*) //' "/proc/$1/stat" | grep -q '^Z'; }
 programs_gone() { ! pgrep -f "$MARKER" >/dev/null; }
+# What is left of the marked programs, each with its parent and state, to name in a failure.
+marked_programs() {
+    local pids
+    pids=$(pgrep -d, -f "$MARKER") && ps -o pid=,ppid=,pgid=,stat=,args= -p "$pids"
+}
 runner_gone() { ! running "$runner"; }
 
 setup_device
@@ -69,7 +74,8 @@ cancel() {
     wait "$test_pid" 2>/dev/null
     test_pid=""
     check "$name: no dpfs run is left" within 60 runner_gone
-    check "$name: no program is left running as the app" within 60 programs_gone
+    if within 60 programs_gone; then pass "$name: no program is left running as the app"
+    else fail "$name: no program is left running as the app" "$(marked_programs)"; fi
     check "$name: the mount unmounts" within 60 "$DPFS" unmount "$MNT"
     # What a failed case left, ended, so that the next case starts from a mount of its own.
     scenario_cleanup; runner=""
