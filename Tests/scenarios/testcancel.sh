@@ -53,15 +53,17 @@ setup_device
 # process group of its own) with a program that ignores SIGTERM, SIGINT and SIGHUP and
 # leaves a process of its own in another session; once it runs, ends the job HOW:
 # "kill" (SIGKILL to the group) or "github" (SIGINT, SIGTERM 2 s later, SIGKILL 3 s
-# after that, as GitHub Actions cancels a step).
+# after that, as GitHub Actions cancels a step). The job ends once a process whose
+# command line ends in $STARTED runs (the grandchild: every other marked one ends in
+# the marker alone); PATH_FIRST goes before PATH.
 cancel() {
     local name=$1 how=$2; shift 2
     local program="trap '' TERM INT HUP; setsid sh -c 'trap \"\" TERM INT HUP; while :; do sleep 1; done' $MARKER-grandchild & while :; do sleep 1; done"
     rm -f "$WORK/runner.pid"
-    RUNNER_PID_FILE="$WORK/runner.pid" setsid "$DPFS" test "$MNT" --swift "$STUB" "$@" -- sh -c "$program" "$MARKER" \
-        > "$WORK/test.out" 2>&1 &
+    PATH="${PATH_FIRST:+$PATH_FIRST:}$PATH" RUNNER_PID_FILE="$WORK/runner.pid" \
+        setsid "$DPFS" test "$MNT" --swift "$STUB" "$@" -- sh -c "$program" "$MARKER" > "$WORK/test.out" 2>&1 &
     test_pid=$!
-    if ! within 120 test -s "$WORK/runner.pid" || ! within 120 pgrep -f "$MARKER-grandchild"; then
+    if ! within 120 test -s "$WORK/runner.pid" || ! within 120 pgrep -f "${STARTED:-$MARKER-grandchild}\$"; then
         fail "$name: the program did not start" "$(cat "$WORK/test.out")"
         return
     fi
@@ -86,6 +88,21 @@ cancel() {
 cancel "SIGKILL to the job's group" kill
 cancel "SIGKILL to the job's group, --no-isolation" kill --no-isolation
 cancel "a GitHub-style cancel" github
+
+# A cancel while bwrap makes the sandbox: its child asks for its death signal only
+# just before the program starts, so killing bwrap alone would leave it. A stand-in
+# bwrap is caught there: a child of its own that outlives it, and no sandbox.
+UNBORN="$WORK/unborn"
+mkdir "$UNBORN"
+cat > "$UNBORN/bwrap" <<SH
+#!/bin/sh
+while [ \$# -gt 0 ]; do [ "\$1" = --info-fd ] && info=\$2; shift; done
+[ -n "\$info" ] && eval "exec \$info>&-"
+sh -c 'trap "" TERM INT HUP; while :; do sleep 1; done' $MARKER-unborn &
+wait
+SH
+chmod 755 "$UNBORN/bwrap"
+PATH_FIRST="$UNBORN" STARTED="$MARKER-unborn" cancel "SIGKILL while bwrap makes the sandbox" kill
 
 # No bubblewrap: a PATH without bwrap (python3 and sh stay reachable by absolute path).
 NOBWRAP="$WORK/nobwrap"

@@ -88,7 +88,9 @@ struct Run: ParsableCommand {
 
     /// bwrap keeps the forwarded signals blocked (it forwards none, and must outlive a
     /// terminal's Ctrl-C to report the status); they go to the sandbox's PID 1 instead.
-    /// A tie kills bwrap, whose sandbox dies with it (--die-with-parent).
+    /// A tie kills bwrap, whose sandbox dies with it (--die-with-parent) once it stands;
+    /// a sandbox still being made has no death signal yet (bwrap asks for it just before
+    /// the program starts), so this process adopts it and kills it.
     private static func runIsolated(_ command: [RawArgument], in view: AppView, environment: [String: String],
                                     signals: (set: sigset_t, previous: sigset_t), tie: TestRunTie?) throws -> Int32 {
         guard let dpfs = Bundle.main.executablePath else { throw CLIError("cannot find the dpfs binary to start the sandbox") }
@@ -98,6 +100,7 @@ struct Run: ParsableCommand {
         _ = fcntl(info[0], F_SETFD, FD_CLOEXEC)  // the write end is bwrap's --info-fd
         var blocked = sigset_t()
         pthread_sigmask(SIG_BLOCK, nil, &blocked)
+        if tie != nil { OrphanedDescendants.adopt() }
         let bwrap: pid_t
         do {
             let arguments = try view.command(command, infoFD: ChildProcess.passedDescriptor, dpfsBinary: dpfs,
@@ -112,6 +115,7 @@ struct Run: ParsableCommand {
         tie?.killOnEnd(bwrap)
         let sandboxInit = SandboxInfo.childPID(from: info[0])
         let status = ChildSignals.forwardUntilExit(of: bwrap, signals: signals.set, to: sandboxInit ?? bwrap)
+        if let tie, tie.hasEnded { OrphanedDescendants.endAll(grace: .zero) }
         // Without the sandbox's PID bwrap failed before the program started: its
         // status would pass for the program's own.
         guard sandboxInit == nil, status != 0, tie?.hasEnded != true else { return status }
