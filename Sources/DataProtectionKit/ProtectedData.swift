@@ -22,7 +22,8 @@ public enum ProtectedData {
     /// then on are posted); a call while observing, or while another thread's call
     /// subscribes, returns once the one subscription is live. Throws DeviceError when the
     /// device cannot be reached. When the daemon dies or the device is unmounted,
-    /// will-become-unavailable is posted with a ProtectedDataEndReason and observing ends.
+    /// will-become-unavailable is posted with a ProtectedDataEndReason and observing ends;
+    /// when the daemon dropped this subscriber (it fell behind), observing goes on.
     public static func startObserving() throws {
         try ProtectedDataObserver.shared.start(mountpoint: DeviceLocation.requireMountpoint())
     }
@@ -53,15 +54,17 @@ public enum ProtectedDataNotificationKey {
     public static let state = "dpfsState"
 }
 
-/// Why observing ended without stopObserving(): the `dpfsEvent` of the
-/// will-become-unavailable notification posted then; isObserving is false from then on.
+/// Why the event stream ended without stopObserving(): the `dpfsEvent` of the
+/// will-become-unavailable notification posted then. Observing ends (isObserving is
+/// false from then on), except after `dropped`.
 public enum ProtectedDataEndReason: String, Sendable {
     /// The daemon died: the mount stays, but answers nothing.
     case daemonGone
     /// The device was unmounted.
     case unmounted
     /// The daemon still answers but dropped this subscriber, which fell behind its
-    /// events: what happened meanwhile is unknown, so the data is taken as gone until
-    /// startObserving() subscribes again.
+    /// events: what happened meanwhile is unknown, so the data is taken as gone. The
+    /// observer subscribes again at once (observing does not end) and posts
+    /// did-become-available if the data is available then.
     case dropped
 }

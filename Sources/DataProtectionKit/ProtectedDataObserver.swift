@@ -4,7 +4,8 @@
 // will-become-unavailable notification; didBecomeAvailable posts the did-become one. A
 // stream that ends without stopObserving (the daemon died, the device was unmounted)
 // posts will-become-unavailable too: the mount refuses every access from then on, and
-// on iOS protected data never goes away unannounced.
+// on iOS protected data never goes away unannounced. A subscriber the daemon dropped
+// subscribes again, as an iOS app never stops hearing.
 import DPFSProtocol
 import Foundation
 import Glibc
@@ -51,8 +52,7 @@ final class ProtectedDataObserver: Sendable {
         let timeout = DeviceChannel.requestTimeout
         let connection: EventConnection
         do {
-            connection = EventConnection(try ControlClient(mountpoint: mountpoint, timeout: timeout))
-            connection.client.setTimeout(seconds: timeout)
+            connection = try Self.connect(mountpoint)
         } catch {
             throw DeviceChannel.translate(error, mountpoint: mountpoint, timeout: timeout)
         }
@@ -80,6 +80,14 @@ final class ProtectedDataObserver: Sendable {
         }
     }
 
+    /// A connection for an `events` subscription, with the request deadline until it is confirmed.
+    private static func connect(_ mountpoint: String) throws -> EventConnection {
+        let timeout = DeviceChannel.requestTimeout
+        let connection = EventConnection(try ControlClient(mountpoint: mountpoint, timeout: timeout))
+        connection.client.setTimeout(seconds: timeout)
+        return connection
+    }
+
     /// Forgets the subscription of `generation` if it is still the live one; true if it
     /// was (nobody stopped it or replaced it).
     @discardableResult
@@ -91,31 +99,76 @@ final class ProtectedDataObserver: Sendable {
         }
     }
 
+    /// The observing thread: posts the stream's events until it ends. A subscriber the
+    /// daemon dropped for falling behind has missed events: that is announced as the
+    /// data gone, and the thread subscribes again at once, announcing the data back
+    /// if it is available then, so that the app goes on hearing as it would on iOS.
     private func run(_ connection: EventConnection, mountpoint: String, generation: Int, started: StartOutcome) {
-        var subscribed = false
+        var failure: Error?
+        let subscribed = listen(on: connection, generation: generation, failure: &failure) { _ in started.ready.signal() }
+        guard subscribed else {
+            started.error.withLock { $0 = failure ?? FrameError.closed }
+            started.ready.signal()
+            return
+        }
+        while isCurrent(generation) {
+            let reason = Self.endReason(mountpoint)
+            guard reason == .dropped else {
+                if end(generation) { Self.postStreamEnd(reason) }
+                return
+            }
+            Self.postStreamEnd(reason)
+            guard let fresh = try? Self.connect(mountpoint), replace(generation, with: fresh) else {
+                end(generation)
+                return
+            }
+            let again = listen(on: fresh, generation: generation, failure: &failure) { status in
+                guard let status, status.classes[ProtectionClass.complete.name] == true else { return }
+                Self.post(DeviceEvent(.didBecomeAvailable, state: status.state))
+            }
+            guard again else {
+                end(generation)
+                return
+            }
+        }
+    }
+
+    /// Subscribes on `connection` and posts its events while `generation` is the live
+    /// subscription; `subscribed` gets the status the daemon confirmed the subscription
+    /// with. Returns once the stream ends: whether it was subscribed (`failure` says why not).
+    private func listen(on connection: EventConnection, generation: Int, failure: inout Error?,
+                        subscribed: (DeviceStatus?) -> Void) -> Bool {
+        var confirmed = false
         do {
             try connection.client.stream(.events) { reply in
-                if !subscribed {
+                if !confirmed {
                     // The first reply confirms the subscription; events may then be
                     // hours apart, so no time limit from here on.
-                    subscribed = true
+                    confirmed = true
                     connection.client.setTimeout(seconds: 0)
-                    started.ready.signal()
+                    subscribed(reply.status)
                     return true
                 }
                 guard isCurrent(generation) else { return false }
                 if let event = reply.event { Self.post(event) }
                 return true
             }
-            if !subscribed { started.error.withLock { $0 = FrameError.closed } }
         } catch {
-            if !subscribed { started.error.withLock { $0 = error } }
+            failure = error
         }
-        guard subscribed else {
-            started.ready.signal()
-            return
+        return confirmed
+    }
+
+    /// Makes `connection` the one of subscription `generation`, if that is still the
+    /// live one; else hangs it up.
+    private func replace(_ generation: Int, with connection: EventConnection) -> Bool {
+        let live = subscription.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
+            state.connection = connection
+            return true
         }
-        if end(generation) { Self.postStreamEnd(mountpoint: mountpoint) }
+        if !live { connection.client.hangUp() }
+        return live
     }
 
     private func isCurrent(_ generation: Int) -> Bool {
@@ -144,12 +197,13 @@ final class ProtectedDataObserver: Sendable {
         return String(cString: resolved)
     }
 
-    /// The stream ended unasked: the device is gone for this process, as protected data
-    /// at a lock, and an app must drop what it decrypted. No state: nobody reports one.
-    private static func postStreamEnd(mountpoint: String) {
+    /// The stream ended unasked: the device is gone for this process (or, `dropped`, its
+    /// events were missed), as protected data at a lock, and an app must drop what it
+    /// decrypted. No state: nobody reports one.
+    private static func postStreamEnd(_ reason: ProtectedDataEndReason) {
         NotificationCenter.default.post(name: .UIApplicationProtectedDataWillBecomeUnavailable,
                                         object: UIApplication.shared,
-                                        userInfo: [ProtectedDataNotificationKey.event: endReason(mountpoint).rawValue])
+                                        userInfo: [ProtectedDataNotificationKey.event: reason.rawValue])
     }
 
     private static func endReason(_ mountpoint: String) -> ProtectedDataEndReason {

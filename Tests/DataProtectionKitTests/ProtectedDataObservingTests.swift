@@ -96,6 +96,65 @@ final class ProtectedDataObservingTests: XCTestCase {
         XCTAssertEqual(recorder.events, ["unmounted"])
     }
 
+    /// A handler that holds the observing thread makes the subscriber fall behind, and
+    /// the daemon drops it. The app hears the data go (`dropped`), then, subscribed again
+    /// at once, the data come back, and later events as before.
+    func testADroppedSubscriberSubscribesAgain() throws {
+        let device = try MountedDevice()
+        self.device = device
+        guard let pid = device.daemonPID else { throw TestFailure("no daemon pid") }
+        let release = DispatchSemaphore(value: 0)
+        let holding = Mutex(true)
+        let hold = NotificationCenter.default.addObserver(
+            forName: UIApplication.protectedDataWillBecomeUnavailableNotification, object: nil, queue: nil) { _ in
+            if holding.withLock({ first in defer { first = false }; return first }) { release.wait() }
+        }
+        defer {
+            release.signal()
+            NotificationCenter.default.removeObserver(hold)
+        }
+        try ProtectedData.startObserving()
+        // The daemon starts a subscriber's writer once it has confirmed the subscription.
+        XCTAssertTrue(Self.within(30) { Self.eventWriters(of: pid) == 1 }, "no event writer")
+        // Restarts need no passcode and each sends an event: the first holds the thread.
+        var restarts = 0
+        while Self.eventWriters(of: pid) > 0 && restarts < 5000 {
+            try device.control.restart()
+            restarts += 1
+        }
+        XCTAssertEqual(Self.eventWriters(of: pid), 0, "still subscribed after \(restarts) restarts")
+        try device.control.unlock(passcodeFile: device.passcodeFile)
+        recorder.start()
+        release.signal()
+        XCTAssertTrue(recorder.wait(timeout: 60) { $0.contains("didBecomeAvailable") }, "\(recorder.events.suffix(3))")
+        XCTAssertEqual(recorder.events.filter { $0 != "restart" }, ["dropped", "didBecomeAvailable"])
+        XCTAssertEqual(recorder.names.last, UIApplication.protectedDataDidBecomeAvailableNotification)
+        XCTAssertTrue(ProtectedData.isObserving)
+        XCTAssertTrue(Self.within(30) { Self.eventWriters(of: pid) == 1 }, "subscribed again")
+        recorder.reset()
+        try device.control.lock()
+        XCTAssertTrue(recorder.wait(timeout: 15) { !$0.isEmpty }, "no event after the new subscription")
+        XCTAssertEqual(recorder.events, ["willBecomeUnavailable"])
+    }
+
+    private static func within(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() >= deadline { return false }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return true
+    }
+
+    /// The daemon's event writers: one thread per subscriber, named so.
+    private static func eventWriters(of pid: Int32) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.filter { task in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "dpfs-events"
+        }.count
+    }
+
     func testHandlersRunOnTheNamedObservingThread() throws {
         let device = try MountedDevice()
         self.device = device
