@@ -98,18 +98,16 @@ expect_eq "locked" "$(state_of)" "locked"
 unlock_device > /dev/null
 stopped_daemon=$daemon
 kill -STOP "$daemon"
-for command in "lock --now" restart status "unlock --passcode-file $PASS" "biometry status" "keychain find"; do
-    # shellcheck disable=SC2086 # the command's words
-    status=0; timeout -s KILL 120 "$DPFS" $command "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
-    expect_eq "${command/$PASS/PASSFILE} gives up on a stopped daemon with status 1" "$status" "1"
-    check "and says the daemon is stopped" has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
-    case $command in
-        lock*) check "and that the device was not locked: run it again" \
-                   has_line "the device was not locked: run the command again" "$WORK/stopped.err" ;;
-        restart) check "and that the device was not restarted: run it again" \
-                     has_line "the device was not restarted: run the command again" "$WORK/stopped.err" ;;
-    esac
-done
+# Each command waits out its own deadline, so they run side by side: a stopped_run each,
+# its status and its error output in files of its own.
+stopped_pids=()
+stopped_run() {  # NAME dpfs-arguments...
+    local name=$1; shift
+    ( status=0; timeout -s KILL 120 "$DPFS" "$@" > /dev/null 2> "$WORK/stopped-$name.err" || status=$?
+      echo "$status" > "$WORK/stopped-$name.status" ) &
+    stopped_pids+=("$!")
+}
+stopped_status() { cat "$WORK/stopped-$1.status" 2>/dev/null; }
 # /proc/locks lists newer locks first, and with many on the machine the daemon's
 # runs past the first read of it: the pid is named all the same.
 python3 -c 'import fcntl, sys, time
@@ -118,26 +116,40 @@ for f in held: fcntl.flock(f, fcntl.LOCK_EX)
 open(sys.argv[1] + "/flocks-held", "w").close()
 time.sleep(600)' "$WORK" &
 flocker=$!
-if within 60 test -e "$WORK/flocks-held"; then
-    status=0; timeout -s KILL 120 "$DPFS" status "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
-    check "with 300 newer flocks, status still names the stopped daemon" \
-        has_line "its process (pid $daemon) is stopped" "$WORK/stopped.err"
-else
-    fail "300 flocks held"
-fi
-kill "$flocker"; wait "$flocker" 2>/dev/null; flocker=""
+within 60 test -e "$WORK/flocks-held" || fail "300 flocks held"
+commands=("lock --now" restart status "unlock --passcode-file $PASS" "biometry status" "keychain find")
+for index in "${!commands[@]}"; do
+    # shellcheck disable=SC2086 # the command's words
+    stopped_run "$index" ${commands[$index]} "$MNT"
+done
 # unmount and a mount onto the same mount point ask the mount itself whether its daemon
 # died (statfs): they too give up, leaving the mount as it is.
-status=0; timeout -s KILL 120 "$DPFS" unmount "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
-expect_eq "unmount gives up on a stopped daemon with status 1" "$status" "1"
-check "and says the daemon is stopped, and how to resume it" has_line "its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped.err"
-check "and how to detach the mount without it" has_line "not unmounted.*fusermount3 -u -z $MNT" "$WORK/stopped.err"
-expect_eq "in one line" "$(wc -l < "$WORK/stopped.err")" "1"
+stopped_run unmount unmount "$MNT"
+stopped_run mount mount "$DEV" "$MNT"
+wait "${stopped_pids[@]}"
+kill "$flocker"; wait "$flocker" 2>/dev/null; flocker=""
+for index in "${!commands[@]}"; do
+    command=${commands[$index]}
+    expect_eq "${command/$PASS/PASSFILE} gives up on a stopped daemon with status 1" "$(stopped_status "$index")" "1"
+    check "and says the daemon is stopped" has_line "its process (pid $daemon) is stopped" "$WORK/stopped-$index.err"
+    case $command in
+        lock*) check "and that the device was not locked: run it again" \
+                   has_line "the device was not locked: run the command again" "$WORK/stopped-$index.err" ;;
+        restart) check "and that the device was not restarted: run it again" \
+                     has_line "the device was not restarted: run the command again" "$WORK/stopped-$index.err" ;;
+        status) check "with 300 newer flocks, status still names the stopped daemon" \
+                    has_line "its process (pid $daemon) is stopped" "$WORK/stopped-$index.err" ;;
+    esac
+done
+expect_eq "unmount gives up on a stopped daemon with status 1" "$(stopped_status unmount)" "1"
+check "and says the daemon is stopped, and how to resume it" \
+    has_line "its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped-unmount.err"
+check "and how to detach the mount without it" has_line "not unmounted.*fusermount3 -u -z $MNT" "$WORK/stopped-unmount.err"
+expect_eq "in one line" "$(wc -l < "$WORK/stopped-unmount.err")" "1"
 check "the mount is still in place" grep -q " $MNT fuse.dpfs " /proc/mounts
-status=0; timeout -s KILL 120 "$DPFS" mount "$DEV" "$MNT" > /dev/null 2> "$WORK/stopped.err" || status=$?
-expect_eq "mount onto its mount point gives up with status 1" "$status" "1"
+expect_eq "mount onto its mount point gives up with status 1" "$(stopped_status mount)" "1"
 check "and says it has a mount whose daemon is stopped" \
-    has_line "$MNT already has a dpfs mount; .*its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped.err"
+    has_line "$MNT already has a dpfs mount; .*its process (pid $daemon) is stopped.*kill -CONT $daemon" "$WORK/stopped-mount.err"
 kill -CONT "$daemon"; stopped_daemon=""
 # The commands given up on had sent nothing (they waited for the mount to name its
 # socket): nothing happens at the resume.
