@@ -65,6 +65,7 @@ public enum ProtectedDataEndReason: String, Sendable {
     /// The daemon still answers but dropped this subscriber, which fell behind its
     /// events: what happened meanwhile is unknown, so the data is taken as gone. The
     /// observer subscribes again at once (observing does not end) and posts
-    /// did-become-available if the data is available then.
+    /// did-become-available if the data is available then; should that fail, observing
+    /// ends and a second will-become-unavailable gives the reason.
     case dropped
 }

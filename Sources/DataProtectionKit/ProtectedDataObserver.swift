@@ -103,42 +103,50 @@ final class ProtectedDataObserver: Sendable {
     /// daemon dropped for falling behind has missed events: that is announced as the
     /// data gone, and the thread subscribes again at once, announcing the data back
     /// if it is available then, so that the app goes on hearing as it would on iOS.
+    /// Only a subscription that brought events is taken again: one the daemon ends
+    /// before any (short of threads to write them) ends observing, as does a failure to
+    /// subscribe again, with the reason posted.
     private func run(_ connection: EventConnection, mountpoint: String, generation: Int, started: StartOutcome) {
         var failure: Error?
-        let subscribed = listen(on: connection, generation: generation, failure: &failure) { _ in started.ready.signal() }
-        guard subscribed else {
+        let first = listen(on: connection, generation: generation, failure: &failure) { _ in started.ready.signal() }
+        guard first.confirmed else {
             started.error.withLock { $0 = failure ?? FrameError.closed }
             started.ready.signal()
             return
         }
+        var brought = first.events > 0
         while isCurrent(generation) {
             let reason = Self.endReason(mountpoint)
-            guard reason == .dropped else {
+            guard reason == .dropped, brought else {
                 if end(generation) { Self.postStreamEnd(reason) }
                 return
             }
+            guard isCurrent(generation) else { return }
             Self.postStreamEnd(reason)
             guard let fresh = try? Self.connect(mountpoint), replace(generation, with: fresh) else {
-                end(generation)
+                if end(generation) { Self.postStreamEnd(Self.endReason(mountpoint)) }
                 return
             }
-            let again = listen(on: fresh, generation: generation, failure: &failure) { status in
-                guard let status, status.classes[ProtectionClass.complete.name] == true else { return }
+            let again = listen(on: fresh, generation: generation, failure: &failure) { [self] status in
+                guard let status, status.classes[ProtectionClass.complete.name] == true, isCurrent(generation) else { return }
                 Self.post(DeviceEvent(.didBecomeAvailable, state: status.state))
             }
-            guard again else {
-                end(generation)
+            guard again.confirmed else {
+                if end(generation) { Self.postStreamEnd(Self.endReason(mountpoint)) }
                 return
             }
+            brought = again.events > 0
         }
     }
 
     /// Subscribes on `connection` and posts its events while `generation` is the live
     /// subscription; `subscribed` gets the status the daemon confirmed the subscription
-    /// with. Returns once the stream ends: whether it was subscribed (`failure` says why not).
+    /// with. Returns once the stream ends: whether it was confirmed (`failure` says why
+    /// not) and how many events came.
     private func listen(on connection: EventConnection, generation: Int, failure: inout Error?,
-                        subscribed: (DeviceStatus?) -> Void) -> Bool {
+                        subscribed: (DeviceStatus?) -> Void) -> (confirmed: Bool, events: Int) {
         var confirmed = false
+        var events = 0
         do {
             try connection.client.stream(.events) { reply in
                 if !confirmed {
@@ -149,6 +157,7 @@ final class ProtectedDataObserver: Sendable {
                     subscribed(reply.status)
                     return true
                 }
+                events += 1
                 guard isCurrent(generation) else { return false }
                 if let event = reply.event { Self.post(event) }
                 return true
@@ -156,7 +165,7 @@ final class ProtectedDataObserver: Sendable {
         } catch {
             failure = error
         }
-        return confirmed
+        return (confirmed, events)
     }
 
     /// Makes `connection` the one of subscription `generation`, if that is still the
