@@ -1,8 +1,9 @@
 // Records a daemon's death and leaves its mount failing closed. When a daemon dies
 // without unmounting (SIGKILL, a crash, the out-of-memory killer, a connection aborted
 // through /sys/fs/fuse), the kernel keeps its mount and answers every request on it
-// with ENOTCONN: nothing can be read there, and nothing can be created or written in
-// the clear in the directory beneath, as it could if the mount were taken away (a
+// with ENOTCONN: nothing more comes from the device (what the kernel had cached stays
+// readable through what was open: docs/security.md), and nothing can be created or
+// written in the clear in the directory beneath, as it could if the mount were taken away (a
 // shell whose cwd is inside, a program that writes by path). The dead mount stays
 // until `dpfs unmount` or the next `dpfs mount` on it takes it down (DeadMount).
 //

@@ -161,6 +161,7 @@ extension SandboxFileSystem {
 
     /// Unwraps the file key (of the file on `inode`) if the entry has none.
     func ensureKey(_ file: OpenFile, _ inode: Inode) throws(Errno) {
+        guard isReadable(file) else { throw Errno.notPermitted }
         if file.reading({ file.key != nil }) { return }
         try file.writing { () throws(Errno) in
             if file.content.key != nil { return }
@@ -169,6 +170,17 @@ extension SandboxFileSystem {
             }
             file.content.key = try unwrapKey(file.content.header, of: inode)
         }
+    }
+
+    /// Whether the file's class may be read now. Its key may outlive the class's: the
+    /// lock wipes open files' keys after the grace period's deadline, once it holds the
+    /// lock-state's lock (an unlock with a wrong passcode may hold that through its key
+    /// derivation), so the deadline itself is checked. completeUnlessOpen stays readable
+    /// through what is open, as on iOS.
+    @inline(__always)
+    func isReadable(_ file: OpenFile) -> Bool {
+        let protectionClass = file.protectionClass
+        return protectionClass == .completeUnlessOpen || device.isAvailable(protectionClass)
     }
 
     /// `operation` (a data operation that throws EPERM without the file key), run once
@@ -499,7 +511,7 @@ extension SandboxFileSystem {
     func read(_ req: fuse_req_t?, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let handle = Self.handle(fi) else { return reply(req, .badDescriptor) }
         let file = handle.file
-        if file.readsBlocked.load(ordering: .acquiring) { return reply(req, .notPermitted) }
+        if file.readsBlocked.load(ordering: .acquiring) || !isReadable(file) { return reply(req, .notPermitted) }
         // Through an io_uring queue, straight into the buffer the kernel takes the reply
         // from, which the queue wipes itself.
         let inPlace = KernelChannel.readReplySpace(size)

@@ -20,8 +20,17 @@ public struct TestHooks: Sendable {
 
     /// The knobs named in the daemon's environment (dpfs(1), ENVIRONMENT).
     public static func fromEnvironment() -> TestHooks {
-        let scale = ProcessInfo.processInfo.environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init)
-        return TestHooks(delayScale: scale ?? 1)
+        let environment = ProcessInfo.processInfo.environment
+        let scale = environment["DPFS_TEST_DELAY_SCALE"].flatMap(Double.init)
+        let hold = environment["DPFS_TEST_HOLD_UNLOCK"].map { path in { @Sendable in waitForFile(path) } }
+        return TestHooks(delayScale: scale ?? 1, passcodeChecked: hold)
+    }
+
+    /// Makes PATH.held, then waits until `path` exists, 60 s at most.
+    private static func waitForFile(_ path: String) {
+        _ = FileManager.default.createFile(atPath: path + ".held", contents: nil)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while access(path, F_OK) != 0 && ContinuousClock.now < deadline { usleep(10_000) }
     }
 
     /// Shortens the wait the policy just imposed.
