@@ -7,8 +7,10 @@ import Glibc
 import Testing
 
 @Suite struct SocketDirectoryTests {
+    /// Short names throughout: a socket's whole path must fit sun_path (108 bytes), and
+    /// the suite's TMPDIR is long.
     private static func makeDirectory() throws -> String {
-        let directory = NSTemporaryDirectory() + "dpfs-sockets-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = NSTemporaryDirectory() + "sk-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         return directory
     }
@@ -44,10 +46,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gone = try Self.unusedPID()
         let paths = (goneOwner: "\(directory)/\(gone).sock",
-                     goneApp: "\(directory)/\(gone).app-\(UUID().uuidString).sock",
+                     goneApp: "\(directory)/\(gone).app-a.sock",
                      // PID 1 started at the boot: before a socket made now, after an old one.
                      live: "\(directory)/1.sock",
-                     pidGivenAgain: "\(directory)/1.app-\(UUID().uuidString).sock",
+                     pidGivenAgain: "\(directory)/1.app-b.sock",
                      own: "\(directory)/\(getpid()).sock",
                      other: "\(directory)/notes.txt")
         for path in [paths.goneOwner, paths.goneApp, paths.live, paths.pidGivenAgain, paths.own] {
