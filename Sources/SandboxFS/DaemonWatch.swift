@@ -3,9 +3,9 @@
 // through /sys/fs/fuse), the kernel keeps its mount and answers every request on it
 // with ENOTCONN: nothing more comes from the device (what the kernel had cached stays
 // readable through what was open: docs/security.md), and nothing can be created or
-// written in the clear in the directory beneath, as it could if the mount were taken away (a
-// shell whose cwd is inside, a program that writes by path). The dead mount stays
-// until `dpfs unmount` or the next `dpfs mount` on it takes it down (DeadMount).
+// written in the clear in the directory beneath, as it could if the mount were taken
+// away (a shell whose cwd is inside, a program that writes by path). The dead mount
+// stays until `dpfs unmount` or the next `dpfs mount` on it takes it down (DeadMount).
 //
 // The watch is a process of its own, `dpfs unmount MOUNTPOINT --when-closed 3 --source
 // dpfs:DEVICE`, started just before the mount is made, waiting on the read end of a

@@ -176,11 +176,10 @@ extension SandboxFileSystem {
     /// lock wipes open files' keys after the grace period's deadline, once it holds the
     /// lock-state's lock (an unlock with a wrong passcode may hold that through its key
     /// derivation), so the deadline itself is checked. completeUnlessOpen stays readable
-    /// through what is open, as on iOS.
+    /// through what is open, as on iOS: the rule new files of a class follow.
     @inline(__always)
     func isReadable(_ file: OpenFile) -> Bool {
-        let protectionClass = file.protectionClass
-        return protectionClass == .completeUnlessOpen || device.isAvailable(protectionClass)
+        classTakesNewFiles(file.protectionClass)
     }
 
     /// `operation` (a data operation that throws EPERM without the file key), run once
