@@ -119,6 +119,12 @@ public final class LockStateManager: Sendable {
     /// Serialises transitions (lock wipe, unlock, restart, passcode changes) without
     /// holding `core` across the slow parts (KDF, page-cache invalidation).
     private let transition = Mutex<Void>(())
+    /// Serialises every change of `core.keybag` with its save. A directory class change,
+    /// which comes as a FUSE request, takes this lock alone and never `transition`: a
+    /// lock holds that while the kernel drops pages that requests in flight hold, and
+    /// on FUSE over io_uring one blocked queue thread holds every request of its CPU.
+    /// Nothing is revoked, and no passcode checked, while it is held.
+    private let keybagWrites = Mutex<Void>(())
     private let revokers = Mutex<[Revoker]>([])
     /// How many inodes the mounted filesystem holds for the kernel (status), once mounted.
     private let mountedInodes = LateCallback<Int>()
@@ -210,13 +216,33 @@ public final class LockStateManager: Sendable {
     /// record vouches for it).
     public func recordDirectoryClass(_ directoryID: [UInt8], _ protectionClass: ProtectionClass) throws {
         let key = Hex.encode(directoryID)
-        try transition.withLock { _ in
+        try keybagWrites.withLock { _ in
             var keybag = core.withLock { $0.keybag }
             guard keybag.directoryClasses?[key] != protectionClass else { return }
             keybag.directoryClasses = (keybag.directoryClasses ?? [:]).merging([key: protectionClass]) { $1 }
             try keybag.save(in: directory, deviceSecret: deviceSecret)
             let saved = keybag
             core.withLock { $0.keybag = saved }
+        }
+    }
+
+    /// Makes `keybag` (a transition's copy, taken before its slow part) the device's,
+    /// once `save` has saved it, with the directory classes recorded meanwhile, and
+    /// applies `update` to the rest of the state at the same moment. Caller holds
+    /// `transition`.
+    @discardableResult
+    private func commitKeybag(_ keybag: KeybagFile, save: (inout KeybagFile) throws -> Void = { _ in },
+                              update: (inout Core) -> Void = { _ in }) throws -> KeybagFile {
+        try keybagWrites.withLock { _ in
+            var merged = keybag
+            merged.directoryClasses = core.withLock { $0.keybag.directoryClasses }
+            try save(&merged)
+            let kept = merged
+            core.withLock { core in
+                core.keybag = kept
+                update(&core)
+            }
+            return kept
         }
     }
 
@@ -477,10 +503,7 @@ public final class LockStateManager: Sendable {
         // An unlock of an unlocked device changes nothing a listener must hear of.
         let wasUnlocked = try transition.withLock { _ -> Bool in
             try acceptPasscode(passcode) { keys in
-                #if DPFS_TEST_HOOKS
-                testHooks.passcodeChecked?()
-                #endif
-                return try core.withLock { core -> LockPhase in
+                try core.withLock { core -> LockPhase in
                     guard core.lockRequests == requestsBefore else { throw LockError.lockedMeanwhile }
                     for protectionClass in ProtectionClass.allCases {
                         if let key = keys.key(for: protectionClass) {
@@ -519,18 +542,19 @@ public final class LockStateManager: Sendable {
         case .wrongPasscode(let fingerprint):
             try recordFailure(fingerprint: fingerprint, reserved: reserved)
         case .unlocked(let keys):
-            var policy = adopted.policy
-            policy.recordSuccess()
-            var saved = adopted
-            saved.policy = policy
-            if policy != keybag.policy {
-                try saved.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
+            #if DPFS_TEST_HOOKS
+            testHooks.passcodeChecked?()
+            #endif
+            var succeeded = adopted
+            succeeded.policy.recordSuccess()
+            let now = clock.now
+            if succeeded.policy != keybag.policy {
+                try commitKeybag(succeeded, save: { try $0.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true) },
+                                 update: { $0.passcodeEntered = now })
             } else {
                 try clearReservation()
+                try commitKeybag(succeeded, update: { $0.passcodeEntered = now })
             }
-            let kept = saved
-            let now = clock.now
-            core.withLock { $0.keybag = kept; $0.passcodeEntered = now }
             return try body(keys)
         }
     }
@@ -540,7 +564,7 @@ public final class LockStateManager: Sendable {
         var policy = core.withLock { $0.keybag.policy }
         defer {
             let adopted = policy
-            core.withLock { $0.keybag.policy = adopted }
+            keybagWrites.withLock { _ in core.withLock { $0.keybag.policy = adopted } }
         }
         return try reserveAttempt(&policy)
     }
@@ -556,19 +580,19 @@ public final class LockStateManager: Sendable {
         if outcome == .erase {
             try eraseKeyMaterial(&keybag)
         }
-        let onDisk = keybag.generation
         var unsaved = false
-        do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
-            // The failure counts all the same, with its delay: kept here, and saved
-            // before any passcode is tried again (saveUnsavedFailure), so that a full
-            // disk and a restart open no way to more guesses.
-            keybag.generation = onDisk
-            unsaved = true
-        }
-        let attempts = keybag.policy.failedAttempts
-        let wait = keybag.policy.waitRemaining(now: now)
-        let kept = keybag
-        core.withLock { $0.keybag = kept; $0.failureUnsaved = unsaved }
+        let kept = try commitKeybag(keybag, save: { keybag in
+            let onDisk = keybag.generation
+            do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
+                // The failure counts all the same, with its delay: kept here, and saved
+                // before any passcode is tried again (saveUnsavedFailure), so that a full
+                // disk and a restart open no way to more guesses.
+                keybag.generation = onDisk
+                unsaved = true
+            }
+        }, update: { $0.failureUnsaved = unsaved })
+        let attempts = kept.policy.failedAttempts
+        let wait = kept.policy.waitRemaining(now: now)
         emit(.attemptFailed, failedAttempts: attempts)
         if outcome == .erase {
             emit(.erased, failedAttempts: attempts)
@@ -581,12 +605,12 @@ public final class LockStateManager: Sendable {
     /// passcode attempt is refused untried (failureNotSaved). Caller holds `transition`.
     private func saveUnsavedFailure() throws {
         guard core.withLock({ $0.failureUnsaved }) else { return }
-        var keybag = core.withLock { $0.keybag }
-        do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
+        do {
+            try commitKeybag(core.withLock { $0.keybag }, save: { try $0.save(in: directory, deviceSecret: deviceSecret) },
+                             update: { $0.failureUnsaved = false })
+        } catch {
             throw LockError.failureNotSaved("\(error)")
         }
-        let saved = keybag
-        core.withLock { $0.keybag = saved; $0.failureUnsaved = false }
     }
 
     /// Crypto-shred: fresh class keys replace the old ones, so every file and item
@@ -637,15 +661,14 @@ public final class LockStateManager: Sendable {
             }
             keybag.policy.recordSuccess()
             keybag.policy.erased = false
-            try keybag.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true)
-            let saved = keybag
             let now = clock.now
-            core.withLock { core in
-                core.keybag = saved
+            let passcodeSet = keybag.passcodeSet
+            try commitKeybag(keybag, save: { try $0.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true) },
+                             update: { core in
                 // The user typed the passcode (the current one, or the first).
-                core.passcodeEntered = saved.passcodeSet ? now : nil
-                if !saved.passcodeSet { core.phase = .unlocked }
-            }
+                core.passcodeEntered = passcodeSet ? now : nil
+                if !passcodeSet { core.phase = .unlocked }
+            })
         }
         if new == nil {
             // Without a passcode every class is always available.

@@ -9,8 +9,9 @@ public struct TestHooks: Sendable {
     #if DPFS_TEST_HOOKS
     /// A factor on the waits after failed passcode attempts (0.01: 1 min → 0.6 s).
     public var delayScale: Double
-    /// Runs in an unlock once the passcode is verified, before the keys are restored:
-    /// where a lock can come while the passcode is checked.
+    /// Runs once a passcode is verified (an unlock's, or a prompt's), before its
+    /// success is saved and before an unlock restores the keys: where a lock, or a
+    /// directory class change, can come while the passcode is checked.
     public var passcodeChecked: (@Sendable () -> Void)?
 
     public init(delayScale: Double = 1, passcodeChecked: (@Sendable () -> Void)? = nil) {
