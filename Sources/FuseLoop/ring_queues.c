@@ -283,6 +283,14 @@ static int dpfs_ring_waits_on_disk(uint32_t opcode) {
     }
 }
 
+/// Requests whose handler has the kernel drop the inode's pages (SEEK_DATA and
+/// SEEK_HOLE write dirty mapped pages back first, Seek.swift): the kernel waits there
+/// for WRITEs it sends to the queue of this CPU and for READs pending on it, so this
+/// thread must go on serving meanwhile. Always served by a helper.
+static int dpfs_ring_waits_on_kernel(uint32_t opcode) {
+    return opcode == DPFS_FUSE_OPCODE_LSEEK;
+}
+
 /// The bytes a READ asks for or a WRITE carries (fuse_read_in and fuse_write_in both
 /// hold it after the handle and the offset); 0 for other requests.
 static uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, uint32_t opcode) {
@@ -333,9 +341,9 @@ static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
     return plaintext;
 }
 
-/// Serves the request a completion brought: here, or with a helper if it may wait on
-/// the disk and does not come `alone` (the only completion, no other entry away) or is
-/// large.
+/// Serves the request a completion brought: here, or with a helper if it waits on the
+/// kernel, or if it may wait on the disk and does not come `alone` (the only
+/// completion, no other entry away) or is large.
 /// Whether its reply, committed here, carried file contents.
 static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     struct dpfs_ring_queue *queue = entry->queue;
@@ -344,9 +352,10 @@ static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     memcpy(&opcode, entry->headers->in_out + DPFS_FUSE_IN_OPCODE_OFFSET, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
     // At the end, nothing more goes away: the thread waits only for what is away.
-    if (dpfs_ring_waits_on_disk(opcode) &&
-        (!(alone && queue->away == 0) || dpfs_ring_transfer_size(entry, opcode) >= DPFS_RING_LARGE_BYTES) &&
-        !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
+    int away = dpfs_ring_waits_on_kernel(opcode) ||
+        (dpfs_ring_waits_on_disk(opcode) &&
+         (!(alone && queue->away == 0) || dpfs_ring_transfer_size(entry, opcode) >= DPFS_RING_LARGE_BYTES));
+    if (away && !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
         entry->away = 1;
         queue->away++;
         entry->job.run = dpfs_ring_serve_away;

@@ -1,7 +1,9 @@
 // lseek SEEK_DATA and SEEK_HOLE, so cp, tar -S and rsync --sparse see a sparse file's
 // holes (which blocks are holes: BlockStore's HoleSearch.swift). Dirty mmap pages the
 // kernel has not written back yet are written back first, so they are not taken for
-// holes.
+// holes. The kernel writes them back with WRITEs and waits for them, and for reads in
+// flight, so on FUSE over io_uring this request goes to a helper thread: the queue
+// thread of its CPU must go on serving (ring_queues.c).
 import BlockStore
 import CFuse
 import DataProtection
