@@ -54,4 +54,35 @@ final class DirectoryClassDuringUnlockTests: XCTestCase {
         XCTAssertEqual(rebooted.recordedDirectoryClass(first), .complete, "kept by the unlock's save")
         XCTAssertEqual(rebooted.recordedDirectoryClass(second), .complete, "kept by the save after the check")
     }
+
+    func testTheKeybagAClassChangeSavedDuringACheckCannotBePutBack() throws {
+        // An unlock that saves nothing, a class saved during its check, then a passcode
+        // change: the keybag of the class change (which the old passcode opens) is old.
+        let device = try TestDevice()
+        let booted = Mutex<LockStateManager?>(nil)
+        let savedByTheChange = Mutex<Data?>(nil)
+        let keybagPath = device.directory.keybagPath
+        let hooks = TestHooks(delayScale: 0, passcodeChecked: {
+            guard let manager = booted.withLock({ $0.take() }) else { return }
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                do {
+                    try manager.recordDirectoryClass([UInt8](repeating: 3, count: 16), .complete)
+                    let bytes = try Data(contentsOf: URL(fileURLWithPath: keybagPath))
+                    savedByTheChange.withLock { $0 = bytes }
+                } catch { XCTFail("recording: \(error)") }
+                done.signal()
+            }
+            _ = done.wait(timeout: .now() + 60)
+        })
+        let manager = try LockStateManager(directory: device.directory, gracePeriod: 0, testHooks: hooks)
+        booted.withLock { $0 = manager }
+        try manager.unlock(passcode: try XCTUnwrap(device.passcode))
+        try manager.changePasscode(current: device.passcode, new: TestDevice.secret("5678"))
+        let old = try XCTUnwrap(savedByTheChange.withLock { $0 }, "the class change was saved during the check")
+        try old.write(to: URL(fileURLWithPath: keybagPath))
+        XCTAssertThrowsError(try device.boot(), "the old passcode's keybag is refused") { error in
+            guard case .rolledBack = error as? DeviceRecordError else { return XCTFail("\(error)") }
+        }
+    }
 }

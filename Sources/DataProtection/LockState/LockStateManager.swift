@@ -227,15 +227,21 @@ public final class LockStateManager: Sendable {
     }
 
     /// Makes `keybag` (a transition's copy, taken before its slow part) the device's,
-    /// once `save` has saved it, with the directory classes recorded meanwhile, and
-    /// applies `update` to the rest of the state at the same moment. Caller holds
+    /// once `save` has saved it, with what a class change saved meanwhile: the directory
+    /// classes, and the generation and MAC of the keybag on disk (a save from the
+    /// copy's older generation would write two keybags under one generation, and a
+    /// copy of the older one, put back, would pass for the crash a mount forgives).
+    /// Applies `update` to the rest of the state at the same moment. Caller holds
     /// `transition`.
     @discardableResult
     private func commitKeybag(_ keybag: KeybagFile, save: (inout KeybagFile) throws -> Void = { _ in },
                               update: (inout Core) -> Void = { _ in }) throws -> KeybagFile {
         try keybagWrites.withLock { _ in
             var merged = keybag
-            merged.directoryClasses = core.withLock { $0.keybag.directoryClasses }
+            let current = core.withLock { $0.keybag }
+            merged.directoryClasses = current.directoryClasses
+            merged.generation = current.generation
+            merged.mac = current.mac
             try save(&merged)
             let kept = merged
             core.withLock { core in
@@ -548,12 +554,14 @@ public final class LockStateManager: Sendable {
             var succeeded = adopted
             succeeded.policy.recordSuccess()
             let now = clock.now
-            if succeeded.policy != keybag.policy {
+            // The count adopted from the record was the device's while the passcode was
+            // checked, and a class change then may have saved it: saved again, cleared.
+            if succeeded.policy != keybag.policy || succeeded.policy != adopted.policy {
                 try commitKeybag(succeeded, save: { try $0.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true) },
                                  update: { $0.passcodeEntered = now })
             } else {
-                try clearReservation()
-                try commitKeybag(succeeded, update: { $0.passcodeEntered = now })
+                // Under the commit's lock, so that no class change's save puts it back.
+                try commitKeybag(succeeded, save: { _ in try clearReservation() }, update: { $0.passcodeEntered = now })
             }
             return try body(keys)
         }
