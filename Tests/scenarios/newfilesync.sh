@@ -72,7 +72,8 @@ traced_run() {
 import re, sys
 pending, calls = {}, []
 for line in open(sys.argv[1]):
-    pid, _, call = line.rstrip("\n").partition(" ")
+    # strace pads the pid to five columns: "9901  call", "12345 call".
+    pid, call = (line.rstrip("\n").split(None, 1) + [""])[:2]
     if call.endswith("<unfinished ...>"):
         pending[pid] = call[: -len("<unfinished ...>")].rstrip()
         continue
