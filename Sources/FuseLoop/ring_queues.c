@@ -159,6 +159,13 @@ void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) {
     return entry->iov[1].iov_base;
 }
 
+int dpfs_ring_may_wait_on_kernel(struct dpfs_rings *rings) {
+    if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE)) return 1;
+    struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)pthread_getspecific(rings->serving_key);
+    // `away` was set before the hand-off, which the helpers' lock orders before this.
+    return entry == NULL || entry->away;
+}
+
 /// Serves the request in `entry`: rebuilds it as one buffer in front of the payload and
 /// has libfuse dispatch it. A request libfuse did not answer gets EIO (each fetched
 /// request must be committed).
@@ -286,7 +293,7 @@ static int dpfs_ring_waits_on_disk(uint32_t opcode) {
 /// Requests whose handler has the kernel drop the inode's pages (SEEK_DATA and
 /// SEEK_HOLE write dirty mapped pages back first, Seek.swift): the kernel waits there
 /// for WRITEs it sends to the queue of this CPU and for READs pending on it, so this
-/// thread must go on serving meanwhile. Always served by a helper.
+/// thread must go on serving meanwhile. Always served by a helper, one of their own.
 static int dpfs_ring_waits_on_kernel(uint32_t opcode) {
     return opcode == DPFS_FUSE_OPCODE_LSEEK;
 }
@@ -334,6 +341,10 @@ static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
     for (; entry != NULL; entry = entry->done_next) {
         entry->away = 0;
         queue->away--;
+        if (entry->opcode == DPFS_FUSE_OPCODE_LSEEK) {
+            queue->kernel_waits--;
+            __atomic_sub_fetch(&queue->rings->kernel_waits, 1, __ATOMIC_RELEASE);
+        }
         __atomic_sub_fetch(&queue->rings->busy, 1, __ATOMIC_RELAXED);
         if (entry->plaintext > 0) plaintext = 1;
         dpfs_ring_prepare(entry, DPFS_RING_CMD_COMMIT_AND_FETCH, entry->headers->entry.commit_id);
@@ -342,8 +353,10 @@ static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
 }
 
 /// Serves the request a completion brought: here, or with a helper if it waits on the
-/// kernel, or if it may wait on the disk and does not come `alone` (the only
-/// completion, no other entry away) or is large.
+/// kernel (while the queue has entries to spare for it), or if it may wait on the disk
+/// and does not come `alone` (the only completion, no other entry away) or is large.
+/// One that waits on the kernel goes to a helper even at the end: the kernel's wait is
+/// for this thread's requests.
 /// Whether its reply, committed here, carried file contents.
 static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     struct dpfs_ring_queue *queue = entry->queue;
@@ -351,17 +364,31 @@ static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     uint32_t opcode;
     memcpy(&opcode, entry->headers->in_out + DPFS_FUSE_IN_OPCODE_OFFSET, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
-    // At the end, nothing more goes away: the thread waits only for what is away.
-    int away = dpfs_ring_waits_on_kernel(opcode) ||
-        (dpfs_ring_waits_on_disk(opcode) &&
-         (!(alone && queue->away == 0) || dpfs_ring_transfer_size(entry, opcode) >= DPFS_RING_LARGE_BYTES));
-    if (away && !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE)) {
+    // At the end, nothing more goes away but what waits on the kernel: the thread waits
+    // only for what is away.
+    int waits_on_kernel = dpfs_ring_waits_on_kernel(opcode);
+    int away = waits_on_kernel
+        ? queue->kernel_waits < DPFS_RING_KERNEL_WAITS_MAX
+        : dpfs_ring_waits_on_disk(opcode) &&
+          (!(alone && queue->away == 0) || dpfs_ring_transfer_size(entry, opcode) >= DPFS_RING_LARGE_BYTES) &&
+          !__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE);
+    if (away) {
         entry->away = 1;
+        entry->opcode = opcode;
         queue->away++;
+        if (waits_on_kernel) {
+            queue->kernel_waits++;
+            __atomic_add_fetch(&rings->kernel_waits, 1, __ATOMIC_RELEASE);
+        }
         entry->job.run = dpfs_ring_serve_away;
-        if (dpfs_helpers_submit(&rings->helpers, &entry->job) == 0) return 0;
+        struct dpfs_helpers *helpers = waits_on_kernel ? &rings->kernel_helpers : &rings->helpers;
+        if (dpfs_helpers_submit(helpers, &entry->job) == 0) return 0;
         entry->away = 0;
         queue->away--;
+        if (waits_on_kernel) {
+            queue->kernel_waits--;
+            __atomic_sub_fetch(&rings->kernel_waits, 1, __ATOMIC_RELEASE);
+        }
     }
     dpfs_ring_serve(entry);
     __atomic_add_fetch(&rings->served, 1, __ATOMIC_RELAXED);
@@ -408,8 +435,10 @@ static void *dpfs_ring_queue_thread(void *argument) {
     }
     dpfs_ring_arm_wake(queue);
     int wipe = 0;
-    // At the end, requests with helpers are still answered.
-    while (!__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE) || queue->away > 0) {
+    // At the end, requests with helpers are still answered, and while any queue's
+    // request waits on the kernel, every queue serves what that wait may need.
+    while (!__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE) || queue->away > 0 ||
+           __atomic_load_n(&rings->kernel_waits, __ATOMIC_ACQUIRE) > 0) {
         struct __kernel_timespec wait = {
             .tv_sec = 0, .tv_nsec = wipe ? DPFS_RING_WIPE_NANOSECONDS : DPFS_RING_WAIT_NANOSECONDS };
         struct io_uring_cqe *cqe = NULL;
@@ -502,6 +531,8 @@ int dpfs_rings_start(struct dpfs_rings *rings) {
     }
     dpfs_helpers_init(&rings->helpers, DPFS_HELPERS_MAX);
     dpfs_helpers_start_all(&rings->helpers);
+    dpfs_helpers_init(&rings->kernel_helpers, DPFS_RING_KERNEL_HELPERS);
+    dpfs_helpers_start_all(&rings->kernel_helpers);
     rings->queues = queues;
     rings->count = count;
     __atomic_store_n(&rings->started, 1, __ATOMIC_RELEASE);
@@ -518,6 +549,7 @@ void dpfs_rings_stop(struct dpfs_rings *rings) {
         if (rings->queues[q].running) pthread_join(rings->queues[q].thread, NULL);
     }
     dpfs_helpers_stop(&rings->helpers);
+    dpfs_helpers_stop(&rings->kernel_helpers);
     __atomic_store_n(&rings->started, 0, __ATOMIC_RELEASE);
     for (unsigned int q = 0; q < rings->count; q++) dpfs_ring_queue_release(&rings->queues[q]);
     free(rings->queues);

@@ -43,6 +43,11 @@ _Static_assert(DPFS_RING_MAX_ENTRIES + 1 <= DPFS_RING_SLOTS, "a slot for each en
 #define DPFS_RING_LARGE_BYTES ((uint32_t)64 * 1024)
 /// What stays resident of a payload buffer after a larger request (as for the loop's).
 #define DPFS_RING_KEEP_BYTES ((size_t)64 * 1024)
+/// Helpers for the requests that wait on the kernel (rare: SEEK_DATA and SEEK_HOLE).
+#define DPFS_RING_KERNEL_HELPERS 2
+/// How many of a queue's entries such requests may hold at once (the others must stay
+/// free for the requests they wait for); one more is served in place, without the wait.
+#define DPFS_RING_KERNEL_WAITS_MAX 4
 
 struct dpfs_rings;
 struct dpfs_ring_queue;
@@ -73,6 +78,7 @@ struct dpfs_ring_queue {
     unsigned int registered;            // entries made and registered, the first ones
     unsigned int away;                  // of them with a helper
     unsigned int lost;                  // of them whose command the kernel refused
+    unsigned int kernel_waits;          // of them with a kernel helper
     int wake_fd;                        // an eventfd helpers write when they are done
     uint64_t wake_count;                // where the queue's read of it lands
     struct dpfs_ring_entry *done;       // entries helpers served, to be committed
@@ -92,10 +98,14 @@ struct dpfs_rings {
     int stopping;
     unsigned long served;   // requests served through the queues
     unsigned int busy;      // requests being served now, here or by helpers
+    unsigned int kernel_waits;  // requests with kernel helpers, all queues together
     unsigned long trims;    // the loop's trims, copied here
     unsigned int count;
     struct dpfs_ring_queue *queues;
     struct dpfs_helpers helpers;
+    /// Helpers for the requests that wait on the kernel (dpfs_ring_waits_on_kernel), apart
+    /// from the others: the kernel's WRITEs they wait for then always find a helper free.
+    struct dpfs_helpers kernel_helpers;
     pthread_key_t serving_key;  // the entry whose request the calling thread serves
 };
 

@@ -131,6 +131,13 @@ enum KernelChannel {
         return dpfs_ring_read_space(rings, size)
     }
 
+    /// Whether the request the calling thread serves may wait on the kernel's write-back
+    /// and page drop: not on an io_uring queue's own thread (dpfs_ring_may_wait_on_kernel).
+    static var mayWaitOnKernel: Bool {
+        guard let rings else { return true }
+        return dpfs_ring_may_wait_on_kernel(rings) != 0
+    }
+
     /// Makes the session's io_uring queues, used if INIT negotiates them; pass the
     /// result to the loop. Call after install(on:).
     static func makeRings(for session: OpaquePointer) -> OpaquePointer? {

@@ -47,6 +47,9 @@ public final class SandboxFileSystem: Sendable {
     /// Whether the kernel opens directories without a request once opendir answers
     /// ENOSYS (FUSE 7.29, Linux 5.1).
     let kernelOpensDirectories = Atomic<Bool>(false)
+    /// SEEK_DATA and SEEK_HOLE requests waiting on the kernel's write-back now
+    /// (Seek.swift): each holds a worker, and the write-back needs others free.
+    let seeksWaitingOnKernel = Atomic<Int>(0)
     /// Serialises changes to name tags: each is a read-modify-write of one attribute,
     /// and a link racing a rename of the same file must not lose a tag.
     let nameTagChanges = Mutex<Void>(())

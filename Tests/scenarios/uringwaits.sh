@@ -9,9 +9,11 @@
 # change waiting there could wedge the lock). A debug-build hook holds the passcode
 # check (DPFS_TEST_HOLD_UNLOCK).
 #
-# Should either regress, the request waits for good and its queue thread with it:
-# each check waits for an answer with a deadline instead of waiting on the process,
-# and the cleanup aborts the connection (umount -f) so that what it can end ends.
+# Should either regress, the request waits for good and its queue thread with it,
+# and with it every later request of that CPU: each check waits for an answer with a
+# deadline instead of waiting on the process, a check unanswered ends the scenario at
+# once, and the cleanup then aborts the connection (umount -f) without touching the
+# mount, so that what can end ends.
 source "$(dirname "$0")/lib.sh"
 require_debug_build
 DPFS=$DEBUG
@@ -25,11 +27,22 @@ fi
 ORIGINAL=$(cat "$PARAM")
 HOLD="$WORK/let-check-go"
 unlocker=""
+WEDGED=""
+started=()   # what touches the mount in the background, by pid
 scenario_cleanup() {
     touch "$HOLD"
+    [ -n "$WEDGED" ] && umount -f "$MNT" 2>/dev/null
+    local pid
+    for pid in "${started[@]}"; do kill -KILL "$pid" 2>/dev/null; done
     [ -n "$unlocker" ] && { kill "$unlocker" 2>/dev/null; wait "$unlocker" 2>/dev/null; }
-    if grep -qs " $MNT fuse" /proc/mounts && ! within 10 stat -f "$MNT"; then umount -f "$MNT" 2>/dev/null; fi
     echo "$ORIGINAL" > "$PARAM"
+}
+# answered "what" FILE [SECONDS]: FILE appears within SECONDS (60), or the scenario ends.
+answered() {
+    if within "${3:-60}" test -e "$2"; then pass "$1"; return; fi
+    fail "$1" "no answer within ${3:-60} s"
+    WEDGED=1
+    finish
 }
 echo Y > "$PARAM"
 export DPFS_TEST_HOLD_UNLOCK=$HOLD
@@ -56,12 +69,47 @@ mapping[600000:600008] = b"dirtypag"   # in the hole: a dirty page, not yet writ
 data = os.lseek(fd, 8192, os.SEEK_DATA)
 hole = os.lseek(fd, data, os.SEEK_HOLE)
 with open(out + ".tmp", "w") as f:
-    f.write("%s %s\n" % (8192 <= data <= 600000, hole > 600008))
+    f.write("%s %s\n" % (8192 < data <= 600000, hole > 600008))
 os.rename(out + ".tmp", out)
 PY
-    check "SEEK_DATA and SEEK_HOLE past a dirty mapped page on CPU $cpu are answered" within 60 test -s "$WORK/seek$cpu"
-    expect_eq "and find that page's data (written back first)" "$(cat "$WORK/seek$cpu" 2>/dev/null)" "True True"
+    started+=($!)
+    answered "SEEK_DATA and SEEK_HOLE past a dirty mapped page on CPU $cpu are answered" "$WORK/seek$cpu"
+    expect_eq "and find the hole before it and that page's data (written back first)" \
+        "$(cat "$WORK/seek$cpu" 2>/dev/null)" "True True"
 done
+
+# Twelve at once from one CPU: more than its queue lets wait on the kernel at once (the
+# rest are answered as for a file without holes, which lseek(2) allows), and more than
+# the helpers that serve them: each is answered, and none takes the dirty bytes for a
+# hole (an answer with holes or one without: the bytes are data either way).
+for i in $(seq 12); do
+    printf 'head' > "$S/burst$i"
+    truncate -s 1048576 "$S/burst$i"
+done
+for i in $(seq 12); do
+    taskset -c 0 python3 - "$S/burst$i" "$WORK/burst$i" "$WORK/burst-go" <<'PY' > /dev/null 2>&1 &
+import mmap, os, sys, time
+path, out, go = sys.argv[1:]
+fd = os.open(path, os.O_RDWR)
+mapping = mmap.mmap(fd, 0)
+mapping[600000:600008] = b"dirtypag"
+open(out + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+data = os.lseek(fd, 600000, os.SEEK_DATA)
+hole = os.lseek(fd, 600000, os.SEEK_HOLE)
+with open(out + ".tmp", "w") as f:
+    f.write("%s %s\n" % (data == 600000, hole >= 600008))
+os.rename(out + ".tmp", out)
+PY
+    started+=($!)
+done
+all_there() { local i; for i in $(seq 12); do [ -e "$WORK/$1$i$2" ] || return 1; done; }
+check "twelve mappings dirtied on CPU 0" within 60 all_there burst .ready
+touch "$WORK/burst-go"
+within 60 all_there burst "" && touch "$WORK/burst-answered"
+answered "twelve seeks at once on CPU 0 are answered" "$WORK/burst-answered" 0
+expect_eq "none takes the dirty bytes for a hole" "$(cat "$WORK"/burst[0-9]* | sort | uniq -c | sed 's/^ *//')" "12 True True"
 
 # --- a directory's class change during a passcode check -----------------------------
 mkdir "$S/folder"
@@ -72,14 +120,16 @@ echo plain > "$S/plain"
 unlocker=$!
 check "the passcode check is held" within 60 test -e "$HOLD.held"
 ( taskset -c 0 setfattr -n user.dpfs.protection -v complete "$S/folder" && touch "$WORK/classed" ) 2>/dev/null &
+started+=($!)
 # The hook lets go after a minute by itself: answered within 30 s is answered during it.
-check "a directory's class change is answered while the check holds the lock state" within 30 test -e "$WORK/classed"
+answered "a directory's class change is answered while the check holds the lock state" "$WORK/classed" 30
 # Had the change waited, its CPU's queue would wait with it.
 for cpu in $(seq 0 $((cpus - 1))); do
     ( taskset -c "$cpu" cat "$S/plain" > "$WORK/read$cpu" && touch "$WORK/read$cpu.done" ) 2>/dev/null &
+    started+=($!)
 done
 for cpu in $(seq 0 $((cpus - 1))); do
-    check "a read on CPU $cpu is answered meanwhile" within 20 test -e "$WORK/read$cpu.done"
+    answered "a read on CPU $cpu is answered meanwhile" "$WORK/read$cpu.done" 20
 done
 expect_eq "the unlock is still held" "$(test -e "$HOLD.held" && kill -0 "$unlocker" 2>/dev/null && echo held)" "held"
 touch "$HOLD"

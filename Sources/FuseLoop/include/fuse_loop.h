@@ -72,6 +72,11 @@ ssize_t dpfs_ring_take_reply(struct dpfs_rings *rings, const struct iovec *iov, 
 /// queue, or NULL.
 void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size);
 
+/// Whether the request the calling thread serves may wait on the kernel (have it write
+/// back and drop pages): 1 on /dev/fuse and with a queue's helper; 0 on a queue's own
+/// thread, which must go on serving the requests that wait needs.
+int dpfs_ring_may_wait_on_kernel(struct dpfs_rings *rings);
+
 /// The bytes of a write request when they sit in one memory buffer (no splice),
 /// or NULL.
 void *dpfs_bufvec_memory(struct fuse_bufvec *bufv);
