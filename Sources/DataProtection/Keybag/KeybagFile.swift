@@ -137,10 +137,12 @@ public struct KeybagFile: Codable, Sendable {
     /// record always has the same contents as the newest: putting back the keybag from
     /// before the last save — an old passcode, keys an erase destroyed — is refused.
     /// A save whose keybag write failed (a full disk) leaves the record one ahead as
-    /// that crash does, and the next save from the keybag on disk (`generation`
-    /// unchanged, as a caller that keeps only saved keybags has it) takes that same
+    /// that crash does, and the next save from the keybag on disk takes that same
     /// generation: failed saves never leave the record two ahead, which would read
-    /// as an old copy put back.
+    /// as an old copy put back. So a save that throws leaves `generation` at the
+    /// keybag on disk: unchanged when it wrote none, else the one it wrote, which the
+    /// caller then keeps (a later save under that generation would write other
+    /// contents under it, and a copy of these would pass for the crash).
     /// The record's failure count only grows here (attempts another copy of the
     /// directory counted stay counted), unless `resettingFailures`: a passcode
     /// verified, which clears it as on iOS.
@@ -148,6 +150,8 @@ public struct KeybagFile: Codable, Sendable {
                               resettingFailures: Bool = false) throws {
         let location = try storeLocation()
         let text = try KeybagText(self)
+        var onDisk = generation
+        defer { generation = onDisk }
         for _ in 0..<2 {
             let current = generation
             let policy = self.policy
@@ -159,6 +163,7 @@ public struct KeybagFile: Codable, Sendable {
             }
             generation = record.keybagGeneration
             try AtomicFile.write(try signedEncoding(text, deviceSecret: deviceSecret), to: directory.keybagPath)
+            onDisk = generation
         }
     }
 

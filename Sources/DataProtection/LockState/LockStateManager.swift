@@ -220,9 +220,13 @@ public final class LockStateManager: Sendable {
             var keybag = core.withLock { $0.keybag }
             guard keybag.directoryClasses?[key] != protectionClass else { return }
             keybag.directoryClasses = (keybag.directoryClasses ?? [:]).merging([key: protectionClass]) { $1 }
+            let before = keybag.generation
+            defer {
+                // Saved, or written before the save failed (KeybagFile.save): it is the device's.
+                let kept = keybag
+                if kept.generation != before { core.withLock { $0.keybag = kept } }
+            }
             try keybag.save(in: directory, deviceSecret: deviceSecret)
-            let saved = keybag
-            core.withLock { $0.keybag = saved }
         }
     }
 
@@ -242,7 +246,12 @@ public final class LockStateManager: Sendable {
             merged.directoryClasses = current.directoryClasses
             merged.generation = current.generation
             merged.mac = current.mac
-            try save(&merged)
+            do { try save(&merged) } catch {
+                // Written before the save failed (KeybagFile.save): it is the device's.
+                let written = merged
+                if written.generation != current.generation { core.withLock { $0.keybag = written } }
+                throw error
+            }
             let kept = merged
             core.withLock { core in
                 core.keybag = kept
@@ -590,12 +599,11 @@ public final class LockStateManager: Sendable {
         }
         var unsaved = false
         let kept = try commitKeybag(keybag, save: { keybag in
-            let onDisk = keybag.generation
             do { try keybag.save(in: directory, deviceSecret: deviceSecret) } catch {
                 // The failure counts all the same, with its delay: kept here, and saved
                 // before any passcode is tried again (saveUnsavedFailure), so that a full
-                // disk and a restart open no way to more guesses.
-                keybag.generation = onDisk
+                // disk and a restart open no way to more guesses. The save left the
+                // generation of the keybag on disk.
                 unsaved = true
             }
         }, update: { $0.failureUnsaved = unsaved })
