@@ -162,8 +162,13 @@ void *dpfs_ring_read_space(struct dpfs_rings *rings, size_t size) {
 int dpfs_ring_may_wait_on_kernel(struct dpfs_rings *rings) {
     if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE)) return 1;
     struct dpfs_ring_entry *entry = (struct dpfs_ring_entry *)pthread_getspecific(rings->serving_key);
+    if (entry == NULL) return 1;
+    // Once the queues end, a thread that has gone would be the one to serve the wait.
+    // Sequentially consistent with the seek's count (dispatch) and the queue threads'
+    // last look at both: either the seek sees the end, or every queue sees the seek.
+    if (__atomic_load_n(&rings->stopping, __ATOMIC_SEQ_CST)) return 0;
     // `away` was set before the hand-off, which the helpers' lock orders before this.
-    return entry == NULL || entry->away;
+    return entry->away;
 }
 
 /// Serves the request in `entry`: rebuilds it as one buffer in front of the payload and
@@ -355,8 +360,8 @@ static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
 /// Serves the request a completion brought: here, or with a helper if it waits on the
 /// kernel (while the queue has entries to spare for it), or if it may wait on the disk
 /// and does not come `alone` (the only completion, no other entry away) or is large.
-/// One that waits on the kernel goes to a helper even at the end: the kernel's wait is
-/// for this thread's requests.
+/// One that waits on the kernel goes to a helper even at the end, where it is answered
+/// without the wait (dpfs_ring_may_wait_on_kernel).
 /// Whether its reply, committed here, carried file contents.
 static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     struct dpfs_ring_queue *queue = entry->queue;
@@ -364,8 +369,8 @@ static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
     uint32_t opcode;
     memcpy(&opcode, entry->headers->in_out + DPFS_FUSE_IN_OPCODE_OFFSET, sizeof(opcode));
     __atomic_add_fetch(&rings->busy, 1, __ATOMIC_RELAXED);
-    // At the end, nothing more goes away but what waits on the kernel: the thread waits
-    // only for what is away.
+    // At the end, nothing more goes away but seeks, which then do not wait: the thread
+    // waits only for what is away.
     int waits_on_kernel = dpfs_ring_waits_on_kernel(opcode);
     int away = waits_on_kernel
         ? queue->kernel_waits < DPFS_RING_KERNEL_WAITS_MAX
@@ -378,7 +383,7 @@ static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
         queue->away++;
         if (waits_on_kernel) {
             queue->kernel_waits++;
-            __atomic_add_fetch(&rings->kernel_waits, 1, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&rings->kernel_waits, 1, __ATOMIC_SEQ_CST);
         }
         entry->job.run = dpfs_ring_serve_away;
         struct dpfs_helpers *helpers = waits_on_kernel ? &rings->kernel_helpers : &rings->helpers;
@@ -437,8 +442,8 @@ static void *dpfs_ring_queue_thread(void *argument) {
     int wipe = 0;
     // At the end, requests with helpers are still answered, and while any queue's
     // request waits on the kernel, every queue serves what that wait may need.
-    while (!__atomic_load_n(&rings->stopping, __ATOMIC_ACQUIRE) || queue->away > 0 ||
-           __atomic_load_n(&rings->kernel_waits, __ATOMIC_ACQUIRE) > 0) {
+    while (!__atomic_load_n(&rings->stopping, __ATOMIC_SEQ_CST) || queue->away > 0 ||
+           __atomic_load_n(&rings->kernel_waits, __ATOMIC_SEQ_CST) > 0) {
         struct __kernel_timespec wait = {
             .tv_sec = 0, .tv_nsec = wipe ? DPFS_RING_WIPE_NANOSECONDS : DPFS_RING_WAIT_NANOSECONDS };
         struct io_uring_cqe *cqe = NULL;
@@ -493,6 +498,12 @@ static void *dpfs_ring_queue_thread(void *argument) {
     // Replies served but not yet committed go out: their callers need not wait for the
     // connection's end.
     dpfs_ring_commit_served_away(queue);
+    // A seek still away when the queue broke off is no longer this queue's to commit:
+    // the other queues must not keep serving for it.
+    if (queue->kernel_waits > 0) {
+        __atomic_sub_fetch(&rings->kernel_waits, queue->kernel_waits, __ATOMIC_SEQ_CST);
+        queue->kernel_waits = 0;
+    }
     io_uring_submit(&queue->ring);
     dpfs_ring_wipe_replies(queue);
     return NULL;
@@ -544,7 +555,7 @@ int dpfs_rings_start(struct dpfs_rings *rings) {
 
 void dpfs_rings_stop(struct dpfs_rings *rings) {
     if (rings == NULL || !__atomic_load_n(&rings->started, __ATOMIC_ACQUIRE)) return;
-    __atomic_store_n(&rings->stopping, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&rings->stopping, 1, __ATOMIC_SEQ_CST);
     for (unsigned int q = 0; q < rings->count; q++) {
         if (rings->queues[q].running) pthread_join(rings->queues[q].thread, NULL);
     }

@@ -55,7 +55,7 @@ struct dpfs_ring_queue;
 struct dpfs_ring_entry {
     struct dpfs_helper_job job;         // when a helper serves its request
     struct dpfs_ring_entry *done_next;  // in the queue's list of entries helpers served
-    int away;               // with a helper (only the queue's thread reads and writes this)
+    int away;               // with a helper (written by the queue's thread alone)
     struct dpfs_ring_queue *queue;
     struct dpfs_ring_headers *headers;
     struct iovec iov[2];
