@@ -247,9 +247,15 @@ public final class LockStateManager: Sendable {
             merged.generation = current.generation
             merged.mac = current.mac
             do { try save(&merged) } catch {
-                // Written before the save failed (KeybagFile.save): it is the device's.
+                // Written before the save failed (KeybagFile.save): it is the device's,
+                // with what goes with it; the error still says the save is not settled.
                 let written = merged
-                if written.generation != current.generation { core.withLock { $0.keybag = written } }
+                if written.generation != current.generation {
+                    core.withLock { core in
+                        core.keybag = written
+                        update(&core)
+                    }
+                }
                 throw error
             }
             let kept = merged
@@ -258,6 +264,13 @@ public final class LockStateManager: Sendable {
                 update(&core)
             }
             return kept
+        }
+    }
+
+    /// A commit's save (KeybagFile.save).
+    private func saving(resettingFailures: Bool = false) -> (inout KeybagFile) throws -> Void {
+        { [directory, deviceSecret] keybag in
+            try keybag.save(in: directory, deviceSecret: deviceSecret, resettingFailures: resettingFailures)
         }
     }
 
@@ -565,13 +578,11 @@ public final class LockStateManager: Sendable {
             let now = clock.now
             // The count adopted from the record was the device's while the passcode was
             // checked, and a class change then may have saved it: saved again, cleared.
-            if succeeded.policy != keybag.policy || succeeded.policy != adopted.policy {
-                try commitKeybag(succeeded, save: { try $0.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true) },
-                                 update: { $0.passcodeEntered = now })
-            } else {
-                // Under the commit's lock, so that no class change's save puts it back.
-                try commitKeybag(succeeded, save: { _ in try clearReservation() }, update: { $0.passcodeEntered = now })
-            }
+            // Unchanged, only the reservation is cleared, under the commit's lock so that
+            // no class change's save puts it back.
+            let changed = succeeded.policy != keybag.policy || succeeded.policy != adopted.policy
+            try commitKeybag(succeeded, save: changed ? saving(resettingFailures: true) : { [self] _ in try clearReservation() },
+                             update: { $0.passcodeEntered = now })
             return try body(keys)
         }
     }
@@ -622,7 +633,7 @@ public final class LockStateManager: Sendable {
     private func saveUnsavedFailure() throws {
         guard core.withLock({ $0.failureUnsaved }) else { return }
         do {
-            try commitKeybag(core.withLock { $0.keybag }, save: { try $0.save(in: directory, deviceSecret: deviceSecret) },
+            try commitKeybag(core.withLock { $0.keybag }, save: saving(),
                              update: { $0.failureUnsaved = false })
         } catch {
             throw LockError.failureNotSaved("\(error)")
@@ -679,7 +690,7 @@ public final class LockStateManager: Sendable {
             keybag.policy.erased = false
             let now = clock.now
             let passcodeSet = keybag.passcodeSet
-            try commitKeybag(keybag, save: { try $0.save(in: directory, deviceSecret: deviceSecret, resettingFailures: true) },
+            try commitKeybag(keybag, save: saving(resettingFailures: true),
                              update: { core in
                 // The user typed the passcode (the current one, or the first).
                 core.passcodeEntered = passcodeSet ? now : nil
