@@ -31,9 +31,14 @@ WEDGED=""
 started=()   # what touches the mount in the background, by pid
 scenario_cleanup() {
     touch "$HOLD"
-    [ -n "$WEDGED" ] && umount -f "$MNT" 2>/dev/null
     local pid
-    for pid in "${started[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+    if [ -n "$WEDGED" ]; then
+        umount -f "$MNT" 2>/dev/null
+        # Still ours (a pid long ended may name another process by now).
+        for pid in "${started[@]}"; do
+            [ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$$" ] && kill -KILL "$pid" 2>/dev/null
+        done
+    fi
     [ -n "$unlocker" ] && { kill "$unlocker" 2>/dev/null; wait "$unlocker" 2>/dev/null; }
     echo "$ORIGINAL" > "$PARAM"
 }
