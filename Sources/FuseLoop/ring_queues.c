@@ -303,6 +303,13 @@ static int dpfs_ring_waits_on_kernel(uint32_t opcode) {
     return opcode == DPFS_FUSE_OPCODE_LSEEK;
 }
 
+/// Counts a request handed to a kernel helper (`by` 1) or back from one (-1), on its
+/// queue and for all queues (whose threads serve at the end while any is counted).
+static void dpfs_ring_count_kernel_wait(struct dpfs_ring_queue *queue, int by) {
+    queue->kernel_waits += by;
+    __atomic_add_fetch(&queue->rings->kernel_waits, by, __ATOMIC_SEQ_CST);
+}
+
 /// The bytes a READ asks for or a WRITE carries (fuse_read_in and fuse_write_in both
 /// hold it after the handle and the offset); 0 for other requests.
 static uint32_t dpfs_ring_transfer_size(struct dpfs_ring_entry *entry, uint32_t opcode) {
@@ -346,10 +353,7 @@ static int dpfs_ring_commit_served_away(struct dpfs_ring_queue *queue) {
     for (; entry != NULL; entry = entry->done_next) {
         entry->away = 0;
         queue->away--;
-        if (entry->opcode == DPFS_FUSE_OPCODE_LSEEK) {
-            queue->kernel_waits--;
-            __atomic_sub_fetch(&queue->rings->kernel_waits, 1, __ATOMIC_RELEASE);
-        }
+        if (dpfs_ring_waits_on_kernel(entry->opcode)) dpfs_ring_count_kernel_wait(queue, -1);
         __atomic_sub_fetch(&queue->rings->busy, 1, __ATOMIC_RELAXED);
         if (entry->plaintext > 0) plaintext = 1;
         dpfs_ring_prepare(entry, DPFS_RING_CMD_COMMIT_AND_FETCH, entry->headers->entry.commit_id);
@@ -381,19 +385,13 @@ static int dpfs_ring_dispatch(struct dpfs_ring_entry *entry, int alone) {
         entry->away = 1;
         entry->opcode = opcode;
         queue->away++;
-        if (waits_on_kernel) {
-            queue->kernel_waits++;
-            __atomic_add_fetch(&rings->kernel_waits, 1, __ATOMIC_SEQ_CST);
-        }
+        if (waits_on_kernel) dpfs_ring_count_kernel_wait(queue, 1);
         entry->job.run = dpfs_ring_serve_away;
         struct dpfs_helpers *helpers = waits_on_kernel ? &rings->kernel_helpers : &rings->helpers;
         if (dpfs_helpers_submit(helpers, &entry->job) == 0) return 0;
         entry->away = 0;
         queue->away--;
-        if (waits_on_kernel) {
-            queue->kernel_waits--;
-            __atomic_sub_fetch(&rings->kernel_waits, 1, __ATOMIC_RELEASE);
-        }
+        if (waits_on_kernel) dpfs_ring_count_kernel_wait(queue, -1);
     }
     dpfs_ring_serve(entry);
     __atomic_add_fetch(&rings->served, 1, __ATOMIC_RELAXED);
@@ -500,10 +498,7 @@ static void *dpfs_ring_queue_thread(void *argument) {
     dpfs_ring_commit_served_away(queue);
     // A seek still away when the queue broke off is no longer this queue's to commit:
     // the other queues must not keep serving for it.
-    if (queue->kernel_waits > 0) {
-        __atomic_sub_fetch(&rings->kernel_waits, queue->kernel_waits, __ATOMIC_SEQ_CST);
-        queue->kernel_waits = 0;
-    }
+    if (queue->kernel_waits > 0) dpfs_ring_count_kernel_wait(queue, -(int)queue->kernel_waits);
     io_uring_submit(&queue->ring);
     dpfs_ring_wipe_replies(queue);
     return NULL;
